@@ -1,0 +1,1 @@
+"""Built-in zslbench plugins, installed as the package ``zslbench_plugins``."""

@@ -1,0 +1,36 @@
+"""The paper's method and the baselines of its ablation (Table 3), as compositions.
+
+| method  | embedder | regressor | paper's name |
+| ------- | -------- | --------- | ------------ |
+| bt-gp   | bt       | gp        | L_BT + GP (ours) |
+| t-gp    | t        | gp        | L_T + GP |
+| gp      | identity | gp        | GP |
+| krr     | identity | krr       | KRR |
+| bt-krr  | bt       | krr       | L_BT + KRR |
+
+All use the ``clip`` preprocessor (clip at 7, scale to [0, 1]) and the ``gamma`` calibrator, as in
+the paper. Component defaults live with the components (``plugins/embedders.py`` etc.).
+"""
+
+from __future__ import annotations
+
+from zslbench.hookspecs import hookimpl
+from zslbench.methods import MethodSpec
+
+METHODS = [
+    MethodSpec("bt-gp", embedder="bt", regressor="gp", paper_name="L_BT + GP (ours)",
+               description="Class-balanced triplet embedding + per-dimension GP prototypes (Ye et al. 2022)"),
+    MethodSpec("t-gp", embedder="t", regressor="gp", paper_name="L_T + GP",
+               description="Plain triplet embedding + per-dimension GP prototypes (ablation)"),
+    MethodSpec("gp", embedder="identity", regressor="gp", paper_name="GP",
+               description="GP prototypes on the raw feature space (ablation)"),
+    MethodSpec("krr", embedder="identity", regressor="krr", paper_name="KRR",
+               description="Kernel ridge regression prototypes on the raw feature space (ablation)"),
+    MethodSpec("bt-krr", embedder="bt", regressor="krr", paper_name="L_BT + KRR",
+               description="Class-balanced triplet embedding + kernel ridge regression (ablation)"),
+]
+
+
+@hookimpl
+def zslbench_methods() -> list[MethodSpec]:
+    return list(METHODS)

@@ -1,0 +1,18 @@
+"""zslbench: a harness for benchmarking Generalized Zero-Shot Learning.
+
+The data path, folder by folder: ``zslbench.data`` (files in, Split V2.0 enforced) ->
+``zslbench.protocol`` (leak-free validation, fit, calibrate, refit) -> components from plugins
+(embedder -> regressor -> calibrator) -> ``zslbench.metrics`` -> ``zslbench.records`` ->
+``zslbench.leaderboard``.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("zslbench")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0+unknown"
+
+from zslbench.hookspecs import hookimpl  # noqa: E402  (the marker plugins import)
+
+__all__ = ["__version__", "hookimpl"]

@@ -1,0 +1,105 @@
+"""Component contracts, after scikit-learn's estimator contract.
+
+A method is a composition of components: preprocessor -> embedder -> regressor -> calibrator.
+Every component:
+
+* takes its hyperparameters as keyword arguments of ``__init__`` and stores them unchanged
+  under the same names (no work in ``__init__``), so ``get_params``/``set_params``/``clone``
+  work and a config can be recorded and replayed exactly;
+* returns ``self`` from ``fit``; learned state ends with an underscore (``W_``, ``gamma_``);
+* is pure in ``transform``/``predict`` given its fitted state.
+
+Two hyperparameters are injected by the runner when a component's constructor accepts them:
+``random_state`` (an int derived from the run's seed) and ``device`` (``"cpu"`` or ``"cuda"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+class Component:
+    """Base class giving every component ``get_params``/``set_params``/``clone``."""
+
+    #: Name under which the component is registered (set by the plugin that provides it).
+    name: ClassVar[str] = ""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [
+            p.name
+            for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+
+    def get_params(self) -> dict[str, Any]:
+        """Hyperparameters as given to the constructor."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> Component:
+        """Set hyperparameters; an unknown name raises ``KeyError`` naming the valid ones."""
+        valid = self._param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise KeyError(f"{type(self).__name__} has no hyperparameter {key!r}; valid: {valid}")
+            setattr(self, key, value)
+        return self
+
+    def clone(self) -> Component:
+        """An unfitted copy with the same hyperparameters."""
+        return type(self)(**copy.deepcopy(self.get_params()))
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+class Preprocessor(Component):
+    """Maps raw image features to the features every embedder sees (e.g. clip and scale)."""
+
+    def fit(self, features: np.ndarray) -> Preprocessor:
+        return self
+
+    def transform(self, features: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Embedder(Component):
+    """Learns a map from image features (n, d) to a latent space (n, k)."""
+
+    def fit(self, features: np.ndarray, labels: np.ndarray) -> Embedder:
+        """Fit on training images; ``labels`` are class indices (0-based, any subset)."""
+        raise NotImplementedError
+
+    def transform(self, features: np.ndarray) -> np.ndarray:
+        """Latent vectors, float32 array of shape (n, k)."""
+        raise NotImplementedError
+
+
+class Regressor(Component):
+    """Learns a map from class semantics (attributes) to class prototypes in latent space."""
+
+    def fit(self, class_semantics: np.ndarray, class_prototypes: np.ndarray) -> Regressor:
+        """``class_semantics`` (c, a) and ``class_prototypes`` (c, k) of the seen classes."""
+        raise NotImplementedError
+
+    def predict(self, class_semantics: np.ndarray) -> np.ndarray:
+        """Predicted prototypes (m, k) for the given (m, a) class semantics."""
+        raise NotImplementedError
+
+
+class Calibrator(Component):
+    """Chooses the seen-class penalty gamma of the calibrated rule (paper eq. 10).
+
+    ``fit`` receives validation *scores* (n, c) where a larger score is a better class
+    (the runner passes ``-||x - mu_c||^2``), the true labels (n,) as column indices into the
+    scores, and a boolean mask (c,) of which columns are seen classes. It sets ``gamma_``.
+    """
+
+    def fit(self, scores: np.ndarray, labels: np.ndarray, seen_mask: np.ndarray) -> Calibrator:
+        raise NotImplementedError

@@ -1,0 +1,1 @@
+"""Leaderboards rendered from result records."""
