@@ -1,0 +1,43 @@
+"""The five real xlsa17 benchmarks (AWA1, AWA2, APY, CUB, SUN; Split V2.0) as zslbench datasets.
+
+The data is read from disk (``zslbench data download`` fetches it); nothing here generates or
+substitutes data. ``all`` names the five.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zslbench.data.dataset import DatasetSpec, ZSLData
+from zslbench.data.splits import load_registry
+from zslbench.data.xlsa17 import DATASETS, load_xlsa17, missing_files, resolve_data_dir
+from zslbench.hookspecs import hookimpl
+
+
+def _loader(name: str):
+    def load(data_dir: Path | None = None, allow_nonstandard: bool = False) -> ZSLData:
+        return load_xlsa17(name, resolve_data_dir(data_dir), allow_nonstandard=allow_nonstandard)
+
+    load.__doc__ = f"Load {name} from ``<data-dir>/{name.upper()}`` with Split V2.0 enforced."
+    return load
+
+
+def _missing(name: str):
+    def missing(data_dir: Path | None = None) -> list[str]:
+        return missing_files(name, resolve_data_dir(data_dir))
+
+    return missing
+
+
+@hookimpl
+def zslbench_datasets() -> list[DatasetSpec]:
+    registry = load_registry()["datasets"]
+    specs = []
+    for name in DATASETS:
+        e = registry[name]
+        desc = (f"{e['title']} (xlsa17 Split V2.0: {e['n_images']} images, {e['n_seen']}+"
+                f"{e['n_unseen']} classes, {e['attribute_dim']}-d attributes, ResNet-101); "
+                f"needs `zslbench data download`")
+        specs.append(DatasetSpec(name=name, load=_loader(name), kind="real", description=desc,
+                                 groups=("all",), missing=_missing(name)))
+    return specs

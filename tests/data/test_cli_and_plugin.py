@@ -1,0 +1,83 @@
+"""``zslbench data verify/info`` output, and the xlsa17 dataset plugin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from zslbench.data.cli import data as data_cli
+from zslbench.data.cli import parse_datasets
+from zslbench.data.dataset import DatasetSpec
+from zslbench.errors import SplitError
+from zslbench_plugins import xlsa17 as plugin
+
+from .conftest import Mini
+
+
+def test_verify_clean_table(mini: Mini) -> None:
+    res = CliRunner().invoke(data_cli, ["verify", "-d", "awa2", "--data-dir", str(mini.data_dir)])
+    assert res.exit_code == 0, res.output
+    assert res.stderr == ""
+    out = res.stdout
+    assert f"✓ official {mini.entry['split_fingerprint'][:12]}" in out
+    assert "54×2048" in out and "12×9" in out and "24/12/18" in out and "OK" in out
+
+
+def test_verify_all_reports_every_missing_file(mini: Mini) -> None:
+    res = CliRunner().invoke(data_cli, ["verify", "--data-dir", str(mini.data_dir)])
+    assert res.exit_code == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 8  # 4 absent datasets x 2 files; awa2 is fine
+    assert all("is missing: run `zslbench data download --dataset" in line for line in lines)
+    assert "awa1" in res.stdout and "missing" in res.stdout
+
+
+def test_info_shows_data_cache_and_disk(mini: Mini, monkeypatch: pytest.MonkeyPatch) -> None:
+    CliRunner().invoke(data_cli, ["verify", "-d", "awa2", "--data-dir", str(mini.data_dir)])
+    monkeypatch.setenv("ZSLBENCH_DATA", str(mini.data_dir))
+    res = CliRunner().invoke(data_cli, ["info"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert f"data dir: {mini.data_dir}  (from $ZSLBENCH_DATA)" in out
+    assert "res101-" in out and "att_splits-" in out and "ok" in out
+    assert "disk: datasets" in out and "free on this filesystem" in out
+
+
+def test_info_on_an_empty_dir(tmp_path: Path) -> None:
+    res = CliRunner().invoke(data_cli, ["info", "--data-dir", str(tmp_path / "nothing")])
+    assert res.exit_code == 0 and "does not exist yet" in res.stdout and "(empty)" in res.stdout
+
+
+def test_parse_datasets() -> None:
+    assert parse_datasets(("all",)) == ["awa1", "awa2", "apy", "cub", "sun"]
+    assert parse_datasets(("CUB,awa2", "cub")) == ["cub", "awa2"]
+
+
+def test_plugin_specs(mini: Mini) -> None:
+    specs = plugin.zslbench_datasets()
+    assert [s.name for s in specs] == ["awa1", "awa2", "apy", "cub", "sun"]
+    assert all(isinstance(s, DatasetSpec) and s.kind == "real" and s.groups == ("all",) for s in specs)
+    awa2 = next(s for s in specs if s.name == "awa2")
+    assert "37322 images" in awa2.description
+    assert awa2.missing(mini.data_dir) == []
+    assert len(next(s for s in specs if s.name == "cub").missing(mini.data_dir)) == 2
+    assert awa2.load(mini.data_dir).standard
+
+
+def test_plugin_load_passes_allow_nonstandard(mini: Mini) -> None:
+    a = dict(mini.arrays)
+    a["trainval_loc"] = a["trainval_loc"][1:]  # one image left out of every split
+    mini.rewrite(a)
+    spec = next(s for s in plugin.zslbench_datasets() if s.name == "awa2")
+    with pytest.raises(SplitError, match="in no split"):
+        spec.load(mini.data_dir)
+    d = spec.load(mini.data_dir, allow_nonstandard=True)
+    assert not d.standard and "in no split" in d.nonstandard_reason
+
+
+def test_plugin_load_uses_zslbench_data_env(mini: Mini, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZSLBENCH_DATA", str(mini.data_dir))
+    spec = next(s for s in plugin.zslbench_datasets() if s.name == "awa2")
+    assert spec.load(None).source["data_dir"] == str(mini.data_dir)

@@ -1,0 +1,434 @@
+"""The xlsa17 loader: ``<data-dir>/<NAME>/res101.mat`` + ``att_splits.mat`` in, checked ``ZSLData`` out.
+
+The files are the ones of Xian et al.'s "Zero-Shot Learning — the Good, the Bad and the Ugly"
+(xlsa17, Split V2.0):
+
+* ``res101.mat``: ``features`` 2048 x N (ResNet-101, float64), ``labels`` N x 1 (1-based class);
+* ``att_splits.mat``: ``att`` attr x classes, ``trainval_loc``, ``test_seen_loc``,
+  ``test_unseen_loc`` (1-based image indices, column vectors), optionally ``train_loc``/``val_loc``
+  and ``allclasses_names``.
+
+Folders are upper case (``AWA1 AWA2 APY CUB SUN``); zslbench names are lower case. The loader goes
+through the cache (:mod:`zslbench.data.cache`) and runs every Split V2.0 check
+(:mod:`zslbench.data.splits`) before it returns, so no method ever trains on a split that was not
+checked. It converts to 0-based labels and indices; the official ``train_loc``/``val_loc`` images
+are never returned (they overlap test-seen in the 2018 originals), only the *classes* of
+``val_loc``, from which the protocol derives a leak-free validation split.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zslbench.data import cache as _cache
+from zslbench.data import splits as _splits
+from zslbench.data.dataset import ZSLData
+from zslbench.errors import ConfigError, DataError, UserError
+
+#: zslbench names of the five xlsa17 benchmarks, in the paper's order.
+DATASETS = ("awa1", "awa2", "apy", "cub", "sun")
+#: Environment variable naming the data dir (after ``--data-dir``, before the default).
+DATA_ENV = "ZSLBENCH_DATA"
+RES101 = "res101.mat"
+ATT_SPLITS = "att_splits.mat"
+_RES101_KEYS = ("features", "labels")
+_SPLIT_KEYS_REQUIRED = ("att", "trainval_loc", "test_seen_loc", "test_unseen_loc")
+_SPLIT_KEYS_OPTIONAL = ("train_loc", "val_loc")
+
+
+def resolve_data_dir(cli_value: str | Path | None) -> Path:
+    """The data dir: ``--data-dir``, else ``$ZSLBENCH_DATA``, else ``$XDG_CACHE_HOME/zslbench/data``.
+
+    The default follows the XDG base-directory convention (``~/.cache/zslbench/data`` when
+    ``XDG_CACHE_HOME`` is unset): the data can be re-downloaded, so it is cache, not config.
+    """
+    if cli_value not in (None, ""):
+        return Path(cli_value).expanduser()
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "zslbench" / "data"
+
+
+def canonical_name(name: str) -> str:
+    """``"AWA2"``/``"awa2"`` -> ``"awa2"``; an unknown name is a ConfigError suggesting the closest."""
+    low = str(name).strip().lower()
+    if low in DATASETS:
+        return low
+    close = difflib.get_close_matches(low, DATASETS, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ConfigError(f"unknown xlsa17 dataset {name!r}",
+                      hint=f"{hint}(xlsa17 datasets: {', '.join(DATASETS)}; or all)")
+
+
+def dataset_folder(name: str) -> str:
+    """The upper-case folder of a dataset (``"awa2"`` -> ``"AWA2"``)."""
+    return str(_splits.registry_entry(canonical_name(name))["folder"])
+
+
+def dataset_paths(name: str, data_dir: str | Path | None) -> tuple[Path, Path]:
+    """``(res101.mat, att_splits.mat)`` paths of a dataset under the resolved data dir."""
+    folder = Path(resolve_data_dir(data_dir)) / dataset_folder(name)
+    return folder / RES101, folder / ATT_SPLITS
+
+
+def missing_files(name: str, data_dir: str | Path | None) -> list[str]:
+    """One line per missing file of dataset ``name``, saying how to get it.
+
+    Empty when both files exist. The runner prints these lines and stops; it never substitutes
+    other data, so the lines also point to the embedded stand-ins for a run without downloads.
+    """
+    name = canonical_name(name)
+    root = resolve_data_dir(data_dir)
+    lines = []
+    for path in dataset_paths(name, root):
+        if not path.is_file():
+            lines.append(f"{path} is missing: run `zslbench data download --dataset {name} "
+                         f"--data-dir {root}` to fetch the xlsa17 benchmark (about 879 MB for all five), "
+                         f"or use `--dataset synth-{name}` / `--dataset synth-all` for the embedded "
+                         f"SYNTHETIC stand-ins (not the real benchmark)")
+    return lines
+
+
+# --------------------------------------------------------------------------------------- reading
+
+def read_mat(path: Path, keys: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Read ``keys`` (required) and ``optional`` keys of a MATLAB v5 file with scipy.
+
+    Every failure becomes one :class:`DataError` line naming the file: v7.3 (HDF5) files, which
+    scipy cannot read; truncated or corrupt files; a missing required key.
+    """
+    import scipy.io
+    from scipy.io.matlab import MatReadError
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(128)
+    except FileNotFoundError:
+        raise DataError(f"{path} is missing", hint="run `zslbench data download`") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot open ({exc.strerror})") from None
+    if head.startswith(b"MATLAB 7.3") or head[:8] == b"\x89HDF\r\n\x1a\n":
+        raise DataError(f"{path} is a MATLAB v7.3 (HDF5) file, which zslbench cannot read",
+                        hint="re-save it as v7 in MATLAB (save(f, '-v7')) or re-download the "
+                             "original xlsa17 file")
+    try:
+        data = scipy.io.loadmat(str(path), variable_names=list(keys + optional))
+    except NotImplementedError:
+        raise DataError(f"{path} is a MATLAB v7.3 (HDF5) file, which zslbench cannot read",
+                        hint="re-save it as v7 in MATLAB or re-download the original") from None
+    except MemoryError:
+        raise
+    except (MatReadError, Exception) as exc:  # scipy raises OSError, ValueError, IndexError, ...
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{path}: cannot read the MATLAB file, it is truncated or corrupt ({detail})",
+                        hint="delete it and re-download it (zslbench data download)") from None
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise DataError(f"{path} lacks the required key {missing[0]!r} (has: "
+                        f"{', '.join(sorted(k for k in data if not k.startswith('__'))) or 'nothing'})",
+                        hint="this is not an xlsa17 file; re-download it")
+    return data
+
+
+def _numeric(path: Path, key: str, value: Any) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iufb":
+        raise DataError(f"{path}: {key!r} is not a numeric array (MATLAB class {arr.dtype})",
+                        hint="this is not an xlsa17 file; re-download it")
+    return arr
+
+
+def _convert_res101(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Read ``res101.mat`` into (N, d) float32 features and raw labels, for the cache."""
+    data = read_mat(path, _RES101_KEYS)
+    feats = _numeric(path, "features", data["features"])
+    labels = _numeric(path, "labels", data["labels"])
+    if labels.ndim > 2 or (labels.ndim == 2 and min(labels.shape) > 1):
+        raise DataError(f"{path}: 'labels' must be a vector, got shape {labels.shape}",
+                        hint="this is not an xlsa17 file; re-download it")
+    labels = labels.ravel().astype(np.float64)
+    if feats.ndim != 2:
+        raise DataError(f"{path}: 'features' must be a 2-D d x N matrix, got shape {feats.shape}",
+                        hint="this is not an xlsa17 file; re-download it")
+    # xlsa17 stores d x N (one column per image); MATLAB is column-major, so .T is (N, d) C-order.
+    transposed = feats.shape[1] != labels.size and feats.shape[0] == labels.size
+    out = feats if transposed else feats.T
+    features = np.ascontiguousarray(out, dtype=np.float32)
+    finite = np.isfinite(features)
+    nonfinite = None
+    if not finite.all():
+        i, j = np.argwhere(~finite)[0]
+        nonfinite = [int(i), int(j)]
+    del finite
+    meta = {"shape": list(features.shape), "stored_shape": list(feats.shape),
+            "stored_dtype": str(feats.dtype), "transposed": bool(transposed), "nonfinite": nonfinite}
+    return {"features": features, "labels": labels}, meta
+
+
+def _convert_att_splits(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Read ``att_splits.mat`` into raw arrays (dtypes kept) and class names, for the cache."""
+    data = read_mat(path, _SPLIT_KEYS_REQUIRED, _SPLIT_KEYS_OPTIONAL + ("allclasses_names",))
+    arrays: dict[str, np.ndarray] = {}
+    for key in _SPLIT_KEYS_REQUIRED + _SPLIT_KEYS_OPTIONAL:
+        if key in data:
+            arrays[key] = _numeric(path, key, data[key])
+    names = None
+    if "allclasses_names" in data:
+        try:
+            names = [str(np.asarray(x).ravel()[0]) for x in np.asarray(data["allclasses_names"]).ravel()]
+        except (IndexError, TypeError, ValueError):
+            names = None  # class names are cosmetic; a malformed list is ignored
+    return arrays, {"class_names": names, "keys": sorted(arrays)}
+
+
+@dataclass
+class _Source:
+    path: Path
+    size: int
+    sha256: str
+
+
+def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, convert: Any,
+            mmap: tuple[str, ...], full_check: bool = False
+            ) -> tuple[dict[str, np.ndarray], dict[str, Any], str]:
+    """Arrays of one source file from its cache entry, (re)building the entry when needed."""
+    if cache_root is None:
+        arrays, meta = convert(src.path)
+        return arrays, meta, "disabled"
+    entry = _cache.entry_dir(cache_root, folder, kind, src.sha256)
+    status = "hit"
+    if entry.exists():
+        try:
+            meta, arrays = _cache.open_entry(entry, mmap=mmap, full=full_check)
+            if meta.get("source_sha256") == src.sha256:
+                return arrays, meta, status
+            status = "rebuilt (entry belongs to another file)"
+            shutil.rmtree(entry, ignore_errors=True)
+        except _cache.CacheCorrupt as exc:
+            status = f"rebuilt (corrupt cache entry {entry.name}: {exc})"
+            logging.getLogger("zslbench.data").warning("%s: %s; rebuilding it", entry, exc)
+            shutil.rmtree(entry, ignore_errors=True)
+    else:
+        status = "built"
+    arrays, meta = convert(src.path)
+    meta = {**meta, "source_path": str(src.path), "source_sha256": src.sha256, "source_size": src.size}
+    try:
+        _cache.write_entry(entry, arrays, meta)
+        _cache.remove_stale(cache_root, folder, kind, keep=entry)
+        meta, arrays = _cache.open_entry(entry, mmap=mmap)
+    except OSError as exc:  # read-only or full disk: serve from memory, say so
+        status = f"disabled (cannot write {entry}: {exc.strerror or exc})"
+    except _cache.CacheCorrupt as exc:  # e.g. removed by a concurrent process: use what we read
+        status = f"disabled (the new entry {entry.name} did not read back: {exc})"
+    return arrays, meta, status
+
+
+# ------------------------------------------------------------------------------------ inspection
+
+@dataclass
+class FileReport:
+    """What ``zslbench data verify`` shows about one source file."""
+
+    path: Path
+    present: bool
+    size: int | None = None
+    sha256: str | None = None
+    known: str | None = None
+
+
+@dataclass
+class Inspection:
+    """Everything the loader learned about one dataset, failures included (nothing raised).
+
+    ``error`` holds a reading error (missing/unreadable file, missing key); ``failures`` the
+    results of the checks when both files could be read.
+    """
+
+    name: str
+    data_dir: Path
+    files: dict[str, FileReport] = field(default_factory=dict)
+    error: UserError | None = None
+    failures: list[_splits.Failure] = field(default_factory=list)
+    features_shape: tuple[int, int] | None = None
+    att_shape: tuple[int, int] | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    fingerprint: str = ""
+    official_fingerprint: str = ""
+    cache_status: dict[str, str] = field(default_factory=dict)
+    arrays: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.failures
+
+
+def _cache_root(data_dir: Path, cache_dir: Path | None, use_cache: bool) -> Path | None:
+    if not use_cache:
+        return None
+    root = Path(cache_dir) if cache_dir is not None else data_dir / ".cache"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return root if os.access(root, os.W_OK) else None
+
+
+def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: Path | None = None,
+                   use_cache: bool = True, full_cache_check: bool = False) -> Inspection:
+    """Read (through the cache) and check one dataset; report every problem instead of raising.
+
+    :func:`load_xlsa17` and ``zslbench data verify`` share this, so both see the same checks.
+    """
+    name = canonical_name(name)
+    root = resolve_data_dir(data_dir)
+    entry = _splits.registry_entry(name)
+    folder = entry["folder"]
+    res_path, att_path = dataset_paths(name, root)
+    rep = Inspection(name=name, data_dir=root, official_fingerprint=entry.get("split_fingerprint") or "")
+    for key, path in (("res101", res_path), ("att_splits", att_path)):
+        rep.files[key] = FileReport(path=path, present=path.is_file())
+    missing = missing_files(name, root)
+    if missing:
+        rep.error = DataError(missing[0])
+        return rep
+    cache_root = _cache_root(root, cache_dir, use_cache)
+    store = _cache.HashStore(cache_root / "hashes.json" if cache_root is not None else None)
+    sources: dict[str, _Source] = {}
+    known_files = entry.get("known_files", {})
+    for key, path in (("res101", res_path), ("att_splits", att_path)):
+        try:
+            sha = store.sha256(path)
+            size = path.stat().st_size
+        except OSError as exc:
+            rep.error = DataError(f"{path}: cannot read ({exc.strerror or exc})")
+            return rep
+        sources[key] = _Source(path, size, sha)
+        known = known_files.get(path.name, {}).get(sha)
+        rep.files[key] = FileReport(path=path, present=True, size=size, sha256=sha,
+                                    known=(known or {}).get("source"))
+    try:
+        res, res_meta, res_status = _cached("res101", sources["res101"], folder, cache_root,
+                                            _convert_res101, ("features",), full_cache_check)
+        att, att_meta, att_status = _cached("att_splits", sources["att_splits"], folder, cache_root,
+                                            _convert_att_splits, (), full_cache_check)
+    except UserError as exc:
+        rep.error = exc
+        return rep
+    rep.cache_status = {"res101": res_status, "att_splits": att_status}
+    rep.arrays = {"features": res["features"], "labels": res["labels"], **att,
+                  "class_names": att_meta.get("class_names"),
+                  "transposed": bool(res_meta.get("transposed"))}
+    rep.failures = _run_checks(rep, name, entry, res, res_meta, att, res_path, att_path)
+    return rep
+
+
+def _run_checks(rep: Inspection, name: str, entry: dict[str, Any], res: dict[str, np.ndarray],
+                res_meta: dict[str, Any], att: dict[str, np.ndarray], res_path: Path, att_path: Path
+                ) -> list[_splits.Failure]:
+    features, labels = res["features"], res["labels"]
+    n_images = int(features.shape[0])
+    rep.features_shape = (n_images, int(features.shape[1]))
+    a = np.asarray(att["att"])
+    rep.att_shape = tuple(int(s) for s in a.shape) if a.ndim == 2 else None  # type: ignore[assignment]
+    nonfinite = res_meta.get("nonfinite")
+    fails = _splits.check_features(str(res_path), rep.features_shape, int(labels.size),
+                                   expected_dim=entry.get("feature_dim"),
+                                   nonfinite=tuple(nonfinite) if nonfinite else None)
+    fails += _splits.check_attributes(str(att_path), a, expected_dim=entry.get("attribute_dim"))
+    n_classes = int(a.shape[1]) if a.ndim == 2 else 0
+    label_fails = _splits.check_labels(str(res_path), labels, n_classes, str(att_path))
+    fails += label_fails
+    labels_ok = not any(f.structural for f in fails if f.check in ("count", "labels", "labels-range",
+                                                                    "attributes"))
+    labels0 = labels.astype(np.int64) - 1 if labels_ok else None
+    locs = {k: att.get(k) for k in _splits.SPLIT_KEYS}
+    if any(f.check == "count" for f in fails):
+        return fails  # which images do the indices mean? nothing below would be meaningful
+    fails += _splits.check_split(str(att_path), n_images, labels0,
+                                 locs["trainval_loc"], locs["test_seen_loc"], locs["test_unseen_loc"],
+                                 train=att.get("train_loc"), val=att.get("val_loc"))
+    split_ok = not any(f.structural for f in fails)
+    if split_ok:
+        rep.fingerprint = _splits.split_fingerprint(*(locs[k] for k in _splits.SPLIT_KEYS))
+        n_seen = n_unseen = None
+        if labels0 is not None:
+            tv = np.asarray(locs["trainval_loc"]).astype(np.int64).ravel() - 1
+            tu = np.asarray(locs["test_unseen_loc"]).astype(np.int64).ravel() - 1
+            n_seen = int(np.unique(labels0[tv]).size)
+            n_unseen = int(np.unique(labels0[tu]).size)
+        rep.counts = {"n_images": n_images, "n_classes": n_classes,
+                      **{k.replace("_loc", ""): int(np.asarray(locs[k]).size) for k in _splits.SPLIT_KEYS},
+                      **({"n_seen": n_seen, "n_unseen": n_unseen} if n_seen is not None else {})}
+        fails += _splits.check_registry(str(att_path), name, entry, n_images=n_images,
+                                        n_classes=n_classes, n_seen=n_seen, n_unseen=n_unseen,
+                                        fingerprint=rep.fingerprint)
+    return fails
+
+
+def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstandard: bool = False,
+                cache_dir: Path | None = None, use_cache: bool = True) -> ZSLData:
+    """Load one xlsa17 dataset with every Split V2.0 check enforced.
+
+    Returns 0-based labels and indices, float32 features (N, 2048) as a read-only memory map of
+    the cache, and attributes (classes, attr) float32. ``val_classes`` are the classes of the
+    official ``val_loc`` images (None when the file has no ``val_loc``). Raises
+    :class:`~zslbench.errors.DataError` / :class:`~zslbench.errors.SplitError` with one line naming
+    the file and the failed check; with ``allow_nonstandard=True`` a split failing only policy
+    checks (leaky, altered, other features) loads with ``standard=False`` and the reason recorded.
+    """
+    rep = inspect_xlsa17(name, data_dir, cache_dir=cache_dir, use_cache=use_cache)
+    if rep.error is not None:
+        raise rep.error
+    standard, reason = _splits.enforce(rep.failures, allow_nonstandard=allow_nonstandard)
+    arr = rep.arrays
+    labels0 = np.asarray(arr["labels"]).astype(np.int64) - 1
+    idx = {k: np.asarray(arr[k]).astype(np.int64).ravel() - 1 for k in _splits.SPLIT_KEYS}
+    val_classes = None
+    if "val_loc" in arr:
+        val_classes = np.unique(labels0[np.asarray(arr["val_loc"]).astype(np.int64).ravel() - 1])
+    features = arr["features"]
+    if not isinstance(features, np.memmap):  # cache disabled: still hand out read-only data
+        features = np.asarray(features)
+        features.flags.writeable = False
+    attributes = np.ascontiguousarray(np.asarray(arr["att"], dtype=np.float32).T)
+    attributes.flags.writeable = False
+    files = rep.files
+    source = {
+        "format": "xlsa17",
+        "dataset": rep.name,
+        "data_dir": str(rep.data_dir),
+        "res101_path": str(files["res101"].path),
+        "res101_sha256": files["res101"].sha256,
+        "res101_size": files["res101"].size,
+        "att_splits_path": str(files["att_splits"].path),
+        "att_splits_sha256": files["att_splits"].sha256,
+        "att_splits_size": files["att_splits"].size,
+        "att_splits_known": files["att_splits"].known,
+        "official_fingerprint": rep.official_fingerprint,
+        "features_transposed": arr["transposed"],
+        "cache": dict(rep.cache_status),
+    }
+    names = arr.get("class_names")
+    return ZSLData(
+        name=rep.name, features=features, labels=labels0, attributes=attributes,
+        trainval_idx=idx["trainval_loc"], test_seen_idx=idx["test_seen_loc"],
+        test_unseen_idx=idx["test_unseen_loc"], val_classes=val_classes, kind="real",
+        split_fingerprint=rep.fingerprint, standard=standard, nonstandard_reason=reason,
+        source=source,
+        class_names=list(names) if names and len(names) == attributes.shape[0] else None)
+
+
+__all__ = ["DATASETS", "DATA_ENV", "FileReport", "Inspection", "canonical_name", "dataset_folder",
+           "dataset_paths", "inspect_xlsa17", "load_xlsa17", "missing_files", "read_mat",
+           "resolve_data_dir"]
