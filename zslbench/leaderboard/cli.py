@@ -1,0 +1,57 @@
+"""``zslbench leaderboard``: render leaderboards from records, or check the committed ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from zslbench.errors import UserError
+from zslbench.leaderboard import check as check_mod
+from zslbench.leaderboard.build import build
+from zslbench.leaderboard.reported import DEFAULT_FILE
+
+
+@click.command("leaderboard")
+@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
+              show_default=True, help="Directory of result records (searched recursively).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("leaderboards"), show_default=True, help="Directory the leaderboard is written to.")
+@click.option("--reported", "reported_path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              default=None, help=f"Curated reported-numbers file [default: OUT/{DEFAULT_FILE.as_posix()}].")
+@click.option("--check", "check_only", is_flag=True,
+              help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.")
+@click.pass_context
+def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path, reported_path: Path | None,
+                check_only: bool) -> None:
+    """Render Markdown, CSV, HTML and figures from the records alone, deterministically.
+
+    Real-benchmark pages show measured rows and the paper's reported rows, each marked; runs on the
+    embedded synthetic data go to their own, clearly titled pages.
+    """
+    if reported_path is None:
+        candidate = out_dir / DEFAULT_FILE
+        if candidate.is_file():
+            reported_path = candidate
+        else:
+            click.echo(f"note: {candidate.as_posix()} not found; rendering without reported numbers "
+                       "(pass --reported FILE to include them)", err=True)
+    try:
+        site = build(results_dir, out_dir, reported_path, draw=not check_only)
+        if check_only:
+            problems = check_mod.compare(site, out_dir)
+            for line in problems:
+                click.echo(line)
+            if problems:
+                click.echo(f"{out_dir.as_posix()}: {len(problems)} file(s) out of date — re-render with "
+                           f"`zslbench leaderboard --results-dir {results_dir.as_posix()} --out "
+                           f"{out_dir.as_posix()}` and commit the result", err=True)
+                ctx.exit(1)
+            click.echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
+            return
+        written = check_mod.write(site, out_dir)
+    except UserError as exc:
+        click.echo(f"error: {exc.one_line()}", err=True)
+        ctx.exit(exc.exit_code)
+    click.echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
+               f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")

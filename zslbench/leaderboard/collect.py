@@ -1,0 +1,294 @@
+"""Records in, one pandas row per run out, then mean ± std over seeds per configuration.
+
+Everything a leaderboard shows comes from here, so the grouping rules live in one place:
+
+* A **cell group** is (kind, dataset, method, config id, standard split?, device type, data
+  fingerprint). The config id is the hash of the resolved hyperparameters *without* the injected
+  ``random_state``/``device``, so the seeds of one configuration land in one group and changing a
+  hyperparameter starts a new one.
+* Within a cell group a seed counts once: when several records carry the same seed (a re-run after
+  a code change), the newest (``finished_at``) wins and the others are counted as *superseded*.
+* A **row key** is the cell group without the dataset: one leaderboard row per method
+  configuration. Two rows that would read the same get a distinguishing suffix (device, config
+  hash, data fingerprint), so nothing is silently averaged together.
+* The spread is the *sample* standard deviation (``ddof=1``) over seeds; with one seed it is
+  undefined and shown as missing, not as 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from zslbench.errors import UserError
+from zslbench.records import iter_records
+
+METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
+GZSL_METRICS = ("A_U", "A_S", "H", "AUSUC")
+ZSL_METRICS = ("A_T",)
+#: Parameters the runner injects per run; they must not split a configuration's seeds.
+INJECTED_PARAMS = frozenset({"random_state", "seed", "device"})
+
+#: The paper's column order (CUB, SUN, AWA2, AWA1, APY); other datasets follow alphabetically.
+PAPER_DATASET_ORDER = ("cub", "sun", "awa2", "awa1", "apy")
+#: The ablation table's row order (KRR, L_BT + KRR, GP, L_T + GP, ours); others follow.
+PAPER_METHOD_ORDER = ("krr", "bt-krr", "gp", "t-gp", "bt-gp")
+
+CELL_KEYS = ["kind", "dataset", "method", "config_id", "standard", "device_type", "data_fp"]
+ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type"]
+
+
+def is_synthetic_name(name: str) -> bool:
+    """``toy`` and ``synth-*`` are the embedded stand-ins, whatever a record claims."""
+    return name == "toy" or name.startswith("synth-")
+
+
+def dataset_kind(record: dict[str, Any]) -> str:
+    """``"synthetic"`` when either the record or the dataset name says so (fail safe)."""
+    name = str(record.get("dataset", ""))
+    if record.get("dataset_kind") == "synthetic" or is_synthetic_name(name):
+        return "synthetic"
+    return "real"
+
+
+def dataset_label(name: str, kind: str) -> str:
+    """Real benchmarks print as the paper does (``AWA2``); stand-ins keep their own name."""
+    return name if kind == "synthetic" else name.upper()
+
+
+def dataset_order(name: str) -> tuple[int, str]:
+    """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike."""
+    base = name.lower().removeprefix("synth-")
+    if base in PAPER_DATASET_ORDER:
+        return (PAPER_DATASET_ORDER.index(base), name.lower())
+    return (len(PAPER_DATASET_ORDER), name.lower())
+
+
+def method_order(name: str) -> tuple[int, str]:
+    if name in PAPER_METHOD_ORDER:
+        return (PAPER_METHOD_ORDER.index(name), name)
+    return (len(PAPER_METHOD_ORDER), name)
+
+
+def config_id(record: dict[str, Any]) -> str:
+    """The record's ``config_id``, or a hash of its config minus the injected parameters."""
+    if record.get("config_id"):
+        return str(record["config_id"])
+    config = record.get("config") or {}
+    components = {
+        role: {"name": spec.get("name"),
+               "params": {k: v for k, v in sorted((spec.get("params") or {}).items())
+                          if k not in INJECTED_PARAMS}}
+        for role, spec in sorted((config.get("components") or {}).items())
+    }
+    body = json.dumps([config.get("method", record.get("method")), components,
+                       config.get("overrides") or {}], sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _number(value: Any) -> float:
+    """A metric value as float; ``None``, ``"nan"`` and non-numbers become NaN (missing)."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out if math.isfinite(out) else math.nan
+
+
+def _version(record: dict[str, Any]) -> str:
+    env = record.get("environment") or {}
+    return str(record.get("zslbench_version") or env.get("zslbench")
+               or (env.get("packages") or {}).get("zslbench") or "unknown")
+
+
+def _link(path: Path, link_base: Path) -> str:
+    """``path`` relative to the directory the pages are written to, with forward slashes."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(link_base).resolve())).as_posix()
+
+
+def run_row(path: Path, record: dict[str, Any], link_base: Path) -> dict[str, Any]:
+    """Flatten one record into the columns the leaderboard needs (the record itself rides along)."""
+    kind = dataset_kind(record)
+    metrics = record.get("metrics") or {}
+    timings = record.get("timings") or {}
+    split = record.get("split") or {}
+    data = record.get("data") or {}
+    device = record.get("device") or {}
+    git = record.get("git") or {}
+    config = record.get("config") or {}
+    overrides = config.get("overrides") or {}
+    row = {
+        "kind": kind,
+        "dataset": str(record["dataset"]),
+        "method": str(record["method"]),
+        "paper_name": str(record.get("paper_name") or ""),
+        "config_id": config_id(record),
+        "overrides": ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(overrides.items())),
+        "standard": bool(split.get("standard", False)),
+        "split_reason": str(split.get("reason") or ""),
+        "split_fp": str(split.get("fingerprint") or ""),
+        "data_fp": str(data.get("fingerprint") or split.get("fingerprint") or ""),
+        "device_type": str(device.get("type") or "unknown"),
+        "device_name": str(device.get("name") or device.get("type") or "unknown"),
+        "seed": int(record["seed"]),
+        "repetition": int(record.get("repetition", -1)),
+        "version": _version(record),
+        "commit": str(git.get("commit") or "unknown"),
+        "dirty": bool(git.get("dirty")),
+        "started_at": str(record.get("started_at") or ""),
+        "finished_at": str(record.get("finished_at") or ""),
+        "run_id": str(record["run_id"]),
+        "link": _link(path, link_base),
+        "train": _number(timings.get("train")),
+        "record": record,
+    }
+    for metric in METRICS:
+        row[metric] = _number(metrics.get(metric))
+    return row
+
+
+def load_runs(results_dir: Path, link_base: Path) -> pd.DataFrame:
+    """Every record under ``results_dir`` as one row, sorted so that order never depends on the disk."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise UserError(f"{results_dir}: no such results directory",
+                        hint="run `zslbench run ... --results-dir DIR` first, or point --results-dir at the records")
+    rows = [run_row(path, record, link_base) for path, record in iter_records(results_dir)]
+    return runs_frame(rows)
+
+
+def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Rows from :func:`run_row` as a frame in a canonical order."""
+    frame = pd.DataFrame(list(rows))
+    if frame.empty:
+        frame = pd.DataFrame(columns=[*CELL_KEYS, "seed", "finished_at", "link", *METRICS, "train"])
+    return frame.sort_values(["kind", "dataset", "method", "config_id", "seed", "finished_at", "link"],
+                             kind="mergesort").reset_index(drop=True)
+
+
+def dedupe(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Keep the newest record per (cell group, seed); return (kept, superseded)."""
+    if runs.empty:
+        return runs, runs
+    ordered = runs.sort_values([*CELL_KEYS, "seed", "finished_at", "link"], kind="mergesort")
+    newest = ~ordered.duplicated([*CELL_KEYS, "seed"], keep="last")
+    kept = ordered[newest].reset_index(drop=True)
+    superseded = ordered[~newest].reset_index(drop=True)
+    return kept, superseded
+
+
+def _mean_std_n(values: pd.Series) -> tuple[float, float, int]:
+    clean = values.dropna()
+    n = int(clean.size)
+    if n == 0:
+        return math.nan, math.nan, 0
+    mean = float(clean.mean())
+    std = float(clean.std(ddof=1)) if n > 1 else math.nan
+    return mean, std, n
+
+
+def _dates(values: pd.Series) -> tuple[str, str]:
+    days = sorted(v[:10] for v in values if v)
+    return (days[0], days[-1]) if days else ("", "")
+
+
+def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell group: ``{metric}_mean/_std/_n`` and the group's provenance.
+
+    Call on de-duplicated runs (:func:`dedupe`). Row labels (``label``) are made unique per kind.
+    """
+    out: list[dict[str, Any]] = []
+    if runs.empty:
+        return pd.DataFrame(columns=[*CELL_KEYS, "row_key", "label", "n"])
+    for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False):
+        entry: dict[str, Any] = dict(zip(CELL_KEYS, key, strict=True))
+        entry["paper_name"] = next((p for p in group["paper_name"] if p), "")
+        entry["overrides"] = group["overrides"].iloc[0]
+        entry["split_reason"] = "; ".join(sorted({r for r in group["split_reason"] if r}))
+        entry["n"] = int(len(group))
+        for metric in (*METRICS, "train"):
+            mean, std, n = _mean_std_n(group[metric])
+            entry[f"{metric}_mean"], entry[f"{metric}_std"], entry[f"{metric}_n"] = mean, std, n
+        entry["seeds"] = sorted(int(s) for s in group["seed"])
+        entry["versions"] = sorted(set(group["version"]))
+        entry["commits"] = sorted(set(group["commit"]))
+        entry["dirty"] = bool(group["dirty"].any())
+        entry["devices"] = sorted(set(group["device_name"]))
+        entry["date_first"], entry["date_last"] = _dates(group["finished_at"])
+        entry["links"] = sorted(group["link"])
+        entry["records"] = [group["record"].iloc[i] for i in range(len(group))] if "record" in group else []
+        out.append(entry)
+    frame = pd.DataFrame(out)
+    frame["row_key"] = [tuple(r) for r in frame[ROW_KEYS].itertuples(index=False)]
+    frame = _split_data_collisions(frame)
+    frame["label"] = _labels(frame)
+    order = sorted(range(len(frame)), key=lambda i: (
+        frame["kind"].iloc[i], method_order(frame["method"].iloc[i]), frame["label"].iloc[i],
+        dataset_order(frame["dataset"].iloc[i])))
+    return frame.iloc[order].reset_index(drop=True)
+
+
+def _split_data_collisions(frame: pd.DataFrame) -> pd.DataFrame:
+    """A row key that has two data fingerprints for one dataset becomes one row per fingerprint."""
+    counts = frame.groupby(["row_key", "dataset"])["data_fp"].transform("nunique")
+    clash = {rk for rk, c in zip(frame["row_key"], counts, strict=True) if c > 1}
+    frame["row_key"] = [(*rk, fp) if rk in clash else rk
+                        for rk, fp in zip(frame["row_key"], frame["data_fp"], strict=True)]
+    frame["data_clash"] = [len(rk) > len(ROW_KEYS) for rk in frame["row_key"]]
+    return frame
+
+
+def _labels(frame: pd.DataFrame) -> list[str]:
+    """``method`` (+ overrides), plus just enough of device / config / data to tell rows apart."""
+    base = {rk: m + (f" [{o}]" if o else "")
+            for rk, m, o in zip(frame["row_key"], frame["method"], frame["overrides"], strict=True)}
+    rows = sorted(set(frame["row_key"]))
+    labels = {}
+    for rk in rows:
+        kind, method, cid, standard, device = rk[:5]
+        twins = [o for o in rows if o[0] == kind and base[o] == base[rk] and o != rk]
+        parts = [base[rk]]
+        if not standard:
+            parts.append("non-standard split")
+        if any(o[4] != device for o in twins):
+            parts.append(device)
+        if any(o[2] != cid for o in twins):
+            parts.append(f"cfg {cid[:8]}")
+        if len(rk) > len(ROW_KEYS):
+            parts.append(f"data {rk[5][:8]}")
+        labels[rk] = " · ".join(parts)
+    return [labels[rk] for rk in frame["row_key"]]
+
+
+def per_class(records: list[dict[str, Any]], which: str = "unseen") -> list[dict[str, Any]]:
+    """Per-class accuracy of a cell group: mean ± std over seeds per class, with class frequency.
+
+    ``share_of_unseen`` rescales the record's frequency (a fraction of *all* images) to the share
+    among the listed classes, which is what the paper's per-class table prints.
+    """
+    by_class: dict[int, dict[str, Any]] = {}
+    for record in records:
+        for entry in ((record.get("per_class") or {}).get(which) or []):
+            cls = int(entry["class"])
+            slot = by_class.setdefault(cls, {"class": cls, "name": entry.get("name"), "acc": [],
+                                             "frequency": _number(entry.get("frequency")),
+                                             "n_test": entry.get("n_test")})
+            slot["acc"].append(_number(entry.get("accuracy")))
+    total = sum(s["frequency"] for s in by_class.values() if not math.isnan(s["frequency"]))
+    out = []
+    for cls in sorted(by_class):
+        slot = by_class[cls]
+        mean, std, n = _mean_std_n(pd.Series(slot["acc"], dtype=float))
+        share = slot["frequency"] / total if total > 0 else math.nan
+        out.append({"class": cls, "name": slot["name"] or f"class {cls}", "frequency": slot["frequency"],
+                    "share": share, "n_test": slot["n_test"], "mean": mean, "std": std, "n": n})
+    return out

@@ -1,0 +1,134 @@
+"""The curated file of numbers quoted from papers (``leaderboards/reported/*.json``).
+
+Reported numbers are kept in their own file, with a citation on every row, so that a leaderboard
+can show them beside measured rows without ever mixing the two: they never pass through the
+aggregation of records, and every page marks them as *reported*.
+
+Format (schema 1)::
+
+    {"schema": 1, "about": str,
+     "tables": {"main": {"title", "paper_table", "latex_label", "metrics": [...]}, ...},
+     "references": {key: "full reference", ...},
+     "rows": [{"table": "main" | "ablation" | "train_time" | "per_class",
+               "method": "as printed in the paper", "zslbench_method": "bt-gp" | null,
+               "citation": "where in which paper", "refs": [reference keys],
+               "values": {"CUB": {"A_T": 59.9, ...}, ...},      # main / ablation / train_time
+               "device": "NVIDIA RTX 2080 Ti",                   # train_time
+               "dataset": "APY", "classes": [{"name", "share_of_unseen_pct", "accuracy"}]  # per_class
+              }, ...]}
+
+``null`` stands for a ``-`` cell of the paper (not reported). Values are percent, except
+``train_min`` (minutes).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zslbench.errors import UserError
+
+DEFAULT_FILE = Path("reported") / "ye2022_icpr.json"
+TABLES = ("main", "ablation", "train_time", "per_class")
+
+
+@dataclass(frozen=True)
+class ReportedRow:
+    """One row of a paper's table, as printed there."""
+
+    table: str
+    method: str
+    citation: str
+    refs: tuple[str, ...]
+    zslbench_method: str | None = None
+    values: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    device: str | None = None
+    dataset: str | None = None
+    classes: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Reported:
+    """The whole curated file; ``path`` is where it was read from (for links and errors)."""
+
+    path: Path | None
+    about: str = ""
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    references: dict[str, str] = field(default_factory=dict)
+    rows: tuple[ReportedRow, ...] = ()
+
+    def rows_for(self, table: str) -> list[ReportedRow]:
+        return [row for row in self.rows if row.table == table]
+
+    def table_info(self, table: str) -> dict[str, Any]:
+        return self.tables.get(table, {})
+
+
+EMPTY = Reported(path=None)
+
+
+def _fail(path: Path, where: str, problem: str) -> UserError:
+    return UserError(f"{path}: {where}: {problem}",
+                     hint="fix the entry (see the format in zslbench/leaderboard/reported.py)")
+
+
+def _value(path: Path, where: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(path, where, f"{value!r} is not a number or null")
+    return float(value)
+
+
+def load_reported(path: Path) -> Reported:
+    """Read and validate the curated file; every problem names the file and the row."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not a readable reported-numbers file ({exc})",
+                        hint="pass --reported FILE with a valid JSON file") from None
+    if not isinstance(doc, dict) or doc.get("schema") != 1:
+        raise _fail(path, "top level", "expected an object with \"schema\": 1")
+    references = {str(k): str(v) for k, v in (doc.get("references") or {}).items()}
+    rows: list[ReportedRow] = []
+    for i, raw in enumerate(doc.get("rows") or []):
+        where = f"rows[{i}]"
+        if not isinstance(raw, dict):
+            raise _fail(path, where, "not an object")
+        table = raw.get("table")
+        if table not in TABLES:
+            raise _fail(path, where, f"table {table!r} is not one of {', '.join(TABLES)}")
+        for key in ("method", "citation"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise _fail(path, where, f"{key!r} is missing (every reported row needs a citation)")
+        refs = tuple(str(r) for r in raw.get("refs") or ())
+        unknown = [r for r in refs if r not in references]
+        if unknown:
+            raise _fail(path, where, f"refs {', '.join(unknown)} are not in \"references\"")
+        values: dict[str, dict[str, float | None]] = {}
+        for dataset, cells in (raw.get("values") or {}).items():
+            if not isinstance(cells, dict):
+                raise _fail(path, f"{where}.values.{dataset}", "not an object")
+            values[str(dataset).upper()] = {
+                str(m): _value(path, f"{where}.values.{dataset}.{m}", v) for m, v in cells.items()}
+        classes = []
+        for j, cls in enumerate(raw.get("classes") or []):
+            if not isinstance(cls, dict) or "name" not in cls:
+                raise _fail(path, f"{where}.classes[{j}]", "needs a name")
+            classes.append({"name": str(cls["name"]),
+                            "share_of_unseen_pct": _value(path, f"{where}.classes[{j}]",
+                                                          cls.get("share_of_unseen_pct")),
+                            "accuracy": _value(path, f"{where}.classes[{j}]", cls.get("accuracy"))})
+        if table == "per_class" and not (raw.get("dataset") and classes):
+            raise _fail(path, where, "a per_class row needs \"dataset\" and \"classes\"")
+        rows.append(ReportedRow(
+            table=table, method=raw["method"].strip(), citation=raw["citation"].strip(), refs=refs,
+            zslbench_method=raw.get("zslbench_method") or None, values=values,
+            device=raw.get("device") or None,
+            dataset=str(raw["dataset"]).upper() if raw.get("dataset") else None,
+            classes=tuple(classes)))
+    return Reported(path=path, about=str(doc.get("about") or ""), tables=dict(doc.get("tables") or {}),
+                    references=references, rows=tuple(rows))
