@@ -1,0 +1,170 @@
+"""The command line as a user meets it: a real run, records, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from tests.cli_helpers import run_cli
+
+RECORD_KEYS = {"dataset", "method", "seed", "metrics", "timings", "device", "split", "config",
+               "environment", "git", "key", "run_id", "curve", "per_class"}
+
+
+def records_in(path):
+    return sorted(p for p in path.glob("*.json"))
+
+
+def assert_one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_krr_on_toy_writes_a_complete_record(tmp_path):
+    proc = run_cli("run", "--method", "krr", "--dataset", "toy", "--results-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    recs = records_in(tmp_path)
+    assert len(recs) == 1
+    rec = json.loads(recs[0].read_text())
+    assert RECORD_KEYS <= set(rec)
+    assert rec["dataset"] == "toy" and rec["method"] == "krr" and rec["dataset_kind"] == "synthetic"
+    assert set(rec["metrics"]) == {"A_T", "A_U", "A_S", "H", "AUSUC"}
+    # toy has 6 unseen classes: chance A_T is 16.7%; krr must clearly beat it.
+    assert rec["metrics"]["A_T"] > 30
+    assert rec["timings"]["train"] > 0
+    assert {"embedder_fit", "regressor_fit", "calibration", "evaluation"} <= set(rec["timings"])
+    assert rec["device"]["type"] == "cpu"
+    assert rec["split"]["standard"] is True and len(rec["split"]["fingerprint"]) == 64
+    assert rec["environment"]["packages"]["torch"]
+    assert "commit" in rec["git"]
+    assert rec["config"]["components"]["regressor"]["name"] == "krr"
+    assert "krr" in proc.stdout and "toy" in proc.stdout
+
+
+def test_second_run_is_cached_and_force_reruns(tmp_path):
+    args = ("run", "--method", "krr", "--dataset", "toy", "--results-dir", str(tmp_path))
+    assert run_cli(*args).returncode == 0
+    first = records_in(tmp_path)[0].read_text()
+    again = run_cli(*args)
+    assert again.returncode == 0 and "cached" in again.stdout
+    assert records_in(tmp_path)[0].read_text() == first
+    forced = run_cli(*args, "--force")
+    assert forced.returncode == 0 and "ran" in forced.stdout
+
+
+def test_set_override_is_recorded_and_changes_the_key(tmp_path):
+    base = ("run", "--method", "krr", "--dataset", "toy", "--results-dir", str(tmp_path))
+    assert run_cli(*base).returncode == 0
+    proc = run_cli(*base, "--set", "preprocessor.clip=5")
+    assert proc.returncode == 0, proc.stderr
+    recs = [json.loads(p.read_text()) for p in records_in(tmp_path)]
+    assert len(recs) == 2
+    changed = [r for r in recs if r["config"]["overrides"]]
+    assert changed[0]["config"]["overrides"] == {"preprocessor.clip": 5}
+    assert changed[0]["config"]["components"]["preprocessor"]["params"]["clip"] == 5
+    assert len({r["key"] for r in recs}) == 2
+
+
+@pytest.mark.parametrize("args, needles", [
+    (("--method", "krrr", "--dataset", "toy"), ("unknown method 'krrr'", "did you mean 'krr'")),
+    (("--method", "krr", "--dataset", "awa3"), ("unknown dataset 'awa3'", "did you mean")),
+    (("--method", "krr", "--dataset", "toy", "--set", "regressor.lamda=1"),
+     ("regressor.lamda", "valid:")),
+    (("--method", "krr", "--dataset", "toy", "--set", "nonsense"), ("component.param=value",)),
+    (("--method", "krr", "--dataset", "toy", "--set", "gpp.x=1"), ("'gpp'",)),
+])
+def test_bad_command_lines_get_one_line(tmp_path, args, needles):
+    proc = run_cli("run", *args, "--results-dir", str(tmp_path))
+    assert_one_line_error(proc, *needles)
+    assert records_in(tmp_path) == []
+
+
+def test_missing_real_data_lists_every_file_and_points_to_synth_all(tmp_path):
+    proc = run_cli("run", "--method", "krr", "--dataset", "all", "--data-dir", str(tmp_path / "nodata"),
+                   "--results-dir", str(tmp_path / "res"))
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 10  # two files for each of the five datasets
+    assert all("synth-all" in ln and "zslbench data download" in ln for ln in lines)
+    assert not (tmp_path / "res").exists()
+
+
+THIRD_PARTY = """
+    import numpy as np
+    from zslbench.components import Regressor
+    from zslbench.hookspecs import hookimpl
+    from zslbench.methods import MethodSpec
+
+
+    class LinearRegressor(Regressor):
+        '''Least-squares linear map from attributes to prototypes.'''
+
+        name = "linear"
+
+        def __init__(self, ridge=1e-3, explode=False):
+            self.ridge = ridge
+            self.explode = explode
+
+        def fit(self, class_semantics, class_prototypes):
+            if self.explode:
+                raise ValueError("exploded on purpose")
+            s = np.asarray(class_semantics, dtype=float)
+            gram = s.T @ s + self.ridge * np.eye(s.shape[1])
+            self.coef_ = np.linalg.solve(gram, s.T @ np.asarray(class_prototypes, dtype=float))
+            return self
+
+        def predict(self, class_semantics):
+            return np.asarray(class_semantics, dtype=float) @ self.coef_
+
+
+    @hookimpl
+    def zslbench_regressors():
+        return [LinearRegressor]
+
+
+    @hookimpl
+    def zslbench_methods():
+        return [MethodSpec("linear-proto", embedder="identity", regressor="linear",
+                           paper_name="third-party linear prototypes")]
+"""
+
+
+def test_a_third_party_plugin_adds_a_method_run_with_dash_p(tmp_path):
+    (tmp_path / "my_zsl_plugin.py").write_text(textwrap.dedent(THIRD_PARTY))
+    env = {"PYTHONPATH": str(tmp_path)}
+    listing = run_cli("-p", "my_zsl_plugin", "list", env=env)
+    assert listing.returncode == 0 and "linear-proto" in listing.stdout
+    res = tmp_path / "res"
+    proc = run_cli("-p", "my_zsl_plugin", "run", "--method", "linear-proto,krr", "--dataset", "toy",
+                   "--results-dir", str(res), env=env)
+    assert proc.returncode == 0, proc.stderr
+    recs = {json.loads(p.read_text())["method"]: json.loads(p.read_text()) for p in records_in(res)}
+    assert set(recs) == {"linear-proto", "krr"}
+    rec = recs["linear-proto"]
+    assert rec["config"]["components"]["regressor"] == {"name": "linear", "plugin": "my_zsl_plugin",
+                                                        "params": {"ridge": 0.001, "explode": False}}
+    assert rec["metrics"]["A_T"] > 16.7  # chance on toy's 6 unseen classes
+
+
+def test_a_plugin_raising_inside_fit_is_one_line_and_leaves_no_record(tmp_path):
+    (tmp_path / "my_zsl_plugin.py").write_text(textwrap.dedent(THIRD_PARTY))
+    res = tmp_path / "res"
+    proc = run_cli("-p", "my_zsl_plugin", "run", "--method", "linear-proto", "--dataset", "toy",
+                   "--set", "linear.explode=true", "--results-dir", str(res),
+                   env={"PYTHONPATH": str(tmp_path)})
+    assert_one_line_error(proc, "linear-proto on toy", "ValueError: exploded on purpose")
+    assert not res.exists() or records_in(res) == []
+
+
+def test_list_shows_every_paper_method_with_its_plugin():
+    proc = run_cli("list")
+    assert proc.returncode == 0, proc.stderr
+    for name in ("bt-gp", "t-gp", "gp", "krr", "bt-krr", "synth-sun", "awa2", "gamma", "identity"):
+        assert name in proc.stdout

@@ -1,0 +1,98 @@
+"""The protocol never lets a test image into fitting or tuning (proved on the real AWA2 split)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.io
+
+from zslbench.data.dataset import ZSLData
+from zslbench.protocol import leak_free_validation, run_protocol
+from zslbench.registry import load_registry
+from zslbench.runner import prepare_method
+
+
+class AccessLog:
+    """Stands in for the feature matrix and logs every row index read, per protocol stage."""
+
+    def __init__(self, features: np.ndarray) -> None:
+        self._f = features
+        self.shape = features.shape
+        self.dtype = features.dtype
+        self.stage = "setup"
+        self.reads: dict[str, set[int]] = {}
+
+    def __getitem__(self, idx):
+        rows = np.arange(self.shape[0])[idx]
+        self.reads.setdefault(self.stage, set()).update(np.atleast_1d(rows).tolist())
+        return self._f[idx]
+
+
+def real_awa2(shared_data) -> tuple[ZSLData, dict[str, np.ndarray]]:
+    mat = scipy.io.loadmat(shared_data / "AWA2" / "att_splits.mat")
+    labels1 = np.load(shared_data / "AWA2" / "derived" / "labels_reconstructed_1based.npy")
+    locs = {k: mat[k].ravel().astype(np.int64) - 1 for k in
+            ("trainval_loc", "test_seen_loc", "test_unseen_loc", "train_loc", "val_loc")}
+    labels = labels1.astype(np.int64) - 1
+    rng = np.random.default_rng(0)
+    feats = rng.random((labels.size, 8), dtype=np.float32)
+    data = ZSLData(name="awa2-real-split", features=feats, labels=labels,
+                   attributes=mat["att"].T.astype(np.float32), trainval_idx=locs["trainval_loc"],
+                   test_seen_idx=locs["test_seen_loc"], test_unseen_idx=locs["test_unseen_loc"],
+                   val_classes=np.unique(labels[locs["val_loc"]]), standard=True)
+    return data, locs
+
+
+def test_the_official_train_val_locs_leak_but_ours_do_not(shared_data):
+    data, locs = real_awa2(shared_data)
+    test = set(locs["test_seen_loc"]) | set(locs["test_unseen_loc"])
+    official = set(locs["train_loc"]) | set(locs["val_loc"])
+    assert len(official & set(locs["test_seen_loc"])) == 5882  # the leak we refuse to use
+    split = leak_free_validation(data, seed=3)
+    ours = set(split.all_indices().tolist())
+    assert ours == set(locs["trainval_loc"].tolist())
+    assert not ours & test
+    # class-disjoint validation: validation-unseen classes are the official val classes...
+    assert set(np.unique(data.labels[split.val_unseen_idx])) == set(np.unique(data.labels[locs["val_loc"]]))
+    assert not set(split.val_classes) & set(np.unique(data.labels[split.train_idx]))
+    # ...and validation-seen images are held out from the training classes' trainval images.
+    assert set(np.unique(data.labels[split.val_seen_idx])) == set(split.train_classes)
+    assert not set(split.val_seen_idx) & set(split.train_idx)
+
+
+def test_no_test_image_is_read_before_evaluation(shared_data):
+    data, locs = real_awa2(shared_data)
+    log = AccessLog(np.asarray(data.features))
+    data.features = log
+    reg = load_registry()
+    parts = prepare_method(reg, "krr", {}).instantiate(seed=1, device="cpu")
+
+    def on_stage(stage: str) -> None:
+        log.stage = stage
+
+    run_protocol(data, parts, seed=1, on_stage=on_stage)
+    test = set(locs["test_seen_loc"].tolist()) | set(locs["test_unseen_loc"].tolist())
+    before_eval = set().union(*(rows for stage, rows in log.reads.items() if stage != "evaluation"))
+    assert before_eval, "the protocol read no rows at all?"
+    assert before_eval <= set(locs["trainval_loc"].tolist())
+    assert not before_eval & test
+    assert log.reads["evaluation"] >= test
+
+
+def test_validation_without_val_classes_falls_back_to_a_seeded_third(shared_data):
+    data, _ = real_awa2(shared_data)
+    data.val_classes = None
+    a = leak_free_validation(data, seed=0)
+    b = leak_free_validation(data, seed=5)
+    assert np.array_equal(a.val_classes, b.val_classes)  # class choice does not depend on the run
+    assert len(a.val_classes) == round(40 / 3)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_validation_seen_share_is_twenty_percent_per_class(shared_data, seed):
+    data, _ = real_awa2(shared_data)
+    split = leak_free_validation(data, seed=seed)
+    for c in split.train_classes:
+        n_val = np.sum(data.labels[split.val_seen_idx] == c)
+        n_all = n_val + np.sum(data.labels[split.train_idx] == c)
+        assert n_val == round(0.2 * n_all)

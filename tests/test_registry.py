@@ -1,0 +1,111 @@
+"""Plugin discovery: built-ins through entry points, -p, autoload off, broken and duplicate plugins."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from zslbench import registry as registry_mod
+from zslbench.errors import ConfigError, PluginError
+from zslbench.registry import load_registry
+
+PAPER_METHODS = {"bt-gp", "t-gp", "gp", "krr", "bt-krr"}
+
+
+def write_plugin(tmp_path, monkeypatch, name: str, body: str) -> str:
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop(name, None)
+    return name
+
+
+def test_builtins_come_from_the_zslbench_entry_point_group():
+    reg = load_registry()
+    assert reg.problems == []
+    assert PAPER_METHODS <= set(reg.names("method"))
+    assert {"awa1", "awa2", "apy", "cub", "sun", "toy", "synth-awa2"} <= set(reg.names("dataset"))
+    assert {"identity", "bt", "t"} <= set(reg.names("embedder"))
+    assert {"gp", "krr"} <= set(reg.names("regressor"))
+    assert {"gamma", "none"} <= set(reg.names("calibrator"))
+    for kind in ("method", "dataset", "embedder", "regressor", "calibrator"):
+        for item in reg.items[kind].values():
+            assert item.distribution == "zslbench", (kind, item.name)
+
+
+def test_autoload_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD", "1")
+    reg = load_registry()
+    assert reg.names("method") == [] and reg.names("dataset") == []
+
+
+def test_dash_p_loads_a_module_without_installing(tmp_path, monkeypatch):
+    name = write_plugin(tmp_path, monkeypatch, "zsl_extra_method", """
+        from zslbench.hookspecs import hookimpl
+        from zslbench.methods import MethodSpec
+
+        @hookimpl
+        def zslbench_methods():
+            return [MethodSpec("extra", embedder="identity", regressor="krr")]
+    """)
+    monkeypatch.setenv("ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD", "1")
+    reg = load_registry([name])
+    assert reg.names("method") == ["extra"]
+    assert reg.items["method"]["extra"].plugin == name
+    assert reg.items["method"]["extra"].distribution is None
+
+
+def test_a_broken_entry_point_is_reported_by_name_and_the_rest_work(monkeypatch):
+    real = registry_mod.entry_points
+
+    def with_broken(group):
+        return [*real(group=group),
+                EntryPoint("broken_thing", "zsl_module_that_does_not_exist", group)]
+
+    monkeypatch.setattr(registry_mod, "entry_points", with_broken)
+    reg = load_registry()
+    assert len(reg.problems) == 1
+    assert "broken_thing" in reg.problems[0] and "failed to import" in reg.problems[0]
+    assert "\n" not in reg.problems[0]
+    assert PAPER_METHODS <= set(reg.names("method"))
+    with pytest.raises(PluginError, match="broken_thing"):
+        load_registry(strict=True)
+
+
+def test_duplicate_names_are_reported_and_the_first_kept(tmp_path, monkeypatch):
+    name = write_plugin(tmp_path, monkeypatch, "zsl_dup_method", """
+        from zslbench.hookspecs import hookimpl
+        from zslbench.methods import MethodSpec
+
+        @hookimpl
+        def zslbench_methods():
+            return [MethodSpec("krr", embedder="bt", regressor="gp")]
+    """)
+    reg = load_registry([name])
+    assert reg.items["method"]["krr"].obj.embedder == "identity"
+    dup = [p for p in reg.problems if "zsl_dup_method" in p]
+    assert len(dup) == 1 and "'krr'" in dup[0] and "already provided" in dup[0]
+    with pytest.raises(PluginError, match="krr"):
+        load_registry([name], strict=True)
+
+
+def test_a_hook_that_raises_is_reported(tmp_path, monkeypatch):
+    name = write_plugin(tmp_path, monkeypatch, "zsl_raising_hook", """
+        from zslbench.hookspecs import hookimpl
+
+        @hookimpl
+        def zslbench_regressors():
+            raise RuntimeError("boom")
+    """)
+    reg = load_registry([name])
+    assert any("zsl_raising_hook" in p and "boom" in p for p in reg.problems)
+    assert "gp" in reg.names("regressor")
+
+
+def test_unknown_names_suggest_the_closest():
+    reg = load_registry()
+    with pytest.raises(ConfigError) as exc:
+        reg.get("method", "bt-gpp")
+    assert "did you mean 'bt-gp'" in exc.value.one_line()

@@ -1,0 +1,105 @@
+"""What a record must carry so its numbers can be traced: versions, hardware, commit, code."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+PACKAGES = ("zslbench", "torch", "gpytorch", "linear_operator", "numpy", "scipy", "pluggy",
+            "click", "rich", "pandas", "matplotlib")
+
+
+def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in (*PACKAGES, *extra):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def environment(extra_distributions: tuple[str, ...] = ()) -> dict[str, object]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": package_versions(extra_distributions),
+    }
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``. ``cuda`` without a GPU is an error."""
+    import torch
+
+    from zslbench.errors import ConfigError
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: torch sees no CUDA GPU on this machine",
+                          hint="use --device cpu (or auto), or install a CUDA build of torch")
+    return requested
+
+
+def device_info(device: str) -> dict[str, object]:
+    import torch
+
+    if device.startswith("cuda"):
+        return {"type": "cuda", "name": torch.cuda.get_device_name(0),
+                "cuda": torch.version.cuda, "threads": torch.get_num_threads()}
+    return {"type": "cpu", "name": cpu_name(), "threads": torch.get_num_threads()}
+
+
+def git_state(start: Path | None = None) -> dict[str, object]:
+    """Commit and dirtiness of the source tree zslbench runs from (None outside a checkout)."""
+    here = Path(start or Path(__file__).resolve().parent)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        return {"commit": commit, "dirty": bool(dirty)}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def code_fingerprint(modules: list[ModuleType]) -> str:
+    """Hash of the Python source of the given packages/modules.
+
+    Used in the cache key, so a record is reused only when the code that produced it is
+    byte-identical — stricter than a version number, and it works on a dirty tree.
+    """
+    digest = hashlib.sha256()
+    files: list[tuple[str, Path]] = []
+    for module in modules:
+        origin = getattr(module, "__file__", None)
+        if not origin:
+            continue
+        path = Path(origin)
+        if path.name == "__init__.py":
+            for f in sorted(path.parent.rglob("*.py")):
+                files.append((f"{module.__name__}/{f.relative_to(path.parent).as_posix()}", f))
+        else:
+            files.append((module.__name__, path))
+    for label, f in sorted(files):
+        digest.update(label.encode())
+        digest.update(b"\0")
+        digest.update(f.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
