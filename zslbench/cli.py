@@ -22,7 +22,8 @@ from zslbench.errors import ConfigError, UserError
 from zslbench.registry import Registry, load_registry
 
 err_console = Console(stderr=True)
-out_console = Console()
+# Tables go to stdout; when it is a file or pipe, do not squeeze them into 80 columns.
+out_console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 @dataclass
