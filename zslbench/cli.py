@@ -182,12 +182,12 @@ def run(state: State, methods: tuple[str, ...], datasets: tuple[str, ...], data_
                 progress.advance(task)
                 if outcome.status == "failed":
                     progress.console.print(f"zslbench: error: {outcome.error}", markup=False,
-                                           highlight=False)
+                                           highlight=False, soft_wrap=True)
     except KeyboardInterrupt:
         done = sum(o.status in ("ran", "cached") for o in outcomes)
         err_console.print(f"zslbench: interrupted after {done} complete run(s); every record on disk is "
                           f"complete — re-run the same command to finish the rest.", markup=False,
-                          highlight=False)
+                          highlight=False, soft_wrap=True)
         raise SystemExit(130) from None
 
     _print_results(outcomes, dev)
