@@ -1,0 +1,262 @@
+"""Embedders: identity, the class-balanced sampler, determinism, and that training separates classes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import zslbench_plugins.embedders as embedders
+from zslbench.errors import ConfigError, DataError
+from zslbench_plugins.embedders import (
+    BalancedTripletEmbedder,
+    ClassBalancedSampler,
+    IdentityEmbedder,
+    TripletEmbedder,
+    UniformSampler,
+    zslbench_embedders,
+)
+from zslbench_plugins.losses import balanced_triplet_loss
+
+TRAINED = [BalancedTripletEmbedder, TripletEmbedder]
+
+
+def toy_problem(seed: int, n_per: int = 60, n_cls: int = 6, d_signal: int = 4,
+                d_noise: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """Classes separated in 4 of 64 dimensions, drowned in unit noise in the other 60.
+
+    Class centres are fixed (seed 0); ``seed`` draws the images. A random projection keeps mostly
+    noise; a map trained with a triplet loss must find the 4 informative directions.
+    """
+    centres = np.random.default_rng(0).normal(0.0, 1.0, (n_cls, d_signal))
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(n_cls), n_per)
+    signal = centres[labels] + 0.15 * rng.standard_normal((len(labels), d_signal))
+    noise = rng.standard_normal((len(labels), d_noise))
+    return np.hstack([signal, noise]).astype(np.float32), labels * 3 + 2  # non-contiguous labels
+
+
+def ncm_accuracy(train: np.ndarray, y_train: np.ndarray, test: np.ndarray,
+                 y_test: np.ndarray) -> float:
+    classes = np.unique(y_train)
+    means = np.stack([train[y_train == c].mean(0) for c in classes])
+    pred = classes[((test[:, None, :] - means[None]) ** 2).sum(-1).argmin(1)]
+    return float(np.mean(pred == y_test))
+
+
+# -- registration and the component contract ----------------------------------------------------
+
+def test_hook_registers_three_embedders_with_distinct_names() -> None:
+    classes = zslbench_embedders()
+    assert [c.name for c in classes] == ["identity", "bt", "t"]
+
+
+@pytest.mark.parametrize("cls", TRAINED)
+def test_defaults_are_the_documented_ones(cls: type) -> None:
+    params = cls().get_params()
+    # Paper: Adam lr 0.002, weight decay 0.1, 500 episodes, margin 4.
+    assert (params["lr"], params["weight_decay"], params["episodes"], params["margin"]) == (
+        0.002, 0.1, 500, 4.0)
+    assert params["latent_dim"] == 64 and params["reduction"] == "sum"  # eq. 2 and 3 as written
+    assert params.get("n_cb", 8) == 8 and params.get("batch_size", 1024) == 1024
+
+
+@pytest.mark.parametrize("cls", TRAINED)
+def test_clone_keeps_hyperparameters_and_drops_fitted_state(cls: type) -> None:
+    features, labels = toy_problem(1, n_per=10)
+    model = cls(latent_dim=3, episodes=2, random_state=5).fit(features, labels)
+    copy = model.clone()
+    assert copy.get_params() == model.get_params()
+    assert not hasattr(copy, "W_")
+
+
+# -- identity -----------------------------------------------------------------------------------
+
+def test_identity_is_identity() -> None:
+    rng = np.random.default_rng(0)
+    features = rng.random((7, 5)).astype(np.float32)
+    model = IdentityEmbedder().fit(features, np.arange(7) % 2)
+    out = model.transform(features)
+    assert out.dtype == np.float32
+    assert np.array_equal(out, features)
+    as64 = model.transform(features.astype(np.float64))
+    assert as64.dtype == np.float32 and np.array_equal(as64, features)
+
+
+def test_identity_refuses_other_widths() -> None:
+    model = IdentityEmbedder().fit(np.zeros((3, 4), np.float32), np.array([0, 1, 1]))
+    with pytest.raises(DataError, match="4"):
+        model.transform(np.zeros((3, 5), np.float32))
+
+
+# -- the class-balanced sampler ----------------------------------------------------------------
+
+def test_sampler_draws_exactly_n_cb_per_class_without_replacement_when_it_can() -> None:
+    labels = np.array([0] * 30 + [1] * 8 + [2] * 3 + [3] * 1)
+    rng = np.random.default_rng(0)
+    labels = labels[rng.permutation(len(labels))]
+    sampler = ClassBalancedSampler(labels, 4, n_cb=8)
+    gen = torch.Generator().manual_seed(0)
+    counts = np.zeros(len(labels))
+    for _ in range(400):
+        idx = sampler.sample(gen).numpy()
+        assert idx.shape == (4, 8)
+        for c in range(4):
+            assert (labels[idx[c]] == c).all()  # row c holds class c only
+        assert len(set(idx[0])) == 8  # 30 images: 8 distinct
+        assert sorted(idx[1]) == sorted(np.flatnonzero(labels == 1))  # exactly 8: all of them
+        np.add.at(counts, idx.ravel(), 1)
+    # Uniform within a class: each of class 0's 30 images is drawn 400·8/30 ≈ 107 times.
+    class0 = counts[labels == 0]
+    assert class0.min() > 60 and class0.max() < 160
+    # Classes smaller than n_cb are drawn with replacement, each image about equally often.
+    class2 = counts[labels == 2]
+    assert class2.sum() == 400 * 8 and class2.min() > 800
+    assert counts[labels == 3].sum() == 400 * 8
+
+
+def test_sampler_expected_distinct_matches_simulation() -> None:
+    labels = np.repeat(np.arange(5), [13, 13, 20, 4, 8])
+    sampler = ClassBalancedSampler(labels, 5, n_cb=8)
+    gen = torch.Generator().manual_seed(1)
+    distinct = [len(np.unique(sampler.sample(gen).numpy())) for _ in range(3000)]
+    assert np.mean(distinct) == pytest.approx(sampler.expected_distinct(), rel=0.01)
+
+
+def test_uniform_sampler_draws_distinct_indices() -> None:
+    gen = torch.Generator().manual_seed(0)
+    idx = UniformSampler(50, 20).sample(gen)
+    assert len(idx) == 20 and len(torch.unique(idx)) == 20
+    assert sorted(UniformSampler(5, 20).sample(gen).tolist()) == [0, 1, 2, 3, 4]
+
+
+# -- determinism --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", TRAINED)
+def test_fixed_seed_gives_bit_identical_weights_and_leaves_global_rngs_alone(cls: type) -> None:
+    features, labels = toy_problem(1, n_per=20)
+    torch_state = torch.get_rng_state()
+    numpy_state = np.random.get_state()[1].copy()
+    first = cls(latent_dim=8, episodes=30, random_state=123).fit(features, labels)
+    second = cls(latent_dim=8, episodes=30, random_state=123).fit(features, labels)
+    other = cls(latent_dim=8, episodes=30, random_state=124).fit(features, labels)
+    assert np.array_equal(first.W_, second.W_) and np.array_equal(first.b_, second.b_)
+    assert not np.array_equal(first.W_, other.W_)
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    assert np.array_equal(np.random.get_state()[1], numpy_state)
+
+
+def test_full_pass_and_gather_paths_train_the_same_map(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mapping every image then picking the batch, or gathering the batch first, is the same
+    computation up to float summation order."""
+    features, labels = toy_problem(1, n_per=12)
+    monkeypatch.setattr(embedders, "FULL_PASS_FRACTION", 0.0)  # always the full pass
+    full = BalancedTripletEmbedder(latent_dim=8, episodes=40, random_state=3).fit(features, labels)
+    monkeypatch.setattr(embedders, "FULL_PASS_FRACTION", 10.0)  # never
+    gather = BalancedTripletEmbedder(latent_dim=8, episodes=40, random_state=3).fit(features, labels)
+    np.testing.assert_allclose(full.W_, gather.W_, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(full.loss_history_, gather.loss_history_, rtol=1e-4, atol=1e-6)
+
+
+def test_affine_map_has_nn_linear_value_and_gradients() -> None:
+    gen = torch.Generator().manual_seed(0)
+    inputs = torch.rand(9, 7, generator=gen, dtype=torch.float64)
+    weight = torch.randn(3, 7, generator=gen, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(3, generator=gen, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(9, 3, generator=gen, dtype=torch.float64)
+    out = embedders._Affine.apply(inputs, weight, bias)
+    want = torch.nn.functional.linear(inputs, weight, bias)
+    torch.testing.assert_close(out, want)
+    got_grads = torch.autograd.grad(out, (weight, bias), upstream)
+    want_grads = torch.autograd.grad(want, (weight, bias), upstream)
+    for got, ref in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(got, ref)
+
+
+# -- training separates classes -----------------------------------------------------------------
+
+@pytest.mark.parametrize("cls,kwargs", [(BalancedTripletEmbedder, {}),
+                                        (TripletEmbedder, {"batch_size": 128})])
+def test_training_lowers_the_loss_and_separates_classes(cls: type, kwargs: dict) -> None:
+    features, labels = toy_problem(1)
+    test_features, test_labels = toy_problem(2)
+    untrained = cls(latent_dim=8, episodes=0, random_state=0, **kwargs).fit(features, labels)
+    trained = cls(latent_dim=8, episodes=300, random_state=0, **kwargs).fit(features, labels)
+
+    before = ncm_accuracy(untrained.transform(features), labels,
+                          untrained.transform(test_features), test_labels)
+    after = ncm_accuracy(trained.transform(features), labels,
+                         trained.transform(test_features), test_labels)
+    assert before < 0.5  # a random projection mostly keeps the noise
+    assert after > 0.85  # chance is 1/6
+    assert after - before > 0.4
+
+    # The paper's objective on one fixed class-balanced batch of held-out images drops a lot.
+    order = np.argsort(test_labels, kind="stable").reshape(6, -1)[:, :8]
+
+    def lbt(model: BalancedTripletEmbedder) -> float:
+        latent = torch.from_numpy(model.transform(test_features[order.ravel()]))
+        return balanced_triplet_loss(latent.view(6, 8, -1), 4.0).item()
+
+    assert lbt(trained) < 0.4 * lbt(untrained)
+    assert len(trained.loss_history_) == 300
+    assert trained.loss_history_[-50:].mean() < 0.5 * trained.loss_history_[:10].mean()
+
+
+# -- inputs -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", TRAINED)
+def test_fit_accepts_a_read_only_memmap_and_tiny_classes(cls: type, tmp_path) -> None:
+    features, labels = toy_problem(1, n_per=10)
+    labels[:2] = 999  # a class of two images: drawn with replacement
+    path = tmp_path / "features.npy"
+    np.save(path, features)
+    mapped = np.load(path, mmap_mode="r")
+    model = cls(latent_dim=5, episodes=5, random_state=0).fit(mapped, labels)
+    out = model.transform(mapped)
+    assert out.dtype == np.float32 and out.shape == (len(features), 5)
+    np.testing.assert_allclose(out, features @ model.W_.T + model.b_, rtol=1e-5, atol=1e-5)
+    assert 999 in model.classes_
+    assert np.array_equal(np.load(path), features)  # untouched
+
+
+@pytest.mark.parametrize("cls", TRAINED)
+def test_user_errors_name_the_value_and_the_fix(cls: type) -> None:
+    features, labels = toy_problem(1, n_per=5)
+    with pytest.raises(DataError, match="two"):
+        cls(episodes=1).fit(features, np.zeros(len(features), dtype=int))
+    with pytest.raises(ConfigError, match="latent_dim=0"):
+        cls(latent_dim=0).fit(features, labels)
+    with pytest.raises(ConfigError, match="lr"):
+        cls(lr=-1.0).fit(features, labels)
+    with pytest.raises(ConfigError, match="reduction"):
+        cls(reduction="max").fit(features, labels)
+    with pytest.raises(ConfigError, match="device"):
+        cls(device="tpu").fit(features, labels)
+    bad = features.copy()
+    bad[3, 3] = np.nan
+    with pytest.raises(DataError, match="NaN"):
+        cls(episodes=1).fit(bad, labels)
+    with pytest.raises(DataError, match="labels"):
+        cls(episodes=1).fit(features, labels[:-1])
+    with pytest.raises(RuntimeError, match="before fit"):
+        cls().transform(features)
+    fitted = cls(latent_dim=2, episodes=1).fit(features, labels)
+    with pytest.raises(DataError, match="columns"):
+        fitted.transform(features[:, :10])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message shown without CUDA")
+def test_cuda_without_a_gpu_is_a_config_error() -> None:
+    features, labels = toy_problem(1, n_per=5)
+    with pytest.raises(ConfigError, match="--device cpu"):
+        BalancedTripletEmbedder(device="cuda").fit(features, labels)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("cls", TRAINED)
+def test_cuda_trains_the_same_map_as_the_cpu(cls: type) -> None:
+    features, labels = toy_problem(1, n_per=20)
+    cpu = cls(latent_dim=8, episodes=50, random_state=0).fit(features, labels)
+    gpu = cls(latent_dim=8, episodes=50, random_state=0, device="cuda").fit(features, labels)
+    np.testing.assert_allclose(gpu.W_, cpu.W_, rtol=1e-2, atol=1e-3)
