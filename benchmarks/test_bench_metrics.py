@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from zslbench_plugins.calibrators import GammaCalibrator
 
 from zslbench.metrics import ausuc, gzsl_evaluate, seen_unseen_curve
+from zslbench_plugins.calibrators import GammaCalibrator
 
 N_IMAGES, N_CLASSES, N_SEEN = 10_000, 50, 40
 

@@ -10,11 +10,11 @@ import pluggy
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from zslbench_plugins import calibrators
-from zslbench_plugins.calibrators import GammaCalibrator, NoCalibrator
 
 from zslbench import hookspecs
 from zslbench.components import Calibrator
+from zslbench_plugins import calibrators
+from zslbench_plugins.calibrators import GammaCalibrator, NoCalibrator
 
 
 def bf_h(s: np.ndarray, y: np.ndarray, mask: np.ndarray, gamma: float) -> float:
