@@ -288,9 +288,11 @@ def _evaluate(d2: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, order: int
 def _evaluate_spectral(lam, q, kr, krr, z, theta):
     """f, g, H at a lengthscale whose kernel ``K = Q diag(lam) Q^T`` is shared by all outputs.
 
-    ``kr = Q^T (K o R) Q`` and ``krr = Q^T (K o R o R) Q`` (n, n); ``z = Q^T y`` (b, n); ``theta``
-    (b, 3) must carry that lengthscale. In K's eigenbasis C^-1 is diagonal, so each output costs
-    O(n^2) (the trace ``tr(C^-1 P C^-1 P)``) instead of a factorisation.
+    ``kr = Q^T (K o R) Q`` (n, n) in K's eigenbasis, ``krr = K o R o R`` (n, n) in the original
+    basis (only its diagonal in the eigenbasis and one quadratic form are needed, which saves a
+    matrix product); ``z = Q^T y`` (b, n); ``theta`` (b, 3) must carry that lengthscale. In K's
+    eigenbasis C^-1 is diagonal, so each output costs O(n^2) (the trace ``tr(C^-1 P C^-1 P)``)
+    instead of a factorisation.
     """
     n = lam.shape[0]
     s = theta[:, 1].exp()
@@ -302,10 +304,12 @@ def _evaluate_spectral(lam, q, kr, krr, z, theta):
     f = -0.5 * y_a + 0.5 * w.log().sum(1) - 0.5 * n * _LOG_2PI
     a_a = (at * at).sum(1)
     tr_ci = w.sum(1)
-    dkr, dkrr = kr.diagonal(), krr.diagonal()
+    dkr = kr.diagonal()
+    dkrr = (q * (krr @ q)).sum(0)  # diag(Q^T (K o R o R) Q)
     kr_at = at @ kr  # (b, n): (K o R) alpha in the eigenbasis (kr is symmetric)
     a_p_a = s * (at * kr_at).sum(1)
-    a_pr_a = s * (at * (at @ krr)).sum(1)
+    alpha = at @ q.T  # alpha in the original basis
+    a_pr_a = s * (alpha * (alpha @ krr)).sum(1)
     tr_cip = s * (w * dkr).sum(1)
     tr_cipr = s * (w * dkrr).sum(1)
     g = _gradient(n, v, y_a, a_a, tr_ci, a_p_a, tr_cip)
@@ -382,9 +386,9 @@ def _spectral_at(d2, log_l, lam, q, y, theta):
     """Exact f, g, H (spectral route) for outputs ``y`` at the shared lengthscale ``log_l``."""
     r = d2 * math.exp(-2.0 * log_l)
     kr = torch.exp(-0.5 * r).mul_(r)
-    krr = q.T @ (kr * r) @ q
-    kr = q.T @ kr @ q
-    return _evaluate_spectral(lam, q, kr, krr, y @ q, theta)
+    krr = kr.mul(r)
+    kr_q = q.T @ kr @ q
+    return _evaluate_spectral(lam, q, kr_q, krr, y @ q, theta)
 
 
 def _grid_start(d2, y, lo, hi, noise_floor, pmap):

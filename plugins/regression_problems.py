@@ -5,10 +5,10 @@ regressor, without any dataset on disk:
 
 * **class semantics** like xlsa17's ``att``: non-negative, rows l2-normalised, correlated across
   classes (classes share attributes). We draw six latent class factors, map them linearly to
-  attributes, add a little independent noise, clip at zero and normalise. At AWA2 and SUN shape
-  this gives ~37% zeros and pairwise distances with median 1.06-1.07, minimum 0.15-0.25 and
-  maximum 1.38-1.41 (the real files: 29-46% zeros, median 0.92-1.02, minimum 0.19-0.30,
-  maximum 1.25-1.40);
+  attributes, add a little independent noise, clip at zero and normalise. At the five datasets'
+  shapes this gives 34-38% zeros and pairwise distances with median 1.04-1.07, minimum 0.13-0.36
+  and maximum 1.38-1.41 (the real files: 29-46% zeros, 80% for APY; median 0.91-1.33, minimum
+  0.04-0.30, maximum 1.25-1.41);
 * **class prototypes** a smooth function of the semantics plus class-specific noise: per output
   a random-feature draw from an RBF-kernel GP whose lengthscale is about the median semantic
   distance, a linear term, a per-output offset (prototypes of non-negative features are not
