@@ -9,17 +9,16 @@ dataset's size.
 Our choices, where the paper is silent (each is a constructor argument):
 
 * ``latent_dim=64``. The GP regressor fits one GP per latent dimension, so its cost is linear in
-  it, and so is an L_BT episode. 64 already exceeds the L−1 dimensions that L class means can
-  span on APY (20 seen classes), AWA1 and AWA2 (40), is more than half of SUN's 102 attribute
-  dimensions, and is the low end of the 64–128 range used by comparable linear ZSL embeddings;
-  128 would double the cost of both stages for a capacity that a *linear* map of clipped ResNet
-  features onto ≤ 645 class means rarely needs.
+  it, and so is an L_BT episode's. 64 already exceeds the L−1 dimensions that L class means can
+  span on APY (20 seen classes), AWA1 and AWA2 (40), and is of the order of the attribute
+  dimensions (64–312) that the GP maps from. On the synthetic stand-ins 128 gained 1–2 points of
+  H (synth-awa2 66 → 68, synth-cub 49 → 51, synth-apy 61.5 → 62) for 1.3–1.5× the train time.
 * ``n_cb=8`` images per class per episode (L_BT). The class mean x̄ⁱ of 8 images has a standard
   error of σ/√8 ≈ 0.35σ, and the hardest of 8 negatives is a meaningful hard negative. SUN has 16
-  trainval images per class (13 on the validation split), so 8 gives a *different* half of each
-  class every episode instead of the whole training set every time, and it keeps an episode at SUN
-  shape (645 classes → 5 160 images) within the budget of 500 episodes in ≈ 15 s on a 2-core CPU;
-  16 would double it.
+  trainval images per class (13 on the validation split), so 8 draws a different half of each class
+  every episode, and an episode at SUN shape (645 classes → 5 160 images) costs half what 16 would:
+  SUN is where the embedder, not the GP, dominates the train time. On the stand-ins n_cb = 4 lost
+  8–10 points of H, 16 gained 0–2.5 (synth-sun 47.6 → 49.9) at 1.8× the SUN train time.
 * ``batch_size=1024`` (L_T). Large enough that an anchor has a positive in the batch even on SUN
   (16 of 10 320 images per class: ≈ 1.5 positives per anchor), and of the same order as a ``bt``
   batch (320–5 160 images), so the ablation compares losses and sampling, not batch sizes.
@@ -51,11 +50,12 @@ from zslbench.errors import ConfigError, DataError
 from zslbench.hookspecs import hookimpl
 from zslbench_plugins.losses import REDUCTIONS, balanced_triplet_loss, triplet_loss
 
-#: Use the whole training set in every episode (one GEMM over all n images, then pick the batch's
-#: rows of the result) when a batch would touch at least this share of the distinct images:
-#: gathering k rows of 2048 floats costs about as much memory traffic as a GEMM over 2k rows does,
-#: so above ~0.7·n the gather is not worth it (measured on the 2-core CPU, see the benchmarks).
-FULL_PASS_FRACTION = 0.7
+#: Map the whole training set in every episode (one GEMM over all n images, then pick the batch's
+#: rows of the result) instead of gathering the batch first, when a batch is expected to touch at
+#: least this share of the images. Gathering a 2048-d row costs ~0.3 of that row's GEMM work
+#: (forward + backward; 7 vs 25 ms for 5 160 rows on one core), so the full pass wins above
+#: ~1/1.3 of the images: on SUN with n_cb ≥ 16, or on tiny training sets.
+FULL_PASS_FRACTION = 0.75
 
 
 class IdentityEmbedder(Embedder):

@@ -14,6 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import zslbench_plugins.losses as losses
 from zslbench_plugins.losses import (
     EXCLUDED,
     balanced_triplet_loss,
@@ -54,6 +55,13 @@ def t_loop(x: torch.Tensor, labels: list[int], margin: float) -> tuple[torch.Ten
     return total, count
 
 
+@pytest.fixture(params=["dense", "sparse"])
+def backward_path(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test through each of the two backward paths of the nearest-negative distances."""
+    monkeypatch.setattr(losses, "SPARSE_BACKWARD_FRACTION", -1.0 if request.param == "dense" else 2.0)
+    return request.param
+
+
 def _value_and_grad(fn, x: torch.Tensor) -> tuple[float, torch.Tensor]:
     x = x.detach().clone().requires_grad_(True)
     value = fn(x)
@@ -63,7 +71,8 @@ def _value_and_grad(fn, x: torch.Tensor) -> tuple[float, torch.Tensor]:
 
 @pytest.mark.parametrize("n_cls,n_cb", [(2, 1), (2, 3), (3, 2), (4, 4), (6, 3)])
 @pytest.mark.parametrize("scale", [0.3, 1.5, 4.0])  # from all hinges active to only a few
-def test_balanced_triplet_loss_equals_triple_loop(n_cls: int, n_cb: int, scale: float) -> None:
+def test_balanced_triplet_loss_equals_triple_loop(n_cls: int, n_cb: int, scale: float,
+                                                  backward_path: str) -> None:
     gen = torch.Generator().manual_seed(n_cls * 100 + n_cb * 10 + int(scale * 10))
     x = torch.randn(n_cls, n_cb, 5, generator=gen, dtype=torch.float64) * scale
     x = x + torch.randn(n_cls, 1, 5, generator=gen, dtype=torch.float64) * scale  # class offsets
@@ -93,7 +102,7 @@ def test_loop_comparison_data_mixes_active_and_inactive_hinges(n_cls: int, n_cb:
     assert 0 < int(active.sum()) < n_cls * (n_cls - 1) * n_cb
 
 
-def test_balanced_triplet_loss_duplicate_negative_counts_once() -> None:
+def test_balanced_triplet_loss_duplicate_negative_counts_once(backward_path: str) -> None:
     """An image drawn twice (sampling with replacement) is an exact tie for the min: the gradient
     must reach the pair once — the loop's min picks one copy, so the *sum* over the two copies
     must equal the loop's, and the loss must not double."""
@@ -121,8 +130,8 @@ def _bt_broadcast(x: torch.Tensor, margin: float) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("n_cls,n_cb", [(40, 8), (120, 4)])
-def test_balanced_triplet_loss_matches_broadcast_form_at_realistic_sizes(n_cls: int,
-                                                                        n_cb: int) -> None:
+def test_balanced_triplet_loss_matches_broadcast_form_at_realistic_sizes(
+        n_cls: int, n_cb: int, backward_path: str) -> None:
     gen = torch.Generator().manual_seed(n_cls)
     x = torch.randn(n_cls, n_cb, 16, generator=gen, dtype=torch.float64)
     x = x + 1.2 * torch.randn(n_cls, 1, 16, generator=gen, dtype=torch.float64)
