@@ -38,13 +38,12 @@ records alone. Schema (version 1)::
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from zslbench.errors import UserError
+from zslbench.files import atomic_write_text
 
 SCHEMA_VERSION = 1
 REQUIRED_KEYS = ("schema", "run_id", "key", "dataset", "method", "seed", "metrics", "timings",
@@ -57,22 +56,8 @@ def write_record(results_dir: Path, record: dict[str, Any]) -> Path:
     The JSON goes to a temporary file in the same directory, is flushed and fsynced, and is then
     renamed over the target, so a reader (or a killed run) only ever sees a complete record.
     """
-    results_dir.mkdir(parents=True, exist_ok=True)
     target = results_dir / f"{record['run_id']}.json"
-    text = json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{record['run_id']}.", suffix=".tmp", dir=results_dir)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a record is an ordinary shared file
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(target, json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n")
     return target
 
 

@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from zslbench.files import atomic_write_text
+
 #: Bump when the entry layout changes: older entries are then rebuilt.
 CACHE_FORMAT = 1
 #: Digest sampling parameters (see the module docstring).
@@ -140,21 +142,6 @@ class HashStore:
             atomic_write_text(self.path, json.dumps(self._memo, indent=0, sort_keys=True))
         except OSError:
             self.path = None  # read-only: keep the memo in memory for this process
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def entry_dir(cache_root: Path, folder: str, kind: str, sha256: str) -> Path:
