@@ -204,10 +204,7 @@ class BalancedTripletEmbedder(_LinearTripletEmbedder):
     def _prepare(self, y: np.ndarray, n_classes: int, generator: torch.Generator,
                  features: torch.Tensor) -> Any:
         sampler = ClassBalancedSampler(y, n_classes, int(self.n_cb))
-        full = sampler.expected_distinct() >= FULL_PASS_FRACTION * len(y)
-        buffer = None if full else torch.empty(sampler.batch_size, features.shape[1],
-                                               dtype=features.dtype, device=features.device)
-        state = _BatchState(features, sampler, generator, full, buffer)
+        state = _batch_state(features, sampler, generator, sampler.expected_distinct())
         state.workspace = torch.empty(n_classes * n_classes * int(self.n_cb),
                                       dtype=features.dtype, device=features.device)
         return state
@@ -218,6 +215,15 @@ class BalancedTripletEmbedder(_LinearTripletEmbedder):
         n_cls, n_cb = idx.shape
         return balanced_triplet_loss(latent.view(n_cls, n_cb, -1), float(self.margin),
                                      self.reduction, workspace=state.workspace)
+
+
+def _batch_state(features: torch.Tensor, sampler: Any, generator: torch.Generator,
+                 expected_rows: float) -> _BatchState:
+    """Map every image per episode when a batch touches most of them, else gather into a buffer."""
+    full = expected_rows >= FULL_PASS_FRACTION * features.shape[0]
+    buffer = None if full else torch.empty(sampler.batch_size, features.shape[1],
+                                           dtype=features.dtype, device=features.device)
+    return _BatchState(features, sampler, generator, full, buffer)
 
 
 class TripletEmbedder(_LinearTripletEmbedder):
@@ -252,10 +258,7 @@ class TripletEmbedder(_LinearTripletEmbedder):
     def _prepare(self, y: np.ndarray, n_classes: int, generator: torch.Generator,
                  features: torch.Tensor) -> Any:
         sampler = UniformSampler(len(y), int(self.batch_size))
-        full = sampler.batch_size >= FULL_PASS_FRACTION * len(y)
-        buffer = None if full else torch.empty(sampler.batch_size, features.shape[1],
-                                               dtype=features.dtype, device=features.device)
-        state = _BatchState(features, sampler, generator, full, buffer)
+        state = _batch_state(features, sampler, generator, sampler.batch_size)
         state.labels = torch.as_tensor(y, dtype=torch.int64)
         return state
 
