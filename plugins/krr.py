@@ -10,8 +10,8 @@ No outputscale: in ridge regression it is equivalent to rescaling ``alpha``.
 
 Unlike the GP, KRR has no marginal likelihood to fit ``alpha`` and ``l`` with; the paper's
 comparison (``gp`` vs ``krr``) is precisely about that difference, so KRR's two hyperparameters
-come from a grid search on the leak-free validation split (``tune``, called by the protocol in
-step 1, before the refit on trainval). The lengthscale is set as ``width`` times the median
+come from a grid search on the leak-free validation split: KRR declares the grids
+(``search_space``) and the harness searches them by validation H, as for every model. The lengthscale is set as ``width`` times the median
 pairwise distance between the training semantics (the "median heuristic"), so that the width
 chosen on the validation split's train classes carries over to the trainval classes, whose
 distances are on the same scale.
@@ -19,18 +19,15 @@ distances are on the same scale.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import scipy.linalg
 
+from zslbench import hyperparams as hp
 from zslbench.components import Regressor
-from zslbench.errors import ConfigError, DataError
 from zslbench.hookspecs import hookimpl
 from zslbench_plugins.regressor_inputs import (
     check_fit_inputs,
     check_predict_inputs,
-    require_positive,
 )
 
 #: Ridge grid (ours): 10^-6 ... 10^2 in half decades (17 values). The kernel has a unit diagonal,
@@ -47,15 +44,14 @@ class KRRRegressor(Regressor):
 
     Hyperparameters (the paper gives none for its KRR baseline; all ours):
 
-    * ``alpha=0.1``: the ridge. Used as given when ``tune`` is not called; the protocol calls
-      ``tune``, which replaces it by the validation-optimal grid value.
+    * ``alpha=0.1``: the ridge. The harness replaces it by the validation-optimal grid value
+      unless it is fixed with ``--set krr.alpha=...``.
     * ``width=1.0``: the RBF lengthscale in units of the median pairwise distance between the
-      training class semantics (1.0 is the median heuristic itself). Tuned likewise.
-    * ``alpha_grid``, ``width_grid``: the grids ``tune`` searches (``ALPHA_GRID``, ``WIDTH_GRID``).
+      training class semantics (1.0 is the median heuristic itself). Searched likewise.
+    * ``alpha_grid``, ``width_grid``: the grids searched (``ALPHA_GRID``, ``WIDTH_GRID``).
 
     Fitted attributes: ``coef_`` (c, k) = (K + alpha I)^-1 Y, ``lengthscale_`` (absolute),
-    ``median_distance_``, ``train_semantics_`` (c, a), ``n_features_in_``. After ``tune``: ``tune_mse_`` (widths x alphas)
-    validation MSE grid and ``tune_best_mse_``.
+    ``median_distance_``, ``train_semantics_`` (c, a), ``n_features_in_``.
     """
 
     name = "krr"
@@ -70,8 +66,8 @@ class KRRRegressor(Regressor):
 
     def fit(self, class_semantics: np.ndarray, class_prototypes: np.ndarray) -> KRRRegressor:
         """Solve (K + alpha I) coef = Y by Cholesky factorisation (K + alpha I is SPD)."""
-        alpha = require_positive("krr", "alpha", self.alpha)
-        width = require_positive("krr", "width", self.width)
+        self.check_params()
+        alpha, width = float(self.alpha), float(self.width)
         s, p = check_fit_inputs("krr", class_semantics, class_prototypes)
         self.median_distance_ = median_distance(s)
         self.lengthscale_ = width * self.median_distance_
@@ -90,43 +86,17 @@ class KRRRegressor(Regressor):
         pred = rbf_kernel(s, self.train_semantics_, self.lengthscale_) @ self.coef_
         return pred.astype(np.float32)
 
-    def tune(self, train_semantics: np.ndarray, train_prototypes: np.ndarray,
-             val_semantics: np.ndarray, val_prototypes: np.ndarray) -> dict[str, Any]:
-        """Pick (alpha, width) minimising the validation prototype MSE over the grids.
+    @property
+    def search_space(self) -> dict[str, tuple[float, ...]]:
+        """The grids the harness searches on the leak-free validation split, by validation H
+        (``zslbench.search``; successive refinement over the two ordered grids)."""
+        return {"alpha": tuple(self.alpha_grid), "width": tuple(self.width_grid)}
 
-        Fits on the validation split's train classes and scores the predicted prototypes of its
-        validation classes against their true prototypes (means over trainval images, computed
-        by the protocol): MSE = mean over classes and dimensions. Sets both on ``self`` and
-        returns them. Ties go to the first grid point (smallest width, then smallest alpha).
-
-        Every grid point is the exact closed form: for each width, one eigendecomposition
-        ``K = Q diag(lam) Q^T`` gives ``(K + alpha I)^-1 = Q diag(1 / (lam + alpha)) Q^T`` for
-        all alphas at once.
-        """
-        alphas = _grid("alpha_grid", self.alpha_grid)
-        widths = _grid("width_grid", self.width_grid)
-        s, p = check_fit_inputs("krr", train_semantics, train_prototypes)
-        sv, pv = check_fit_inputs("krr", val_semantics, val_prototypes, min_rows=1)
-        if sv.shape[1] != s.shape[1] or pv.shape[1] != p.shape[1]:
-            raise DataError(f"krr.tune: validation arrays {sv.shape}/{pv.shape} do not match "
-                            f"training arrays {s.shape}/{p.shape}",
-                            hint="pass semantics and prototypes of the same kind for both")
-        med = median_distance(s)
-        mse = np.empty((len(widths), len(alphas)))
-        for i, w in enumerate(widths):
-            lam, q = np.linalg.eigh(rbf_kernel(s, s, w * med))
-            lam = np.maximum(lam, 0.0)  # K is PSD; eigh's round-off can give -1e-16
-            cross = rbf_kernel(sv, s, w * med) @ q  # (m, c)
-            rotated = q.T @ p  # (c, k)
-            for j, a in enumerate(alphas):
-                pred = cross @ (rotated / (lam + a)[:, None])
-                mse[i, j] = np.mean((pred - pv) ** 2)
-        i, j = np.unravel_index(int(np.argmin(mse)), mse.shape)
-        best = {"alpha": float(alphas[j]), "width": float(widths[i])}
-        self.set_params(**best)
-        self.tune_mse_ = mse
-        self.tune_best_mse_ = float(mse[i, j])
-        return best
+    def check_params(self) -> None:
+        hp.real("krr", "alpha", self.alpha)
+        hp.real("krr", "width", self.width)
+        hp.reals("krr", "alpha_grid", self.alpha_grid)
+        hp.reals("krr", "width_grid", self.width_grid)
 
 
 def median_distance(semantics: np.ndarray) -> float:
@@ -147,17 +117,6 @@ def _squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = a - shift, b - shift
     d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
     return np.maximum(d2, 0.0)
-
-
-def _grid(param: str, values: Any) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        arr = np.array([])
-    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ConfigError(f"krr.{param}={values!r} must be a non-empty list of numbers > 0",
-                          hint=f"e.g. --set krr.{param}=[0.01,0.1,1]")
-    return arr
 
 
 @hookimpl

@@ -22,9 +22,9 @@ _BLOCK_ROWS = 8192
 class ClipScale(Preprocessor):
     """Clip features to [0, ``clip``] and, with ``scale=True``, divide by ``clip`` (range [0, 1]).
 
-    Output: ``min(max(f, 0), clip) / clip`` as float32 (exactly that expression, evaluated in
-    float32). The lower clip at 0 is a no-op for ResNet features (post-ReLU) and makes the output
-    range [0, 1] hold for any input.
+    Output: ``min(f, clip) / clip`` as float32 (exactly that expression, evaluated in float32).
+    Negative features are refused, not clipped: they mean features of another kind (CLIP, ViT),
+    for which ``--set preprocessor=none`` is the right choice.
 
     Parameters: ``clip`` (7.0, paper), ``scale`` (True, paper: "scaling to range [0, 1]").
     Stateless: ``fit`` only checks its argument, so the same instance can transform any split.
@@ -69,11 +69,37 @@ class ClipScale(Preprocessor):
                 bad = start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
                 raise DataError(f"feature row {bad} contains NaN or inf: clipping would hide it",
                                 hint="regenerate or repair the feature file")
+            if block.size and block.min() < 0:
+                bad = start + int(np.flatnonzero((block < 0).any(axis=1))[0])
+                raise DataError(f"feature row {bad} has negative values (min {block.min():g}): the "
+                                "clip preprocessor is for non-negative activations such as "
+                                "ResNet-101's, and would zero them",
+                                hint="use --set preprocessor=none for features such as CLIP's")
             dest = out[start:start + _BLOCK_ROWS]
             np.clip(block, np.float32(0.0), clip, out=dest)
             if self.scale:
                 np.divide(dest, clip, out=dest)
         return out
+
+
+class NoPreprocessing(Preprocessor):
+    """Pass the features through unchanged (as float32): for features that are already scaled,
+    or that have negative values (CLIP, ViT), which the ``clip`` preprocessor refuses.
+    ``--set preprocessor=none`` puts it in any method."""
+
+    name = "none"
+
+    def __init__(self) -> None:
+        pass
+
+    def fit(self, features: np.ndarray) -> NoPreprocessing:
+        _check_matrix(features)
+        self.n_features_in_ = int(features.shape[1])
+        return self
+
+    def transform(self, features: np.ndarray) -> np.ndarray:
+        _check_matrix(features)
+        return np.asarray(features, dtype=np.float32)
 
 
 def _check_matrix(features: np.ndarray) -> None:
@@ -88,4 +114,4 @@ def _check_matrix(features: np.ndarray) -> None:
 
 @hookimpl
 def zslbench_preprocessors() -> list[type[Preprocessor]]:
-    return [ClipScale]
+    return [ClipScale, NoPreprocessing]

@@ -14,7 +14,7 @@ from zslbench.hookspecs import hookimpl
 
 
 def _loader(name: str):
-    def load(data_dir: Path | None = None, allow_nonstandard: bool = False) -> ZSLData:
+    def load(data_dir: Path | None = None) -> ZSLData:
         return generate(SHAPES[name])
 
     return load

@@ -15,8 +15,9 @@ from zslbench.hookspecs import hookimpl
 
 
 def _loader(name: str):
-    def load(data_dir: Path | None = None, allow_nonstandard: bool = False) -> ZSLData:
-        return load_xlsa17(name, resolve_data_dir(data_dir), allow_nonstandard=allow_nonstandard)
+    def load(data_dir: Path | None = None) -> ZSLData:
+        # The loader refuses what cannot be read; what is standard the runner decides.
+        return load_xlsa17(name, resolve_data_dir(data_dir), allow_nonstandard=True)
 
     load.__doc__ = f"Load {name} from ``<data-dir>/{name.upper()}`` with Split V2.0 enforced."
     return load
@@ -27,6 +28,13 @@ def _missing(name: str):
         return missing_files(name, resolve_data_dir(data_dir))
 
     return missing
+
+
+@hookimpl
+def zslbench_commands(cli) -> None:
+    from zslbench.data.cli import data
+
+    cli.add_command(data)
 
 
 @hookimpl

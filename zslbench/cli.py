@@ -1,43 +1,80 @@
 """The ``zslbench`` command line.
 
-Every user mistake ends as one line on stderr and a non-zero exit, never a traceback
-(``ZSLBENCH_TRACEBACK=1`` shows one for bugs in zslbench itself).
+Every user mistake ends as one line on stderr and a non-zero exit, never a traceback: ``main`` is
+the one error handler (``ZSLBENCH_TRACEBACK=1`` shows a traceback for bugs in zslbench or a
+plugin). Plugins add subcommands through the ``zslbench_commands`` hook (the xlsa17 plugin adds
+``zslbench data``).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import zslbench
-from zslbench.errors import ConfigError, UserError
+from zslbench.console import Reporter, err_console, print_results, say_error
+from zslbench.data.dataset import DATA_ENV, resolve_data_dir
+from zslbench.errors import ConfigError, UserError, blame, blamed
 from zslbench.registry import Registry, load_registry
 
-err_console = Console(stderr=True)
 # Tables go to stdout; when it is a file or pipe, do not squeeze them into 80 columns.
 out_console = Console(width=None if sys.stdout.isatty() else 160)
+_registries: dict[tuple[tuple[str, ...], bool], Registry] = {}
+
+
+def registry_for(plugins: tuple[str, ...], strict: bool) -> Registry:
+    """The registry for these ``-p`` modules, loaded once per process (its warnings once too)."""
+    key = (tuple(plugins), bool(strict))
+    if key not in _registries:
+        reg = load_registry(plugins, strict=strict)
+        for line in reg.problems:
+            say_error(line, prefix="zslbench: warning: ")
+        _registries[key] = reg
+    return _registries[key]
 
 
 @dataclass
 class State:
     plugins: tuple[str, ...] = ()
     strict: bool = False
-    _registry: Registry | None = field(default=None, repr=False)
 
     def registry(self) -> Registry:
-        if self._registry is None:
-            self._registry = load_registry(self.plugins, strict=self.strict)
-            for line in self._registry.problems:
-                err_console.print(f"zslbench: warning: {line}", markup=False, highlight=False, soft_wrap=True)
-        return self._registry
+        return registry_for(self.plugins, self.strict)
+
+
+def _global_options(args: list[str]) -> tuple[tuple[str, ...], bool]:
+    """``-p`` modules and ``--strict-plugins`` among the options before the subcommand."""
+    plugins: list[str] = []
+    strict = False
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        arg = args[i]
+        if arg in ("-p", "--plugin") and i + 1 < len(args):
+            plugins.append(args[i + 1])
+            i += 2
+            continue
+        if arg.startswith("--plugin="):
+            plugins.append(arg.split("=", 1)[1])
+        elif arg == "--strict-plugins":
+            strict = True
+        i += 1
+    return tuple(plugins), strict
+
+
+def _add_plugin_commands(args: list[str]) -> None:
+    """Let plugins add subcommands (``zslbench_commands``) before click parses the line."""
+    if any(a in ("--version",) for a in args[:1]):
+        return
+    reg = registry_for(*_global_options(args))
+    if reg.pm is not None:
+        reg.pm.hook.zslbench_commands(cli=cli)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -69,20 +106,21 @@ def list_cmd(state: State) -> None:
     out_console.print(t)
 
     t = Table(title="Methods", title_justify="left")
-    for col in ("name", "preprocessor", "embedder", "regressor", "calibrator", "paper name", "plugin",
-                "distribution"):
+    for col in ("name", "model", "components", "preprocessor", "calibrator", "paper name",
+                "plugin", "distribution"):
         t.add_column(col)
     for name in reg.names("method"):
         p = reg.items["method"][name]
         m = p.obj
-        t.add_row(name, m.preprocessor, m.embedder, m.regressor, m.calibrator, m.paper_name, p.plugin,
+        subs = " ".join(f"{r}={n}" for r, n in m.sub_components().items())
+        t.add_row(name, m.model, subs, m.preprocessor, m.calibrator, m.paper_name, p.plugin,
                   dist(p))
     out_console.print(t)
 
     t = Table(title="Components", title_justify="left")
     for col in ("kind", "name", "class", "plugin", "distribution", "summary"):
         t.add_column(col)
-    for kind in ("preprocessor", "embedder", "regressor", "calibrator"):
+    for kind in ("model", "preprocessor", "embedder", "regressor", "calibrator"):
         for name in reg.names(kind):
             p = reg.items[kind][name]
             doc = (p.obj.__doc__ or "").strip().splitlines()
@@ -92,21 +130,14 @@ def list_cmd(state: State) -> None:
         err_console.print(f"{len(reg.problems)} plugin problem(s), see the warnings above.")
 
 
-def _resolve_data_dir(value: Path | None) -> Path | None:
-    try:
-        from zslbench.data.xlsa17 import resolve_data_dir
-    except ImportError:  # pragma: no cover - the loader ships with zslbench
-        return value
-    return resolve_data_dir(value)
-
-
 @cli.command()
 @click.option("-m", "--method", "methods", multiple=True, required=True, metavar="M[,M...]",
               help="Method name(s), comma-separated or repeated.")
 @click.option("-d", "--dataset", "datasets", multiple=True, required=True, metavar="D[,D...]",
-              help="Dataset name(s) or group (all = the five benchmarks, synth-all = their stand-ins).")
+              help="Dataset name(s), group (all = the five benchmarks, synth-all = their "
+                   "stand-ins) or a file a plugin reads (mine.npz).")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help="Folder holding <NAME>/res101.mat and att_splits.mat [env ZSLBENCH_DATA].")
+              help=f"Folder of the datasets' files [env {DATA_ENV}].")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
               show_default=True, help="Where the JSON records go.")
 @click.option("--seeds", type=click.IntRange(1), default=1, show_default=True,
@@ -115,10 +146,12 @@ def _resolve_data_dir(value: Path | None) -> Path | None:
               help="Base of the per-run seeds (hash of base, dataset, method, repetition).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--set", "overrides", multiple=True, metavar="COMPONENT.PARAM=VALUE",
-              help="Override a hyperparameter (role or component name), e.g. embedder.latent_dim=64.")
+              help="Set a hyperparameter (role or component name), e.g. embedder.latent_dim=64, "
+                   "or swap a component: preprocessor=none.")
 @click.option("--force", is_flag=True, help="Re-run even when a matching record exists.")
 @click.option("--allow-nonstandard-split", is_flag=True,
-              help="Run a split that fails the Split V2.0 checks; its records are marked non-comparable.")
+              help="Run data that fails the split policy or is not the official benchmark; its "
+                   "records are marked non-standard.")
 @click.pass_obj
 def run(state: State, methods: tuple[str, ...], datasets: tuple[str, ...], data_dir: Path | None,
         results_dir: Path, seeds: int, base_seed: int, device: str, overrides: tuple[str, ...],
@@ -129,11 +162,17 @@ def run(state: State, methods: tuple[str, ...], datasets: tuple[str, ...], data_
 
     reg = state.registry()
     method_names = split_names(methods)
+    if not method_names:
+        raise ConfigError(f"--method {','.join(methods)!r} names no method",
+                          hint="e.g. --method bt-gp (see `zslbench list`)")
     for name in method_names:
         reg.get("method", name)
     dataset_names = expand_datasets(split_names(datasets), reg)
+    if not dataset_names:
+        raise ConfigError(f"--dataset {','.join(datasets)!r} names no dataset",
+                          hint="e.g. --dataset toy (see `zslbench list`)")
     parsed = parse_overrides(overrides)
-    resolved_dir = _resolve_data_dir(data_dir)
+    resolved_dir = resolve_data_dir(data_dir)
 
     missing: list[str] = []
     for name in dataset_names:
@@ -142,7 +181,7 @@ def run(state: State, methods: tuple[str, ...], datasets: tuple[str, ...], data_
             missing += spec.missing(resolved_dir)
     if missing:
         for line in missing:
-            err_console.print(f"zslbench: error: {line}", markup=False, highlight=False, soft_wrap=True)
+            say_error(line)
         raise SystemExit(2)
 
     dev = provenance.resolve_device(device)
@@ -150,114 +189,68 @@ def run(state: State, methods: tuple[str, ...], datasets: tuple[str, ...], data_
                           data_dir=resolved_dir, seeds=seeds, base_seed=base_seed, device=dev,
                           overrides=parsed, force=force, allow_nonstandard=allow_nonstandard_split)
 
-    def load(name: str) -> Any:
+    def load(name: str) -> tuple[Any, str]:
         spec = reg.items["dataset"][name].obj
-        return spec.load(resolved_dir, allow_nonstandard=allow_nonstandard_split)
+        with blame(f"dataset {name!r}", "load"):
+            return spec.load(resolved_dir), spec.kind
 
     total = len(dataset_names) * len(method_names) * seeds
-    outcomes = []
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=err_console, transient=False,
-                        disable=not err_console.is_terminal and not os.environ.get("ZSLBENCH_PROGRESS"))
-    current: dict[str, Any] = {}
+    outcomes: list[Any] = []
+    reporter = Reporter(err_console, total)
     try:
-        with progress:
-            task = progress.add_task("starting", total=total)
-
-            def on_event(kind: str, info: dict[str, Any]) -> None:
-                current.update(info)
-                if kind == "dataset":
-                    current.pop("stage", None)
-                    desc = f"loading {info['dataset']}"
-                elif kind == "run":
-                    current.pop("stage", None)
-                    desc = f"{current['dataset']} · {current['method']} · r{current['repetition']}"
-                else:
-                    desc = (f"{current.get('dataset')} · {current.get('method')} · "
-                            f"r{current.get('repetition')} · {info['stage']}")
-                progress.update(task, description=desc)
-
-            for outcome in run_grid(request, reg, load, on_event=on_event):
+        with reporter:
+            for outcome in run_grid(request, reg, load, on_event=reporter.event):
                 outcomes.append(outcome)
-                progress.advance(task)
-                if outcome.status == "failed":
-                    progress.console.print(f"zslbench: error: {outcome.error}", markup=False,
-                                           highlight=False, soft_wrap=True)
+                reporter.finished(outcome)
     except KeyboardInterrupt:
         done = sum(o.status in ("ran", "cached") for o in outcomes)
-        err_console.print(f"zslbench: interrupted after {done} complete run(s); every record on disk is "
-                          f"complete — re-run the same command to finish the rest.", markup=False,
-                          highlight=False, soft_wrap=True)
+        say_error(f"interrupted after {done} complete run(s); every record on disk is complete — "
+                  "re-run the same command to finish the rest.", prefix="zslbench: ")
         raise SystemExit(130) from None
 
-    _print_results(outcomes, dev)
-    failed = [o for o in outcomes if o.status == "failed"]
-    if failed:
+    print_results(outcomes, dev)
+    if any(o.status == "failed" for o in outcomes):
         raise SystemExit(1)
 
 
-def _print_results(outcomes: list[Any], device: str) -> None:
-    t = Table(title=f"Results (percent; train seconds on {device})", title_justify="left")
-    for col in ("dataset", "method", "seed", "A_T", "A_U", "A_S", "H", "AUSUC", "train s", "status"):
-        t.add_column(col, justify="right" if col not in ("dataset", "method", "status") else "left")
-    for o in outcomes:
-        if o.record is None:
-            t.add_row(o.dataset, o.method, str(o.seed), *["-"] * 6, o.status)
-            continue
-        m = o.record["metrics"]
-        t.add_row(o.dataset, o.method, str(o.seed), *(f"{m[k]:.1f}" for k in ("A_T", "A_U", "A_S", "H", "AUSUC")),
-                  f"{o.record['timings']['train']:.1f}", o.status)
-    out_console.print(t)
-    ran = [o for o in outcomes if o.path is not None]
-    if ran:
-        out_console.print(f"{len(ran)} record(s) in {ran[0].path.parent}", markup=False, highlight=False, soft_wrap=True)
+def _add_core_commands() -> None:
+    from zslbench.leaderboard.cli import leaderboard
+
+    cli.add_command(leaderboard)
 
 
-def _add_optional_commands() -> None:
-    """Commands that live with their subsystem (data, leaderboard)."""
-    try:
-        from zslbench.data.cli import data as data_group
-
-        cli.add_command(data_group)
-    except ImportError:
-        pass
-    try:
-        from zslbench.leaderboard.cli import leaderboard
-
-        cli.add_command(leaderboard)
-    except ImportError:
-        pass
-
-
-_add_optional_commands()
+_add_core_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI and turn user errors into one line and an exit code."""
+    """Entry point, and the one error handler: a user's mistake is one line and a non-zero exit,
+    never a traceback (``ZSLBENCH_TRACEBACK=1`` shows one for bugs in zslbench or a plugin)."""
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rv = cli.main(args=argv, prog_name="zslbench", standalone_mode=False)
+        _add_plugin_commands(args)
+        rv = cli.main(args=args, prog_name="zslbench", standalone_mode=False)
     except click.exceptions.Abort:
-        err_console.print("zslbench: interrupted", markup=False, highlight=False, soft_wrap=True)
+        say_error("interrupted", prefix="zslbench: ")
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except UserError as exc:
-        err_console.print(f"zslbench: error: {exc.one_line()}", markup=False, highlight=False,
-                          soft_wrap=True)
+        say_error(exc.one_line())
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("zslbench: interrupted", markup=False, highlight=False, soft_wrap=True)
+        say_error("interrupted", prefix="zslbench: ")
         sys.exit(130)
     except Exception as exc:
         if os.environ.get("ZSLBENCH_TRACEBACK"):
             raise
-        err_console.print(f"zslbench: internal error: {type(exc).__name__}: {exc} (this is a bug in "
-                          f"zslbench or a plugin; re-run with ZSLBENCH_TRACEBACK=1 for the traceback)",
-                          markup=False, highlight=False, soft_wrap=True)
+        where = blamed(exc)
+        say_error(f"internal error: {(where + ': ') if where else ''}{type(exc).__name__}: {exc} "
+                  "(this is a bug in zslbench or a plugin; re-run with ZSLBENCH_TRACEBACK=1 for "
+                  "the traceback)")
         sys.exit(1)
     if isinstance(rv, int) and rv:
         sys.exit(rv)
 
 
-__all__ = ["cli", "main", "ConfigError"]
+__all__ = ["cli", "main"]

@@ -50,9 +50,16 @@ class Component:
             setattr(self, key, value)
         return self
 
+    def check_params(self) -> None:
+        """Raise a one-line ``ConfigError`` for any invalid hyperparameter (helpers in
+        ``zslbench.hyperparams``). The harness calls it before loading any data; components
+        with hyperparameters must override it."""
+
     def clone(self) -> Component:
-        """An unfitted copy with the same hyperparameters."""
-        return type(self)(**copy.deepcopy(self.get_params()))
+        """An unfitted copy with the same hyperparameters; a component-valued hyperparameter (a
+        composite model's embedder, say) is cloned in turn, never shared."""
+        return type(self)(**{k: v.clone() if isinstance(v, Component) else copy.deepcopy(v)
+                             for k, v in self.get_params().items()})
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -6,6 +6,9 @@ non-zero. Its message must name the file or value at fault and say how to fix it
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class UserError(Exception):
     """A mistake in the user's input (files, flags, config), reported as one actionable line."""
@@ -39,3 +42,36 @@ class ConfigError(UserError):
 
 class PluginError(UserError):
     """A plugin failed to import, registered a duplicate name, or raised inside a component."""
+
+
+class ContractError(Exception):
+    """A plugin's component broke the contract (wrong score shape, NaN scores, ...): a bug in the
+    plugin, reported as a failed run that names the component, never as the user's mistake."""
+
+
+@contextmanager
+def blame(component: str, action: str) -> Iterator[None]:
+    """Label any exception raised inside with the component and what it was doing (``fit``,
+    ``final fit``, ...), so that a failed run names them. Labels nest: a composite model's
+    embedder failing in ``fit`` during the harness's final fit reads
+    ``embedder 'bt' in fit (final fit)``."""
+    try:
+        yield
+    except Exception as exc:
+        chain = getattr(exc, "zslbench_blame", None)
+        if chain is None:
+            chain = []
+            exc.zslbench_blame = chain  # type: ignore[attr-defined]
+        chain.append((component, action))
+        raise
+
+
+def blamed(exc: BaseException) -> str:
+    """The innermost component and action of an exception labelled by :func:`blame`, with the
+    outermost action (the protocol's phase) when it differs; ``""`` when unlabelled."""
+    chain = getattr(exc, "zslbench_blame", None)
+    if not chain:
+        return ""
+    component, action = chain[0]
+    outer = chain[-1][1]
+    return f"{component} in {action}" + (f" ({outer})" if outer != action else "")

@@ -9,8 +9,11 @@ match the specs below. Register it through the ``zslbench`` entry-point group in
 
 or load it without installing: ``zslbench -p my_package.zsl_plugin run ...``.
 
-Every hook takes no arguments and returns a list; the harness collects the lists of all plugins,
-remembers which plugin gave each name, and refuses duplicate names (reporting both plugins).
+The registering hooks take no arguments and return a list; the harness collects the lists of all
+plugins, remembers which plugin gave each name, and on a clash keeps the built-in (or the first
+loaded) and names the plugin it ignored. Two hooks take arguments: ``zslbench_open_dataset``
+(a dataset named by a path) and ``zslbench_commands`` (extra CLI subcommands, as datasette's
+``register_commands``).
 """
 
 from __future__ import annotations
@@ -20,9 +23,12 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    import click
+
     from zslbench.components import Calibrator, Embedder, Preprocessor, Regressor
     from zslbench.data.dataset import DatasetSpec
     from zslbench.methods import MethodSpec
+    from zslbench.model import Model
 
 PROJECT = "zslbench"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -33,9 +39,22 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def zslbench_datasets() -> list[DatasetSpec]:
     """Datasets this plugin provides: ``DatasetSpec`` objects (name, loader, kind, description).
 
-    The loader is called as ``spec.load(data_dir)`` and returns a ``ZSLData``; the harness
-    checks the split before any training.
+    The loader is called exactly as ``spec.load(data_dir)`` (``data_dir``: a ``Path`` or None) and
+    returns a ``ZSLData``. The harness then runs the same checks on every dataset, built-in or not,
+    before any training (``zslbench.data.checks``).
     """
+
+
+@hookspec(firstresult=True)
+def zslbench_open_dataset(location: str) -> DatasetSpec | None:
+    """A dataset named by a location instead of a registered name (``--dataset path/to/x.npz``):
+    return a ``DatasetSpec`` if this plugin reads that location, else None."""
+
+
+@hookspec
+def zslbench_models() -> list[type[Model]]:
+    """Model classes (``zslbench.model.Model`` subclasses with a ``name``): ``fit(features,
+    labels, class_semantics, classes)`` then ``decision_function(features)`` -> scores."""
 
 
 @hookspec
@@ -60,5 +79,10 @@ def zslbench_calibrators() -> list[type[Calibrator]]:
 
 @hookspec
 def zslbench_methods() -> list[MethodSpec]:
-    """Methods: ``MethodSpec`` compositions naming a preprocessor, embedder, regressor and
-    calibrator by their registered names, with default hyperparameters per component."""
+    """Methods: ``MethodSpec`` objects naming a registered model (and, for a composite model, its
+    components), a preprocessor and a calibrator, with default hyperparameters per role."""
+
+
+@hookspec
+def zslbench_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``zslbench`` command line (``cli.add_command(...)``)."""

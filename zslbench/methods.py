@@ -1,30 +1,48 @@
-"""A method is a named composition of registered components plus their default hyperparameters."""
+"""A method is a named recipe: a registered model, the components it is built from, a preprocessor
+and a calibrator, with the hyperparameters that differ from the components' own defaults."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-ROLES = ("preprocessor", "embedder", "regressor", "calibrator")
+#: The roles every method has, around its model's own sub-components (for the prototype model:
+#: embedder, regressor). Each role is filled by a registered component of the same kind.
+OUTER_ROLES = ("preprocessor", "model", "calibrator")
 
 
 @dataclass(frozen=True)
 class MethodSpec:
     """What a ``zslbench_methods`` hook returns.
 
-    ``params`` maps a role (``"embedder"``, ...) to constructor overrides for that component;
-    whatever is not given keeps the component's own documented default.
+    ``model`` names a registered model (default ``"prototype"``, the paper's pipeline). A composite
+    model's sub-components are named by role: ``embedder=`` and ``regressor=`` for the prototype
+    model, ``components={role: name}`` for any other. ``params`` maps a role (``"model"``,
+    ``"embedder"``, ...) to constructor values for that component; a value given here or with
+    ``--set`` is fixed, the rest keep the component's documented default and a declared search
+    space is searched. ``citation`` says where the method and its defaults come from.
     """
 
     name: str
-    embedder: str
-    regressor: str
-    calibrator: str = "gamma"
+    model: str = "prototype"
+    embedder: str | None = None
+    regressor: str | None = None
     preprocessor: str = "clip"
+    calibrator: str = "gamma"
+    components: dict[str, str] = field(default_factory=dict)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     description: str = ""
     #: What the paper calls it, e.g. "L_BT + GP (ours)", for leaderboards.
     paper_name: str = ""
+    citation: str = ""
 
-    def component(self, role: str) -> str:
-        return getattr(self, role)
+    def sub_components(self) -> dict[str, str]:
+        """The model's own components by role (embedder/regressor for the prototype model)."""
+        out = {k: v for k, v in (("embedder", self.embedder), ("regressor", self.regressor)) if v}
+        out.update(self.components)
+        return out
+
+    def roles(self) -> dict[str, str]:
+        """Every role of the method and the registered name that fills it, in pipeline order."""
+        return {"preprocessor": self.preprocessor, "model": self.model, **self.sub_components(),
+                "calibrator": self.calibrator}

@@ -1,19 +1,23 @@
-"""The evaluation protocol of the paper, with a validation split that never sees a test image.
+"""The evaluation protocol, the same for every method, with a validation split that never sees a
+test image.
 
-Steps (paper, "Calibration"):
+Steps (the paper's, "Calibration", generalised to any model):
 
-1. fit the embedder and regressor on the *train classes* of the validation split and predict the
-   prototypes of its *validation classes*;
-2. choose the seen-class penalty gamma (and, for regressors that tune, their hyperparameters) on the
-   validation images;
-3. refit everything on trainval;
-4. predict the test-unseen prototypes from the trainval prototypes;
-5. evaluate on test-seen and test-unseen with that gamma.
+1. fit the model on the *train classes* of the validation split, with the semantics of its
+   *validation classes* as the unseen candidates; when the model declares a search space, every
+   candidate is fitted this way and the one of highest validation H is kept (``zslbench.search``);
+2. choose the seen-class penalty gamma on the validation images' scores (the calibrator);
+3. refit the model, with the chosen hyperparameters, on trainval, with the test-unseen classes'
+   semantics as the unseen candidates;
+4. evaluate on test-seen and test-unseen with that gamma.
 
 The official xlsa17 ``train_loc``/``val_loc`` contain test-seen images (AWA1 4958, AWA2 5882,
-SUN 2580), so steps 1-4 use ``trainval_idx`` only: the validation-unseen classes are the official
+SUN 2580), so steps 1-3 use ``trainval_idx`` only: the validation-unseen classes are the official
 validation classes restricted to trainval images, and validation-seen images are a held-out part of
 the trainval images of the remaining classes.
+
+A method's preprocessor is fitted on the training images of each fit and applied to every image the
+model sees, so any method can swap it (``--set preprocessor=none``).
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from zslbench.components import Calibrator, Embedder, Preprocessor, Regressor
+from zslbench.components import Calibrator, Preprocessor
 from zslbench.data.dataset import ZSLData
+from zslbench.errors import ContractError, blame
+from zslbench.model import Model
+from zslbench.progress import listening
 
 #: Share of each validation-seen class's trainval images held out for validation (our choice: the
 #: xlsa17 test-seen share is 20% of the seen images, so validation mirrors the test protocol).
@@ -94,22 +101,19 @@ def leak_free_validation(data: ZSLData, seed: int) -> ValidationSplit:
     )
 
 
-def class_means(latent: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    """Prototype of each class: the mean latent vector of its images (paper, GP section)."""
-    out = np.empty((len(classes), latent.shape[1]), dtype=np.float64)
-    for i, c in enumerate(classes):
-        out[i] = latent[labels == c].mean(axis=0, dtype=np.float64)
-    return out
-
-
 @dataclass
-class Components:
-    """One unfitted instance of each role of a method."""
+class Method:
+    """A method ready to run: its preprocessor, model and calibrator (unfitted), and which of the
+    model's hyperparameters the user fixed (those are not searched)."""
 
+    name: str
     preprocessor: Preprocessor
-    embedder: Embedder
-    regressor: Regressor
+    model: Model
     calibrator: Calibrator
+    fixed: frozenset[str] = frozenset()
+
+    def search_space(self) -> dict[str, tuple[Any, ...]]:
+        return {k: v for k, v in self.model.full_search_space().items() if k not in self.fixed}
 
 
 @dataclass
@@ -117,16 +121,21 @@ class ProtocolResult:
     evaluation: dict[str, Any]
     gamma: float
     timings: dict[str, float]
-    tuned: dict[str, Any] = field(default_factory=dict)
+    search: dict[str, Any] | None = None
     validation: dict[str, Any] = field(default_factory=dict)
 
 
 class StageTimer:
-    """Wall-clock per stage; synchronises CUDA first so GPU work is counted where it happens."""
+    """Wall-clock per stage; synchronises CUDA first so GPU work is counted where it happens.
 
-    def __init__(self, device: str, on_stage: Callable[[str], None] | None = None) -> None:
+    It listens to :mod:`zslbench.progress`, so the stages a model reports (``embedder_fit``, ...)
+    are timed alongside the protocol's own phases, and it forwards every report to ``on_event``.
+    """
+
+    def __init__(self, device: str, on_event: Callable[[str, dict[str, Any]], None] | None = None
+                 ) -> None:
         self.device = device
-        self.on_stage = on_stage
+        self.on_event = on_event
         self.timings: dict[str, float] = {}
 
     def _sync(self) -> None:
@@ -135,17 +144,27 @@ class StageTimer:
 
             torch.cuda.synchronize()
 
-    def stage(self, name: str) -> _Stage:
-        return _Stage(self, name)
+    def listen(self, event: str, info: dict[str, Any]) -> None:
+        if event == "stage_start":
+            self._sync()
+        elif event == "stage_end":
+            self._sync()
+            name = info["stage"]
+            self.timings[name] = self.timings.get(name, 0.0) + info["seconds"]
+        if self.on_event:
+            self.on_event(event, info)
+
+    def phase(self, name: str) -> _Phase:
+        return _Phase(self, name)
 
 
-class _Stage:
+class _Phase:
     def __init__(self, timer: StageTimer, name: str) -> None:
         self.timer, self.name = timer, name
 
-    def __enter__(self) -> _Stage:
-        if self.timer.on_stage:
-            self.timer.on_stage(self.name)
+    def __enter__(self) -> _Phase:
+        if self.timer.on_event:
+            self.timer.on_event("phase", {"phase": self.name})
         self.timer._sync()
         self.start = time.perf_counter()
         return self
@@ -156,17 +175,27 @@ class _Stage:
         self.timer.timings[self.name] = self.timer.timings.get(self.name, 0.0) + elapsed
 
 
-def run_protocol(data: ZSLData, parts: Components, seed: int, device: str = "cpu",
-                 on_stage: Callable[[str], None] | None = None) -> ProtocolResult:
-    """Run steps 1-5 on ``data`` and return the evaluation, gamma and stage timings.
+def _columns(classes: np.ndarray, n_classes: int) -> np.ndarray:
+    """Class id -> column in ``classes`` (-1 for classes not among them)."""
+    column = np.full(n_classes, -1)
+    column[classes] = np.arange(len(classes))
+    return column
 
-    No test image is touched before step 5: every index used in steps 1-4 comes from
-    ``leak_free_validation`` or ``data.trainval_idx``.
+
+def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
+                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> ProtocolResult:
+    """Validation fit (with the search), calibration, final fit, evaluation; see the module doc.
+
+    No test image is touched before the evaluation phase: every index used before it comes from
+    ``leak_free_validation`` or ``data.trainval_idx``. Phases, in order: ``preprocess``,
+    ``search`` (when the model has a search space), ``fit_validation``, ``calibration``,
+    ``fit_final``, ``evaluation``; ``train`` is the wall time of all but the last.
     """
-    from zslbench.classifier import scores as class_scores
-    from zslbench.metrics import gzsl_evaluate
+    from zslbench.classifier import predict
+    from zslbench.metrics import gzsl_evaluate, harmonic_mean, per_class_accuracy
+    from zslbench.search import search
 
-    timer = StageTimer(device, on_stage)
+    timer = StageTimer(device, on_event)
     labels = data.labels
     seen = data.seen_classes
     unseen = data.unseen_classes
@@ -174,90 +203,110 @@ def run_protocol(data: ZSLData, parts: Components, seed: int, device: str = "cpu
     split = leak_free_validation(data, seed)
     train_start = time.perf_counter()
 
-    with timer.stage("preprocess"):
-        pre = parts.preprocessor.clone().fit(data.features[split.train_idx])
-        fit_idx = np.concatenate([split.train_idx, split.val_seen_idx, split.val_unseen_idx])
-        x_val_parts = pre.transform(data.features[fit_idx])
-
-    n_tr, n_vs = len(split.train_idx), len(split.val_seen_idx)
-    x_train = x_val_parts[:n_tr]
-    x_val = x_val_parts[n_tr:]
-    y_train = labels[split.train_idx]
-    y_val = labels[np.concatenate([split.val_seen_idx, split.val_unseen_idx])]
-
-    # Step 1: fit on the validation split's train classes.
-    with timer.stage("embedder_fit"):
-        emb = parts.embedder.clone().fit(x_train, y_train)
-    with timer.stage("regressor_fit"):
-        z_train = emb.transform(x_train)
-        z_val = emb.transform(x_val)
-        p_train = class_means(z_train, y_train, split.train_classes)
-        reg = parts.regressor.clone()
-        tuned: dict[str, Any] = {}
-        if hasattr(reg, "tune"):
-            # True validation-class prototypes, from trainval images only.
-            p_val_true = class_means(z_val[n_vs:], y_val[n_vs:], split.val_classes)
-            tuned = dict(reg.tune(att[split.train_classes], p_train,
-                                  att[split.val_classes], p_val_true) or {})
-        reg.fit(att[split.train_classes], p_train)
-        p_val = reg.predict(att[split.val_classes])
-
-    # Step 2: choose gamma on validation-seen + validation-unseen images.
-    with timer.stage("calibration"):
+    with listening(timer.listen):
+        # Step 1: the validation split's training images, and its validation images.
+        with timer.phase("preprocess"):
+            val_idx = np.concatenate([split.val_seen_idx, split.val_unseen_idx])
+            with blame(_who("preprocessor", method.preprocessor), "validation fit"):
+                pre = method.preprocessor.clone().fit(data.features[split.train_idx])
+                x_train = pre.transform(data.features[split.train_idx])
+                x_val = pre.transform(data.features[val_idx])
+        y_train = labels[split.train_idx]
         val_classes_all = np.concatenate([split.train_classes, split.val_classes])
-        protos = np.vstack([p_train, np.asarray(p_val, dtype=np.float64)])
-        column = np.full(data.n_classes, -1)
-        column[val_classes_all] = np.arange(len(val_classes_all))
+        sem_val = att[val_classes_all]
+        y_val = _columns(val_classes_all, data.n_classes)[labels[val_idx]]
         seen_mask = np.arange(len(val_classes_all)) < len(split.train_classes)
-        s_val = class_scores(z_val, protos)
-        cal = parts.calibrator.clone().fit(s_val, column[y_val], seen_mask)
-        gamma = float(cal.gamma_)
 
-    # Steps 3-4: refit on trainval with the tuned hyperparameters; predict unseen prototypes.
-    with timer.stage("preprocess"):
-        pre = parts.preprocessor.clone().fit(data.features[data.trainval_idx])
-        x_tv = pre.transform(data.features[data.trainval_idx])
-    y_tv = labels[data.trainval_idx]
-    with timer.stage("embedder_fit"):
-        emb = parts.embedder.clone().fit(x_tv, y_tv)
-    with timer.stage("regressor_fit"):
-        z_tv = emb.transform(x_tv)
-        p_seen = class_means(z_tv, y_tv, seen)
-        reg = parts.regressor.clone()
-        if tuned:
-            reg.set_params(**tuned)
-        reg.fit(att[seen], p_seen)
-        p_unseen = np.asarray(reg.predict(att[unseen]), dtype=np.float64)
-    train_seconds = time.perf_counter() - train_start
+        def evaluate(params: dict[str, Any]) -> tuple[float, Model, np.ndarray]:
+            with blame(_who("model", method.model), f"search ({params})"):
+                model = candidate.set_search_params(**params)
+                model.fit(x_train, y_train, sem_val, val_classes_all)
+                s_val = _checked_scores(model, x_val, len(val_classes_all))
+            with blame(_who("calibrator", method.calibrator), "search"):
+                cal = method.calibrator.clone().fit(s_val, y_val, seen_mask)
+            pred = predict(s_val, seen_mask, cal.gamma_)
+            in_seen = seen_mask[y_val]
+            a_s, _ = per_class_accuracy(y_val[in_seen], pred[in_seen])
+            a_u, _ = per_class_accuracy(y_val[~in_seen], pred[~in_seen])
+            return harmonic_mean(a_u, a_s), model, s_val
 
-    # Step 5: evaluate on the test images, first touched here.
-    with timer.stage("evaluation"):
+        space = method.search_space()
+        found = None
+        if space:
+            # One model instance walks the candidates, so a composite can keep what a change of
+            # parameters does not touch (PrototypeModel keeps its fitted embedder).
+            candidate = method.model.clone()
+            with timer.phase("search"):
+                found = search(space, type(method.model).search_strategy, evaluate)
+            method.model.set_search_params(**found.chosen)
+            model, s_val = found.best_model, found.best_scores
+        else:
+            with timer.phase("fit_validation"), blame(_who("model", method.model),
+                                                      "validation fit"):
+                model = method.model.clone().fit(x_train, y_train, sem_val, val_classes_all)
+            s_val = None
+
+        # Step 2: choose gamma on validation-seen + validation-unseen images.
+        with timer.phase("calibration"):
+            if s_val is None:
+                with blame(_who("model", method.model), "validation scoring"):
+                    s_val = _checked_scores(model, x_val, len(val_classes_all))
+            with blame(_who("calibrator", method.calibrator), "calibration"):
+                cal = method.calibrator.clone().fit(s_val, y_val, seen_mask)
+            gamma = float(cal.gamma_)
+        del model, s_val
+
+        # Steps 3-4: refit on trainval with the chosen hyperparameters.
+        with timer.phase("preprocess"):
+            with blame(_who("preprocessor", method.preprocessor), "final fit"):
+                pre = method.preprocessor.clone().fit(data.features[data.trainval_idx])
+                x_tv = pre.transform(data.features[data.trainval_idx])
         classes = np.concatenate([seen, unseen])
-        protos = np.vstack([p_seen, p_unseen])
-        column = np.full(data.n_classes, -1)
-        column[classes] = np.arange(len(classes))
-        seen_mask = np.arange(len(classes)) < len(seen)
-        z_ts = emb.transform(pre.transform(data.features[data.test_seen_idx]))
-        z_tu = emb.transform(pre.transform(data.features[data.test_unseen_idx]))
-        evaluation = gzsl_evaluate(
-            class_scores(z_ts, protos), column[labels[data.test_seen_idx]],
-            class_scores(z_tu, protos), column[labels[data.test_unseen_idx]],
-            seen_mask, gamma, class_ids=classes,
-        )
-        # Class frequency (share of all the dataset's images) and name: the paper's Table 4 view.
-        counts = np.bincount(labels, minlength=data.n_classes)
-        for group in evaluation.get("per_class", {}).values():
-            for entry in group:
-                c = int(entry["class"])
-                entry["frequency"] = float(counts[c] / counts.sum())
-                entry["name"] = data.class_names[c] if data.class_names else None
+        with timer.phase("fit_final"), blame(_who("model", method.model), "final fit"):
+            final = method.model.clone().fit(x_tv, labels[data.trainval_idx], att[classes], classes)
+        train_seconds = time.perf_counter() - train_start
+
+        # Step 5: evaluate on the test images, first touched here.
+        with timer.phase("evaluation"), blame(_who("model", method.model), "evaluation"):
+            column = _columns(classes, data.n_classes)
+            test_mask = np.arange(len(classes)) < len(seen)
+            s_ts = _checked_scores(final, pre.transform(data.features[data.test_seen_idx]),
+                                   len(classes))
+            s_tu = _checked_scores(final, pre.transform(data.features[data.test_unseen_idx]),
+                                   len(classes))
+            evaluation = gzsl_evaluate(
+                s_ts, column[labels[data.test_seen_idx]], s_tu,
+                column[labels[data.test_unseen_idx]], test_mask, gamma, class_ids=classes)
+            # Class frequency (share of all the dataset's images) and name: the paper's Table 4.
+            counts = np.bincount(labels, minlength=data.n_classes)
+            for group in evaluation.get("per_class", {}).values():
+                for entry in group:
+                    c = int(entry["class"])
+                    entry["frequency"] = float(counts[c] / counts.sum())
+                    entry["name"] = data.class_names[c] if data.class_names else None
 
     timings = dict(timer.timings)
     timings["train"] = train_seconds
     return ProtocolResult(
-        evaluation=evaluation, gamma=gamma, timings=timings, tuned=tuned,
-        validation={"n_train": int(n_tr), "n_val_seen": int(n_vs),
+        evaluation=evaluation, gamma=gamma, timings=timings,
+        search=found.as_record() if found is not None else None,
+        validation={"n_train": int(len(split.train_idx)), "n_val_seen": int(len(split.val_seen_idx)),
                     "n_val_unseen": int(len(split.val_unseen_idx)),
                     "train_classes": split.train_classes.tolist(),
                     "val_classes": split.val_classes.tolist()},
     )
+
+
+def _who(role: str, component: Any) -> str:
+    return f"{role} {getattr(component, 'name', type(component).__name__)!r}"
+
+
+def _checked_scores(model: Model, features: np.ndarray, n_classes: int) -> np.ndarray:
+    """The model's scores, refused with a message naming the model when they break the contract."""
+    s = np.asarray(model.decision_function(features))
+    if s.shape != (features.shape[0], n_classes):
+        raise ContractError(f"{model.name}.decision_function returned shape {s.shape}, expected "
+                            f"{(features.shape[0], n_classes)} (images x classes)")
+    if not np.isfinite(s).all():
+        raise ContractError(f"{model.name}.decision_function returned NaN or infinite scores")
+    return s

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import subprocess
+import time
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -53,6 +55,45 @@ def resolve_device(requested: str) -> str:
         raise ConfigError("--device cuda: torch sees no CUDA GPU on this machine",
                           hint="use --device cpu (or auto), or install a CUDA build of torch")
     return requested
+
+
+def cores() -> int:
+    """CPU cores this process may run on (its affinity mask, which containers restrict)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def load_snapshot() -> dict[str, float | None]:
+    """What :func:`load_report` compares against: wall and CPU clocks and the load average."""
+    return {"wall": time.perf_counter(), "cpu": time.process_time(), "load": _loadavg()}
+
+
+def load_report(start: dict[str, float | None]) -> dict[str, object]:
+    """How busy the machine was during a run, so that timings can be trusted or set aside.
+
+    ``cpu_seconds`` is this process's CPU time over the run; ``load_start``/``load_end`` the
+    1-minute load average; ``oversubscribed`` is true when either exceeds the cores we may use
+    (other processes then compete for them and wall times are not comparable).
+    """
+    import torch
+
+    end = _loadavg()
+    n = cores()
+    loads = [v for v in (start["load"], end) if v is not None]
+    return {"cpu_seconds": round(time.process_time() - float(start["cpu"] or 0.0), 3),
+            "wall_seconds": round(time.perf_counter() - float(start["wall"] or 0.0), 3),
+            "load_start": start["load"], "load_end": end, "cores": n,
+            "threads": torch.get_num_threads(),
+            "oversubscribed": bool(loads) and max(loads) > n}
 
 
 def device_info(device: str) -> dict[str, object]:

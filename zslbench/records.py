@@ -1,83 +1,188 @@
-"""Result records: one JSON file per (dataset, method, seed), written atomically.
+"""Result records: the one type (:class:`Record`) that every number zslbench prints comes from.
 
-A record is the only source of every number zslbench prints: leaderboards are rendered from
-records alone. Schema (version 1)::
+One JSON file per run (dataset, method, configuration, seed), written atomically by
+:func:`write_record` and read back only through :func:`read_record`, which checks the schema
+version, the types of the fields that leaderboards and the cache rely on, and the record's digest
+of its own content. A record that fails any of these is refused with the reason: ``run`` re-runs
+it, ``leaderboard`` skips it with a warning naming the file.
 
-    {
-      "schema": 1,
-      "run_id": "synth-awa2__bt-gp__r0__<key[:12]>",   # also the file name, + ".json"
-      "key": "<sha256 of config + data fingerprint + seed + code version>",
-      "dataset": "synth-awa2", "dataset_kind": "synthetic" | "real",
-      "method": "bt-gp", "paper_name": "L_BT + GP (ours)",
-      "repetition": 0, "base_seed": 0, "seed": 1234567,
-      "metrics": {"A_T": %, "A_U": %, "A_S": %, "H": %, "AUSUC": %},
-      "gamma": float,                      # calibrated seen-class penalty used for A_U/A_S/H
-      "timings": {"train": s, "embedder_fit": s, "regressor_fit": s, "calibration": s,
-                  "evaluation": s, ...},  # "train" = everything before evaluation
-      "curve": {"gamma": [...], "A_U": [...], "A_S": [...]},   # seen-unseen curve, percent
-      "operating_point": {"A_U": %, "A_S": %},               # at the calibrated gamma
-      "per_class": {
-        "unseen": [{"class": int, "name": str|null, "accuracy": %, "n_test": int,
-                     "frequency": fraction of all images of the dataset}, ...],
-        "seen":   [... same ...]
-      },
-      "config": {"method": str,
-                 "components": {role: {"name": str, "params": {...}}},
-                 "overrides": {"embedder.latent_dim": 64, ...}},
-      "split": {"fingerprint": str, "standard": bool, "reason": str},
-      "data": {"fingerprint": str, "n_images": int, "n_seen": int, "n_unseen": int,
-               "source": {...}},
-      "device": {"type": "cpu"|"cuda", "name": str, "threads": int},
-      "environment": {"zslbench": str, "python": str, "platform": str,
-                      "packages": {"torch": str, "gpytorch": str, "numpy": str, ...}},
-      "git": {"commit": str|null, "dirty": bool|null},
-      "started_at": ISO-8601 UTC, "finished_at": ISO-8601 UTC
-    }
+The digest (``sha256`` of the canonical JSON of every other field) detects accidental edits and
+damage; it is integrity, not security: anyone can recompute it after editing a record.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from collections.abc import Iterator
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from zslbench.errors import UserError
 from zslbench.files import atomic_write_text
 
-SCHEMA_VERSION = 1
-REQUIRED_KEYS = ("schema", "run_id", "key", "dataset", "method", "seed", "metrics", "timings",
-                 "config", "split", "device", "environment", "git")
+SCHEMA_VERSION = 2
+METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
+#: Extra metrics a record may carry (not in schema 1): AUSUC averaged per image, as CNZSL's code
+#: computes it; zslbench's headline AUSUC averages per class (Chao et al.).
+EXTRA_METRICS = ("AUSUC_per_image",)
+KINDS = ("real", "synthetic", "custom")
 
 
-def write_record(results_dir: Path, record: dict[str, Any]) -> Path:
-    """Write ``record`` to ``results_dir/<run_id>.json`` atomically.
+class RecordError(Exception):
+    """A file that is not a valid, intact zslbench record (the message says why)."""
 
-    The JSON goes to a temporary file in the same directory, is flushed and fsynced, and is then
-    renamed over the target, so a reader (or a killed run) only ever sees a complete record.
-    """
-    target = results_dir / f"{record['run_id']}.json"
-    atomic_write_text(target, json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+@dataclass
+class Record:
+    """One run. Every field is JSON data; see the README ("Records") for their meaning."""
+
+    run_id: str
+    key: str
+    config_id: str
+    code_fingerprint: str
+    dataset: str
+    dataset_kind: str
+    method: str
+    repetition: int
+    base_seed: int
+    seed: int
+    metrics: dict[str, float]
+    gamma: float
+    timings: dict[str, float]
+    config: dict[str, Any]
+    split: dict[str, Any]
+    data: dict[str, Any]
+    device: dict[str, Any]
+    environment: dict[str, Any]
+    git: dict[str, Any]
+    zslbench_version: str
+    started_at: str
+    finished_at: str
+    paper_name: str = ""
+    load: dict[str, Any] = field(default_factory=dict)
+    curve: dict[str, Any] | None = None
+    operating_point: dict[str, Any] | None = None
+    per_class: dict[str, Any] | None = None
+    search: dict[str, Any] | None = None
+    validation: dict[str, Any] = field(default_factory=dict)
+    schema: int = SCHEMA_VERSION
+    digest: str = ""
+
+    # -- integrity -------------------------------------------------------------------------------
+    def body(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("digest")
+        return out
+
+    def compute_digest(self) -> str:
+        text = json.dumps(self.body(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def sealed(self) -> Record:
+        self.digest = self.compute_digest()
+        return self
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+    @property
+    def standard(self) -> bool:
+        return bool(self.split.get("standard"))
+
+    # -- reading ---------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, raw: Any) -> Record:
+        """Validate ``raw`` (parsed JSON) and build the record; ``RecordError`` says what is wrong."""
+        if not isinstance(raw, dict):
+            raise RecordError(f"holds a JSON {type(raw).__name__}, not a record object")
+        schema = raw.get("schema")
+        if schema != SCHEMA_VERSION:
+            raise RecordError(f"schema version {schema!r}, this zslbench reads {SCHEMA_VERSION}")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(raw) - set(known))
+        if unknown:
+            raise RecordError(f"unknown field(s) {', '.join(unknown)}")
+        missing = [name for name, f in known.items() if name not in raw and _required(f)]
+        if missing:
+            raise RecordError(f"lacks {', '.join(missing)}")
+        _check_types(raw)
+        record = cls(**raw)
+        if record.digest != record.compute_digest():
+            raise RecordError("its content does not match its digest (edited or damaged)")
+        return record
+
+
+def _required(f: Any) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+def _finite(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _check_types(raw: dict[str, Any]) -> None:
+    for name in ("run_id", "key", "config_id", "dataset", "method", "digest"):
+        if not isinstance(raw.get(name), str) or not raw[name]:
+            raise RecordError(f"field {name!r} is not a non-empty string")
+    if raw["dataset_kind"] not in KINDS:
+        raise RecordError(f"dataset_kind {raw['dataset_kind']!r} is not one of {', '.join(KINDS)}")
+    for name in ("repetition", "base_seed", "seed"):
+        if not isinstance(raw.get(name), int) or isinstance(raw[name], bool):
+            raise RecordError(f"field {name!r} is not an integer")
+    metrics = raw.get("metrics")
+    if not isinstance(metrics, dict):
+        raise RecordError("field 'metrics' is not an object")
+    for m in METRICS:
+        if not _finite(metrics.get(m)):
+            raise RecordError(f"metric {m} is {metrics.get(m)!r}, not a finite number")
+    for m, v in metrics.items():
+        if m not in METRICS + EXTRA_METRICS or not _finite(v):
+            raise RecordError(f"metric {m}={v!r} is unknown or not a finite number")
+    if not _finite(raw.get("gamma")):
+        raise RecordError("field 'gamma' is not a finite number")
+    timings = raw.get("timings")
+    if not isinstance(timings, dict) or not _finite(timings.get("train")):
+        raise RecordError("timings lack a finite 'train'")
+    for name in ("config", "split", "data", "device", "environment", "git"):
+        if not isinstance(raw.get(name), dict):
+            raise RecordError(f"field {name!r} is not an object")
+    if not isinstance(raw["split"].get("standard"), bool):
+        raise RecordError("split.standard is not true or false")
+
+
+# -- files --------------------------------------------------------------------------------------
+def write_record(results_dir: Path, record: Record) -> Path:
+    """Seal ``record`` and write it to ``results_dir/<run_id>.json`` atomically (a reader or a
+    killed run only ever sees the old file or the complete new one)."""
+    target = Path(results_dir) / f"{record.run_id}.json"
+    atomic_write_text(target, record.sealed().to_json())
     return target
 
 
-def read_record(path: Path) -> dict[str, Any]:
-    """Read one record, refusing files that are not complete zslbench records."""
+def read_record(path: Path) -> Record:
+    """Read one record; ``RecordError`` when the file is unreadable, not JSON, or not a valid,
+    intact record."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: not a readable zslbench record ({exc})",
-                        hint="delete the file and re-run to regenerate it") from None
-    missing = [k for k in REQUIRED_KEYS if k not in record]
-    if missing:
-        raise UserError(f"{path}: record lacks {', '.join(missing)}",
-                        hint="delete the file and re-run to regenerate it")
-    return record
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(f"cannot be read ({exc})") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"is not JSON ({exc})") from None
+    return Record.from_dict(raw)
 
 
-def iter_records(results_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """Every record under ``results_dir`` (recursively), in sorted path order."""
+def iter_records(results_dir: Path) -> Iterator[tuple[Path, Record | RecordError]]:
+    """Every ``*.json`` under ``results_dir`` (recursively, sorted), with its record or the
+    ``RecordError`` that refused it. Hidden files (temporaries of atomic writes) are skipped."""
     for path in sorted(Path(results_dir).rglob("*.json")):
-        if path.name.startswith("."):
+        if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
             continue
-        yield path, read_record(path)
+        try:
+            yield path, read_record(path)
+        except RecordError as exc:
+            yield path, exc

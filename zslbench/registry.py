@@ -30,8 +30,11 @@ KINDS = {
     "zslbench_embedders": "embedder",
     "zslbench_regressors": "regressor",
     "zslbench_calibrators": "calibrator",
+    "zslbench_models": "model",
     "zslbench_methods": "method",
 }
+#: The distribution whose entry points are the built-ins: on a name clash they win.
+BUILTIN_DISTRIBUTION = "zslbench"
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ class Registry:
     plugins: dict[str, str | None] = field(default_factory=dict)
     #: plugin name -> the registered module (its source goes into the runs' code fingerprint)
     modules: dict[str, Any] = field(default_factory=dict)
+    #: The plugin manager, for the hooks that take arguments (open_dataset, commands).
+    pm: pluggy.PluginManager | None = field(default=None, repr=False)
 
     def get(self, kind: str, name: str) -> Provided:
         """Look a name up; an unknown name raises a ConfigError that suggests the closest one."""
@@ -67,6 +72,16 @@ class Registry:
     def names(self, kind: str) -> list[str]:
         return sorted(self.items[kind])
 
+    def open_dataset(self, location: str) -> Provided | None:
+        """A dataset named by a location (``path/to/mine.npz``), from the first plugin that reads
+        it; None when no plugin does."""
+        if self.pm is None:
+            return None
+        spec = self.pm.hook.zslbench_open_dataset(location=location)
+        if spec is None:
+            return None
+        return Provided("dataset", spec.name, spec, "open_dataset", None)
+
 
 def suggestion(name: str, choices: list[str], kind: str) -> str:
     """'did you mean X?' plus the valid names, for one-line errors."""
@@ -77,6 +92,10 @@ def suggestion(name: str, choices: list[str], kind: str) -> str:
     if close:
         return f"did you mean {close[0]!r}? (known {kind}s: {listing})"
     return f"known {kind}s: {listing} (see `zslbench list`)"
+
+
+def _dist_name(ep: Any) -> str | None:
+    return ep.dist.name if getattr(ep, "dist", None) is not None else None
 
 
 def _item_name(kind: str, obj: Any) -> str:
@@ -97,7 +116,7 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
         autoload = not os.environ.get(DISABLE_AUTOLOAD_ENV)
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    registry = Registry()
+    registry = Registry(pm=pm)
 
     def problem(line: str) -> None:
         if strict:
@@ -105,8 +124,12 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
         registry.problems.append(line)
 
     if autoload:
-        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            dist = ep.dist.name if ep.dist is not None else None
+        # Built-ins register first, so that a third-party plugin registering a built-in's name is
+        # the one ignored (and named), whatever the alphabetical order of the entry points.
+        eps = sorted(entry_points(group=ENTRY_POINT_GROUP),
+                     key=lambda e: (_dist_name(e) != BUILTIN_DISTRIBUTION, e.name))
+        for ep in eps:
+            dist = _dist_name(ep)
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not take the tool down
@@ -115,9 +138,11 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
                 continue
             if pm.is_registered(module):
                 continue
-            pm.register(module, name=ep.name)
-            registry.plugins[ep.name] = dist
-            registry.modules[ep.name] = module
+            # A third-party entry point may reuse a built-in's entry-point name: qualify it.
+            name = ep.name if pm.get_plugin(ep.name) is None else f"{dist}:{ep.name}"
+            pm.register(module, name=name)
+            registry.plugins[name] = dist
+            registry.modules[name] = module
     for path in extra_plugins:
         try:
             module = importlib.import_module(path)
@@ -125,13 +150,14 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
             # A -p the user typed is their own input: always fatal, with the fix.
             raise PluginError(f"-p {path}: cannot import plugin module ({type(exc).__name__}: {exc})",
                               hint="check the module path and that it is on PYTHONPATH") from None
-        if not pm.is_registered(module):
+        if not pm.is_registered(module) and pm.get_plugin(path) is None:
             pm.register(module, name=path)
             registry.plugins[path] = None
             registry.modules[path] = module
 
     for hook_name, kind in KINDS.items():
         hook = getattr(pm.hook, hook_name)
+        # get_hookimpls lists implementations in registration order: built-ins first.
         for impl in hook.get_hookimpls():
             plugin_name = pm.get_name(impl.plugin) or repr(impl.plugin)
             try:
@@ -140,8 +166,13 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
                     name = _item_name(kind, obj)
                     table = registry.items[kind]
                     if name in table:
-                        problem(f"plugin {plugin_name!r} registers {kind} {name!r}, already provided by "
-                                f"plugin {table[name].plugin!r}; keeping the first")
+                        first = table[name]
+                        who = ("the built-in plugin" if first.distribution == BUILTIN_DISTRIBUTION
+                               else "plugin")
+                        dist = registry.plugins.get(plugin_name)
+                        problem(f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
+                                f"{kind} {name!r}, which {who} {first.plugin!r} already provides; "
+                                f"ignoring {plugin_name!r}'s {name!r} (rename it)")
                         continue
                     table[name] = Provided(kind, name, obj, plugin_name,
                                            registry.plugins.get(plugin_name))

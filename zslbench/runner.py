@@ -12,6 +12,8 @@ import ast
 import hashlib
 import inspect
 import json
+import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,12 +26,13 @@ import numpy as np
 import zslbench
 from zslbench import provenance
 from zslbench.components import Component
+from zslbench.data.checks import check_dataset
 from zslbench.data.dataset import ZSLData
-from zslbench.errors import ConfigError, UserError
-from zslbench.methods import ROLES, MethodSpec
-from zslbench.protocol import Components, run_protocol
-from zslbench.records import SCHEMA_VERSION, write_record
-from zslbench.registry import Registry
+from zslbench.errors import ConfigError, UserError, blame, blamed
+from zslbench.methods import OUTER_ROLES, MethodSpec
+from zslbench.protocol import Method, run_protocol
+from zslbench.records import SCHEMA_VERSION, Record, RecordError, read_record, write_record
+from zslbench.registry import Registry, suggestion
 
 INJECTED = ("random_state", "device")
 
@@ -54,7 +57,8 @@ def split_names(values: tuple[str, ...] | list[str] | str) -> list[str]:
 
 
 def expand_datasets(names: list[str], registry: Registry) -> list[str]:
-    """Expand group aliases (``all``, ``synth-all``) and check every name is registered."""
+    """Expand group aliases (``all``, ``synth-all``) and check every name is registered, or is a
+    location that a plugin opens (``path/to/mine.npz``), which is then registered under its name."""
     groups: dict[str, list[str]] = {}
     for provided in registry.items["dataset"].values():
         for group in provided.obj.groups:
@@ -69,10 +73,13 @@ def expand_datasets(names: list[str], registry: Registry) -> list[str]:
             out += [m for m in members if m not in out]
         else:
             if name not in registry.items["dataset"]:
-                choices = list(registry.items["dataset"]) + list(groups)
-                from zslbench.registry import suggestion
-
-                raise ConfigError(f"unknown dataset {name!r}", hint=suggestion(name, choices, "dataset"))
+                opened = registry.open_dataset(name)  # a path a plugin can read (mine.npz)
+                if opened is None:
+                    choices = list(registry.items["dataset"]) + list(groups)
+                    raise ConfigError(f"unknown dataset {name!r}",
+                                      hint=suggestion(name, choices, "dataset"))
+                registry.items["dataset"][opened.name] = opened
+                name = opened.name
             if name not in out:
                 out.append(name)
     return out
@@ -88,29 +95,15 @@ def parse_value(text: str) -> Any:
     return text
 
 
-def parse_overrides(items: list[str] | tuple[str, ...]) -> dict[str, dict[str, Any]]:
-    """``["embedder.latent_dim=64", "gp.optimizer=adam"]`` -> ``{"embedder": {"latent_dim": 64}, ...}``.
-
-    The target is a role (preprocessor, embedder, regressor, calibrator) or a component name.
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        target, dot, param = key.strip().partition(".")
-        if not sep or not dot or not target or not param:
-            raise ConfigError(f"--set {item!r} is not of the form component.param=value",
-                              hint="e.g. --set embedder.latent_dim=64 or --set gp.optimizer=adam")
-        out.setdefault(target, {})[param] = parse_value(value.strip())
-    return out
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
     if isinstance(value, np.generic):
-        return value.item()
+        return _jsonable(value.item())
     if isinstance(value, float) and not np.isfinite(value):
         return str(value)
     if value is None or isinstance(value, (str, int, float, bool)):
@@ -120,69 +113,173 @@ def _jsonable(value: Any) -> Any:
 
 @dataclass
 class PreparedMethod:
-    """A method's components with overrides applied, and the resolved config to record."""
+    """A method resolved against the registry: the component of every role, its resolved
+    hyperparameters, and which of them were given explicitly (those are not searched)."""
 
     spec: MethodSpec
     classes: dict[str, type[Component]]
-    params: dict[str, dict[str, Any]]
     plugins: dict[str, str]
+    params: dict[str, dict[str, Any]]
+    explicit: dict[str, set[str]]
 
-    def config(self, overrides: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    @property
+    def sub_roles(self) -> list[str]:
+        return list(getattr(self.classes["model"], "components", {}))
+
+    def config(self, overrides: Overrides) -> dict[str, Any]:
         comps = {role: {"name": self.classes[role].name, "plugin": self.plugins[role],
-                        "params": _jsonable(self.params[role])} for role in ROLES}
-        flat = {f"{t}.{p}": _jsonable(v) for t, ps in sorted(overrides.items()) for p, v in sorted(ps.items())}
+                        "params": _jsonable(self.params[role])} for role in self.classes}
+        flat = {f"{t}.{p}": _jsonable(v) for t, ps in sorted(overrides.params.items())
+                for p, v in sorted(ps.items())}
+        flat.update({role: name for role, name in sorted(overrides.swaps.items())})
         return {"method": self.spec.name, "components": comps, "overrides": flat}
 
     def config_id(self) -> str:
-        body = {role: [self.classes[role].name, _jsonable(self.params[role])] for role in ROLES}
+        body = {role: [self.classes[role].name, _jsonable(self.params[role])]
+                for role in self.classes}
         return hashlib.sha256(json.dumps([self.spec.name, body], sort_keys=True).encode()).hexdigest()
 
-    def instantiate(self, seed: int, device: str) -> Components:
-        made = {}
-        for role in ROLES:
-            cls = self.classes[role]
-            accepted = set(cls._param_names())
-            kwargs = dict(self.params[role])
-            if "random_state" in accepted:
-                kwargs["random_state"] = seed
-            if "device" in accepted:
-                kwargs["device"] = device
-            made[role] = cls(**kwargs)
-        return Components(**made)
+    def _make(self, role: str, seed: int, device: str, **extra: Any) -> Component:
+        cls = self.classes[role]
+        accepted = set(cls._param_names())
+        kwargs = dict(self.params[role], **extra)
+        if "random_state" in accepted:
+            kwargs["random_state"] = seed
+        if "device" in accepted:
+            kwargs["device"] = device
+        made = cls(**kwargs)
+        with blame(f"{role} {cls.name!r}", "checking its hyperparameters"):
+            made.check_params()
+        return made
+
+    def instantiate(self, seed: int, device: str) -> Method:
+        subs = {role: self._make(role, seed, device) for role in self.sub_roles}
+        model = self._make("model", seed, device, **subs)
+        fixed = {p for p in self.explicit["model"]}
+        fixed |= {f"{role}.{p}" for role in self.sub_roles for p in self.explicit[role]}
+        return Method(name=self.spec.name,
+                      preprocessor=self._make("preprocessor", seed, device),  # type: ignore[arg-type]
+                      model=model,  # type: ignore[arg-type]
+                      calibrator=self._make("calibrator", seed, device),  # type: ignore[arg-type]
+                      fixed=frozenset(fixed))
 
 
-def prepare_method(registry: Registry, name: str, overrides: dict[str, dict[str, Any]]) -> PreparedMethod:
+@dataclass
+class Overrides:
+    """``--set`` parsed: ``params`` {target: {param: value}} (target = role or component name) and
+    ``swaps`` {role: component name} (``--set preprocessor=none``)."""
+
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    swaps: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.params or self.swaps)
+
+
+def parse_overrides(items: list[str] | tuple[str, ...]) -> Overrides:
+    """``["embedder.latent_dim=64", "gp.optimizer=adam", "preprocessor=none"]`` -> Overrides.
+
+    ``TARGET.PARAM=VALUE`` sets a hyperparameter of the component filling role TARGET (or named
+    TARGET); ``ROLE=NAME`` puts another registered component in a role. Setting the same value
+    twice, under two names, is refused when the values differ.
+    """
+    out = Overrides()
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        target, dot, param = key.partition(".")
+        if not sep or not target or (dot and not param):
+            raise ConfigError(f"--set {item!r} is not of the form component.param=value or "
+                              "role=component",
+                              hint="e.g. --set embedder.latent_dim=64, --set gp.optimizer=adam, "
+                              "--set preprocessor=none")
+        if not dot:
+            name = value.strip()
+            if not name:
+                raise ConfigError(f"--set {item!r} names no component", hint=f"e.g. --set {key}=none")
+            if out.swaps.get(target, name) != name:
+                raise ConfigError(f"--set {target}= is given twice ({out.swaps[target]!r} and "
+                                  f"{name!r})", hint="give each role one component")
+            out.swaps[target] = name
+            continue
+        parsed = parse_value(value.strip())
+        prev = out.params.get(target, {})
+        if param in prev and not _same(prev[param], parsed):
+            raise ConfigError(f"--set {target}.{param} is given twice ({prev[param]!r} and "
+                              f"{parsed!r})", hint="give each hyperparameter one value")
+        out.params.setdefault(target, {})[param] = parsed
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def prepare_method(registry: Registry, name: str, overrides: Overrides | None = None
+                   ) -> PreparedMethod:
+    """Resolve method ``name`` with ``overrides``; every mistake is one ``ConfigError`` line."""
+    overrides = overrides or Overrides()
     spec: MethodSpec = registry.get("method", name).obj
+    roles = dict(spec.roles())
+    model_cls = registry.get("model", overrides.swaps.get("model", roles["model"])).obj
+    wanted = dict(getattr(model_cls, "components", {}))
+    missing = [r for r in wanted if r not in roles]
+    if missing:
+        raise ConfigError(f"method {name!r}: model {model_cls.name!r} needs a component for "
+                          f"{', '.join(missing)}", hint="name it in the MethodSpec")
+    roles = {r: n for r, n in roles.items() if r in OUTER_ROLES or r in wanted}
+    for role, new in overrides.swaps.items():
+        if role not in roles:
+            raise ConfigError(f"--set {role}={new}: method {name!r} has no role {role!r}",
+                              hint=f"its roles: {', '.join(roles)}")
+        roles[role] = new
+    kinds = {r: (r if r in OUTER_ROLES else wanted[r]) for r in roles}
     classes: dict[str, type[Component]] = {}
     plugins: dict[str, str] = {}
     params: dict[str, dict[str, Any]] = {}
-    for role in ROLES:
-        kind = role
-        provided = registry.get(kind, spec.component(role))
+    explicit: dict[str, set[str]] = {}
+    by_target: dict[tuple[str, str], tuple[str, Any]] = {}
+    for role, comp_name in roles.items():
+        provided = registry.get(kinds[role], comp_name)
         cls = provided.obj
         classes[role], plugins[role] = cls, provided.plugin
-        defaults = {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
-                    if p.name != "self" and p.default is not inspect.Parameter.empty}
-        valid = [n for n in cls._param_names() if n not in INJECTED]
-        merged = {k: v for k, v in defaults.items() if k not in INJECTED}
-        merged.update(spec.params.get(role, {}))
-        for target in (role, cls.name):
-            for key, value in overrides.get(target, {}).items():
+        sig = inspect.signature(cls.__init__).parameters.values()
+        subs = set(getattr(cls, "components", {}))
+        defaults = {p.name: p.default for p in sig if p.name != "self"
+                    and p.default is not inspect.Parameter.empty
+                    and p.name not in INJECTED and p.name not in subs}
+        valid = [n for n in cls._param_names() if n not in INJECTED and n not in subs]
+        merged = dict(defaults)
+        given = set()
+        # A method's own values for a role apply only to the component it names.
+        if comp_name == spec.roles().get(role):
+            merged.update(spec.params.get(role, {}))
+            given |= set(spec.params.get(role, {}))
+        for target in dict.fromkeys((role, cls.name)):
+            for key, value in overrides.params.get(target, {}).items():
                 if key not in valid:
-                    raise ConfigError(f"--set {target}.{key}: {cls.name!r} ({role}) has no hyperparameter {key!r}",
+                    raise ConfigError(f"--set {target}.{key}: {cls.name!r} ({role}) has no "
+                                      f"hyperparameter {key!r}",
                                       hint=f"valid: {', '.join(valid) or 'none'}")
+                earlier = by_target.get((role, key))
+                if earlier is not None and not _same(earlier[1], value):
+                    raise ConfigError(f"--set {earlier[0]}.{key}={earlier[1]!r} and --set "
+                                      f"{target}.{key}={value!r} set the same hyperparameter of "
+                                      f"{cls.name!r} to different values",
+                                      hint="keep one of them")
+                by_target[(role, key)] = (target, value)
                 merged[key] = value
-        params[role] = merged
-    return PreparedMethod(spec, classes, params, plugins)
+                given.add(key)
+        params[role], explicit[role] = merged, given
+    return PreparedMethod(spec, classes, plugins, params, explicit)
 
 
-def check_override_targets(overrides: dict[str, dict[str, Any]], prepared: list[PreparedMethod]) -> None:
+def check_override_targets(overrides: Overrides, prepared: list[PreparedMethod]) -> None:
     """Every ``--set`` target must be a role or a component used by at least one selected method."""
-    used = set(ROLES) | {p.classes[r].name for p in prepared for r in ROLES}
-    for target in overrides:
+    used = {r for p in prepared for r in p.classes} | {p.classes[r].name for p in prepared
+                                                        for r in p.classes}
+    for target in overrides.params:
         if target not in used:
-            from zslbench.registry import suggestion
-
             raise ConfigError(f"--set {target}.…: no selected method uses a component {target!r}",
                               hint=suggestion(target, sorted(used), "component"))
 
@@ -194,9 +291,11 @@ class RunOutcome:
     repetition: int
     seed: int
     status: str  # "ran" | "cached" | "failed"
-    record: dict[str, Any] | None = None
+    record: Record | None = None
     path: Path | None = None
     error: str | None = None
+    #: Why an existing file was not reused (a damaged or edited record), when it was not.
+    replaced: str | None = None
 
 
 @dataclass
@@ -208,17 +307,9 @@ class GridRequest:
     seeds: int = 1
     base_seed: int = 0
     device: str = "cpu"
-    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=Overrides)
     force: bool = False
     allow_nonstandard: bool = False
-
-
-def data_fingerprint(data: ZSLData) -> str:
-    src = data.source
-    payload = {"split": data.split_fingerprint,
-               "files": {k: v for k, v in sorted(src.items()) if "sha256" in k or k == "data_fingerprint"},
-               "shape": list(data.features.shape)}
-    return hashlib.sha256(json.dumps(_jsonable(payload), sort_keys=True).encode()).hexdigest()
 
 
 def run_key(config_id: str, data_fp: str, seed: int, device_type: str, code_fp: str) -> str:
@@ -226,18 +317,64 @@ def run_key(config_id: str, data_fp: str, seed: int, device_type: str, code_fp: 
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def run_grid(request: GridRequest, registry: Registry,
-             load: Callable[[str], ZSLData],
+def check_results_dir(path: Path) -> None:
+    """Refuse, before any training, a results dir that cannot take records (one line naming it)."""
+    path = Path(path)
+    for parent in [path, *path.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--results-dir {path}: {parent} is a file, not a directory",
+                                  hint="choose another --results-dir")
+            break
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--results-dir {path}: cannot create it ({exc.strerror})",
+                          hint="choose a writable --results-dir") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"--results-dir {path}: not writable",
+                          hint="choose a writable --results-dir or fix its permissions")
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        free = None
+    if free is not None and free < MIN_FREE_BYTES:
+        raise ConfigError(f"--results-dir {path}: only {free // 1024} KiB free on its disk",
+                          hint="free some space (a record takes ~100 KiB) or choose another disk")
+
+
+#: Below this much free space the results dir is refused up front (records are ~100 KiB each).
+MIN_FREE_BYTES = 4 * 2**20
+
+
+def _existing(path: Path, key: str) -> tuple[Record | None, str | None]:
+    """(the record at ``path`` when it matches ``key``, why a present file cannot be reused)."""
+    if not path.exists():
+        return None, None
+    try:
+        record = read_record(path)
+    except RecordError as exc:
+        return None, f"{path} {exc}; re-running it"
+    if record.key != key:
+        return None, None
+    return record, None
+
+
+def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tuple[ZSLData, str]],
              on_event: Callable[[str, dict[str, Any]], None] | None = None,
              code_modules: list[Any] | None = None) -> Iterator[RunOutcome]:
     """Yield one outcome per (dataset, method, repetition), in grid order.
 
-    ``load(name)`` returns the dataset (called once per dataset). ``on_event(kind, info)`` reports
-    progress: ``"dataset"``, ``"run"``, ``"stage"``.
+    ``load(name)`` returns the dataset and its kind (called once per dataset); the dataset contract
+    (``zslbench.data.checks``) runs on it before any training. ``on_event(kind, info)`` reports
+    progress: ``"dataset"``, ``"run"``, ``"phase"``, ``"stage_start"``/``"stage_end"``, ``"step"``.
     """
     emit = on_event or (lambda kind, info: None)
     prepared = [prepare_method(registry, m, request.overrides) for m in request.methods]
     check_override_targets(request.overrides, prepared)
+    for prep in prepared:  # every hyperparameter checked before any data is loaded
+        prep.instantiate(0, request.device)
+    check_results_dir(request.results_dir)
     modules = code_modules if code_modules is not None else _code_modules(registry)
     code_fp = provenance.code_fingerprint(modules)
     env = provenance.environment(tuple(sorted({d for d in registry.plugins.values() if d})))
@@ -247,8 +384,9 @@ def run_grid(request: GridRequest, registry: Registry,
 
     for dataset in request.datasets:
         emit("dataset", {"dataset": dataset})
-        data = load(dataset)
-        data_fp = data_fingerprint(data)
+        data, kind = load(dataset)
+        verdict = check_dataset(data, kind, allow_nonstandard=request.allow_nonstandard)
+        data_fp = verdict.fingerprint
         for prep in prepared:
             config = prep.config(request.overrides)
             config_id = prep.config_id()
@@ -259,67 +397,68 @@ def run_grid(request: GridRequest, registry: Registry,
                           f"{device_type}__s{seed}")
                 key = run_key(config_id, data_fp, seed, device_type, code_fp)
                 path = request.results_dir / f"{run_id}.json"
-                emit("run", {"dataset": dataset, "method": prep.spec.name, "repetition": rep})
-                if path.exists() and not request.force:
-                    try:
-                        existing = json.loads(path.read_text())
-                    except (OSError, json.JSONDecodeError):
-                        existing = None
-                    if existing and existing.get("key") == key:
-                        yield RunOutcome(dataset, prep.spec.name, rep, seed, "cached", existing, path)
-                        continue
+                emit("run", {"dataset": dataset, "method": prep.spec.name, "repetition": rep,
+                             "seed": seed})
+                existing, replaced = _existing(path, key)
+                if existing is not None and not request.force:
+                    yield RunOutcome(dataset, prep.spec.name, rep, seed, "cached", existing, path)
+                    continue
+                if replaced:
+                    emit("warning", {"message": replaced})
                 started = datetime.now(timezone.utc)
-                parts = prep.instantiate(seed, request.device)
+                load_start = provenance.load_snapshot()
+                method = prep.instantiate(seed, request.device)
                 try:
-                    result = run_protocol(data, parts, seed, request.device,
-                                          on_stage=lambda s: emit("stage", {"stage": s}))
+                    result = run_protocol(data, method, seed, request.device, on_event=emit)
                 except (UserError, KeyboardInterrupt):
                     raise
                 except Exception as exc:  # a component raised: name it, write nothing
-                    msg = (f"{prep.spec.name} on {dataset} (seed {seed}): a component raised "
-                           f"{type(exc).__name__}: {exc}")
+                    where = blamed(exc)
+                    msg = (f"{prep.spec.name} on {dataset} (seed {seed}): "
+                           + (f"{where}: " if where else "")
+                           + f"{type(exc).__name__}: {exc}")
+                    if os.environ.get("ZSLBENCH_TRACEBACK"):
+                        import traceback
+
+                        msg += "\n" + "".join(traceback.format_exception(exc))
                     yield RunOutcome(dataset, prep.spec.name, rep, seed, "failed", error=msg)
                     continue
                 ev = result.evaluation
-                record = {
-                    "schema": SCHEMA_VERSION,
-                    "run_id": run_id,
-                    "key": key,
-                    "config_id": config_id,
-                    "code_fingerprint": code_fp,
-                    "dataset": dataset,
-                    "dataset_kind": data.kind,
-                    "method": prep.spec.name,
-                    "paper_name": prep.spec.paper_name,
-                    "repetition": rep,
-                    "base_seed": request.base_seed,
-                    "seed": seed,
-                    "metrics": {k: float(ev[k]) for k in ("A_T", "A_U", "A_S", "H", "AUSUC")},
-                    "gamma": result.gamma,
-                    "timings": {k: round(v, 4) for k, v in sorted(result.timings.items())},
-                    "curve": ev.get("curve"),
-                    "operating_point": ev.get("operating_point"),
-                    "per_class": ev.get("per_class"),
-                    "tuned": _jsonable(result.tuned),
-                    "validation": result.validation,
-                    "config": config,
-                    "split": {"fingerprint": data.split_fingerprint, "standard": bool(data.standard),
-                              "reason": data.nonstandard_reason},
-                    "data": {"fingerprint": data_fp, "n_images": int(data.features.shape[0]),
-                             "feature_dim": int(data.features.shape[1]),
-                             "n_seen": int(len(data.seen_classes)),
-                             "n_unseen": int(len(data.unseen_classes)),
-                             "source": _jsonable(data.source)},
-                    "device": dev,
-                    "environment": env,
-                    "git": git,
-                    "zslbench_version": zslbench.__version__,
-                    "started_at": started.isoformat(timespec="seconds"),
-                    "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                }
-                record = _jsonable(record)
-                written = write_record(request.results_dir, record)
-                yield RunOutcome(dataset, prep.spec.name, rep, seed, "ran", record, written)
+                metrics = {k: float(ev[k]) for k in ("A_T", "A_U", "A_S", "H", "AUSUC")}
+                if "AUSUC_per_image" in ev:
+                    metrics["AUSUC_per_image"] = float(ev["AUSUC_per_image"])
+                record = Record(
+                    run_id=run_id, key=key, config_id=config_id, code_fingerprint=code_fp,
+                    dataset=dataset, dataset_kind=kind, method=prep.spec.name,
+                    paper_name=prep.spec.paper_name, repetition=rep,
+                    base_seed=request.base_seed, seed=seed, metrics=metrics, gamma=result.gamma,
+                    timings={k: round(v, 4) for k, v in sorted(result.timings.items())},
+                    load=provenance.load_report(load_start),
+                    curve=_jsonable(ev.get("curve")),
+                    operating_point=_jsonable(ev.get("operating_point")),
+                    per_class=_jsonable(ev.get("per_class")),
+                    search=_jsonable(result.search), validation=_jsonable(result.validation),
+                    config=_jsonable(config), split=_jsonable(verdict.as_record()),
+                    data=_jsonable({"fingerprint": data_fp, "features_hash": verdict.features_hash,
+                                    "n_images": int(data.features.shape[0]),
+                                    "feature_dim": int(data.features.shape[1]),
+                                    "n_seen": int(len(data.seen_classes)),
+                                    "n_unseen": int(len(data.unseen_classes)),
+                                    "source": data.source}),
+                    device=_jsonable(dev), environment=_jsonable(env), git=_jsonable(git),
+                    zslbench_version=zslbench.__version__,
+                    started_at=started.isoformat(timespec="seconds"),
+                    finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                )
+                try:
+                    written = write_record(request.results_dir, record)
+                except OSError as exc:
+                    raise UserError(f"cannot write the record {path} ({exc.strerror or exc}); every "
+                                    "record written before it is complete",
+                                    hint="free disk space or fix the results dir, then re-run the "
+                                    "same command to finish the rest") from None
+                yield RunOutcome(dataset, prep.spec.name, rep, seed, "ran", record, written,
+                                 replaced=replaced)
         del data
 
 

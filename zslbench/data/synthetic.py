@@ -136,7 +136,6 @@ def _unit_rows(a: np.ndarray) -> np.ndarray:
 
 def generate(shape: SynthShape) -> ZSLData:
     """Generate one synthetic dataset deterministically from ``shape.data_seed``."""
-    from zslbench.data.splits import split_fingerprint
 
     rng = np.random.default_rng(shape.data_seed)
     n_cls = shape.n_seen + shape.n_unseen
@@ -219,7 +218,6 @@ def generate(shape: SynthShape) -> ZSLData:
     data_fp = hashlib.sha256(
         json.dumps({"generator": GENERATOR_VERSION, "shape": params}, sort_keys=True).encode()
     ).hexdigest()
-    fp = split_fingerprint(trainval_idx + 1, test_seen_idx + 1, test_unseen_idx + 1)
     feats.setflags(write=False)
     return ZSLData(
         name=shape.name,
@@ -230,9 +228,6 @@ def generate(shape: SynthShape) -> ZSLData:
         test_seen_idx=test_seen_idx,
         test_unseen_idx=test_unseen_idx,
         val_classes=val_classes,
-        kind="synthetic",
-        split_fingerprint=fp,
-        standard=True,
         source={"generator": "zslbench.data.synthetic", "generator_version": GENERATOR_VERSION,
                 "shape": params, "data_fingerprint": data_fp},
         class_names=names,

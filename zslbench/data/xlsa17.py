@@ -30,34 +30,16 @@ import numpy as np
 
 from zslbench.data import cache as _cache
 from zslbench.data import splits as _splits
-from zslbench.data.dataset import ZSLData
+from zslbench.data.dataset import DATA_ENV, ZSLData, resolve_data_dir
 from zslbench.errors import ConfigError, DataError, UserError
 
 #: zslbench names of the five xlsa17 benchmarks, in the paper's order.
 DATASETS = ("awa1", "awa2", "apy", "cub", "sun")
-#: Environment variable naming the data dir (after ``--data-dir``, before the default).
-DATA_ENV = "ZSLBENCH_DATA"
 RES101 = "res101.mat"
 ATT_SPLITS = "att_splits.mat"
 _RES101_KEYS = ("features", "labels")
 _SPLIT_KEYS_REQUIRED = ("att", "trainval_loc", "test_seen_loc", "test_unseen_loc")
 _SPLIT_KEYS_OPTIONAL = ("train_loc", "val_loc")
-
-
-def resolve_data_dir(cli_value: str | Path | None) -> Path:
-    """The data dir: ``--data-dir``, else ``$ZSLBENCH_DATA``, else ``$XDG_CACHE_HOME/zslbench/data``.
-
-    The default follows the XDG base-directory convention (``~/.cache/zslbench/data`` when
-    ``XDG_CACHE_HOME`` is unset): the data can be re-downloaded, so it is cache, not config.
-    """
-    if cli_value not in (None, ""):
-        return Path(cli_value).expanduser()
-    env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "zslbench" / "data"
 
 
 def canonical_name(name: str) -> str:
@@ -423,9 +405,8 @@ def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstand
     return ZSLData(
         name=rep.name, features=features, labels=labels0, attributes=attributes,
         trainval_idx=idx["trainval_loc"], test_seen_idx=idx["test_seen_loc"],
-        test_unseen_idx=idx["test_unseen_loc"], val_classes=val_classes, kind="real",
-        split_fingerprint=rep.fingerprint, standard=standard, nonstandard_reason=reason,
-        source=source,
+        test_unseen_idx=idx["test_unseen_loc"], val_classes=val_classes,
+        source={**source, "loader_standard": standard, "loader_reason": reason},
         class_names=list(names) if names and len(names) == attributes.shape[0] else None)
 
 

@@ -1,0 +1,182 @@
+"""What the command line prints: progress while a grid runs, a line per finished run, the results.
+
+In a terminal, two live lines: the grid (runs done of all, elapsed) and the current run, named by
+dataset, method and repetition, with the protocol's phase (validation fit, search, calibration,
+final fit, evaluation), the component stage (``embedder_fit``) and its steps with an ETA
+(``episodes 120/500``), so that slow can be told from hung. In a pipe or CI (stderr not a
+terminal): plain lines, no bars - the start of each run, a step report at most every
+``PLAIN_STEP_SECONDS`` seconds, and a line per finished run. Either way a finished run prints one
+line with its H, train seconds and the record's path as soon as it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+err_console = Console(stderr=True, highlight=False)
+#: Result tables: at most 80 columns wide, in a terminal or a pipe.
+TABLE_WIDTH = 80
+PLAIN_STEP_SECONDS = 10.0
+PHASES = {"preprocess": "preprocessing", "search": "search", "fit_validation": "validation fit",
+          "calibration": "calibration", "fit_final": "final fit", "evaluation": "evaluation"}
+
+
+def say_error(text: str, prefix: str = "zslbench: error: ") -> None:
+    """One line on stderr, never wrapped, never interpreted as markup."""
+    err_console.print(f"{prefix}{text}", markup=False, highlight=False, soft_wrap=True)
+
+
+def say(text: str) -> None:
+    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _fmt_eta(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}:{seconds % 60:02d}" if seconds >= 60 else f"{seconds} s"
+
+
+class Reporter:
+    """Receives the runner's events (``run_grid(on_event=...)``) and shows them."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        self.console = console
+        self.total = total
+        self.live = console.is_terminal or bool(os.environ.get("ZSLBENCH_PROGRESS"))
+        self.where: dict[str, Any] = {}
+        self.phase = ""
+        self.stage = ""
+        self.step: dict[str, Any] = {}
+        self.step_start = 0.0
+        self.last_plain = 0.0
+        self.done = 0
+        self.progress: Progress | None = None
+
+    # -- context ---------------------------------------------------------------------------------
+    def __enter__(self) -> Reporter:
+        if self.live:
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20),
+                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                     console=self.console, transient=False)
+            self.progress.__enter__()
+            self.grid_task = self.progress.add_task("runs", total=self.total)
+            self.run_task = self.progress.add_task("starting", total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+    # -- events ----------------------------------------------------------------------------------
+    def _run_name(self) -> str:
+        w = self.where
+        return f"{w.get('dataset')} · {w.get('method')} · r{w.get('repetition')}"
+
+    def _describe(self) -> str:
+        parts = [self._run_name()]
+        if self.phase:
+            parts.append(PHASES.get(self.phase, self.phase))
+        if self.stage:
+            parts.append(self.stage)
+        if self.step:
+            done, total = self.step["done"], self.step["total"]
+            text = f"{self.step['label']} {done}/{total}"
+            elapsed = time.perf_counter() - self.step_start
+            if 0 < done < total:
+                text += f" ETA {_fmt_eta(elapsed / done * (total - done))}"
+            parts.append(text)
+        return " · ".join(parts)
+
+    def event(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "dataset":
+            self.where = {"dataset": info["dataset"]}
+            self._show(f"loading {info['dataset']}", plain=True)
+            return
+        if kind == "run":
+            self.where = dict(info)
+            self.phase = self.stage = ""
+            self.step = {}
+            self._show(self._describe(), plain=True, prefix=f"run {self.done + 1}/{self.total}: ")
+            return
+        if kind == "phase":
+            self.phase, self.stage, self.step = info["phase"], "", {}
+        elif kind == "stage_start":
+            self.stage, self.step = info["stage"], {}
+        elif kind == "stage_end":
+            self.stage, self.step = "", {}
+        elif kind == "step":
+            if not self.step or self.step.get("label") != info["label"] or info["done"] == 0:
+                self.step_start = time.perf_counter()
+            self.step = dict(info)
+            now = time.perf_counter()
+            if not self.live and now - self.last_plain >= PLAIN_STEP_SECONDS and info["done"]:
+                self.last_plain = now
+                say("  " + self._describe())
+        elif kind == "warning":
+            self._print(f"zslbench: warning: {info['message']}")
+            return
+        if self.progress is not None:
+            self.progress.update(self.run_task, description=self._describe())
+
+    def _show(self, text: str, plain: bool = False, prefix: str = "") -> None:
+        if self.progress is not None:
+            self.progress.update(self.run_task, description=text)
+        elif plain:
+            self.last_plain = time.perf_counter()
+            say(prefix + text)
+
+    def _print(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:
+            say(text)
+
+    def finished(self, outcome: Any) -> None:
+        """One line per finished run, as soon as it ends."""
+        self.done += 1
+        if self.progress is not None:
+            self.progress.advance(self.grid_task)
+        name = f"{outcome.dataset} · {outcome.method} · r{outcome.repetition}"
+        if outcome.status == "failed":
+            self._print(f"zslbench: error: {outcome.error}")
+            return
+        rec = outcome.record
+        flag = "" if rec.load.get("oversubscribed") is not True else " (machine oversubscribed)"
+        verb = "cached" if outcome.status == "cached" else "done"
+        self._print(f"{verb} {name}: H {rec.metrics['H']:.1f}, train "
+                    f"{rec.timings['train']:.1f} s{flag} -> {outcome.path}")
+
+
+def print_results(outcomes: list[Any], device: str, console: Console | None = None) -> None:
+    """The results table (at most 80 columns: values wrap, never get cut) and where records are."""
+    console = console or Console(width=TABLE_WIDTH if not sys.stdout.isatty() else
+                                 min(TABLE_WIDTH, Console().width), highlight=False)
+    t = Table(title=f"Results (percent; train seconds on {device})", title_justify="left",
+              box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
+    t.add_column("dataset", overflow="fold")
+    t.add_column("method", overflow="fold")
+    t.add_column("r", justify="right", no_wrap=True)
+    for col in ("A_T", "A_U", "A_S", "H", "AUSUC"):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("train s", justify="right", no_wrap=True)
+    t.add_column("status", no_wrap=True)
+    for o in outcomes:
+        if o.record is None:
+            t.add_row(o.dataset, o.method, str(o.repetition), *["-"] * 6, o.status)
+            continue
+        m = o.record.metrics
+        t.add_row(o.dataset, o.method, str(o.repetition),
+                  *(f"{m[k]:.1f}" for k in ("A_T", "A_U", "A_S", "H", "AUSUC")),
+                  f"{o.record.timings['train']:.1f}", o.status)
+    console.print(t)
+    paths = [o.path for o in outcomes if o.path is not None]
+    if paths:
+        console.print(f"{len(paths)} record(s) in {paths[0].parent}", markup=False,
+                      highlight=False, soft_wrap=True)

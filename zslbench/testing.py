@@ -1,0 +1,152 @@
+"""``check_model``: the model contract as a test a plugin's own test suite calls.
+
+Like scikit-learn's ``check_estimator``::
+
+    from zslbench.testing import check_model
+    from my_package.zsl_plugin import MyModel
+
+    def test_my_model_follows_the_contract():
+        check_model(MyModel(epochs=3))
+
+It fits the model on a small synthetic GZSL problem and raises ``AssertionError`` naming the first
+broken rule:
+
+* the scikit-learn conventions: hyperparameters stored unchanged, ``get_params`` round-trips
+  through ``set_params`` and the constructor, ``clone`` gives an unfitted equal-parameter copy,
+  ``fit`` returns ``self`` and learns attributes ending in ``_``;
+* ``decision_function`` returns finite float scores of shape (images, classes), one column per
+  entry of ``classes`` in that order (``classes_``);
+* determinism: two fits with the same ``random_state`` give identical scores;
+* no test data reaches ``fit``: ``fit`` gets read-only arrays and must not write into them, and
+  ``decision_function`` is pure - scoring other images in between, or the same images in another
+  batch grouping, does not change any image's scores;
+* the unseen classes are scored: images of an unseen class are not all ranked below every seen
+  class (a model that ignores the unseen semantics fails here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from zslbench.components import Component
+from zslbench.model import Model
+
+
+def toy_problem(seed: int = 0, n_seen: int = 6, n_unseen: int = 3, dim: int = 32,
+                att_dim: int = 12, per_class: int = 30) -> dict[str, np.ndarray]:
+    """A small separable GZSL problem: non-negative features whose class means are a linear map
+    of the classes' (non-negative) attributes, as in xlsa17."""
+    rng = np.random.default_rng(seed)
+    n_cls = n_seen + n_unseen
+    att = np.abs(rng.standard_normal((n_cls, att_dim))) + 0.1
+    att /= np.linalg.norm(att, axis=1, keepdims=True)
+    mix = rng.standard_normal((att_dim, dim))
+    means = np.maximum(att @ mix * 3.0 + 1.0, 0.0)
+    labels = np.repeat(np.arange(n_cls), per_class)
+    feats = np.maximum(means[labels] + 0.3 * rng.standard_normal((len(labels), dim)), 0.0)
+    seen = labels < n_seen
+    train = np.flatnonzero(seen)[::2]
+    test = np.setdiff1d(np.arange(len(labels)), train)
+    return {"features": feats.astype(np.float32), "labels": labels.astype(np.int64),
+            "attributes": att.astype(np.float32), "train": train, "test": test,
+            "classes": np.arange(n_cls, dtype=np.int64), "n_seen": np.int64(n_seen)}
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _fit(model: Model, p: dict[str, np.ndarray]) -> Model:
+    x = _readonly(p["features"][p["train"]])
+    y = _readonly(p["labels"][p["train"]])
+    sem = _readonly(p["attributes"][p["classes"]])
+    cls = _readonly(p["classes"])
+    out = model.fit(x, y, sem, cls)
+    assert out is model, f"{type(model).__name__}.fit must return self"
+    return model
+
+
+def _with_seed(model: Model, seed: int) -> Model:
+    """A clone with ``random_state`` set on it and on its sub-components, as the harness does."""
+    m = model.clone()
+    for comp in [m, *(v for v in m.get_params().values() if isinstance(v, Component))]:
+        if "random_state" in comp.get_params():
+            comp.set_params(random_state=seed)
+    return m
+
+
+def check_model(model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None,
+                atol: float = 0.0) -> None:
+    """Run every check on ``model`` (an unfitted instance); ``AssertionError`` on the first
+    failure. ``atol`` allows tiny differences between repeated fits for models that use
+    non-deterministic kernels (keep it 0 on the CPU)."""
+    name = type(model).__name__
+    assert isinstance(model, Model), f"{name} is not a zslbench.model.Model"
+    assert isinstance(getattr(type(model), "name", None), str) and type(model).name, \
+        f"{name} needs a non-empty class attribute 'name' (its registered name)"
+    p = problem or toy_problem(seed)
+
+    # scikit-learn conventions
+    params = model.get_params()
+    for key, value in params.items():
+        assert getattr(model, key) is value, f"{name}.__init__ must store {key!r} unchanged"
+    rebuilt = type(model)(**params)
+    assert _same_params(rebuilt.get_params(), params), f"{name}(**get_params()) changes parameters"
+    twin = model.clone()
+    assert type(twin) is type(model) and _same_params(twin.get_params(), params), \
+        f"{name}.clone() must keep the hyperparameters"
+    model.set_params(**{k: v for k, v in params.items() if not isinstance(v, Component)})
+    model.check_params()
+
+    a = _fit(_with_seed(model, seed), p)
+    learned = [k for k in vars(a) if k.endswith("_") and not k.startswith("_")]
+    assert learned, f"{name}.fit learned no attribute ending in '_'"
+    assert not [k for k in vars(twin) if k.endswith("_") and not k.startswith("_")], \
+        f"{name}.clone() must return an unfitted copy"
+    classes = p["classes"]
+    assert np.array_equal(np.asarray(getattr(a, "classes_", classes)), classes), \
+        f"{name}.classes_ must be the classes passed to fit, in that order"
+
+    test = _readonly(p["features"][p["test"]])
+    s = np.asarray(a.decision_function(test))
+    assert s.shape == (len(test), len(classes)), \
+        f"{name}.decision_function returned {s.shape}, expected {(len(test), len(classes))}"
+    assert np.issubdtype(s.dtype, np.floating), f"{name}.decision_function must return floats"
+    assert np.isfinite(s).all(), f"{name}.decision_function returned NaN or infinite scores"
+
+    # purity: other images in between, and another batch grouping, change nothing
+    a.decision_function(_readonly(p["features"][p["train"]]))
+    half = len(test) // 2
+    again = np.vstack([a.decision_function(test[:half]), a.decision_function(test[half:])])
+    assert np.allclose(s, again, rtol=1e-5, atol=1e-6), \
+        f"{name}.decision_function is not pure: an image's scores depend on the other images"
+
+    # determinism under a seed
+    b = _fit(_with_seed(model, seed), p)
+    s_b = np.asarray(b.decision_function(test))
+    assert np.allclose(s, s_b, rtol=0, atol=atol), \
+        f"{name}: two fits with random_state={seed} gave different scores"
+
+    # the unseen classes are scored, not ignored
+    n_seen = int(p["n_seen"])
+    labels = p["labels"][p["test"]]
+    unseen_rows = labels >= n_seen
+    top = s[unseen_rows].argmax(axis=1)
+    assert (top >= n_seen).any(), f"{name} never ranks an unseen class first for unseen images"
+
+
+def _same_params(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if isinstance(x, Component) and isinstance(y, Component):
+            if type(x) is not type(y) or not _same_params(x.get_params(), y.get_params()):
+                return False
+        elif not (x is y or x == y):
+            return False
+    return True
