@@ -17,10 +17,15 @@ def records_in(path):
     return sorted(p for p in path.glob("*.json"))
 
 
-def assert_one_line_error(proc, *needles):
+def assert_one_line_error(proc, *needles, progress: bool = False):
+    """A failed command: non-zero, no traceback, and one error line. A command that was refused
+    before any work prints that line alone; a grid with a failed run (``progress=True``) prints its
+    plain progress lines too, and exactly one ``error`` line among them."""
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr + proc.stdout
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    if progress:
+        lines = [ln for ln in lines if "error" in ln]
     assert len(lines) == 1, proc.stderr
     for needle in needles:
         assert needle in lines[0], lines[0]
@@ -38,7 +43,10 @@ def test_krr_on_toy_writes_a_complete_record(tmp_path):
     # toy has 6 unseen classes: chance A_T is 16.7%; krr must clearly beat it.
     assert rec["metrics"]["A_T"] > 30
     assert rec["timings"]["train"] > 0
-    assert {"embedder_fit", "regressor_fit", "calibration", "evaluation"} <= set(rec["timings"])
+    assert {"embedder_fit", "regressor_fit", "search", "calibration", "fit_final",
+            "evaluation"} <= set(rec["timings"])
+    assert rec["search"]["chosen"].keys() == {"regressor.alpha", "regressor.width"}
+    assert rec["load"]["cores"] >= 1 and rec["load"]["cpu_seconds"] > 0
     assert rec["device"]["type"] == "cpu"
     assert rec["split"]["standard"] is True and len(rec["split"]["fingerprint"]) == 64
     assert rec["environment"]["packages"]["torch"]
@@ -78,6 +86,17 @@ def test_set_override_is_recorded_and_changes_the_key(tmp_path):
      ("regressor.lamda", "valid:")),
     (("--method", "krr", "--dataset", "toy", "--set", "nonsense"), ("component.param=value",)),
     (("--method", "krr", "--dataset", "toy", "--set", "gpp.x=1"), ("'gpp'",)),
+    (("--method", ",", "--dataset", "toy"), ("names no method",)),
+    (("--method", "krr", "--dataset", ","), ("names no dataset",)),
+    (("--method", "krr", "--dataset", "toy", "--set", "clip.clip=5", "--set", "preprocessor.clip=9"),
+     ("clip.clip=5", "preprocessor.clip=9", "different values")),
+    (("--method", "krr", "--dataset", "toy", "--set", "krr.alpha=banana"),
+     ("krr.alpha='banana'", "finite number")),
+    (("--method", "krr", "--dataset", "toy", "--set", "krr.width=-3"), ("krr.width=-3",)),
+    (("--method", "krr", "--dataset", "toy", "--set", "krr.alpha=nan"), ("krr.alpha=nan",)),
+    (("--method", "krr", "--dataset", "toy", "--set", "preprocessor=nonesuch"),
+     ("unknown preprocessor 'nonesuch'",)),
+    (("--method", "krr", "--dataset", "toy", "--set", "decoder=none"), ("no role 'decoder'",)),
 ])
 def test_bad_command_lines_get_one_line(tmp_path, args, needles):
     proc = run_cli("run", *args, "--results-dir", str(tmp_path))
@@ -159,8 +178,40 @@ def test_a_plugin_raising_inside_fit_is_one_line_and_leaves_no_record(tmp_path):
     proc = run_cli("-p", "my_zsl_plugin", "run", "--method", "linear-proto", "--dataset", "toy",
                    "--set", "linear.explode=true", "--results-dir", str(res),
                    env={"PYTHONPATH": str(tmp_path)})
-    assert_one_line_error(proc, "linear-proto on toy", "ValueError: exploded on purpose")
+    assert_one_line_error(proc, "linear-proto on toy", "regressor 'linear' in fit (validation fit)",
+                          "ValueError: exploded on purpose", progress=True)
     assert not res.exists() or records_in(res) == []
+
+
+def test_preprocessor_can_be_swapped_with_set(tmp_path):
+    proc = run_cli("run", "--method", "krr", "--dataset", "toy", "--set", "preprocessor=none",
+                   "--results-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    rec = json.loads(records_in(tmp_path)[0].read_text())
+    assert rec["config"]["components"]["preprocessor"]["name"] == "none"
+    assert rec["config"]["overrides"] == {"preprocessor": "none"}
+
+
+CLASH = """
+    from zslbench.hookspecs import hookimpl
+    from zslbench.methods import MethodSpec
+
+
+    @hookimpl
+    def zslbench_methods():
+        return [MethodSpec("krr", embedder="bt", regressor="gp")]
+"""
+
+
+def test_a_plugin_cannot_replace_a_builtin_silently(tmp_path):
+    (tmp_path / "clash_plugin.py").write_text(textwrap.dedent(CLASH))
+    env = {"PYTHONPATH": str(tmp_path)}
+    proc = run_cli("-p", "clash_plugin", "list", env=env)
+    assert proc.returncode == 0
+    warning = [ln for ln in proc.stderr.splitlines() if "warning" in ln]
+    assert len(warning) == 1 and "'clash_plugin'" in warning[0] and "built-in" in warning[0]
+    strict = run_cli("--strict-plugins", "-p", "clash_plugin", "list", env=env)
+    assert_one_line_error(strict, "'clash_plugin'", "krr")
 
 
 def test_list_shows_every_paper_method_with_its_plugin():

@@ -39,7 +39,7 @@ def real_awa2(shared_data) -> tuple[ZSLData, dict[str, np.ndarray]]:
     data = ZSLData(name="awa2-real-split", features=feats, labels=labels,
                    attributes=mat["att"].T.astype(np.float32), trainval_idx=locs["trainval_loc"],
                    test_seen_idx=locs["test_seen_loc"], test_unseen_idx=locs["test_unseen_loc"],
-                   val_classes=np.unique(labels[locs["val_loc"]]), standard=True)
+                   val_classes=np.unique(labels[locs["val_loc"]]))
     return data, locs
 
 
@@ -65,12 +65,13 @@ def test_no_test_image_is_read_before_evaluation(shared_data):
     log = AccessLog(np.asarray(data.features))
     data.features = log
     reg = load_registry()
-    parts = prepare_method(reg, "krr", {}).instantiate(seed=1, device="cpu")
+    method = prepare_method(reg, "krr").instantiate(seed=1, device="cpu")
 
-    def on_stage(stage: str) -> None:
-        log.stage = stage
+    def on_event(kind: str, info: dict) -> None:
+        if kind == "phase":
+            log.stage = info["phase"]
 
-    run_protocol(data, parts, seed=1, on_stage=on_stage)
+    run_protocol(data, method, seed=1, on_event=on_event)
     test = set(locs["test_seen_loc"].tolist()) | set(locs["test_unseen_loc"].tolist())
     before_eval = set().union(*(rows for stage, rows in log.reads.items() if stage != "evaluation"))
     assert before_eval, "the protocol read no rows at all?"

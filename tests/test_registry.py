@@ -86,9 +86,30 @@ def test_duplicate_names_are_reported_and_the_first_kept(tmp_path, monkeypatch):
     reg = load_registry([name])
     assert reg.items["method"]["krr"].obj.embedder == "identity"
     dup = [p for p in reg.problems if "zsl_dup_method" in p]
-    assert len(dup) == 1 and "'krr'" in dup[0] and "already provided" in dup[0]
+    assert len(dup) == 1 and "'krr'" in dup[0] and "built-in plugin" in dup[0]
     with pytest.raises(PluginError, match="krr"):
         load_registry([name], strict=True)
+
+
+def test_an_installed_plugin_named_before_the_builtins_cannot_replace_one(tmp_path, monkeypatch):
+    """Entry points used to load alphabetically, so 'aaa' registering 'krr' won and the warning
+    blamed the built-in. Built-ins now register first, whatever the names."""
+    module = write_plugin(tmp_path, monkeypatch, "zsl_aaa_clash", """
+        from zslbench.hookspecs import hookimpl
+        from zslbench.methods import MethodSpec
+
+        @hookimpl
+        def zslbench_methods():
+            return [MethodSpec("krr", embedder="bt", regressor="gp")]
+    """)
+    real = registry_mod.entry_points
+    monkeypatch.setattr(registry_mod, "entry_points", lambda group: [
+        EntryPoint("aaa", module, group), *real(group=group)])
+    reg = load_registry()
+    assert reg.items["method"]["krr"].obj.embedder == "identity"
+    assert reg.items["method"]["krr"].distribution == "zslbench"
+    clash = [p for p in reg.problems if "'krr'" in p]
+    assert len(clash) == 1 and clash[0].startswith("plugin 'aaa'") and "built-in" in clash[0]
 
 
 def test_a_hook_that_raises_is_reported(tmp_path, monkeypatch):

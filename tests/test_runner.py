@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 import pytest
 
-from zslbench.errors import ConfigError
+from zslbench import runner as runner_mod
+from zslbench.errors import ConfigError, UserError
 from zslbench.protocol import run_protocol
+from zslbench.records import read_record
 from zslbench.registry import load_registry
-from zslbench.runner import derive_seed, parse_overrides, prepare_method, split_names
+from zslbench.runner import (
+    GridRequest,
+    check_results_dir,
+    derive_seed,
+    parse_overrides,
+    prepare_method,
+    run_grid,
+    split_names,
+)
 
 
 def test_seed_depends_only_on_its_own_run():
@@ -19,13 +33,17 @@ def test_seed_depends_only_on_its_own_run():
     assert 0 <= s < 2**31
 
 
-def test_overrides_parse_values_as_literals():
-    assert parse_overrides(["embedder.latent_dim=64", "gp.optimizer=adam", "bt.margin=4.5",
-                            "calibrator.x=true", "krr.y=None"]) == {
+def test_overrides_parse_values_as_literals_and_swaps_as_names():
+    parsed = parse_overrides(["embedder.latent_dim=64", "gp.optimizer=adam", "bt.margin=4.5",
+                              "calibrator.x=true", "krr.y=None", "preprocessor=none"])
+    assert parsed.params == {
         "embedder": {"latent_dim": 64}, "gp": {"optimizer": "adam"}, "bt": {"margin": 4.5},
         "calibrator": {"x": True}, "krr": {"y": None}}
+    assert parsed.swaps == {"preprocessor": "none"}
+    with pytest.raises(ConfigError, match="given twice"):
+        parse_overrides(["bt.margin=1", "bt.margin=2"])
     with pytest.raises(ConfigError):
-        parse_overrides(["latent_dim=64"])
+        parse_overrides(["=64"])
 
 
 def test_split_names_accepts_commas_and_repeats():
@@ -38,9 +56,26 @@ def test_override_reaches_the_component_by_role_or_by_name():
     by_name = prepare_method(reg, "bt-gp", parse_overrides(["bt.episodes=7"]))
     assert by_role.params["embedder"]["episodes"] == 7 == by_name.params["embedder"]["episodes"]
     assert by_role.config_id() == by_name.config_id()
-    assert by_role.config_id() != prepare_method(reg, "bt-gp", {}).config_id()
-    parts = by_role.instantiate(seed=5, device="cpu")
-    assert parts.embedder.episodes == 7 and parts.embedder.random_state == 5
+    assert by_role.config_id() != prepare_method(reg, "bt-gp").config_id()
+    method = by_role.instantiate(seed=5, device="cpu")
+    assert method.model.embedder.episodes == 7 and method.model.embedder.random_state == 5
+
+
+def test_a_fixed_hyperparameter_leaves_the_search_space():
+    reg = load_registry()
+    free = prepare_method(reg, "krr").instantiate(seed=0, device="cpu")
+    assert set(free.search_space()) == {"regressor.alpha", "regressor.width"}
+    pinned = prepare_method(reg, "krr", parse_overrides(["krr.alpha=0.5"])).instantiate(0, "cpu")
+    assert set(pinned.search_space()) == {"regressor.width"}
+    assert pinned.model.regressor.alpha == 0.5
+
+
+def test_conflicting_values_for_one_hyperparameter_are_refused():
+    reg = load_registry()
+    with pytest.raises(ConfigError, match="different values"):
+        prepare_method(reg, "krr", parse_overrides(["clip.clip=5", "preprocessor.clip=9"]))
+    same = prepare_method(reg, "krr", parse_overrides(["clip.clip=5", "preprocessor.clip=5"]))
+    assert same.params["preprocessor"]["clip"] == 5
 
 
 def test_a_fixed_seed_gives_identical_metrics_twice_on_cpu():
@@ -48,7 +83,75 @@ def test_a_fixed_seed_gives_identical_metrics_twice_on_cpu():
     data = reg.get("dataset", "toy").obj.load(None)
     prep = prepare_method(reg, "bt-gp", parse_overrides(["embedder.episodes=40"]))
     runs = [run_protocol(data, prep.instantiate(seed=11, device="cpu"), seed=11) for _ in range(2)]
+    assert runs[0].timings["fit_final"] > 0
     a, b = (r.evaluation for r in runs)
     assert {k: a[k] for k in ("A_T", "A_U", "A_S", "H", "AUSUC")} == \
            {k: b[k] for k in ("A_T", "A_U", "A_S", "H", "AUSUC")}
     assert runs[0].gamma == runs[1].gamma
+
+
+# -- results dir: checked before any training, and a full disk loses no complete record ---------
+
+def _toy_grid(results: Path, seeds: int = 2) -> list:
+    reg = load_registry()
+    spec = reg.get("dataset", "toy").obj
+    request = GridRequest(methods=["krr"], datasets=["toy"], results_dir=results, seeds=seeds,
+                          overrides=parse_overrides(["krr.alpha=0.1", "krr.width=1.0"]))
+    return run_grid(request, reg, lambda name: (spec.load(None), spec.kind))
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda tmp: (tmp / "f").write_text("x") and tmp / "f", "is a file"),
+    (lambda tmp: (tmp / "f").write_text("x") and tmp / "f" / "sub", "is under the file"),
+])
+def test_a_bad_results_dir_is_refused_before_training(tmp_path, make, needle):
+    target = make(tmp_path)
+    with pytest.raises(ConfigError, match=needle):
+        check_results_dir(target)
+    trained = []
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(runner_mod, "run_protocol", lambda *a, **k: trained.append(1))
+    try:
+        with pytest.raises(ConfigError, match=needle):
+            list(_toy_grid(target))
+    finally:
+        monkey.undo()
+    assert trained == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_results_dir_is_refused(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    with pytest.raises(ConfigError, match="not writable"):
+        check_results_dir(ro)
+
+
+def test_a_nearly_full_disk_is_refused_up_front(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner_mod.shutil, "disk_usage",
+                        lambda p: type("U", (), {"free": 1024})())
+    with pytest.raises(ConfigError, match="KiB free"):
+        check_results_dir(tmp_path)
+
+
+def test_a_full_disk_mid_grid_names_the_path_and_keeps_complete_records(tmp_path, monkeypatch):
+    results = tmp_path / "res"
+    real_write = runner_mod.write_record
+    calls = []
+
+    def write_then_fill(directory, record):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(directory, record)
+
+    monkeypatch.setattr(runner_mod, "write_record", write_then_fill)
+    outcomes = []
+    with pytest.raises(UserError, match="cannot write the record") as err:
+        for outcome in _toy_grid(results):
+            outcomes.append(outcome)
+    assert str(results) in err.value.one_line() and "No space left" in err.value.one_line()
+    (kept,) = list(results.glob("*.json"))
+    assert read_record(kept).run_id == outcomes[0].record.run_id
+    assert not list(results.glob(".*"))

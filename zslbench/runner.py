@@ -318,24 +318,26 @@ def run_key(config_id: str, data_fp: str, seed: int, device_type: str, code_fp: 
 
 
 def check_results_dir(path: Path) -> None:
-    """Refuse, before any training, a results dir that cannot take records (one line naming it)."""
+    """Refuse, before any training, a results dir that cannot take records (one line naming it).
+
+    Nothing is created here: the folder is made when the first record is written, so a run
+    refused for another reason leaves no empty folder behind.
+    """
     path = Path(path)
-    for parent in [path, *path.parents]:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(f"--results-dir {path}: {parent} is a file, not a directory",
-                                  hint="choose another --results-dir")
-            break
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"--results-dir {path}: cannot create it ({exc.strerror})",
-                          hint="choose a writable --results-dir") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ConfigError(f"--results-dir {path}: not writable",
+    existing = next((p for p in [path, *path.parents] if p.exists()), None)
+    if existing is None:  # pragma: no cover - "/" always exists
+        return
+    if not existing.is_dir():
+        where = "is a file" if existing == path else f"is under the file {existing}"
+        raise ConfigError(f"--results-dir {path} {where}, not a directory",
+                          hint="choose another --results-dir")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not writable" if existing == path else f"cannot be created ({existing} is " \
+            "not writable)"
+        raise ConfigError(f"--results-dir {path} {what}",
                           hint="choose a writable --results-dir or fix its permissions")
     try:
-        free = shutil.disk_usage(path).free
+        free = shutil.disk_usage(existing).free
     except OSError:
         free = None
     if free is not None and free < MIN_FREE_BYTES:

@@ -1,9 +1,9 @@
 """The ``krr`` regressor: closed form, median-heuristic width, and the validation grid search.
 
 What is pinned down: ``fit``/``predict`` equal ``K(S*, S) (K + alpha I)^-1 Y`` computed with an
-explicit ``np.linalg.solve``; ``width`` is in units of the median pairwise distance; ``tune``
-returns (and sets) exactly the grid point a brute-force loop of explicit solves finds best, and
-only keys the protocol can pass back to ``set_params``; bad inputs are one-line errors.
+explicit ``np.linalg.solve``; ``width`` is in units of the median pairwise distance; the grids are
+the declared search space (the harness searches it, ``tests/test_search.py``); bad inputs and bad
+hyperparameters are one-line errors.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from zslbench.errors import ConfigError, DataError
 from zslbench.registry import load_registry
 from zslbench_plugins.krr import ALPHA_GRID, WIDTH_GRID, KRRRegressor
-from zslbench_plugins.regression_problems import make_problem, make_shaped
+from zslbench_plugins.regression_problems import make_shaped
 
 
 def _median_distance(s: np.ndarray) -> float:
@@ -48,36 +48,10 @@ def test_fit_predict_is_the_closed_form(alpha, width):
                                p.seen_prototypes, rtol=1e-8, atol=1e-8)
 
 
-def test_tune_picks_the_brute_force_argmin_and_sets_it():
-    # Train and validation classes from one problem, like the protocol's validation split.
-    p = make_problem(60, 20, 15, 5, seed=4, noise=0.2)
-    s_tr, y_tr = p.seen_semantics, p.seen_prototypes
-    s_val, y_val = p.unseen_semantics, p.unseen_prototypes
-    reg = KRRRegressor()
-    best = reg.tune(s_tr, y_tr, s_val, y_val)
-    med = _median_distance(s_tr)
-    brute = np.array([[np.mean((_explicit(s_tr, y_tr, s_val, a, w * med) - y_val) ** 2)
-                       for a in ALPHA_GRID] for w in WIDTH_GRID])
-    i, j = np.unravel_index(np.argmin(brute), brute.shape)
-    assert best == {"alpha": ALPHA_GRID[j], "width": WIDTH_GRID[i]}
-    assert (reg.alpha, reg.width) == (ALPHA_GRID[j], WIDTH_GRID[i])
-    np.testing.assert_allclose(reg.tune_mse_, brute, rtol=1e-6)
-    assert reg.tune_best_mse_ == pytest.approx(brute.min(), rel=1e-8)
-    # The optimum is interior, so the grid actually mattered.
-    assert 0 < i < len(WIDTH_GRID) - 1 and 0 < j < len(ALPHA_GRID) - 1
-    # What tune returns is what the protocol hands to set_params before the refit.
-    refit = KRRRegressor().set_params(**best).fit(s_tr, y_tr)
-    expected = _explicit(s_tr, y_tr, s_val, best["alpha"], best["width"] * med)
-    np.testing.assert_allclose(refit.predict(s_val), expected, rtol=1e-5, atol=1e-5)
-
-
-def test_tune_honours_custom_grids():
-    p = make_problem(30, 12, 6, 3, seed=8)
+def test_the_declared_search_space_is_the_grids():
     reg = KRRRegressor(alpha_grid=(0.5,), width_grid=(2.0, 3.0))
-    best = reg.tune(p.seen_semantics, p.seen_prototypes, p.unseen_semantics,
-                    p.unseen_prototypes)
-    assert best["alpha"] == 0.5 and best["width"] in (2.0, 3.0)
-    assert reg.tune_mse_.shape == (2, 1)
+    assert reg.search_space == {"alpha": (0.5,), "width": (2.0, 3.0)}
+    assert KRRRegressor().search_space == {"alpha": ALPHA_GRID, "width": WIDTH_GRID}
 
 
 def test_grids_are_the_documented_ones():
@@ -102,21 +76,22 @@ def test_bad_hyperparameters_are_config_errors(params):
         KRRRegressor(**params).fit(p.seen_semantics, p.seen_prototypes)
 
 
-@pytest.mark.parametrize("grid", [(), (0.1, -1.0), "abc"])
+@pytest.mark.parametrize("grid", [(), (0.1, -1.0), "abc", ("banana",)])
 def test_bad_grids_are_config_errors(grid):
-    p = make_shaped("APY", 2)
     with pytest.raises(ConfigError, match="alpha_grid"):
-        KRRRegressor(alpha_grid=grid).tune(p.seen_semantics, p.seen_prototypes,
-                                           p.unseen_semantics, p.unseen_prototypes)
+        KRRRegressor(alpha_grid=grid).check_params()
+
+
+@pytest.mark.parametrize("params", [{"alpha": "banana"}, {"width": -3}, {"alpha": float("nan")}])
+def test_check_params_refuses_what_the_fuzzer_found(params):
+    with pytest.raises(ConfigError, match=r"^krr\."):
+        KRRRegressor(**params).check_params()
 
 
 def test_bad_inputs_are_data_errors():
     p = make_shaped("APY", 2)
     with pytest.raises(DataError, match="rows"):
         KRRRegressor().fit(p.seen_semantics[:-1], p.seen_prototypes)
-    with pytest.raises(DataError, match="do not match"):
-        KRRRegressor().tune(p.seen_semantics, p.seen_prototypes, p.unseen_semantics,
-                            p.unseen_prototypes[:, :1])
     reg = KRRRegressor()
     with pytest.raises(RuntimeError, match="before fit"):
         reg.predict(p.unseen_semantics)

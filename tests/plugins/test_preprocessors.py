@@ -10,27 +10,27 @@ from hypothesis.extra import numpy as hnp
 
 import zslbench_plugins.preprocessors as preprocessors
 from zslbench.errors import ConfigError, DataError
-from zslbench_plugins.preprocessors import ClipScale, zslbench_preprocessors
+from zslbench_plugins.preprocessors import ClipScale, NoPreprocessing, zslbench_preprocessors
 
 
-def test_hook_registers_clip() -> None:
-    assert [c.name for c in zslbench_preprocessors()] == ["clip"]
+def test_hook_registers_clip_and_none() -> None:
+    assert [c.name for c in zslbench_preprocessors()] == ["clip", "none"]
     assert ClipScale().get_params() == {"clip": 7.0, "scale": True}  # the paper's values
 
 
 def _features(rng: np.random.Generator, n: int = 50, d: int = 16) -> np.ndarray:
-    # Mostly in range, some negative, some above the clip: every branch of the clip is exercised.
-    return (rng.standard_normal((n, d)) * 5 + 2).astype(np.float32)
+    # Non-negative like ResNet activations: some zeros, most in range, some above the clip.
+    return np.maximum(rng.standard_normal((n, d)) * 5 + 2, 0).astype(np.float32)
 
 
 @pytest.mark.parametrize("clip", [7.0, 4, 9.5])
 def test_output_is_min_max_over_clip_exactly_in_float32(clip: float) -> None:
     f = _features(np.random.default_rng(0))
-    assert (f < 0).any() and (f > clip).any()
+    assert (f == 0).any() and (f > clip).any()
     out = ClipScale(clip=clip).fit(f).transform(f)
     c = np.float32(clip)
     assert out.dtype == np.float32
-    assert np.array_equal(out, np.minimum(np.maximum(f, np.float32(0)), c) / c)
+    assert np.array_equal(out, np.minimum(f, c) / c)
     assert out.min() == 0.0 and out.max() == 1.0
 
 
@@ -64,7 +64,7 @@ def test_read_only_memmap_is_not_written(tmp_path) -> None:
 
 @settings(max_examples=50, deadline=None)
 @given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=2, max_dims=2, max_side=8),
-                  elements=st.floats(-1e6, 1e6, width=32)),
+                  elements=st.floats(0, 1e6, width=32)),
        st.floats(0.5, 20))
 def test_output_lies_in_unit_interval_and_keeps_order(f: np.ndarray, clip: float) -> None:
     out = ClipScale(clip=clip).transform(f)
@@ -79,6 +79,15 @@ def test_output_lies_in_unit_interval_and_keeps_order(f: np.ndarray, clip: float
 def test_bad_clip_is_a_config_error(clip: object) -> None:
     with pytest.raises(ConfigError, match="clip.clip"):
         ClipScale(clip=clip).fit(np.zeros((2, 2), np.float32))
+
+
+def test_negative_features_are_refused_with_the_fix() -> None:
+    f = np.ones((5, 3), np.float32)
+    f[2, 1] = -0.5
+    with pytest.raises(DataError, match="row 2 has negative values") as err:
+        ClipScale().transform(f)
+    assert "--set preprocessor=none" in err.value.one_line()
+    assert np.array_equal(NoPreprocessing().fit(f).transform(f), f)
 
 
 def test_non_finite_features_are_a_data_error_naming_the_row() -> None:

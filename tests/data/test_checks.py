@@ -1,0 +1,157 @@
+"""The dataset contract that every dataset passes in the runner (``zslbench.data.checks``).
+
+Real AWA2 is built from the real split file (``../shared/data``) and the per-image labels
+reconstructed there, with random features (there are no real ones): it must match the official
+benchmark, and every alteration the fuzzer found (a permuted attribute matrix, changed labels, a
+removed or cut val_loc, a leaky split) must not.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+import scipy.io
+
+from tests.cli_helpers import run_cli
+from zslbench.data.checks import check_dataset, official_benchmarks
+from zslbench.data.dataset import ZSLData
+from zslbench.errors import DataError, SplitError
+
+
+def real_awa2(shared_data, dim: int = 4) -> ZSLData:
+    mat = scipy.io.loadmat(shared_data / "AWA2" / "att_splits.mat")
+    labels = np.load(shared_data / "AWA2" / "derived" / "labels_reconstructed_1based.npy")
+    labels = labels.astype(np.int64) - 1
+    loc = {k: mat[k].ravel().astype(np.int64) - 1 for k in
+           ("trainval_loc", "test_seen_loc", "test_unseen_loc", "val_loc")}
+    feats = np.random.default_rng(0).random((labels.size, dim), dtype=np.float32)
+    return ZSLData(name="awa2", features=feats, labels=labels,
+                   attributes=mat["att"].T.astype(np.float32), trainval_idx=loc["trainval_loc"],
+                   test_seen_idx=loc["test_seen_loc"], test_unseen_idx=loc["test_unseen_loc"],
+                   val_classes=np.unique(labels[loc["val_loc"]]))
+
+
+def test_the_real_awa2_split_is_the_official_benchmark(shared_data):
+    verdict = check_dataset(real_awa2(shared_data), "real")
+    assert verdict.standard and verdict.official == "awa2" and verdict.unverified == ()
+    assert verdict.split_fingerprint == official_benchmarks()["awa2"]["split"]
+
+
+def _altered(shared_data, how: str) -> ZSLData:
+    d = real_awa2(shared_data)
+    if how == "attribute columns permuted":
+        d.attributes = d.attributes[:, np.random.default_rng(1).permutation(d.attributes.shape[1])]
+    elif how == "one attribute changed":
+        d.attributes = d.attributes.copy()
+        d.attributes[3, 7] += 0.01
+    elif how == "labels of two seen classes swapped":
+        a, b = d.seen_classes[:2]
+        labels = d.labels.copy()
+        labels[d.labels == a], labels[d.labels == b] = b, a
+        d.labels = labels
+    elif how == "val_loc removed":
+        d.val_classes = None
+    elif how == "val_loc cut (a class dropped)":
+        d.val_classes = d.val_classes[1:]
+    elif how == "test-seen images moved into trainval":
+        d.trainval_idx = np.concatenate([d.trainval_idx, d.test_seen_idx[:10]])
+    return d
+
+
+ALTERATIONS = ["attribute columns permuted", "one attribute changed",
+               "labels of two seen classes swapped", "val_loc removed",
+               "val_loc cut (a class dropped)", "test-seen images moved into trainval"]
+
+
+@pytest.mark.parametrize("how", ALTERATIONS)
+def test_altered_benchmark_data_is_refused_or_marked_nonstandard(shared_data, how):
+    with pytest.raises(SplitError) as err:
+        check_dataset(_altered(shared_data, how), "real")
+    assert "--allow-nonstandard-split" in err.value.one_line()
+    verdict = check_dataset(_altered(shared_data, how), "real", allow_nonstandard=True)
+    assert not verdict.standard and verdict.reason
+
+
+def test_a_leaky_split_is_refused_whatever_kind_a_plugin_claims(shared_data):
+    leaky = _altered(shared_data, "test-seen images moved into trainval")
+    for kind in ("synthetic", "custom"):
+        with pytest.raises(SplitError, match="disjoint"):
+            check_dataset(leaky, kind)
+
+
+def _small(features: np.ndarray) -> ZSLData:
+    labels = np.repeat(np.arange(6), 10)
+    idx = np.arange(60)
+    return ZSLData(name="tiny", features=features, labels=labels,
+                   attributes=np.eye(6, dtype=np.float32) + 0.1,
+                   trainval_idx=idx[labels < 4][::2], test_seen_idx=idx[labels < 4][1::2],
+                   test_unseen_idx=idx[labels >= 4], val_classes=np.array([0]))
+
+
+@pytest.mark.parametrize("features, needle", [
+    (np.ones((60, 3), dtype=bool), "dtype bool"),
+    (np.full((60, 3), 0.5, dtype=np.float32), "constant"),
+    (np.where(np.eye(60, 3) > 0, np.nan, 1.0).astype(np.float32), "NaN or Inf"),
+])
+def test_bool_constant_or_non_finite_features_are_refused(features, needle):
+    with pytest.raises(DataError, match=needle):
+        check_dataset(_small(features), "custom")
+
+
+def test_a_custom_benchmark_is_standard_and_its_fingerprint_covers_every_part():
+    feats = np.random.default_rng(0).random((60, 3), dtype=np.float32)
+    base = check_dataset(_small(feats), "custom")
+    assert base.standard and base.official is None
+    other = _small(feats.copy())
+    other.features[5, 1] += 1e-3
+    assert check_dataset(other, "custom").fingerprint != base.fingerprint
+    other = _small(feats)
+    other.val_classes = np.array([1])
+    assert check_dataset(other, "custom").fingerprint != base.fingerprint
+
+
+def test_a_real_claim_that_matches_no_benchmark_is_nonstandard():
+    feats = np.random.default_rng(0).random((60, 3), dtype=np.float32)
+    with pytest.raises(SplitError, match="not those of any official benchmark"):
+        check_dataset(_small(feats), "real")
+
+
+LEAKY_PLUGIN = """
+    import numpy as np
+    from zslbench.data.dataset import DatasetSpec, ZSLData
+    from zslbench.hookspecs import hookimpl
+
+
+    def load(data_dir):
+        # Called exactly as the hook documents it: spec.load(data_dir).
+        rng = np.random.default_rng(0)
+        labels = np.repeat(np.arange(8), 30)
+        idx = np.arange(len(labels))
+        seen = idx[labels < 5]
+        return ZSLData(name="leaky", features=rng.random((len(labels), 16), dtype=np.float32) + labels[:, None] * 0.1,
+                       labels=labels, attributes=rng.random((8, 6)).astype(np.float32) + 0.1,
+                       trainval_idx=seen, test_seen_idx=seen[::3], test_unseen_idx=idx[labels >= 5],
+                       val_classes=np.array([0, 1]))
+
+
+    @hookimpl
+    def zslbench_datasets():
+        return [DatasetSpec(name="leaky", load=load, kind="real", description="test-seen inside trainval")]
+"""
+
+
+def test_a_plugin_dataset_with_a_leaky_split_never_runs_as_standard(tmp_path):
+    (tmp_path / "leaky_plugin.py").write_text(textwrap.dedent(LEAKY_PLUGIN))
+    env = {"PYTHONPATH": str(tmp_path)}
+    args = ("-p", "leaky_plugin", "run", "--method", "krr", "--dataset", "leaky",
+            "--results-dir", str(tmp_path / "res"))
+    refused = run_cli(*args, env=env)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "disjoint" in refused.stderr and not (tmp_path / "res").exists()
+    flagged = run_cli(*args, "--allow-nonstandard-split", env=env)
+    assert flagged.returncode == 0, flagged.stderr
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "res").glob("*.json")]
+    assert record["split"]["standard"] is False and "disjoint" in record["split"]["reason"]
