@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from zslbench import hyperparams as hp
 from zslbench.components import Embedder
-from zslbench.errors import ConfigError, DataError
+from zslbench.errors import DataError
 from zslbench.hookspecs import hookimpl
 from zslbench_plugins.losses import REDUCTIONS, balanced_triplet_loss, triplet_loss
 
@@ -94,19 +95,15 @@ class _LinearTripletEmbedder(Embedder):
     ``n_features_in_``, ``loss_history_`` (the loss of each episode, before its step).
     """
 
-    def _check_params(self) -> None:
-        _require_int(self, "latent_dim", 1)
-        _require_int(self, "episodes", 0)
-        _require_positive(self, "lr")
-        _require_positive(self, "weight_decay", allow_zero=True)
-        _require_positive(self, "margin", allow_zero=True)
-        if self.reduction not in REDUCTIONS:
-            raise ConfigError(f"{self.name}.reduction={self.reduction!r} is not one of "
-                              f"{', '.join(REDUCTIONS)}",
-                              hint=f"use --set {self.name}.reduction=mean (or sum)")
-        if self.random_state is not None and not isinstance(self.random_state, (int, np.integer)):
-            raise ConfigError(f"{self.name}.random_state={self.random_state!r} is not an integer",
-                              hint="pass an int seed, or None for a fresh one")
+    def check_params(self) -> None:
+        hp.integer(self.name, "latent_dim", self.latent_dim, 1)
+        hp.integer(self.name, "episodes", self.episodes, 0)
+        hp.real(self.name, "lr", self.lr)
+        hp.real(self.name, "weight_decay", self.weight_decay, allow_low=True)
+        hp.real(self.name, "margin", self.margin, allow_low=True)
+        hp.choice(self.name, "reduction", self.reduction, tuple(REDUCTIONS))
+        hp.seed(self.name, self.random_state)
+        hp.torch_device(self.name, self.device)
 
     # -- hooks for the subclasses -------------------------------------------------------------
     def _prepare(self, y: np.ndarray, n_classes: int, generator: torch.Generator,
@@ -120,7 +117,7 @@ class _LinearTripletEmbedder(Embedder):
     def trainer(self, features: np.ndarray, labels: np.ndarray) -> EpisodeTrainer:
         """Check everything, put the data on the device, initialise W, b and Adam: the state
         ``fit`` then advances one episode at a time (and that benchmarks time)."""
-        self._check_params()
+        self.check_params()
         features = _check_features(features)
         labels = _check_labels(labels, len(features))
         classes, y = np.unique(labels, return_inverse=True)
@@ -128,7 +125,7 @@ class _LinearTripletEmbedder(Embedder):
             raise DataError(f"{self.name} embedder: the training labels hold {len(classes)} class; "
                             "a triplet loss needs at least two",
                             hint="check the split: every training set has two or more seen classes")
-        device = _resolve_device(self.device, self.name)
+        device = hp.torch_device(self.name, self.device)
         seed = (int(self.random_state) if self.random_state is not None
                 else int(np.random.SeedSequence().entropy % (2**63)))
         generator = torch.Generator().manual_seed(seed)
@@ -197,9 +194,9 @@ class BalancedTripletEmbedder(_LinearTripletEmbedder):
         self.random_state = random_state
         self.device = device
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        _require_int(self, "n_cb", 1)
+    def check_params(self) -> None:
+        super().check_params()
+        hp.integer(self.name, "n_cb", self.n_cb, 1)
 
     def _prepare(self, y: np.ndarray, n_classes: int, generator: torch.Generator,
                  features: torch.Tensor) -> Any:
@@ -251,9 +248,9 @@ class TripletEmbedder(_LinearTripletEmbedder):
         self.random_state = random_state
         self.device = device
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        _require_int(self, "batch_size", 2)
+    def check_params(self) -> None:
+        super().check_params()
+        hp.integer(self.name, "batch_size", self.batch_size, 2)
 
     def _prepare(self, y: np.ndarray, n_classes: int, generator: torch.Generator,
                  features: torch.Tensor) -> Any:
@@ -421,20 +418,6 @@ def _to_tensor(features: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(arr).to(device)
 
 
-def _resolve_device(device: str, who: str) -> torch.device:
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ConfigError(f"{who}.device={device!r} is not a torch device ({exc})",
-                          hint="use cpu or cuda") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"{who}.device={device!r} but this torch build sees no CUDA device",
-                          hint="run with --device cpu, or install a CUDA build of torch")
-    if resolved.type not in ("cpu", "cuda"):
-        raise ConfigError(f"{who}.device={device!r} is not supported", hint="use cpu or cuda")
-    return resolved
-
-
 def _check_features(features: np.ndarray) -> np.ndarray:
     if not isinstance(features, np.ndarray) or features.ndim != 2:
         shape = getattr(features, "shape", None)
@@ -460,23 +443,6 @@ def _check_fitted_width(model: Embedder, features: np.ndarray) -> None:
         raise DataError(f"features have {features.shape[1]} columns but the {model.name} embedder "
                         f"was fitted on {expected}",
                         hint="transform features of the same kind as those it was fitted on")
-
-
-def _require_int(model: Embedder, param: str, minimum: int) -> None:
-    value = getattr(model, param)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ConfigError(f"{model.name}.{param}={value!r} must be an integer >= {minimum}",
-                          hint=f"e.g. --set {model.name}.{param}={max(minimum, 1) * 8}")
-
-
-def _require_positive(model: Embedder, param: str, allow_zero: bool = False) -> None:
-    value = getattr(model, param)
-    ok = (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-          and math.isfinite(value) and (value >= 0 if allow_zero else value > 0))
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ConfigError(f"{model.name}.{param}={value!r} must be a finite number {bound}",
-                          hint=f"see the {model.name} embedder's docstring for the paper's value")
 
 
 @hookimpl

@@ -53,8 +53,8 @@ import gpytorch
 import numpy as np
 import torch
 
+from zslbench import hyperparams as hp
 from zslbench.components import Regressor
-from zslbench.errors import ConfigError
 from zslbench.hookspecs import hookimpl
 from zslbench_plugins.gp_fit import (
     NOISE_FLOOR,
@@ -65,8 +65,6 @@ from zslbench_plugins.gp_fit import (
 from zslbench_plugins.regressor_inputs import (
     check_fit_inputs,
     check_predict_inputs,
-    require_int,
-    require_positive,
 )
 
 OPTIMIZERS = ("newton", "adam")
@@ -154,16 +152,20 @@ class GPRegressor(Regressor):
         self.tol = tol
         self.device = device
 
+    def check_params(self) -> None:
+        hp.choice("gp", "optimizer", self.optimizer, OPTIMIZERS)
+        hp.real("gp", "lr", self.lr)
+        hp.integer("gp", "n_iter", self.n_iter, 0)
+        hp.real("gp", "tol", self.tol)
+        hp.torch_device("gp", self.device)
+
     # ------------------------------------------------------------------------------------------
     def fit(self, class_semantics: np.ndarray, class_prototypes: np.ndarray) -> GPRegressor:
         """Fit one GP per column of ``class_prototypes`` (c, k) on ``class_semantics`` (c, a)."""
-        if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(f"gp.optimizer={self.optimizer!r} is not one of {list(OPTIMIZERS)}",
-                              hint="use newton (fast, same optimum) or adam (the paper's schedule)")
-        lr = require_positive("gp", "lr", self.lr)
-        n_iter = require_int("gp", "n_iter", self.n_iter, 0)
-        tol = require_positive("gp", "tol", self.tol)
-        device = _resolve_device(self.device)
+        self.check_params()
+        n_iter, tol = int(self.n_iter), float(self.tol)
+        lr = float(self.lr)
+        device = hp.torch_device("gp", self.device)
         s, p = check_fit_inputs("gp", class_semantics, class_prototypes)
         x = torch.as_tensor(s, dtype=torch.float64, device=device)
         y = torch.as_tensor(np.ascontiguousarray(p.T), dtype=torch.float64, device=device)
@@ -251,20 +253,6 @@ def _batches(k: int, n: int) -> list[slice]:
     """Consecutive sub-batches of outputs whose (outputs, n, n) kernel fits ``MAX_BATCH_BYTES``."""
     size = max(1, MAX_BATCH_BYTES // (8 * n * n))
     return [slice(i, min(i + size, k)) for i in range(0, k, size)]
-
-
-def _resolve_device(device: str) -> torch.device:
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ConfigError(f"gp.device={device!r} is not a torch device ({exc})",
-                          hint="use cpu or cuda") from None
-    if resolved.type not in ("cpu", "cuda"):
-        raise ConfigError(f"gp.device={device!r} is not supported", hint="use cpu or cuda")
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"gp.device={device!r} but this torch build sees no CUDA device",
-                          hint="run with --device cpu, or install a CUDA build of torch")
-    return resolved
 
 
 @hookimpl

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.linalg
 
 from zslbench import hyperparams as hp
+from zslbench.classifier import squared_distances
 from zslbench.components import Regressor
 from zslbench.hookspecs import hookimpl
 from zslbench_plugins.regressor_inputs import (
@@ -101,7 +102,7 @@ class KRRRegressor(Regressor):
 
 def median_distance(semantics: np.ndarray) -> float:
     """Median Euclidean distance over distinct pairs of rows (1.0 if all rows coincide)."""
-    d2 = _squared_distances(semantics, semantics)
+    d2 = squared_distances(semantics, semantics)
     iu = np.triu_indices(len(semantics), k=1)
     med = float(np.median(np.sqrt(d2[iu]))) if len(iu[0]) else 0.0
     return med if med > 0 else 1.0
@@ -109,14 +110,7 @@ def median_distance(semantics: np.ndarray) -> float:
 
 def rbf_kernel(a: np.ndarray, b: np.ndarray, lengthscale: float) -> np.ndarray:
     """exp(-|a_i - b_j|^2 / (2 lengthscale^2)), float64 (GPyTorch's RBF parametrisation)."""
-    return np.exp(-0.5 * _squared_distances(a, b) / lengthscale**2)
-
-
-def _squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    shift = a.mean(axis=0, keepdims=True)  # centring limits the round-off of the expansion
-    a, b = a - shift, b - shift
-    d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
-    return np.maximum(d2, 0.0)
+    return np.exp(-0.5 * squared_distances(a, b) / lengthscale**2)
 
 
 @hookimpl

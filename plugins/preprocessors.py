@@ -7,12 +7,11 @@ them to [0, 1]. Its hyperparameter study finds results stable for clip values in
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from zslbench import hyperparams as hp
 from zslbench.components import Preprocessor
-from zslbench.errors import ConfigError, DataError
+from zslbench.errors import DataError
 from zslbench.hookspecs import hookimpl
 
 #: Rows transformed per block: bounds the float32 temporaries to ~64 MB at 2048-d.
@@ -36,16 +35,13 @@ class ClipScale(Preprocessor):
         self.clip = clip
         self.scale = scale
 
+    def check_params(self) -> None:
+        hp.real("clip", "clip", self.clip)
+        hp.boolean("clip", "scale", self.scale)
+
     def _checked_clip(self) -> np.float32:
-        value = self.clip
-        if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
-                or not math.isfinite(value) or value <= 0):
-            raise ConfigError(f"clip.clip={value!r} must be a finite number > 0",
-                              hint="the paper uses 7 (stable for 4-9): --set clip.clip=7")
-        if not isinstance(self.scale, (bool, np.bool_)):
-            raise ConfigError(f"clip.scale={self.scale!r} must be true or false",
-                              hint="--set clip.scale=true scales to [0, 1] as in the paper")
-        return np.float32(value)
+        self.check_params()
+        return np.float32(self.clip)
 
     def fit(self, features: np.ndarray) -> ClipScale:
         self._checked_clip()

@@ -6,12 +6,11 @@ one-line messages (a :class:`~zslbench.errors.DataError` naming the array and th
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from zslbench.errors import ConfigError, DataError
+from zslbench.errors import DataError
 
 
 def check_fit_inputs(who: str, semantics: Any, prototypes: Any,
@@ -38,24 +37,6 @@ def check_predict_inputs(who: str, semantics: Any, n_features: int) -> np.ndarra
                         f"fitted on {n_features}",
                         hint="predict from semantics of the same kind as those used in fit")
     return s
-
-
-def require_positive(who: str, param: str, value: Any) -> float:
-    """``value`` as a float, or a ConfigError naming ``who.param``."""
-    ok = (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-          and math.isfinite(value) and value > 0)
-    if not ok:
-        raise ConfigError(f"{who}.{param}={value!r} must be a finite number > 0",
-                          hint=f"see the {who} regressor's docstring for the default")
-    return float(value)
-
-
-def require_int(who: str, param: str, value: Any, minimum: int) -> int:
-    """``value`` as an int >= ``minimum``, or a ConfigError naming ``who.param``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ConfigError(f"{who}.{param}={value!r} must be an integer >= {minimum}",
-                          hint=f"see the {who} regressor's docstring for the default")
-    return int(value)
 
 
 def _matrix(who: str, name: str, value: Any, allow_empty: bool = False) -> np.ndarray:

@@ -56,6 +56,14 @@ def bf_accuracies(s, y, mask, gamma) -> tuple[float, float]:
     return bf_per_class(*zip(*u, strict=True))[0], bf_per_class(*zip(*se, strict=True))[0]
 
 
+def bf_per_image_accuracies(s, y, mask, gamma) -> tuple[float, float]:
+    """(A_U, A_S) at gamma with accuracies over images (CNZSL's convention), by looping."""
+    pred = bf_predict(s, mask, gamma)
+    u = [t == p for t, p in zip(y, pred, strict=True) if not mask[t]]
+    se = [t == p for t, p in zip(y, pred, strict=True) if mask[t]]
+    return 100.0 * sum(u) / len(u), 100.0 * sum(se) / len(se)
+
+
 def bf_breakpoints(s, mask) -> list[float]:
     seen = [c for c in range(s.shape[1]) if mask[c]]
     unseen = [c for c in range(s.shape[1]) if not mask[c]]
@@ -208,6 +216,29 @@ def test_exact_ausuc_equals_a_dense_sweep_over_integer_scores(problem):
     grid = np.arange(b[0] - 1.25, b[-1] + 1.5, 0.5)
     dense = bf_trapezoid([bf_accuracies(s, y, mask, g) for g in grid])
     assert ausuc(seen_unseen_curve(s, y, mask)) == pytest.approx(dense, abs=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems())
+def test_per_image_ausuc_equals_a_dense_sweep_over_integer_scores(problem):
+    s, y, mask = problem
+    b = bf_breakpoints(s, mask)
+    grid = np.arange(b[0] - 1.25, b[-1] + 1.5, 0.5)
+    dense = bf_trapezoid([bf_per_image_accuracies(s, y, mask, g) for g in grid])
+    assert ausuc(seen_unseen_curve(s, y, mask, per_class=False)) == pytest.approx(dense, abs=1e-9)
+
+
+def test_per_class_and_per_image_ausuc_differ_on_imbalanced_data():
+    # One big unseen class that is always right, one small one that is always wrong.
+    y = np.array([0] * 10 + [1] * 90 + [2] * 10)
+    mask = np.array([True, False, False])
+    s = np.zeros((110, 3))
+    s[:10, 0] = 1.0
+    s[10:100, 1] = 1.0
+    s[100:, 1] = 1.0  # class-2 images look like class 1
+    ev = gzsl_evaluate(s[:10], y[:10], s[10:], y[10:], mask, 0.0)
+    assert ev["AUSUC"] == pytest.approx(50.0)  # A_U tops out at 50% per class
+    assert ev["AUSUC_per_image"] == pytest.approx(90.0)  # and at 90% per image
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -24,6 +24,20 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``||a_i - b_j||^2`` (float64, (n, m)) by the expansion ``||a||^2 + ||b||^2 - 2 a.b``, after
+    moving the origin to the mean row of ``b`` (see :func:`scores` for why); never negative."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    origin = b.mean(axis=0)
+    a = a - origin
+    b = b - origin
+    sq = np.einsum("ij,ij->i", a, a)[:, None] + np.einsum("ij,ij->i", b, b)[None, :]
+    sq -= 2.0 * (a @ b.T)
+    np.maximum(sq, 0.0, out=sq)
+    return sq
+
+
 def scores(latent: np.ndarray, prototypes: np.ndarray) -> np.ndarray:
     """Negative squared Euclidean distances ``-||x_i - mu_c||^2``, float64 of shape (n, c).
 
@@ -41,12 +55,7 @@ def scores(latent: np.ndarray, prototypes: np.ndarray) -> np.ndarray:
                          "(c, k) with the same latent dimension k")
     if mu.shape[0] == 0:
         raise ValueError("scores: no prototypes given")
-    origin = mu.mean(axis=0)
-    x = x - origin
-    mu = mu - origin
-    sq = np.einsum("ij,ij->i", x, x)[:, None] + np.einsum("ij,ij->i", mu, mu)[None, :]
-    sq -= 2.0 * (x @ mu.T)
-    np.maximum(sq, 0.0, out=sq)
+    sq = squared_distances(x, mu)
     np.negative(sq, out=sq)
     return sq
 

@@ -16,7 +16,9 @@
 * **AUSUC**: the area under ``A_S`` as a function of ``A_U``, trapezoids between consecutive exact
   curve points from ``g = -inf`` (``A_U = 0``) to ``g = +inf`` (``A_S = 0``). It is reported as a
   percentage in [0, 100]: the area in percent x percent divided by 100 (equivalently 100 x the
-  area in [0, 1] x [0, 1] units of Chao et al.).
+  area in [0, 1] x [0, 1] units of Chao et al.). The headline averages accuracies per class;
+  ``AUSUC_per_image`` averages them per image, as CNZSL's code does (AWA2: 47.6 vs 63.3 on the
+  same scores), and is recorded beside it, labelled, for comparison with such papers.
 """
 
 from __future__ import annotations
@@ -104,13 +106,18 @@ class Curve:
         return {"gamma": self.gamma.tolist(), "A_U": self.A_U.tolist(), "A_S": self.A_S.tolist()}
 
 
-def _group_weights(labels: np.ndarray, in_group: np.ndarray) -> np.ndarray:
-    """Per-sample weight ``100 / (n_classes_in_group * n_samples_of_class)``; 0 outside the group.
+def _group_weights(labels: np.ndarray, in_group: np.ndarray, per_class: bool = True) -> np.ndarray:
+    """Per-sample weight ``100 / (n_classes_in_group * n_samples_of_class)`` (``per_class``) or
+    ``100 / n_samples_in_group``; 0 outside the group.
 
-    With these weights, summing over correct samples of a group gives its per-class accuracy.
+    With these weights, summing over the correct samples of a group gives its per-class (or
+    per-image) accuracy.
     """
     w = np.zeros(labels.shape[0])
     lab = labels[in_group]
+    if not per_class:
+        w[in_group] = 100.0 / max(lab.size, 1)
+        return w
     classes, inverse, counts = np.unique(lab, return_inverse=True, return_counts=True)
     w[in_group] = 100.0 / (classes.size * counts[inverse])
     return w
@@ -153,13 +160,15 @@ def _interval_gammas(breakpoints: np.ndarray, scale: float) -> np.ndarray:
     return np.concatenate([[below], mids, [above]])
 
 
-def _curve(best: GroupBest, labels: np.ndarray, seen_mask: np.ndarray) -> Curve:
+def _curve(best: GroupBest, labels: np.ndarray, seen_mask: np.ndarray,
+           per_class: bool = True) -> Curve:
     label_seen = seen_mask[labels]
     if label_seen.all() or not label_seen.any():
         raise ValueError("the seen-unseen curve needs samples of both seen and unseen classes "
                          f"(got {int(label_seen.sum())} seen-class and "
                          f"{int((~label_seen).sum())} unseen-class samples)")
-    w = _group_weights(labels, label_seen) + _group_weights(labels, ~label_seen)
+    w = (_group_weights(labels, label_seen, per_class)
+         + _group_weights(labels, ~label_seen, per_class))
     # Only samples whose true class is the best of its group can ever be right: unseen-class
     # samples become right above their breakpoint, seen-class samples are right below it.
     gains_u = ~label_seen & (best.unseen_idx == labels)
@@ -176,17 +185,20 @@ def _curve(best: GroupBest, labels: np.ndarray, seen_mask: np.ndarray) -> Curve:
     return Curve(_interval_gammas(breakpoints, best.scale), a_u, a_s)
 
 
-def seen_unseen_curve(scores: np.ndarray, labels: np.ndarray, seen_mask: np.ndarray) -> Curve:
+def seen_unseen_curve(scores: np.ndarray, labels: np.ndarray, seen_mask: np.ndarray, *,
+                      per_class: bool = True) -> Curve:
     """The exact seen-unseen curve of a score matrix (n, c) over all gamma.
 
     ``labels`` are column indices; samples whose label is an unseen column form ``A_U``, those
-    whose label is a seen column form ``A_S``, each averaged per class over the classes present.
-    Raises ``ValueError`` when either group has no sample.
+    whose label is a seen column form ``A_S``, each averaged per class over the classes present
+    (zslbench's headline, after Chao et al.), or with ``per_class=False`` over the images (as
+    CNZSL's code computes it; on imbalanced data the two differ a lot). Raises ``ValueError``
+    when either group has no sample.
     """
     best = group_best(scores, seen_mask)
     mask = np.asarray(seen_mask)
     y = _check_labels(labels, len(best), mask.shape[0])
-    return _curve(best, y, mask)
+    return _curve(best, y, mask, per_class)
 
 
 def ausuc(curve: Curve) -> float:
@@ -250,7 +262,9 @@ def gzsl_evaluate(scores_seen_test: np.ndarray, y_seen_test: np.ndarray,
     maps columns to the dataset's class ids for the per-class entries (default: the column index).
 
     Returns ``A_T`` (test-unseen among the unseen columns only), ``A_U``, ``A_S``, ``H`` (at
-    ``gamma``), ``AUSUC`` (exact, from the full curve), ``gamma``, ``operating_point``
+    ``gamma``), ``AUSUC`` (exact, from the full curve, per-class accuracies: the headline),
+    ``AUSUC_per_image`` (the same area with per-image accuracies, as CNZSL's code reports it),
+    ``gamma``, ``operating_point``
     ``{gamma, A_U, A_S, H}``, ``curve`` (thinned to ``max_curve_points``; ``curve_points`` gives
     the full length) and ``per_class`` ``{"seen": [...], "unseen": [...]}`` with one entry per
     test class: ``class``, ``n_test``, ``accuracy`` (GZSL, at ``gamma``; their mean is A_S or
@@ -283,10 +297,13 @@ def gzsl_evaluate(scores_seen_test: np.ndarray, y_seen_test: np.ndarray,
     a_u, _ = per_class_accuracy(y_u, pred_u)
     h = harmonic_mean(a_u, a_s)
 
-    full = _curve(GroupBest.concatenate([best_s, best_u]), np.concatenate([y_s, y_u]), mask)
+    both = GroupBest.concatenate([best_s, best_u])
+    y_both = np.concatenate([y_s, y_u])
+    full = _curve(both, y_both, mask)
     return {
         "A_T": a_t, "A_U": a_u, "A_S": a_s, "H": h,
         "AUSUC": ausuc(full),
+        "AUSUC_per_image": ausuc(_curve(both, y_both, mask, per_class=False)),
         "gamma": g,
         "operating_point": {"gamma": g, "A_U": a_u, "A_S": a_s, "H": h},
         "curve": thin_curve(full, max_curve_points).to_dict(),

@@ -47,14 +47,11 @@ def resolve_device(requested: str) -> str:
     """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``. ``cuda`` without a GPU is an error."""
     import torch
 
-    from zslbench.errors import ConfigError
+    from zslbench.hyperparams import torch_device
 
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: torch sees no CUDA GPU on this machine",
-                          hint="use --device cpu (or auto), or install a CUDA build of torch")
-    return requested
+    return str(torch_device("--device", requested))
 
 
 def cores() -> int:
