@@ -49,6 +49,7 @@ from zslbench import hyperparams as hp
 from zslbench.components import Embedder
 from zslbench.errors import DataError
 from zslbench.hookspecs import hookimpl
+from zslbench.progress import steps
 from zslbench_plugins.losses import REDUCTIONS, balanced_triplet_loss, triplet_loss
 
 #: Map the whole training set in every episode (one GEMM over all n images, then pick the batch's
@@ -143,8 +144,10 @@ class _LinearTripletEmbedder(Embedder):
         run = self.trainer(features, labels)
         history = torch.empty(int(self.episodes), dtype=torch.float32,
                               device=run.linear.weight.device)
-        for episode in range(int(self.episodes)):
-            history[episode] = run.step()  # stays on the device: no sync per episode on a GPU
+        with steps("episodes", int(self.episodes)) as step:
+            for episode in range(int(self.episodes)):
+                history[episode] = run.step()  # stays on the device: no sync per episode on a GPU
+                step()
         self.W_ = run.linear.weight.detach().cpu().numpy().copy()
         self.b_ = run.linear.bias.detach().cpu().numpy().copy()
         self.classes_ = run.classes

@@ -131,48 +131,106 @@ def list_cmd(state: State) -> None:
 
 
 @cli.command()
-@click.option("-m", "--method", "methods", multiple=True, required=True, metavar="M[,M...]",
+@click.option("-m", "--method", "methods", multiple=True, metavar="M[,M...]",
               help="Method name(s), comma-separated or repeated.")
-@click.option("-d", "--dataset", "datasets", multiple=True, required=True, metavar="D[,D...]",
+@click.option("-d", "--dataset", "datasets", multiple=True, metavar="D[,D...]",
               help="Dataset name(s), group (all = the five benchmarks, synth-all = their "
                    "stand-ins) or a file a plugin reads (mine.npz).")
+@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
+              default=None, help="A TOML run configuration (configs/*.toml); options given here "
+                                 "override it.")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
               help=f"Folder of the datasets' files [env {DATA_ENV}].")
 @click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
               show_default=True, help="Where the JSON records go.")
 @click.option("--seeds", type=click.IntRange(1), default=1, show_default=True,
-              help="Repetitions per (dataset, method).")
+              help="Repetitions per (dataset, method, configuration).")
 @click.option("--base-seed", type=int, default=0, show_default=True,
               help="Base of the per-run seeds (hash of base, dataset, method, repetition).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--set", "overrides", multiple=True, metavar="COMPONENT.PARAM=VALUE",
               help="Set a hyperparameter (role or component name), e.g. embedder.latent_dim=64, "
                    "or swap a component: preprocessor=none.")
+@click.option("--sweep", "sweeps", multiple=True, metavar="COMPONENT.PARAM=V1,V2,...",
+              help="Run one configuration per value (repeatable: the Cartesian product), e.g. "
+                   "embedder.margin=1,2,4.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: one run after another here; ray: one Ray task per run "
+                   "(pip install -e '.[ray]').")
+@click.option("--address", default=None, metavar="ADDR",
+              help="With --executor ray: join this Ray cluster (e.g. auto, or HOST:6379) instead "
+                   "of starting a local one.")
+@click.option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --executor ray: CPUs each run asks for [default: all of this machine's "
+                   "cores when local, 1 on a cluster].")
+@click.option("--gpus-per-run", type=click.FloatRange(min=0), default=None,
+              help="With --executor ray: GPUs (or a fraction) each run asks for, e.g. 0.25 "
+                   "[default: 1 with --device cuda, else 0].")
 @click.option("--force", is_flag=True, help="Re-run even when a matching record exists.")
 @click.option("--allow-nonstandard-split", is_flag=True,
               help="Run data that fails the split policy or is not the official benchmark; its "
                    "records are marked non-standard.")
-@click.pass_obj
-def run(state: State, methods: tuple[str, ...], datasets: tuple[str, ...], data_dir: Path | None,
-        results_dir: Path, seeds: int, base_seed: int, device: str, overrides: tuple[str, ...],
-        force: bool, allow_nonstandard_split: bool) -> None:
+@click.pass_context
+def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
+        config_file: Path | None, data_dir: Path | None, results_dir: Path, seeds: int,
+        base_seed: int, device: str, overrides: tuple[str, ...], sweeps: tuple[str, ...],
+        executor: str, address: str | None, cpus_per_run: float | None,
+        gpus_per_run: float | None, force: bool, allow_nonstandard_split: bool) -> None:
     """Run methods on datasets and write one record per run."""
     from zslbench import provenance
-    from zslbench.runner import GridRequest, expand_datasets, parse_overrides, run_grid, split_names
+    from zslbench.config import load_config
+    from zslbench.runner import (
+        GridRequest,
+        Overrides,
+        expand_datasets,
+        parse_overrides,
+        parse_sweeps,
+        run_grid,
+        split_names,
+    )
 
+    state: State = ctx.obj
     reg = state.registry()
-    method_names = split_names(methods)
+    conf = load_config(config_file) if config_file is not None else {}
+
+    def given(name: str) -> bool:
+        source = ctx.get_parameter_source(name)
+        return source in (click.core.ParameterSource.COMMANDLINE,
+                          click.core.ParameterSource.ENVIRONMENT)
+
+    def option(name: str, value: Any, key: str | None = None) -> Any:
+        key = key or name
+        return value if given(name) or key not in conf else conf[key]
+
+    method_names = split_names(methods if methods else conf.get("methods", []))
     if not method_names:
-        raise ConfigError(f"--method {','.join(methods)!r} names no method",
-                          hint="e.g. --method bt-gp (see `zslbench list`)")
+        raise ConfigError(f"--method {','.join(methods)!r} names no method" if methods else
+                          "no method given", hint="e.g. --method bt-gp, or a --config file "
+                          "that lists methods (see `zslbench list`)")
     for name in method_names:
         reg.get("method", name)
-    dataset_names = expand_datasets(split_names(datasets), reg)
+    dataset_names = expand_datasets(split_names(datasets if datasets else
+                                                conf.get("datasets", [])), reg)
     if not dataset_names:
-        raise ConfigError(f"--dataset {','.join(datasets)!r} names no dataset",
-                          hint="e.g. --dataset toy (see `zslbench list`)")
-    parsed = parse_overrides(overrides)
+        raise ConfigError(f"--dataset {','.join(datasets)!r} names no dataset" if datasets else
+                          "no dataset given", hint="e.g. --dataset toy, or a --config file that "
+                          "lists datasets (see `zslbench list`)")
+    parsed = Overrides()
+    for key, value in conf.get("set", {}).items():
+        target, dot, param = key.partition(".")
+        if dot:
+            parsed.params.setdefault(target, {})[param] = value
+        else:
+            parsed.swaps[target] = str(value)
+    cli_sets = parse_overrides(overrides)
+    for target, params in cli_sets.params.items():
+        parsed.params.setdefault(target, {}).update(params)
+    parsed.swaps.update(cli_sets.swaps)
+    sweep_values = {k: list(v) for k, v in conf.get("sweep", {}).items()}
+    sweep_values.update(parse_sweeps(sweeps))
+    data_dir = option("data_dir", data_dir)
     resolved_dir = resolve_data_dir(data_dir)
+    executor = option("executor", executor)
 
     missing: list[str] = []
     for name in dataset_names:
@@ -184,22 +242,42 @@ def run(state: State, methods: tuple[str, ...], datasets: tuple[str, ...], data_
             say_error(line)
         raise SystemExit(2)
 
-    dev = provenance.resolve_device(device)
-    request = GridRequest(methods=method_names, datasets=dataset_names, results_dir=results_dir,
-                          data_dir=resolved_dir, seeds=seeds, base_seed=base_seed, device=dev,
-                          overrides=parsed, force=force, allow_nonstandard=allow_nonstandard_split)
+    dev = provenance.resolve_device(option("device", device))
+    request = GridRequest(
+        methods=method_names, datasets=dataset_names,
+        results_dir=Path(option("results_dir", results_dir)), data_dir=resolved_dir,
+        seeds=int(option("seeds", seeds)), base_seed=int(option("base_seed", base_seed)),
+        device=dev, overrides=parsed, sweeps=sweep_values, force=force,
+        allow_nonstandard=bool(option("allow_nonstandard_split", allow_nonstandard_split)),
+        config_file=config_file.as_posix() if config_file is not None else None)
 
     def load(name: str) -> tuple[Any, str]:
         spec = reg.items["dataset"][name].obj
         with blame(f"dataset {name!r}", "load"):
             return spec.load(resolved_dir), spec.kind
 
-    total = len(dataset_names) * len(method_names) * seeds
+    if executor == "ray":
+        from zslbench.executors import RayExecutor
+
+        runner_exec: Any = RayExecutor(address=address, cpus_per_run=cpus_per_run,
+                                       gpus_per_run=gpus_per_run, device=dev,
+                                       plugins=state.plugins)
+    else:
+        if address is not None or cpus_per_run is not None or gpus_per_run is not None:
+            raise ConfigError("--address, --cpus-per-run and --gpus-per-run need --executor ray",
+                              hint="add --executor ray, or drop them")
+        runner_exec = None
+
+    n_configs = 1
+    for values in sweep_values.values():
+        n_configs *= len(values)
+    total = len(dataset_names) * len(method_names) * request.seeds * n_configs
     outcomes: list[Any] = []
     reporter = Reporter(err_console, total)
     try:
         with reporter:
-            for outcome in run_grid(request, reg, load, on_event=reporter.event):
+            for outcome in run_grid(request, reg, load, on_event=reporter.event,
+                                    executor=runner_exec):
                 outcomes.append(outcome)
                 reporter.finished(outcome)
     except KeyboardInterrupt:
@@ -207,6 +285,9 @@ def run(state: State, methods: tuple[str, ...], datasets: tuple[str, ...], data_
         say_error(f"interrupted after {done} complete run(s); every record on disk is complete — "
                   "re-run the same command to finish the rest.", prefix="zslbench: ")
         raise SystemExit(130) from None
+    finally:
+        if runner_exec is not None:
+            runner_exec.shutdown()
 
     print_results(outcomes, dev)
     if any(o.status == "failed" for o in outcomes):

@@ -12,14 +12,11 @@ line with its H, train seconds and the record's path as soon as it ends.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import Any
 
-from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 err_console = Console(stderr=True, highlight=False)
 #: Result tables: at most 80 columns wide, in a terminal or a pipe.
@@ -46,8 +43,10 @@ def _fmt_eta(seconds: float) -> str:
 class Reporter:
     """Receives the runner's events (``run_grid(on_event=...)``) and shows them."""
 
-    def __init__(self, console: Console, total: int) -> None:
+    def __init__(self, console: Console, total: int,
+                 clock: Any = time.perf_counter) -> None:
         self.console = console
+        self.clock = clock
         self.total = total
         self.live = console.is_terminal or bool(os.environ.get("ZSLBENCH_PROGRESS"))
         self.where: dict[str, Any] = {}
@@ -88,7 +87,7 @@ class Reporter:
         if self.step:
             done, total = self.step["done"], self.step["total"]
             text = f"{self.step['label']} {done}/{total}"
-            elapsed = time.perf_counter() - self.step_start
+            elapsed = self.clock() - self.step_start
             if 0 < done < total:
                 text += f" ETA {_fmt_eta(elapsed / done * (total - done))}"
             parts.append(text)
@@ -113,14 +112,17 @@ class Reporter:
             self.stage, self.step = "", {}
         elif kind == "step":
             if not self.step or self.step.get("label") != info["label"] or info["done"] == 0:
-                self.step_start = time.perf_counter()
+                self.step_start = self.clock()
             self.step = dict(info)
-            now = time.perf_counter()
+            now = self.clock()
             if not self.live and now - self.last_plain >= PLAIN_STEP_SECONDS and info["done"]:
                 self.last_plain = now
                 say("  " + self._describe())
         elif kind == "warning":
             self._print(f"zslbench: warning: {info['message']}")
+            return
+        elif kind == "info":
+            self._print(info["message"])
             return
         if self.progress is not None:
             self.progress.update(self.run_task, description=self._describe())
@@ -129,7 +131,7 @@ class Reporter:
         if self.progress is not None:
             self.progress.update(self.run_task, description=text)
         elif plain:
-            self.last_plain = time.perf_counter()
+            self.last_plain = self.clock()
             say(prefix + text)
 
     def _print(self, text: str) -> None:
@@ -154,28 +156,57 @@ class Reporter:
                     f"{rec.timings['train']:.1f} s{flag} -> {outcome.path}")
 
 
-def print_results(outcomes: list[Any], device: str, console: Console | None = None) -> None:
-    """The results table (at most 80 columns: values wrap, never get cut) and where records are."""
-    console = console or Console(width=TABLE_WIDTH if not sys.stdout.isatty() else
-                                 min(TABLE_WIDTH, Console().width), highlight=False)
-    t = Table(title=f"Results (percent; train seconds on {device})", title_justify="left",
-              box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False)
-    t.add_column("dataset", overflow="fold")
-    t.add_column("method", overflow="fold")
-    t.add_column("r", justify="right", no_wrap=True)
-    for col in ("A_T", "A_U", "A_S", "H", "AUSUC"):
-        t.add_column(col, justify="right", no_wrap=True)
-    t.add_column("train s", justify="right", no_wrap=True)
-    t.add_column("status", no_wrap=True)
+COLUMNS = ("dataset", "method", "r", "A_T", "A_U", "A_S", "H", "AUSUC", "train s", "status")
+
+
+def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
+    """The results table as plain lines of at most ``width`` characters.
+
+    Columns are as wide as their widest value, one space apart, so a value is never cut; when a
+    long method label (a sweep's values) would overflow, it continues on the next line, aligned.
+    """
+    rows = []
     for o in outcomes:
         if o.record is None:
-            t.add_row(o.dataset, o.method, str(o.repetition), *["-"] * 6, o.status)
+            rows.append([o.dataset, o.method, str(o.repetition), *["-"] * 6, o.status])
             continue
         m = o.record.metrics
-        t.add_row(o.dataset, o.method, str(o.repetition),
-                  *(f"{m[k]:.1f}" for k in ("A_T", "A_U", "A_S", "H", "AUSUC")),
-                  f"{o.record.timings['train']:.1f}", o.status)
-    console.print(t)
+        sweep = o.record.config.get("sweep") or {}
+        label = o.method + "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in sweep.items())
+        rows.append([o.dataset, label, str(o.repetition),
+                     *(f"{m[k]:.1f}" for k in ("A_T", "A_U", "A_S", "H", "AUSUC")),
+                     f"{o.record.timings['train']:.1f}", o.status])
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(COLUMNS)]
+    room = width - (sum(widths) - widths[1]) - (len(COLUMNS) - 1)
+    widths[1] = max(len(COLUMNS[1]), min(widths[1], room))
+
+    def fmt(cells: list[str]) -> list[str]:
+        label, out = cells[1], []
+        first = True
+        while first or label:
+            chunk, label = label[:widths[1]], label[widths[1]:]
+            parts = [(c if first or i == 1 else "") for i, c in enumerate(cells)]
+            parts[1] = chunk
+            out.append(" ".join(p.ljust(w) if i < 2 or i == len(COLUMNS) - 1 else p.rjust(w)
+                                for i, (p, w) in enumerate(zip(parts, widths, strict=True)))
+                       .rstrip())
+            first = False
+        return out
+
+    lines = fmt(list(COLUMNS))
+    lines.append("-" * min(width, sum(widths) + len(COLUMNS) - 1))
+    for r in rows:
+        lines += fmt(r)
+    return lines
+
+
+def print_results(outcomes: list[Any], device: str, console: Console | None = None) -> None:
+    """The results table (at most 80 columns; values are never cut) and where the records are."""
+    console = console or Console(highlight=False)
+    width = min(TABLE_WIDTH, console.width) if console.is_terminal else TABLE_WIDTH
+    console.print(f"Results (percent; train seconds on {device})", markup=False, highlight=False)
+    for line in results_lines(outcomes, width):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     paths = [o.path for o in outcomes if o.path is not None]
     if paths:
         console.print(f"{len(paths)} record(s) in {paths[0].parent}", markup=False,

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+#: Steps are reported to the listener at most this often (and always at the last step).
+MIN_REPORT_SECONDS = 0.1
 #: The harness's listener: ``listener(event, info)`` with event "stage_start", "stage_end" or "step".
 _listener: ContextVar[Callable[[str, dict[str, Any]], None] | None] = ContextVar(
     "zslbench_progress_listener", default=None)
@@ -61,13 +63,17 @@ def steps(label: str, total: int) -> Iterator[Callable[[int], None]]:
     if listener is None:
         yield _ignore
         return
-    done = 0
+    done, last = 0, time.perf_counter()
     listener("step", {"label": label, "done": 0, "total": int(total)})
 
     def advance(n: int = 1) -> None:
-        nonlocal done
+        # Throttled: a 3 ms training step must not pay for a progress-bar update every time.
+        nonlocal done, last
         done += n
-        listener("step", {"label": label, "done": done, "total": int(total)})
+        now = time.perf_counter()
+        if now - last >= MIN_REPORT_SECONDS or done >= total:
+            last = now
+            listener("step", {"label": label, "done": done, "total": int(total)})
 
     yield advance
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import itertools
 import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -211,6 +212,29 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> Overrides:
     return out
 
 
+def parse_sweeps(items: list[str] | tuple[str, ...]) -> dict[str, list[Any]]:
+    """``["embedder.margin=1,2,4"]`` -> ``{"embedder.margin": [1, 2, 4]}``; a value list in
+    brackets is read as JSON (``krr.alpha_grid=[[0.1,1],[1,10]]`` sweeps two grids)."""
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key, text = key.strip(), text.strip()
+        if not sep or "." not in key or not text:
+            raise ConfigError(f"--sweep {item!r} is not of the form component.param=v1,v2,...",
+                              hint="e.g. --sweep embedder.margin=0.25,0.5,1,2,4")
+        if text.startswith("["):
+            values = parse_value(text)
+            if not isinstance(values, list):
+                raise ConfigError(f"--sweep {item!r}: {text!r} is not a list",
+                                  hint="e.g. --sweep embedder.margin=[1,2,4]")
+        else:
+            values = [parse_value(v.strip()) for v in text.split(",") if v.strip()]
+        if key in out:
+            raise ConfigError(f"--sweep {key} is given twice", hint="list all its values once")
+        out[key] = values
+    return out
+
+
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
@@ -308,8 +332,12 @@ class GridRequest:
     base_seed: int = 0
     device: str = "cpu"
     overrides: Overrides = field(default_factory=Overrides)
+    #: ``{"embedder.margin": [1, 4]}``: one configuration per combination of swept values.
+    sweeps: dict[str, list[Any]] = field(default_factory=dict)
     force: bool = False
     allow_nonstandard: bool = False
+    #: The TOML config file the request came from, recorded in every record.
+    config_file: str | None = None
 
 
 def run_key(config_id: str, data_fp: str, seed: int, device_type: str, code_fp: str) -> str:
@@ -362,106 +390,237 @@ def _existing(path: Path, key: str) -> tuple[Record | None, str | None]:
     return record, None
 
 
+@dataclass
+class RunPlan:
+    """Everything needed to run one (dataset, method, configuration, seed): picklable, so that a
+    Ray worker can run it."""
+
+    dataset: str
+    kind: str
+    method: str
+    repetition: int
+    seed: int
+    run_id: str
+    key: str
+    config_id: str
+    config: dict[str, Any]
+    prepared: PreparedMethod
+    device: str
+    path: Path
+
+
+@dataclass
+class RunResult:
+    """What a run produced, wherever it ran; the driver turns it into a record."""
+
+    plan: RunPlan
+    result: Any = None  # ProtocolResult
+    error: str | None = None
+    load: dict[str, Any] = field(default_factory=dict)
+    device: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    started_at: str = ""
+    finished_at: str = ""
+
+
+def execute(plan: RunPlan, data: ZSLData,
+            on_event: Callable[[str, dict[str, Any]], None] | None = None) -> RunResult:
+    """Run one plan on ``data`` (in this process: the local executor, or a Ray worker).
+
+    A component that raises gives a ``RunResult`` with ``error`` naming the method, the dataset,
+    the seed, and the component and stage that failed; a user error (bad input) propagates.
+    """
+    started = datetime.now(timezone.utc)
+    snapshot = provenance.load_snapshot()
+    out = RunResult(plan, started_at=started.isoformat(timespec="seconds"))
+    try:
+        method = plan.prepared.instantiate(plan.seed, plan.device)
+        out.result = run_protocol(data, method, plan.seed, plan.device, on_event=on_event)
+    except (UserError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a component raised: name it, write nothing
+        where = blamed(exc)
+        out.error = (f"{plan.method} on {plan.dataset} (seed {plan.seed}): "
+                     + (f"{where}: " if where else "") + f"{type(exc).__name__}: {exc}")
+        if os.environ.get("ZSLBENCH_TRACEBACK"):
+            import traceback
+
+            out.error += "\n" + "".join(traceback.format_exception(exc))
+    out.load = provenance.load_report(snapshot)
+    out.device = provenance.device_info(plan.device)
+    out.environment = provenance.environment()
+    out.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
+class LocalExecutor:
+    """Runs plans one after another in this process, reporting every phase and step."""
+
+    name = "local"
+
+    def run(self, batches: Iterable[tuple[ZSLData, list[RunPlan]]],
+            emit: Callable[[str, dict[str, Any]], None]) -> Iterator[RunResult | None]:
+        for data, plans in batches:
+            yield None  # lets the driver report this dataset's cached runs before any fit
+            for plan in plans:
+                emit("run", {"dataset": plan.dataset, "method": plan.method,
+                             "repetition": plan.repetition, "seed": plan.seed})
+                yield execute(plan, data, on_event=emit)
+
+
+def _combinations(sweeps: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """The Cartesian product of the swept values, in the order given ([{}] without sweeps)."""
+    keys = list(sweeps)
+    return [dict(zip(keys, combo, strict=True))
+            for combo in itertools.product(*(sweeps[k] for k in keys))]
+
+
+def _merge(overrides: Overrides, combo: dict[str, Any]) -> Overrides:
+    merged = Overrides({t: dict(ps) for t, ps in overrides.params.items()}, dict(overrides.swaps))
+    for key, value in combo.items():
+        target, _, param = key.partition(".")
+        if param in merged.params.get(target, {}):
+            raise ConfigError(f"{key} is both set (--set) and swept (--sweep)",
+                              hint="drop one of them")
+        merged.params.setdefault(target, {})[param] = value
+    return merged
+
+
+def prepare_grid(request: GridRequest, registry: Registry
+                 ) -> list[tuple[PreparedMethod, dict[str, Any], Overrides]]:
+    """Every (method, sweep combination) of the request, resolved and checked before any data is
+    loaded: unknown names, bad values and conflicts are one ``ConfigError`` line."""
+    for key in request.sweeps:
+        target, dot, param = key.partition(".")
+        if not dot or not target or not param:
+            raise ConfigError(f"--sweep {key}=...: not of the form component.param=v1,v2",
+                              hint="e.g. --sweep embedder.margin=1,2,4")
+        if not request.sweeps[key]:
+            raise ConfigError(f"--sweep {key} has no values", hint="e.g. --sweep embedder.margin=1,4")
+    out = []
+    for name in request.methods:
+        for combo in _combinations(request.sweeps):
+            overrides = _merge(request.overrides, combo)
+            prep = prepare_method(registry, name, overrides)
+            out.append((prep, combo, overrides))
+    check_override_targets(_merge(request.overrides, _combinations(request.sweeps)[0]),
+                           [p for p, _, _ in out])
+    for prep, _, _ in out:  # every hyperparameter checked before any data is loaded
+        prep.instantiate(0, request.device)
+    return out
+
+
 def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tuple[ZSLData, str]],
              on_event: Callable[[str, dict[str, Any]], None] | None = None,
-             code_modules: list[Any] | None = None) -> Iterator[RunOutcome]:
-    """Yield one outcome per (dataset, method, repetition), in grid order.
+             code_modules: list[Any] | None = None, executor: Any = None) -> Iterator[RunOutcome]:
+    """Yield one outcome per (dataset, method, configuration, repetition).
 
     ``load(name)`` returns the dataset and its kind (called once per dataset); the dataset contract
-    (``zslbench.data.checks``) runs on it before any training. ``on_event(kind, info)`` reports
-    progress: ``"dataset"``, ``"run"``, ``"phase"``, ``"stage_start"``/``"stage_end"``, ``"step"``.
+    (``zslbench.data.checks``) runs on it before any training. Cached runs are yielded at once;
+    the others go to ``executor`` (``LocalExecutor`` by default, in grid order; the Ray executor
+    yields them as they finish). Records are written here, by the driver, atomically.
+    ``on_event(kind, info)`` reports progress: ``"dataset"``, ``"run"``, ``"phase"``,
+    ``"stage_start"``/``"stage_end"``, ``"step"``, ``"warning"``.
     """
     emit = on_event or (lambda kind, info: None)
-    prepared = [prepare_method(registry, m, request.overrides) for m in request.methods]
-    check_override_targets(request.overrides, prepared)
-    for prep in prepared:  # every hyperparameter checked before any data is loaded
-        prep.instantiate(0, request.device)
+    executor = executor or LocalExecutor()
+    configs = prepare_grid(request, registry)
     check_results_dir(request.results_dir)
     modules = code_modules if code_modules is not None else _code_modules(registry)
     code_fp = provenance.code_fingerprint(modules)
-    env = provenance.environment(tuple(sorted({d for d in registry.plugins.values() if d})))
     git = provenance.git_state()
     device_type = "cuda" if request.device.startswith("cuda") else "cpu"
-    dev = provenance.device_info(request.device)
+    verdicts: dict[str, Any] = {}
+    data_info: dict[str, dict[str, Any]] = {}
+    cached: list[RunOutcome] = []
 
-    for dataset in request.datasets:
-        emit("dataset", {"dataset": dataset})
-        data, kind = load(dataset)
-        verdict = check_dataset(data, kind, allow_nonstandard=request.allow_nonstandard)
-        data_fp = verdict.fingerprint
-        for prep in prepared:
-            config = prep.config(request.overrides)
-            config_id = prep.config_id()
-            for rep in range(request.seeds):
-                seed = derive_seed(request.base_seed, dataset, prep.spec.name, rep)
-                # The data fingerprint is in the name so a non-standard copy never overwrites a standard run.
-                run_id = (f"{dataset}__{prep.spec.name}__{config_id[:8]}__{data_fp[:8]}__"
-                          f"{device_type}__s{seed}")
-                key = run_key(config_id, data_fp, seed, device_type, code_fp)
-                path = request.results_dir / f"{run_id}.json"
-                emit("run", {"dataset": dataset, "method": prep.spec.name, "repetition": rep,
-                             "seed": seed})
-                existing, replaced = _existing(path, key)
-                if existing is not None and not request.force:
-                    yield RunOutcome(dataset, prep.spec.name, rep, seed, "cached", existing, path)
-                    continue
-                if replaced:
-                    emit("warning", {"message": replaced})
-                started = datetime.now(timezone.utc)
-                load_start = provenance.load_snapshot()
-                method = prep.instantiate(seed, request.device)
-                try:
-                    result = run_protocol(data, method, seed, request.device, on_event=emit)
-                except (UserError, KeyboardInterrupt):
-                    raise
-                except Exception as exc:  # a component raised: name it, write nothing
-                    where = blamed(exc)
-                    msg = (f"{prep.spec.name} on {dataset} (seed {seed}): "
-                           + (f"{where}: " if where else "")
-                           + f"{type(exc).__name__}: {exc}")
-                    if os.environ.get("ZSLBENCH_TRACEBACK"):
-                        import traceback
+    def batches() -> Iterator[tuple[ZSLData, list[RunPlan]]]:
+        for dataset in request.datasets:
+            emit("dataset", {"dataset": dataset})
+            data, kind = load(dataset)
+            verdict = check_dataset(data, kind, allow_nonstandard=request.allow_nonstandard)
+            verdicts[dataset] = verdict
+            data_info[dataset] = {
+                "fingerprint": verdict.fingerprint, "features_hash": verdict.features_hash,
+                "n_images": int(data.features.shape[0]), "feature_dim": int(data.features.shape[1]),
+                "n_seen": int(len(data.seen_classes)), "n_unseen": int(len(data.unseen_classes)),
+                "source": data.source}
+            plans = []
+            for prep, combo, overrides in configs:
+                config = prep.config(overrides)
+                if combo:
+                    config["sweep"] = _jsonable(combo)
+                if request.config_file:
+                    config["config_file"] = request.config_file
+                config_id = prep.config_id()
+                for rep in range(request.seeds):
+                    seed = derive_seed(request.base_seed, dataset, prep.spec.name, rep)
+                    # The data fingerprint is in the name: a non-standard copy never overwrites a
+                    # standard run.
+                    run_id = (f"{dataset}__{prep.spec.name}__{config_id[:8]}__"
+                              f"{verdict.fingerprint[:8]}__{device_type}__s{seed}")
+                    key = run_key(config_id, verdict.fingerprint, seed, device_type, code_fp)
+                    path = request.results_dir / f"{run_id}.json"
+                    existing, replaced = _existing(path, key)
+                    if existing is not None and not request.force:
+                        cached.append(RunOutcome(dataset, prep.spec.name, rep, seed, "cached",
+                                                 existing, path))
+                        continue
+                    if replaced:
+                        emit("warning", {"message": replaced})
+                    plans.append(RunPlan(dataset, kind, prep.spec.name, rep, seed, run_id, key,
+                                         config_id, config, prep, request.device, path))
+            yield data, plans
 
-                        msg += "\n" + "".join(traceback.format_exception(exc))
-                    yield RunOutcome(dataset, prep.spec.name, rep, seed, "failed", error=msg)
-                    continue
-                ev = result.evaluation
-                metrics = {k: float(ev[k]) for k in ("A_T", "A_U", "A_S", "H", "AUSUC")}
-                if "AUSUC_per_image" in ev:
-                    metrics["AUSUC_per_image"] = float(ev["AUSUC_per_image"])
-                record = Record(
-                    run_id=run_id, key=key, config_id=config_id, code_fingerprint=code_fp,
-                    dataset=dataset, dataset_kind=kind, method=prep.spec.name,
-                    paper_name=prep.spec.paper_name, repetition=rep,
-                    base_seed=request.base_seed, seed=seed, metrics=metrics, gamma=result.gamma,
-                    timings={k: round(v, 4) for k, v in sorted(result.timings.items())},
-                    load=provenance.load_report(load_start),
-                    curve=_jsonable(ev.get("curve")),
-                    operating_point=_jsonable(ev.get("operating_point")),
-                    per_class=_jsonable(ev.get("per_class")),
-                    search=_jsonable(result.search), validation=_jsonable(result.validation),
-                    config=_jsonable(config), split=_jsonable(verdict.as_record()),
-                    data=_jsonable({"fingerprint": data_fp, "features_hash": verdict.features_hash,
-                                    "n_images": int(data.features.shape[0]),
-                                    "feature_dim": int(data.features.shape[1]),
-                                    "n_seen": int(len(data.seen_classes)),
-                                    "n_unseen": int(len(data.unseen_classes)),
-                                    "source": data.source}),
-                    device=_jsonable(dev), environment=_jsonable(env), git=_jsonable(git),
-                    zslbench_version=zslbench.__version__,
-                    started_at=started.isoformat(timespec="seconds"),
-                    finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                )
-                try:
-                    written = write_record(request.results_dir, record)
-                except OSError as exc:
-                    raise UserError(f"cannot write the record {path} ({exc.strerror or exc}); every "
-                                    "record written before it is complete",
-                                    hint="free disk space or fix the results dir, then re-run the "
-                                    "same command to finish the rest") from None
-                yield RunOutcome(dataset, prep.spec.name, rep, seed, "ran", record, written,
-                                 replaced=replaced)
-        del data
+    def drain() -> Iterator[RunOutcome]:
+        while cached:
+            yield cached.pop(0)
+
+    for res in executor.run(batches(), emit):
+        yield from drain()
+        if res is None:  # the executor took the next dataset: its cached runs are out first
+            continue
+        plan = res.plan
+        if res.error is not None:
+            yield RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "failed",
+                             error=res.error)
+            continue
+        record = make_record(plan, res, verdicts[plan.dataset], data_info[plan.dataset],
+                             request.base_seed, code_fp, git)
+        try:
+            written = write_record(request.results_dir, record)
+        except OSError as exc:
+            raise UserError(f"cannot write the record {plan.path} ({exc.strerror or exc}); every "
+                            "record written before it is complete",
+                            hint="free disk space or fix the results dir, then re-run the same "
+                            "command to finish the rest") from None
+        yield RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "ran", record,
+                         written)
+    yield from drain()
+
+
+def make_record(plan: RunPlan, res: RunResult, verdict: Any, data_info: dict[str, Any],
+                base_seed: int, code_fp: str, git: dict[str, Any]) -> Record:
+    """The record of a finished run (unsealed; ``write_record`` seals it)."""
+    result = res.result
+    ev = result.evaluation
+    metrics = {k: float(ev[k]) for k in ("A_T", "A_U", "A_S", "H", "AUSUC")}
+    if "AUSUC_per_image" in ev:
+        metrics["AUSUC_per_image"] = float(ev["AUSUC_per_image"])
+    return Record(
+        run_id=plan.run_id, key=plan.key, config_id=plan.config_id, code_fingerprint=code_fp,
+        dataset=plan.dataset, dataset_kind=plan.kind, method=plan.method,
+        paper_name=plan.prepared.spec.paper_name, repetition=plan.repetition,
+        base_seed=base_seed, seed=plan.seed, metrics=metrics, gamma=result.gamma,
+        timings={k: round(v, 4) for k, v in sorted(result.timings.items())},
+        load=_jsonable(res.load), curve=_jsonable(ev.get("curve")),
+        operating_point=_jsonable(ev.get("operating_point")),
+        per_class=_jsonable(ev.get("per_class")), search=_jsonable(result.search),
+        validation=_jsonable(result.validation), config=_jsonable(plan.config),
+        split=_jsonable(verdict.as_record()), data=_jsonable(data_info),
+        device=_jsonable(res.device), environment=_jsonable(res.environment),
+        git=_jsonable(git), zslbench_version=zslbench.__version__,
+        started_at=res.started_at, finished_at=res.finished_at)
 
 
 def _code_modules(registry: Registry) -> list[Any]:

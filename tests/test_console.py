@@ -1,0 +1,69 @@
+"""What a user sees while a grid runs: named phases, steps with an ETA, a line per finished run."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import SimpleNamespace
+
+from rich.console import Console
+
+from zslbench import console as console_mod
+from zslbench.console import Reporter, print_results, results_lines
+
+
+def _record(h: float = 63.4, train: float = 12.3, oversubscribed: bool = False, sweep=None):
+    return SimpleNamespace(metrics={"A_T": 56.1, "A_U": 53.8, "A_S": 77.2, "H": h, "AUSUC": 51.4},
+                           timings={"train": train}, load={"oversubscribed": oversubscribed},
+                           config={"sweep": sweep} if sweep else {})
+
+
+def _outcome(method="bt-gp", status="ran", **kw):
+    return SimpleNamespace(dataset="synth-awa2", method=method, repetition=0, seed=1,
+                           status=status, record=_record(**kw),
+                           path=Path("results/synth-awa2__bt-gp__x.json"), error=None)
+
+
+def test_plain_mode_names_the_phase_and_gives_an_eta(monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setattr(console_mod, "err_console", Console(file=buf, width=200))
+    monkeypatch.setattr(console_mod, "PLAIN_STEP_SECONDS", 0.0)
+    now = [0.0]
+    rep = Reporter(Console(file=io.StringIO()), total=2, clock=lambda: now[0])
+    assert not rep.live  # not a terminal: plain lines, no bars
+    with rep:
+        rep.event("dataset", {"dataset": "synth-awa2"})
+        rep.event("run", {"dataset": "synth-awa2", "method": "bt-gp", "repetition": 0})
+        rep.event("phase", {"phase": "fit_final"})
+        rep.event("stage_start", {"stage": "embedder_fit"})
+        rep.event("step", {"label": "episodes", "done": 0, "total": 500})
+        now[0] = 10.0
+        rep.event("step", {"label": "episodes", "done": 100, "total": 500})
+        rep.finished(_outcome(oversubscribed=True))
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "loading synth-awa2"
+    assert lines[1] == "run 1/2: synth-awa2 · bt-gp · r0"
+    step = [ln for ln in lines if "episodes 100/500" in ln]
+    assert step and "final fit" in step[0] and "embedder_fit" in step[0] and "ETA 40 s" in step[0]
+    assert lines[-1] == ("done synth-awa2 · bt-gp · r0: H 63.4, train 12.3 s (machine "
+                         "oversubscribed) -> results/synth-awa2__bt-gp__x.json")
+
+
+def test_the_results_table_fits_80_columns_without_cutting_values():
+    buf = io.StringIO()
+    outcomes = [_outcome(), _outcome(method="f-clswgan", status="cached", h=100.0, train=1234.5),
+                _outcome(method="bt-gp", sweep={"embedder.margin": 0.25})]
+    print_results(outcomes, "cpu", console=Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    long = _outcome(sweep={"embedder.margin": 0.25, "embedder.latent_dim": 128,
+                           "preprocessor.clip": 9, "embedder.n_cb": 16})
+    lines = results_lines([long])
+    assert max(len(line) for line in lines) <= 80
+    start = lines[0].index("method")
+    width = lines[0].index(" r ") - start
+    label = "".join(line[start:start + width] for line in lines[2:])
+    assert label.replace(" ", "") == "bt-gpmargin=0.25latent_dim=128clip=9n_cb=16"
+    assert lines[3].startswith(" " * start)  # the continuation line holds the label only
+    for value in ("f-clswgan", "100.0", "1234.5", "cached", "margin=0.25", "63.4"):
+        assert value in text
