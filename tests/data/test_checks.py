@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -95,10 +96,13 @@ def _small(features: np.ndarray) -> ZSLData:
     (np.ones((60, 3), dtype=bool), "dtype bool"),
     (np.full((60, 3), 0.5, dtype=np.float32), "constant"),
     (np.where(np.eye(60, 3) > 0, np.nan, 1.0).astype(np.float32), "NaN or Inf"),
+    (np.where(np.eye(60, 3) > 0, 1e300, 1.0), "1e\\+300 .* does not fit in float32"),
 ])
 def test_bool_constant_or_non_finite_features_are_refused(features, needle):
-    with pytest.raises(DataError, match=needle):
-        check_dataset(_small(features), "custom")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning may leak on the way to the message
+        with pytest.raises(DataError, match=needle):
+            check_dataset(_small(features), "custom")
 
 
 def test_a_custom_benchmark_is_standard_and_its_fingerprint_covers_every_part():

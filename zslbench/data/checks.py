@@ -141,14 +141,21 @@ def _check_structure(data: ZSLData) -> None:
                         hint="store the features as float32")
     rows = max(1, _HASH_BLOCK // max(1, f.shape[1] * 4))
     lo, hi = np.inf, -np.inf
+    big = float(np.finfo(np.float32).max)
     for start in range(0, f.shape[0], rows):
-        block = np.asarray(f[start:start + rows], dtype=np.float32)
+        block = np.asarray(f[start:start + rows])
         finite = np.isfinite(block)
         if not finite.all():
             i, j = np.argwhere(~finite)[0]
             raise DataError(f"{name}: features contain NaN or Inf (first at image {start + i}, "
                             f"dimension {j}, 0-based)", hint="repair or re-extract the features")
-        lo, hi = min(lo, float(block.min())), max(hi, float(block.max()))
+        b_lo, b_hi = float(block.min()), float(block.max())
+        if max(abs(b_lo), abs(b_hi)) > big:
+            i, j = np.argwhere(np.abs(block) > big)[0]
+            raise DataError(f"{name}: feature value {float(block[i, j]):g} (image {start + i}, "
+                            f"dimension {j}, 0-based) does not fit in float32, which every "
+                            "method computes in", hint="repair or rescale the features")
+        lo, hi = min(lo, b_lo), max(hi, b_hi)
     if lo == hi:
         raise DataError(f"{name}: every feature value is {lo}: the features are constant",
                         hint="the feature file is empty or was not written; re-extract it")
