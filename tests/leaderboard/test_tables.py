@@ -18,6 +18,7 @@ from zslbench.leaderboard.tables import (
     setting_tables,
     time_table,
 )
+from zslbench.records import Record
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
@@ -54,7 +55,7 @@ def test_lower_is_better_for_times_and_missing_cells_are_ignored() -> None:
     assert _best([_row("a", 3.0), _row("b", 2.0), _row("c", None)], higher_better=False) == ["b"]
 
 
-def _tables(tmp_path: Path, records: list[dict]):
+def _tables(tmp_path: Path, records: list[Record]):
     write_records(tmp_path / "r", records)
     kept, _ = dedupe(load_runs(tmp_path / "r", link_base=tmp_path))
     return aggregate(kept)

@@ -3,8 +3,8 @@
 Everything a leaderboard shows comes from here, so the grouping rules live in one place:
 
 * A **cell group** is (kind, dataset, method, config id, standard split?, device type, data
-  fingerprint). The config id is the hash of the resolved hyperparameters *without* the injected
-  ``random_state``/``device``, so the seeds of one configuration land in one group and changing a
+  fingerprint). The record's config id hashes the resolved hyperparameters without the per-run
+  seed and device, so the seeds of one configuration land in one group and changing a
   hyperparameter starts a new one.
 * Within a cell group a seed counts once: when several records carry the same seed (a re-run after
   a code change), the newest (``finished_at``) wins and the others are counted as *superseded*.
@@ -17,7 +17,6 @@ Everything a leaderboard shows comes from here, so the grouping rules live in on
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -28,13 +27,11 @@ from typing import Any
 import pandas as pd
 
 from zslbench.errors import UserError
-from zslbench.records import iter_records
+from zslbench.records import Record, iter_records
 
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
 GZSL_METRICS = ("A_U", "A_S", "H", "AUSUC")
 ZSL_METRICS = ("A_T",)
-#: Parameters the runner injects per run; they must not split a configuration's seeds.
-INJECTED_PARAMS = frozenset({"random_state", "seed", "device"})
 
 #: The paper's column order (CUB, SUN, AWA2, AWA1, APY); other datasets follow alphabetically.
 PAPER_DATASET_ORDER = ("cub", "sun", "awa2", "awa1", "apy")
@@ -50,12 +47,12 @@ def is_synthetic_name(name: str) -> bool:
     return name == "toy" or name.startswith("synth-")
 
 
-def dataset_kind(record: dict[str, Any]) -> str:
-    """``"synthetic"`` when either the record or the dataset name says so (fail safe)."""
-    name = str(record.get("dataset", ""))
-    if record.get("dataset_kind") == "synthetic" or is_synthetic_name(name):
+def dataset_kind(record: Record) -> str:
+    """The record's ``dataset_kind``, except that a run on an embedded stand-in never counts as
+    real, whatever the record claims (fail safe)."""
+    if record.dataset_kind == "real" and is_synthetic_name(record.dataset):
         return "synthetic"
-    return "real"
+    return record.dataset_kind
 
 
 def dataset_label(name: str, kind: str) -> str:
@@ -77,37 +74,11 @@ def method_order(name: str) -> tuple[int, str]:
     return (len(PAPER_METHOD_ORDER), name)
 
 
-def config_id(record: dict[str, Any]) -> str:
-    """The record's ``config_id``, or a hash of its config minus the injected parameters."""
-    if record.get("config_id"):
-        return str(record["config_id"])
-    config = record.get("config") or {}
-    components = {
-        role: {"name": spec.get("name"),
-               "params": {k: v for k, v in sorted((spec.get("params") or {}).items())
-                          if k not in INJECTED_PARAMS}}
-        for role, spec in sorted((config.get("components") or {}).items())
-    }
-    body = json.dumps([config.get("method", record.get("method")), components,
-                       config.get("overrides") or {}], sort_keys=True, default=str)
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
 def _number(value: Any) -> float:
-    """A metric value as float; ``None``, ``"nan"`` and non-numbers become NaN (missing)."""
-    if isinstance(value, bool) or value is None:
+    """A number from a free-form part of a record (per-class entries); anything else is NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return math.nan
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return out if math.isfinite(out) else math.nan
-
-
-def _version(record: dict[str, Any]) -> str:
-    env = record.get("environment") or {}
-    return str(record.get("zslbench_version") or env.get("zslbench")
-               or (env.get("packages") or {}).get("zslbench") or "unknown")
+    return float(value) if math.isfinite(value) else math.nan
 
 
 def _link(path: Path, link_base: Path) -> str:
@@ -115,44 +86,39 @@ def _link(path: Path, link_base: Path) -> str:
     return Path(os.path.relpath(Path(path).resolve(), Path(link_base).resolve())).as_posix()
 
 
-def run_row(path: Path, record: dict[str, Any], link_base: Path) -> dict[str, Any]:
-    """Flatten one record into the columns the leaderboard needs (the record itself rides along)."""
-    kind = dataset_kind(record)
-    metrics = record.get("metrics") or {}
-    timings = record.get("timings") or {}
-    split = record.get("split") or {}
-    data = record.get("data") or {}
-    device = record.get("device") or {}
-    git = record.get("git") or {}
-    config = record.get("config") or {}
-    overrides = config.get("overrides") or {}
+def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
+    """Flatten one record into the columns the leaderboard needs (the record itself rides along).
+
+    Fields the schema guarantees (``read_record`` checked them) are read directly; the free-form
+    objects (``config``, ``device``, ``data``, ``git``) may lack a key, which reads as unknown.
+    """
+    overrides = record.config.get("overrides") or {}
     row = {
-        "kind": kind,
-        "dataset": str(record["dataset"]),
-        "method": str(record["method"]),
-        "paper_name": str(record.get("paper_name") or ""),
-        "config_id": config_id(record),
+        "kind": dataset_kind(record),
+        "dataset": record.dataset,
+        "method": record.method,
+        "paper_name": record.paper_name,
+        "config_id": record.config_id,
         "overrides": ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(overrides.items())),
-        "standard": bool(split.get("standard", False)),
-        "split_reason": str(split.get("reason") or ""),
-        "split_fp": str(split.get("fingerprint") or ""),
-        "data_fp": str(data.get("fingerprint") or split.get("fingerprint") or ""),
-        "device_type": str(device.get("type") or "unknown"),
-        "device_name": str(device.get("name") or device.get("type") or "unknown"),
-        "seed": int(record["seed"]),
-        "repetition": int(record.get("repetition", -1)),
-        "version": _version(record),
-        "commit": str(git.get("commit") or "unknown"),
-        "dirty": bool(git.get("dirty")),
-        "started_at": str(record.get("started_at") or ""),
-        "finished_at": str(record.get("finished_at") or ""),
-        "run_id": str(record["run_id"]),
+        "standard": record.standard,
+        "split_reason": str(record.split.get("reason") or ""),
+        "data_fp": str(record.data.get("fingerprint") or ""),
+        "device_type": str(record.device.get("type") or "unknown"),
+        "device_name": str(record.device.get("name") or record.device.get("type") or "unknown"),
+        "seed": record.seed,
+        "repetition": record.repetition,
+        "version": record.zslbench_version or "unknown",
+        "commit": str(record.git.get("commit") or "unknown"),
+        "dirty": bool(record.git.get("dirty")),
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
+        "run_id": record.run_id,
         "link": _link(path, link_base),
-        "train": _number(timings.get("train")),
+        "train": float(record.timings["train"]),
         "record": record,
     }
     for metric in METRICS:
-        row[metric] = _number(metrics.get(metric))
+        row[metric] = float(record.metrics[metric])
     return row
 
 
@@ -269,7 +235,7 @@ def _labels(frame: pd.DataFrame) -> list[str]:
     return [labels[rk] for rk in frame["row_key"]]
 
 
-def per_class(records: list[dict[str, Any]], which: str = "unseen") -> list[dict[str, Any]]:
+def per_class(records: list[Record], which: str = "unseen") -> list[dict[str, Any]]:
     """Per-class accuracy of a cell group: mean ± std over seeds per class, with class frequency.
 
     ``share_of_unseen`` rescales the record's frequency (a fraction of *all* images) to the share
@@ -277,7 +243,7 @@ def per_class(records: list[dict[str, Any]], which: str = "unseen") -> list[dict
     """
     by_class: dict[int, dict[str, Any]] = {}
     for record in records:
-        for entry in ((record.get("per_class") or {}).get(which) or []):
+        for entry in ((record.per_class or {}).get(which) or []):
             cls = int(entry["class"])
             slot = by_class.setdefault(cls, {"class": cls, "name": entry.get("name"), "acc": [],
                                              "frequency": _number(entry.get("frequency")),

@@ -101,14 +101,14 @@ def figure_specs(agg: pd.DataFrame, kind: str) -> list[FigureSpec]:
         series = []
         for g in groups:
             runs = []
-            for record in sorted(g.records, key=lambda r: int(r["seed"])):
-                curve = record.get("curve") or {}
-                op = record.get("operating_point") or {}
+            for record in sorted(g.records, key=lambda r: r.seed):
+                curve = record.curve or {}
+                op = record.operating_point or {}
                 if not curve.get("A_U"):
                     continue
                 # Keep the record's order (γ ascending): sorting by A_U would hide a non-monotone curve.
                 pairs = list(zip(curve["A_U"], curve["A_S"], strict=True))
-                runs.append({"seed": int(record["seed"]),
+                runs.append({"seed": record.seed,
                              "A_U": [_r(u) for u, _ in pairs], "A_S": [_r(s) for _, s in pairs],
                              "op": [_r(op.get("A_U")), _r(op.get("A_S"))]})
             if runs:
