@@ -16,7 +16,7 @@ from zslbench.records import Record
 
 def _agg(tmp_path: Path, records: list[Record]):
     write_records(tmp_path / "r", records)
-    kept, superseded = dedupe(load_runs(tmp_path / "r", link_base=tmp_path))
+    kept, superseded = dedupe(load_runs(tmp_path / "r", link_base=tmp_path)[0])
     return aggregate(kept), superseded
 
 
@@ -84,7 +84,7 @@ def test_data_fingerprint_clash_becomes_two_rows(tmp_path: Path) -> None:
 
 def test_record_links_are_relative_to_the_output(tmp_path: Path) -> None:
     write_records(tmp_path / "lb" / "records", [make_record()])
-    runs = load_runs(tmp_path / "lb" / "records", link_base=tmp_path / "lb")
+    runs, _ = load_runs(tmp_path / "lb" / "records", link_base=tmp_path / "lb")
     assert runs.iloc[0]["link"].startswith("records/") and (tmp_path / "lb" / runs.iloc[0]["link"]).is_file()
 
 

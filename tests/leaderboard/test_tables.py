@@ -57,7 +57,7 @@ def test_lower_is_better_for_times_and_missing_cells_are_ignored() -> None:
 
 def _tables(tmp_path: Path, records: list[Record]):
     write_records(tmp_path / "r", records)
-    kept, _ = dedupe(load_runs(tmp_path / "r", link_base=tmp_path))
+    kept, _ = dedupe(load_runs(tmp_path / "r", link_base=tmp_path)[0])
     return aggregate(kept)
 
 

@@ -123,6 +123,8 @@ class Site:
     figure_specs: list[FigureSpec]
     runs: int
     superseded: int
+    #: (path, reason) of every JSON file under the results dir that is not a valid, intact record.
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _facts(kept: pd.DataFrame, superseded: pd.DataFrame, agg: pd.DataFrame, kind: str, results_link: str) -> Facts:
@@ -152,7 +154,7 @@ def _rel(target: Path, base: Path) -> str:
 def build(results_dir: Path, out_dir: Path, reported_path: Path | None, *, draw: bool = True) -> Site:
     """Render everything. With ``draw=False`` figures are specified (and hashed) but not drawn."""
     out_dir = Path(out_dir)
-    runs = load_runs(results_dir, link_base=out_dir)
+    runs, refused = load_runs(results_dir, link_base=out_dir)
     kept, superseded = dedupe(runs)
     agg = aggregate(kept)
     reported = load_reported(reported_path) if reported_path else EMPTY
@@ -211,7 +213,7 @@ def build(results_dir: Path, out_dir: Path, reported_path: Path | None, *, draw:
             artefacts += [Artefact(path, b"", spec.data_sha256) for path in spec.files]
     artefacts.append(Artefact(MANIFEST, manifest_bytes(artefacts, kept, superseded)))
     return Site(artefacts=artefacts, pages=pages, figure_specs=all_specs, runs=len(kept),
-                superseded=len(superseded))
+                superseded=len(superseded), refused=refused)
 
 
 def manifest_bytes(artefacts: list[Artefact], kept: pd.DataFrame, superseded: pd.DataFrame) -> bytes:

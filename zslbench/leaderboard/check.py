@@ -68,7 +68,14 @@ def compare(site: Site, out_dir: Path) -> list[str]:
     for path in sorted(_old_files(out_dir) - set(rendered)):
         if (out_dir / path).is_file():
             problems.append(f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)")
+    problems += [refusal(path, reason) for path, reason in site.refused]
     return problems
+
+
+def refusal(path: str, reason: str) -> str:
+    """The ``--check`` line for a file under the results dir that is not a valid, intact record."""
+    return (f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
+            "from it: re-run that record or delete it")
 
 
 def write(site: Site, out_dir: Path) -> list[str]:

@@ -28,6 +28,10 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path, reported_p
 
     Real-benchmark pages show measured rows and the paper's reported rows, each marked; runs on the
     embedded synthetic data go to their own, clearly titled pages.
+
+    A JSON file under --results-dir that is not a valid, intact record (not a record at all, or
+    edited since it was written, so that its digest no longer matches) is never published: a
+    render skips it with a warning naming the file and goes on; --check fails on it.
     """
     if reported_path is None:
         candidate = out_dir / DEFAULT_FILE
@@ -38,6 +42,9 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path, reported_p
                        "(pass --reported FILE to include them)", err=True)
     try:
         site = build(results_dir, out_dir, reported_path, draw=not check_only)
+        if not check_only:
+            for path, reason in site.refused:
+                click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
         if check_only:
             problems = check_mod.compare(site, out_dir)
             for line in problems:

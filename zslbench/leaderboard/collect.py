@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from zslbench.errors import UserError
-from zslbench.records import Record, iter_records
+from zslbench.records import Record, RecordError, iter_records
 
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
 GZSL_METRICS = ("A_U", "A_S", "H", "AUSUC")
@@ -122,14 +122,21 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
     return row
 
 
-def load_runs(results_dir: Path, link_base: Path) -> pd.DataFrame:
-    """Every record under ``results_dir`` as one row, sorted so that order never depends on the disk."""
+def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Every valid, intact record under ``results_dir`` as one row (sorted so that order never
+    depends on the disk), and ``(path, reason)`` for each JSON file ``read_record`` refused: not a
+    record, invalid, or edited since it was written (its digest no longer matches)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise UserError(f"{results_dir}: no such results directory",
                         hint="run `zslbench run ... --results-dir DIR` first, or point --results-dir at the records")
-    rows = [run_row(path, record, link_base) for path, record in iter_records(results_dir)]
-    return runs_frame(rows)
+    rows, refused = [], []
+    for path, item in iter_records(results_dir):
+        if isinstance(item, RecordError):
+            refused.append((path.as_posix(), str(item)))
+        else:
+            rows.append(run_row(path, item, link_base))
+    return runs_frame(rows), refused
 
 
 def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
