@@ -84,8 +84,8 @@ def test_check_names_each_stale_file_on_one_line(tmp_path: Path, rendered: Path)
     lines = result.output.strip().splitlines()
     assert any(re.search(r"real\.md: differs .*first difference at line \d+", line) for line in lines)
     assert any("synthetic.csv: missing" in line for line in lines)
-    assert any("figures/leftover.png: stale" in line for line in lines)
-    assert len([line for line in lines if ": " in line and "out of date" not in line]) == 3
+    assert any("figures/leftover.png: not written by zslbench leaderboard" in line for line in lines)
+    assert len([line for line in lines if ": " in line and "not up to date" not in line]) == 3
 
 
 def test_check_catches_new_records_including_figures(tmp_path: Path, rendered: Path) -> None:

@@ -25,6 +25,10 @@ def _render(results: Path, out: Path, *extra: str):
     return _invoke("--results-dir", str(results), "--out", str(out), *extra)
 
 
+def _errors(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+
+
 def _two_runs(results: Path) -> list[Path]:
     return write_records(results, [make_record("toy", "gp", rep, metrics={"H": 30.0 + rep}, with_curve=False)
                                    for rep in range(2)])
@@ -104,3 +108,77 @@ def test_edited_record_is_never_published_and_fails_check(tmp_path: Path, edit, 
     assert check.exit_code == 1, check.output
     assert (f"{shown}: refused, not a valid zslbench record ({reason}); a leaderboard is never "
             "built from it: re-run that record or delete it") in check.stdout.splitlines()
+
+
+# -- item 1: only ever touch files it wrote itself ---------------------------------------------
+
+FOREIGN_HINT = "pass --overwrite-foreign to write beside them"
+
+
+def _rendered_board(tmp_path: Path) -> tuple[Path, Path]:
+    results, out = tmp_path / "res", tmp_path / "lb"
+    _two_runs(results)
+    assert _render(results, out).exit_code == 0
+    return results, out
+
+
+def test_files_under_figures_it_did_not_draw_are_kept(tmp_path: Path) -> None:
+    results, out = _rendered_board(tmp_path)
+    mine = out / "figures" / "my-own-plot.png"
+    mine.write_bytes(b"not zslbench's")
+    result = _render(results, out)
+    assert result.exit_code == 2 and mine.read_bytes() == b"not zslbench's"
+    assert _errors(result) == [
+        f"error: {out.as_posix()}: holds 1 file(s) that zslbench leaderboard did not write "
+        f"(figures/my-own-plot.png); it writes only into a new or empty directory or one it rendered "
+        f"before — choose another --out, or {FOREIGN_HINT} (a file at a path the leaderboard writes "
+        "is then replaced)"]
+    # With the flag it renders beside the file and still leaves it alone; a re-render too.
+    for _ in range(2):
+        assert _render(results, out, "--overwrite-foreign").exit_code == 0
+        assert mine.read_bytes() == b"not zslbench's"
+
+
+def test_a_foreign_manifest_deletes_nothing(tmp_path: Path) -> None:
+    results, out = tmp_path / "res", tmp_path / "lb"
+    _two_runs(results)
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    (out / "manifest.json").write_text(json.dumps({"files": {"precious.txt": {}}}))
+    result = _render(results, out)
+    assert result.exit_code == 2 and FOREIGN_HINT in result.stderr
+    assert len(_errors(result)) == 1 and "(manifest.json, precious.txt)" in _errors(result)[0]
+    assert (out / "precious.txt").read_text() == "keep me"
+    assert _render(results, out, "--overwrite-foreign").exit_code == 0
+    assert (out / "precious.txt").read_text() == "keep me"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["generator"] == "zslbench leaderboard" and "precious.txt" not in manifest["files"]
+
+
+def test_out_dot_in_a_clone_never_overwrites_its_readme(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    _two_runs(clone / "results")
+    (clone / "README.md").write_text("# my project\n")
+    (clone / "pyproject.toml").write_text("[project]\n")
+    result = _render(clone / "results", clone)
+    assert result.exit_code == 2 and FOREIGN_HINT in result.stderr
+    assert (clone / "README.md").read_text() == "# my project\n"
+    assert not (clone / "index.html").exists() and not (clone / "manifest.json").exists()
+
+
+def test_stale_files_it_wrote_are_removed_and_check_names_foreign_ones(tmp_path: Path) -> None:
+    results, out = _rendered_board(tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["generator"] == "zslbench leaderboard"
+    figure = out / "figures" / "synthetic-h-vs-time.png"
+    assert "figures/synthetic-h-vs-time.png" in manifest["files"] and figure.is_file()
+    (out / "notes.txt").write_text("mine")
+    check = _render(results, out, "--check")
+    assert check.exit_code == 1
+    assert (f"{(out / 'notes.txt').as_posix()}: not written by zslbench leaderboard (a render refuses "
+            "this --out unless --overwrite-foreign)") in check.stdout.splitlines()
+    # The records of one run are gone: its figure (written by the leaderboard) goes, notes.txt stays.
+    for path in results.glob("*.json"):
+        path.unlink()
+    assert _render(results, out, "--overwrite-foreign").exit_code == 0
+    assert not figure.exists() and (out / "notes.txt").read_text() == "mine"

@@ -48,6 +48,7 @@ from zslbench.leaderboard.tables import (
 )
 
 MANIFEST = "manifest.json"
+GENERATOR = "zslbench leaderboard"
 KINDS = ("real", "synthetic")
 PAGE_MD = {"real": "real.md", "synthetic": "synthetic.md"}
 PAGE_HTML = {"real": "index.html", "synthetic": "synthetic.html"}
@@ -211,21 +212,27 @@ def build(results_dir: Path, out_dir: Path, reported_path: Path | None, *, draw:
                 artefacts.append(Artefact(path, data, spec.data_sha256))
         else:
             artefacts += [Artefact(path, b"", spec.data_sha256) for path in spec.files]
-    artefacts.append(Artefact(MANIFEST, manifest_bytes(artefacts, kept, superseded)))
+    artefacts.append(Artefact(MANIFEST, manifest_bytes(artefacts, len(kept), len(superseded))))
     return Site(artefacts=artefacts, pages=pages, figure_specs=all_specs, runs=len(kept),
                 superseded=len(superseded), refused=refused)
 
 
-def manifest_bytes(artefacts: list[Artefact], kept: pd.DataFrame, superseded: pd.DataFrame) -> bytes:
-    """The list of rendered files: text files with their sha256, figures with their data hash."""
-    files: dict[str, dict[str, Any]] = {}
+def manifest_bytes(artefacts: list[Artefact], runs: int, superseded: int, extra: set[str] = frozenset()) -> bytes:
+    """The list of rendered files: text files with their sha256, figures with their data hash.
+
+    ``generator`` marks the manifest (and so every file it lists) as written by zslbench
+    leaderboard: a later render replaces or deletes only those files. ``extra`` lists files a
+    render may still leave behind (written while it runs, see ``check.write``).
+    """
+    files: dict[str, dict[str, Any]] = {path: {} for path in extra if path != MANIFEST}
     for a in artefacts:
-        files[a.path] = ({"data_sha256": a.data_sha256} if a.is_figure
-                         else {"sha256": hashlib.sha256(a.data).hexdigest()})
-    doc = {"schema": 1,
-           "about": ("Rendered by `zslbench leaderboard` from result records; do not edit. Text files are "
-                     "compared byte for byte by --check; figures by the hash of the data they plot, which "
-                     "is also embedded in each PNG/SVG."),
-           "records": int(len(kept)), "superseded_records": int(len(superseded)),
+        if a.path != MANIFEST:
+            files[a.path] = ({"data_sha256": a.data_sha256} if a.is_figure
+                             else {"sha256": hashlib.sha256(a.data).hexdigest()})
+    doc = {"generator": GENERATOR, "schema": 2,
+           "about": ("Rendered by `zslbench leaderboard` from result records; do not edit. It replaces or "
+                     "deletes only the files listed here. Text files are compared byte for byte by --check; "
+                     "figures by the hash of the data they plot, which is also embedded in each PNG/SVG."),
+           "records": runs, "superseded_records": superseded,
            "files": dict(sorted(files.items()))}
     return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")

@@ -21,10 +21,16 @@ from zslbench.leaderboard.reported import DEFAULT_FILE
               default=None, help=f"Curated reported-numbers file [default: OUT/{DEFAULT_FILE.as_posix()}].")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.")
+@click.option("--overwrite-foreign", is_flag=True,
+              help="Write into an --out that holds files zslbench leaderboard did not write: they are left "
+                   "alone, except a file at a path the leaderboard writes, which is replaced.")
 @click.pass_context
 def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path, reported_path: Path | None,
-                check_only: bool) -> None:
+                check_only: bool, overwrite_foreign: bool) -> None:
     """Render Markdown, CSV, HTML and figures from the records alone, deterministically.
+
+    It only ever replaces or deletes files it wrote itself (listed in OUT/manifest.json), and
+    refuses an OUT holding other files unless --overwrite-foreign is given.
 
     Real-benchmark pages show measured rows and the paper's reported rows, each marked; runs on the
     embedded synthetic data go to their own, clearly titled pages.
@@ -40,23 +46,33 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path, reported_p
         else:
             click.echo(f"note: {candidate.as_posix()} not found; rendering without reported numbers "
                        "(pass --reported FILE to include them)", err=True)
+    # What the render reads, which may lie inside --out (the committed leaderboards/records and
+    # leaderboards/reported): never counted as files in the way.
+    inputs = [results_dir]
+    if reported_path is not None:
+        here = reported_path.parent.resolve() == out_dir.resolve()
+        inputs.append(reported_path if here else reported_path.parent)
     try:
+        if not (check_only or overwrite_foreign):  # refuse before the slow part (drawing)
+            foreign = check_mod.foreign_files(out_dir, inputs, limit=4)
+            if foreign:
+                raise check_mod.refuse_foreign(out_dir, foreign)
         site = build(results_dir, out_dir, reported_path, draw=not check_only)
         if not check_only:
             for path, reason in site.refused:
                 click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
         if check_only:
-            problems = check_mod.compare(site, out_dir)
+            problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
             for line in problems:
                 click.echo(line)
             if problems:
-                click.echo(f"{out_dir.as_posix()}: {len(problems)} file(s) out of date — re-render with "
-                           f"`zslbench leaderboard --results-dir {results_dir.as_posix()} --out "
-                           f"{out_dir.as_posix()}` and commit the result", err=True)
+                click.echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
+                           f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
+                           f"--out {out_dir.as_posix()}` and commit the result", err=True)
                 ctx.exit(1)
             click.echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
             return
-        written = check_mod.write(site, out_dir)
+        written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     except UserError as exc:
         click.echo(f"error: {exc.one_line()}", err=True)
         ctx.exit(exc.exit_code)
