@@ -182,3 +182,30 @@ def test_stale_files_it_wrote_are_removed_and_check_names_foreign_ones(tmp_path:
         path.unlink()
     assert _render(results, out, "--overwrite-foreign").exit_code == 0
     assert not figure.exists() and (out / "notes.txt").read_text() == "mine"
+
+
+# -- item 2: a user's results and the committed board never share a default path ---------------
+
+def test_default_out_lives_in_the_results_dir_and_renders_twice(tmp_path: Path, monkeypatch) -> None:
+    clone = tmp_path / "clone"
+    committed = clone / "leaderboards"
+    committed.mkdir(parents=True)
+    (committed / "README.md").write_text("committed board\n")
+    _two_runs(clone / "results")
+    monkeypatch.chdir(clone)
+    for attempt in range(2):
+        result = _invoke("--results-dir", "results")
+        assert result.exit_code == 0, result.output
+        # The leaderboard's own output (manifest.json included) is never read as a record.
+        assert "warning" not in result.stderr, result.stderr
+        assert "(2 records)" in result.stdout
+        if attempt:
+            assert result.stdout.startswith("results/leaderboard: 0 of ")
+    assert (clone / "results" / "leaderboard" / "index.html").is_file()
+    assert sorted(p.name for p in committed.iterdir()) == ["README.md"]
+    assert (committed / "README.md").read_text() == "committed board\n"
+    check = _invoke("--results-dir", "results", "--check")
+    assert check.exit_code == 0, check.output
+    # A second board rendered elsewhere inside the results dir does not read the first one either.
+    other = _invoke("--results-dir", "results", "--out", "results/by-hand")
+    assert other.exit_code == 0 and "warning" not in other.stderr and "(2 records)" in other.stdout

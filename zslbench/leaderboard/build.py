@@ -36,6 +36,7 @@ from zslbench.leaderboard.collect import (
     method_order,
 )
 from zslbench.leaderboard.figures import FigureSpec, figure_specs, render_figure
+from zslbench.leaderboard.manifest import GENERATOR, MANIFEST
 from zslbench.leaderboard.reported import EMPTY, load_reported
 from zslbench.leaderboard.tables import (
     Row,
@@ -47,8 +48,6 @@ from zslbench.leaderboard.tables import (
     time_table,
 )
 
-MANIFEST = "manifest.json"
-GENERATOR = "zslbench leaderboard"
 KINDS = ("real", "synthetic")
 PAGE_MD = {"real": "real.md", "synthetic": "synthetic.md"}
 PAGE_HTML = {"real": "index.html", "synthetic": "synthetic.html"}

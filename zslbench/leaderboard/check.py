@@ -25,44 +25,19 @@ How strict ``--check`` is, and why:
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 from zslbench.errors import UserError
-from zslbench.leaderboard.build import GENERATOR, MANIFEST, Site, manifest_bytes
+from zslbench.leaderboard import manifest
+from zslbench.leaderboard.build import Site, manifest_bytes
 from zslbench.leaderboard.figures import embedded_hash
-
-#: How manifests of renders before the "generator" field began (the committed board's, until it
-#: is re-rendered): they are ours too.
-LEGACY_ABOUT = "Rendered by `zslbench leaderboard` from result records"
-
-
-def is_own_manifest(doc: Any) -> bool:
-    """Whether a parsed manifest.json was written by ``zslbench leaderboard``."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
-        return False
-    return doc.get("generator") == GENERATOR or (
-        doc.get("schema") == 1 and str(doc.get("about", "")).startswith(LEGACY_ABOUT))
-
-
-def read_manifest(path: Path) -> dict[str, Any] | None:
-    """The manifest at ``path`` when it is ours, else None (absent, unreadable or foreign)."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return doc if is_own_manifest(doc) else None
+from zslbench.leaderboard.manifest import MANIFEST
 
 
 def owned_files(out_dir: Path) -> set[str]:
-    """The files a previous render wrote into ``out_dir``: its own manifest and what that lists."""
-    doc = read_manifest(Path(out_dir) / MANIFEST)
-    if doc is None:
-        return set()
-    names = {str(p) for p in doc["files"]}
-    return {n for n in names if ".." not in Path(n).parts and not Path(n).is_absolute()} | {MANIFEST}
+    """The files a previous render wrote into ``out_dir`` (see :mod:`.manifest`)."""
+    return manifest.owned_files(Path(out_dir) / MANIFEST) or set()
 
 
 def _inside(path: Path, parent: Path) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from zslbench.errors import UserError
+from zslbench.leaderboard.manifest import MANIFEST, owned_files
 from zslbench.records import Record, RecordError, iter_records
 
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
@@ -130,8 +131,17 @@ def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tu
     if not results_dir.is_dir():
         raise UserError(f"{results_dir}: no such results directory",
                         hint="run `zslbench run ... --results-dir DIR` first, or point --results-dir at the records")
+    items = list(iter_records(results_dir))
+    # A leaderboard rendered inside the results dir (the default --out) is not records: skip every
+    # file its manifest lists, and the manifest itself.
+    own: set[Path] = set()
+    for path, item in items:
+        if path.name == MANIFEST and isinstance(item, RecordError):
+            own.update(path.parent / name for name in owned_files(path) or ())
     rows, refused = [], []
-    for path, item in iter_records(results_dir):
+    for path, item in items:
+        if path in own:
+            continue
         if isinstance(item, RecordError):
             refused.append((path.as_posix(), str(item)))
         else:

@@ -31,6 +31,14 @@ from typing import Any
 from zslbench.errors import UserError
 
 DEFAULT_FILE = Path("reported") / "ye2022_icpr.json"
+#: The curated file in the clone zslbench runs from (an editable install, as the README says).
+CLONE_FILE = Path(__file__).resolve().parents[2] / "leaderboards" / DEFAULT_FILE
+
+
+def default_reported(out_dir: Path) -> list[Path]:
+    """Where ``--reported`` is looked for when not given, in order: beside the output (the committed
+    ``leaderboards/``), then in the clone zslbench runs from."""
+    return [Path(out_dir) / DEFAULT_FILE, CLONE_FILE]
 TABLES = ("main", "ablation", "train_time", "per_class")
 
 
