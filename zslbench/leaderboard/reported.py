@@ -73,6 +73,15 @@ class Reported:
     def table_info(self, table: str) -> dict[str, Any]:
         return self.tables.get(table, {})
 
+    def method_order(self) -> list[str]:
+        """The zslbench methods the paper's tables name, in their order (ablation first: the paper's
+        own compositions), which is the row order of methods on every page."""
+        order: list[str] = []
+        for table in ("ablation", *(t for t in TABLES if t != "ablation")):
+            order += [r.zslbench_method for r in self.rows_for(table)
+                      if r.zslbench_method and r.zslbench_method not in order]
+        return order
+
 
 EMPTY = Reported(path=None)
 
