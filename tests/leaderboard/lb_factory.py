@@ -58,9 +58,8 @@ def make_record(dataset: str = "synth-apy", method: str = "bt-gp", repetition: i
     load = ({} if oversubscribed is None else
             {"cpu_seconds": train * 1.5, "wall_seconds": train, "load_start": 9.0 if oversubscribed else 0.5,
              "load_end": 0.5, "cores": 2, "threads": 2, "oversubscribed": oversubscribed})
-    sweep_tag = "".join(f"__{k}={v}" for k, v in sorted((sweep or {}).items()))
     return Record(
-        run_id=f"{dataset}__{method}__{cid[:8]}__{data_fp[:8]}__{device_type}__s{seed}{sweep_tag}",
+        run_id=f"{dataset}__{method}__{cid[:8]}__{data_fp[:8]}__{device_type}__s{seed}",
         key=key, config_id=cid, code_fingerprint="code", dataset=dataset, dataset_kind=kind,
         method=method, paper_name=PAPER_NAMES.get(method, method), repetition=repetition, base_seed=0,
         seed=seed, metrics=m, gamma=0.5,
@@ -96,3 +95,72 @@ def small_grid(results_dir: Path) -> list[Path]:
                                    class_names=["person", "cow", "goat"],
                                    frequencies=[0.3, 0.01, 0.02], per_class_acc=[12.0, 15.0, 48.0]))
     return write_records(results_dir, records)
+
+
+APY_CLASSES = ["cow", "horse", "motorbike", "person", "pottedplant", "sheep", "train", "tvmonitor", "donkey",
+               "goat", "jetski", "statue"]
+#: (unseen classes, test images per class) shaped like the stand-ins' (APY's person holds a third).
+SHAPES = {"synth-cub": [60] * 40 + [55] * 10, "synth-sun": [20] * 72,
+          "synth-awa2": [121, 267, 390, 461, 775, 911, 1029, 1059, 640, 300],
+          "synth-awa1": [115, 117, 156, 199, 734, 745, 1168, 400, 380, 250],
+          "synth-apy": [197, 302, 176, 1996, 139, 163, 297, 299, 207, 234, 20, 58]}
+
+
+def showcase_grid(results_dir: Path) -> list[Path]:
+    """A board shaped like the committed one, for the browser test and for looking at: the five
+    stand-ins × the paper's five methods × 3 seeds with each stand-in's class counts, a sweep, runs
+    on an oversubscribed machine, real runs beside reported rows, and a custom dataset."""
+    records = []
+    methods = {"krr": 0.0, "bt-krr": 14.0, "gp": 0.5, "t-gp": 9.0, "bt-gp": 15.0}
+    for d, (dataset, counts) in enumerate(SHAPES.items()):
+        total = sum(counts)
+        names = ([f"{c}(synth)" for c in APY_CLASSES] if dataset == "synth-apy"
+                 else [f"unseen_{i:03d}" for i in range(len(counts))])
+        for m, (method, bonus) in enumerate(methods.items()):
+            for rep in range(3):
+                h = 30.0 + 3 * d + bonus + rep * 0.4
+                acc = [min(95.0, h - 15 + ((i * 37 + m * 11 + rep * 5) % 30)) for i in range(len(counts))]
+                records.append(make_record(
+                    dataset, method, rep, train=(2.0 + 3 * d) * (1 + m / 2) * (1 + rep / 10),
+                    with_curve=dataset in ("synth-apy", "synth-sun"),
+                    oversubscribed=(method == "t-gp" and rep == 2),
+                    metrics={"H": h, "A_U": h - 6, "A_S": h + 8, "A_T": h + 5, "AUSUC": h * 0.7,
+                             "AUSUC_per_image": h * 0.75},
+                    per_class_acc=acc, frequencies=[c / total for c in counts], class_names=names))
+    for margin, h in ((0.5, 55.0), (1.0, 58.0), (2.0, 61.0), (4.0, 57.0)):
+        for dataset in ("synth-apy", "synth-cub"):
+            for rep in range(3):
+                h_ds = h + rep - (dataset == "synth-cub") * 10
+                records.append(make_record(dataset, "bt-gp", rep, sweep={"embedder.margin": margin},
+                                           metrics={"H": h_ds, "A_U": h_ds - 8 + margin, "A_S": h_ds + 9 - margin,
+                                                    "A_T": h_ds + 4, "AUSUC": h_ds * 0.7},
+                                           train=3.0 + rep))
+    for method in ("bt-gp", "ale"):
+        for dataset in ("apy", "cub"):
+            for rep in range(2):
+                records.append(make_record(dataset, method, rep, metrics={"H": 40.0 + rep + (method == "bt-gp") * 9},
+                                           class_names=["person", "cow", "goat"], frequencies=[0.3, 0.01, 0.02],
+                                           with_curve=dataset == "apy"))
+    for method in ("gp", "bt-gp"):
+        for rep in range(2):
+            records.append(make_record("my-npz", method, rep, kind="custom", oversubscribed=None, with_curve=False,
+                                       metrics={"H": 30.0 + rep + (method == "bt-gp") * 5}))
+    return write_records(results_dir, records)
+
+
+def fake_render_figure(spec: Any) -> dict[str, bytes]:
+    """A stand-in for ``figures.render_figure`` that skips drawing (seconds per figure) but embeds
+    the data hash exactly as the real one does, for tests about files rather than pixels."""
+    import io
+
+    from PIL import Image, PngImagePlugin
+
+    from zslbench.leaderboard.figures import HASH_KEY
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text(HASH_KEY, spec.data_sha256)
+    png = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(png, "PNG", pnginfo=info)
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg"><desc>{HASH_KEY}={spec.data_sha256}</desc></svg>'
+    png_name, svg_name = spec.files
+    return {png_name: png.getvalue(), svg_name: svg.encode()}

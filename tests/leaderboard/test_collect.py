@@ -14,10 +14,10 @@ from zslbench.leaderboard.collect import aggregate, dedupe, load_runs, per_class
 from zslbench.records import Record
 
 
-def _agg(tmp_path: Path, records: list[Record]):
+def _agg(tmp_path: Path, records: list[Record], first: tuple[str, ...] | list[str] = ()):
     write_records(tmp_path / "r", records)
     kept, superseded = dedupe(load_runs(tmp_path / "r", link_base=tmp_path)[0])
-    return aggregate(kept), superseded
+    return aggregate(kept, first), superseded
 
 
 def test_mean_std_n_are_exact_over_seeds(tmp_path: Path) -> None:
@@ -32,9 +32,35 @@ def test_mean_std_n_are_exact_over_seeds(tmp_path: Path) -> None:
     # Sample standard deviation (ddof = 1), by its closed form.
     expected = math.sqrt(((40 - 52) ** 2 + (50 - 52) ** 2 + (66 - 52) ** 2) / 2)
     assert row["H_std"] == pytest.approx(expected, abs=1e-12)
-    assert row["train_mean"] == pytest.approx(statistics.fmean(trains))
-    assert row["train_std"] == pytest.approx(statistics.stdev(trains))
+    assert row["train_median"] == statistics.median(trains) and row["train_n"] == 3
+    assert (row["train_min"], row["train_max"]) == (1.0, 4.5)
     assert row["seeds"] == [1000, 1001, 1002]
+
+
+def test_train_time_is_the_median_without_oversubscribed_runs(tmp_path: Path) -> None:
+    trains = [1.0, 2.0, 3.0, 100.0, 5.0]
+    # Run 3 (100 s) was taken on an oversubscribed machine; run 4 has no load report (unknown: kept).
+    busy = [False, False, False, True, None]
+    agg, _ = _agg(tmp_path, [make_record(repetition=i, train=t, oversubscribed=b)
+                             for i, (t, b) in enumerate(zip(trains, busy, strict=True))])
+    row = agg.iloc[0]
+    assert row["train_median"] == statistics.median([1.0, 2.0, 3.0, 5.0]) == 2.5
+    assert (row["train_n"], row["train_oversubscribed"], row["train_load_unknown"]) == (4, 1, 1)
+    assert row["n"] == 5 and row["H_n"] == 5  # the metrics of every run still count
+
+
+def test_every_run_oversubscribed_leaves_no_time(tmp_path: Path) -> None:
+    agg, _ = _agg(tmp_path, [make_record(repetition=i, oversubscribed=True) for i in range(2)])
+    assert math.isnan(agg.iloc[0]["train_median"]) and agg.iloc[0]["train_n"] == 0
+
+
+def test_per_image_ausuc_is_aggregated_beside_the_headline(tmp_path: Path) -> None:
+    agg, _ = _agg(tmp_path, [make_record(repetition=0, metrics={"AUSUC": 30.0, "AUSUC_per_image": 33.0}),
+                             make_record(repetition=1, metrics={"AUSUC": 32.0, "AUSUC_per_image": 37.0}),
+                             make_record(repetition=2, metrics={"AUSUC": 34.0})])
+    row = agg.iloc[0]
+    assert (row["AUSUC_mean"], row["AUSUC_n"]) == (32.0, 3)
+    assert (row["AUSUC_per_image_mean"], row["AUSUC_per_image_n"]) == (35.0, 2)
 
 
 def test_single_seed_has_no_spread(tmp_path: Path) -> None:
@@ -68,11 +94,19 @@ def test_newest_record_per_seed_wins(tmp_path: Path) -> None:
     assert len(superseded) == 1 and superseded.iloc[0]["H"] == 10.0
 
 
-def test_synthetic_by_name_even_if_record_says_real(tmp_path: Path) -> None:
+def test_kinds_come_from_the_record_and_a_stand_in_is_never_real(tmp_path: Path) -> None:
     agg, _ = _agg(tmp_path, [make_record("synth-cub", kind="real"), make_record("toy", kind="real"),
-                             make_record("cub")])
+                             make_record("cub"), make_record("my-npz", kind="custom")])
     assert dict(zip(agg["dataset"], agg["kind"], strict=True)) == {
-        "synth-cub": "synthetic", "toy": "synthetic", "cub": "real"}
+        "synth-cub": "synthetic", "toy": "synthetic", "cub": "real", "my-npz": "custom"}
+
+
+def test_methods_follow_the_given_order_then_by_name(tmp_path: Path) -> None:
+    methods = ["sje", "ale", "krr", "bt-gp", "cnzsl"]
+    agg, _ = _agg(tmp_path, [make_record(method=m) for m in methods])
+    assert list(agg["method"]) == ["ale", "bt-gp", "cnzsl", "krr", "sje"]
+    agg, _ = _agg(tmp_path / "x", [make_record(method=m) for m in methods], first=["krr", "cnzsl"])
+    assert list(agg["method"]) == ["krr", "cnzsl", "ale", "bt-gp", "sje"]
 
 
 def test_data_fingerprint_clash_becomes_two_rows(tmp_path: Path) -> None:

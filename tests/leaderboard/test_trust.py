@@ -12,9 +12,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from lb_factory import make_record, write_records
+from lb_factory import fake_render_figure, make_record, write_records
 
 from zslbench.leaderboard.cli import leaderboard
+
+
+@pytest.fixture(autouse=True)
+def _no_drawing(monkeypatch) -> None:
+    """These tests are about which files are read and written, not about pixels."""
+    monkeypatch.setattr("zslbench.leaderboard.build.render_figure", fake_render_figure)
 
 
 def _invoke(*args: str):

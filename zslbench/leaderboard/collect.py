@@ -13,6 +13,11 @@ Everything a leaderboard shows comes from here, so the grouping rules live in on
   hash, data fingerprint), so nothing is silently averaged together.
 * The spread is the *sample* standard deviation (``ddof=1``) over seeds; with one seed it is
   undefined and shown as missing, not as 0.
+* Training times are **medians** over the runs *not* taken on an oversubscribed machine (the
+  record's ``load.oversubscribed``): wall times of a machine busy with other work say little about
+  the method. A record without a ``load`` report counts as unknown and is kept.
+* A run of a **sweep** (``config["sweep"]``: the swept hyperparameters and this run's values) is a
+  configuration of its own; the sweep's runs are shown together in the sweep tables and figures.
 """
 
 from __future__ import annotations
@@ -26,18 +31,23 @@ from typing import Any
 
 import pandas as pd
 
+from zslbench import records
 from zslbench.errors import UserError
 from zslbench.leaderboard.manifest import MANIFEST, owned_files
 from zslbench.records import Record, RecordError, iter_records
 
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
+#: Optional metrics (``AUSUC_per_image``: averaged per image, as CNZSL's code does; the headline
+#: ``AUSUC`` averages per class, as Chao et al. define it).
+EXTRA_METRICS = records.EXTRA_METRICS
 GZSL_METRICS = ("A_U", "A_S", "H", "AUSUC")
 ZSL_METRICS = ("A_T",)
+#: The metrics a sweep table and figure show, in this order.
+SWEEP_METRICS = ("H", "A_U", "A_S", "AUSUC", "A_T")
+KINDS = records.KINDS
 
 #: The paper's column order (CUB, SUN, AWA2, AWA1, APY); other datasets follow alphabetically.
 PAPER_DATASET_ORDER = ("cub", "sun", "awa2", "awa1", "apy")
-#: The ablation table's row order (KRR, L_BT + KRR, GP, L_T + GP, ours); others follow.
-PAPER_METHOD_ORDER = ("krr", "bt-krr", "gp", "t-gp", "bt-gp")
 
 CELL_KEYS = ["kind", "dataset", "method", "config_id", "standard", "device_type", "data_fp"]
 ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type"]
@@ -57,8 +67,8 @@ def dataset_kind(record: Record) -> str:
 
 
 def dataset_label(name: str, kind: str) -> str:
-    """Real benchmarks print as the paper does (``AWA2``); stand-ins keep their own name."""
-    return name if kind == "synthetic" else name.upper()
+    """Real benchmarks print as the paper does (``AWA2``); stand-ins and custom data keep their name."""
+    return name.upper() if kind == "real" else name
 
 
 def dataset_order(name: str) -> tuple[int, str]:
@@ -69,10 +79,28 @@ def dataset_order(name: str) -> tuple[int, str]:
     return (len(PAPER_DATASET_ORDER), name.lower())
 
 
-def method_order(name: str) -> tuple[int, str]:
-    if name in PAPER_METHOD_ORDER:
-        return (PAPER_METHOD_ORDER.index(name), name)
-    return (len(PAPER_METHOD_ORDER), name)
+def method_ranks(methods: Iterable[str], first: Iterable[str] = ()) -> dict[str, int]:
+    """Row order of methods: those in ``first`` (the order of the curated reported file, so that a
+    measured row sits where the paper lists the method) in that order, then the rest by name."""
+    first = list(dict.fromkeys(first))
+    ordered = sorted(set(methods), key=lambda m: (first.index(m) if m in first else len(first), m))
+    return {m: i for i, m in enumerate(ordered)}
+
+
+def value_text(value: Any) -> str:
+    """A hyperparameter value as typed on the command line (``adam``, ``4.0``, ``[1, 2]``)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def value_sort_key(value: Any) -> tuple[int, float, str]:
+    """Swept values in order: numbers numerically, then anything else by its text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, value_text(value))
+
+
+def assignments(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={value_text(v)}" for k, v in sorted(values.items()))
 
 
 def _number(value: Any) -> float:
@@ -93,14 +121,21 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
     Fields the schema guarantees (``read_record`` checked them) are read directly; the free-form
     objects (``config``, ``device``, ``data``, ``git``) may lack a key, which reads as unknown.
     """
-    overrides = record.config.get("overrides") or {}
+    # ``config`` is free-form: "sweep" and "config_file" are there only for runs that had them.
+    sweep = record.config.get("sweep") or {}
+    overrides = {k: v for k, v in (record.config.get("overrides") or {}).items() if k not in sweep}
     row = {
         "kind": dataset_kind(record),
         "dataset": record.dataset,
         "method": record.method,
         "paper_name": record.paper_name,
         "config_id": record.config_id,
-        "overrides": ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(overrides.items())),
+        "overrides": assignments(overrides),
+        "overrides_map": overrides,
+        "sweep": assignments(sweep),
+        "sweep_params": ", ".join(sorted(sweep)),
+        "sweep_map": sweep,
+        "config_file": str(record.config.get("config_file") or ""),
         "standard": record.standard,
         "split_reason": str(record.split.get("reason") or ""),
         "data_fp": str(record.data.get("fingerprint") or ""),
@@ -108,6 +143,7 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         "device_name": str(record.device.get("name") or record.device.get("type") or "unknown"),
         "seed": record.seed,
         "repetition": record.repetition,
+        "base_seed": record.base_seed,
         "version": record.zslbench_version or "unknown",
         "commit": str(record.git.get("commit") or "unknown"),
         "dirty": bool(record.git.get("dirty")),
@@ -116,10 +152,15 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         "run_id": record.run_id,
         "link": _link(path, link_base),
         "train": float(record.timings["train"]),
+        # An empty ``load`` (a record that did not measure it) is unknown, not oversubscribed.
+        "oversubscribed": record.load.get("oversubscribed") is True,
+        "load_known": bool(record.load),
         "record": record,
     }
     for metric in METRICS:
         row[metric] = float(record.metrics[metric])
+    for metric in EXTRA_METRICS:  # optional: absent means not measured
+        row[metric] = float(record.metrics.get(metric, math.nan))
     return row
 
 
@@ -184,10 +225,12 @@ def _dates(values: pd.Series) -> tuple[str, str]:
     return (days[0], days[-1]) if days else ("", "")
 
 
-def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell group: ``{metric}_mean/_std/_n`` and the group's provenance.
+def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFrame:
+    """One row per cell group: ``{metric}_mean/_std/_n``, the training-time median over the runs
+    not taken on an oversubscribed machine, and the group's provenance.
 
-    Call on de-duplicated runs (:func:`dedupe`). Row labels (``label``) are made unique per kind.
+    Call on de-duplicated runs (:func:`dedupe`). Row labels (``label``) are made unique per kind;
+    rows are ordered by method (:func:`method_ranks` with ``method_first``), label and dataset.
     """
     out: list[dict[str, Any]] = []
     if runs.empty:
@@ -195,12 +238,23 @@ def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
     for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False):
         entry: dict[str, Any] = dict(zip(CELL_KEYS, key, strict=True))
         entry["paper_name"] = next((p for p in group["paper_name"] if p), "")
-        entry["overrides"] = group["overrides"].iloc[0]
+        first = group.iloc[0]
+        for column in ("overrides", "overrides_map", "sweep", "sweep_params", "sweep_map", "base_seed"):
+            entry[column] = first[column]
+        entry["config_files"] = sorted({f for f in group["config_file"] if f})
         entry["split_reason"] = "; ".join(sorted({r for r in group["split_reason"] if r}))
         entry["n"] = int(len(group))
-        for metric in (*METRICS, "train"):
+        entry["repetitions"] = int(group["repetition"].max()) + 1
+        for metric in (*METRICS, *EXTRA_METRICS):
             mean, std, n = _mean_std_n(group[metric])
             entry[f"{metric}_mean"], entry[f"{metric}_std"], entry[f"{metric}_n"] = mean, std, n
+        timed = group.loc[~group["oversubscribed"].astype(bool), "train"]
+        entry["train_median"] = float(timed.median()) if len(timed) else math.nan
+        entry["train_min"] = float(timed.min()) if len(timed) else math.nan
+        entry["train_max"] = float(timed.max()) if len(timed) else math.nan
+        entry["train_n"] = int(len(timed))
+        entry["train_oversubscribed"] = int(group["oversubscribed"].astype(bool).sum())
+        entry["train_load_unknown"] = int((~group["load_known"].astype(bool)).sum())
         entry["seeds"] = sorted(int(s) for s in group["seed"])
         entry["versions"] = sorted(set(group["version"]))
         entry["commits"] = sorted(set(group["commit"]))
@@ -208,16 +262,26 @@ def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
         entry["devices"] = sorted(set(group["device_name"]))
         entry["date_first"], entry["date_last"] = _dates(group["finished_at"])
         entry["links"] = sorted(group["link"])
+        entry["seed_of"] = dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True))
         entry["records"] = [group["record"].iloc[i] for i in range(len(group))] if "record" in group else []
         out.append(entry)
     frame = pd.DataFrame(out)
     frame["row_key"] = [tuple(r) for r in frame[ROW_KEYS].itertuples(index=False)]
     frame = _split_data_collisions(frame)
     frame["label"] = _labels(frame)
+    ranks = method_ranks(frame["method"], method_first)
+    frame["method_rank"] = [ranks[m] for m in frame["method"]]
     order = sorted(range(len(frame)), key=lambda i: (
-        frame["kind"].iloc[i], method_order(frame["method"].iloc[i]), frame["label"].iloc[i],
+        frame["kind"].iloc[i], int(frame["method_rank"].iloc[i]), frame["label"].iloc[i],
         dataset_order(frame["dataset"].iloc[i])))
     return frame.iloc[order].reset_index(drop=True)
+
+
+def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFrame:
+    """The aggregated rows of one page kind: plain configurations, or (``sweeps``) sweep runs."""
+    if agg.empty:
+        return agg
+    return agg[(agg["kind"] == kind) & ((agg["sweep"] != "") == sweeps)]
 
 
 def _split_data_collisions(frame: pd.DataFrame) -> pd.DataFrame:
@@ -231,9 +295,11 @@ def _split_data_collisions(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _labels(frame: pd.DataFrame) -> list[str]:
-    """``method`` (+ overrides), plus just enough of device / config / data to tell rows apart."""
-    base = {rk: m + (f" [{o}]" if o else "")
-            for rk, m, o in zip(frame["row_key"], frame["method"], frame["overrides"], strict=True)}
+    """``method`` (+ overrides, + sweep values), plus just enough of device / config / data to tell
+    rows apart."""
+    base = {rk: m + "".join(f" [{x}]" for x in (o, w) if x)
+            for rk, m, o, w in zip(frame["row_key"], frame["method"], frame["overrides"], frame["sweep"],
+                                   strict=True)}
     rows = sorted(set(frame["row_key"]))
     labels = {}
     for rk in rows:
