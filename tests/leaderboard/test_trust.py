@@ -215,3 +215,20 @@ def test_default_out_lives_in_the_results_dir_and_renders_twice(tmp_path: Path, 
     # A second board rendered elsewhere inside the results dir does not read the first one either.
     other = _invoke("--results-dir", "results", "--out", "results/by-hand")
     assert other.exit_code == 0 and "warning" not in other.stderr and "(2 records)" in other.stdout
+
+
+def test_a_board_inside_the_results_dir_still_refuses_foreign_files(tmp_path: Path) -> None:
+    results = tmp_path / "res"
+    _two_runs(results)
+    out = results / "leaderboard"
+    assert _render(results, out).exit_code == 0
+    (out / "figures" / "mine.png").write_bytes(b"mine")
+    result = _render(results, out)
+    assert result.exit_code == 2 and "(figures/mine.png)" in _errors(result)[0]
+    # Records and board in one folder: the records are inputs, anything else is still foreign.
+    same = tmp_path / "same"
+    _two_runs(same)
+    assert _render(same, same).exit_code == 0
+    assert _render(same, same).stdout.startswith(f"{same.as_posix()}: 0 of ")
+    (same / "notes.txt").write_text("mine")
+    assert "(notes.txt)" in _errors(_render(same, same))[0]

@@ -54,14 +54,19 @@ def foreign_files(out_dir: Path, inputs: list[Path], produced: frozenset[str] = 
         return []
     owned = owned_files(out_dir)
     root = out_dir.resolve()
-    skip = [p.resolve() for p in inputs]
+    # An input strictly inside OUT (leaderboards/records) is skipped whole; records in OUT itself
+    # (--results-dir and --out the same folder) are its JSON files. An input that holds OUT (the
+    # default RESULTS_DIR/leaderboard) excuses nothing in it.
+    skip = [p.resolve() for p in inputs if root in p.resolve().parents]
+    records_here = any(p.resolve() == root and p.resolve().is_dir() for p in inputs)
     found = sorted(p for p in produced if p not in owned and (out_dir / p).exists())
     for top, dirs, files in os.walk(root):
         here = Path(top)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not any(_inside(here / d, s) for s in skip))
         for name in sorted(files):
             rel = (here / name).relative_to(root).as_posix()
-            if name.startswith(".") or rel in owned or rel in found or any(_inside(here / name, s) for s in skip):
+            if (name.startswith(".") or rel in owned or rel in found or any(_inside(here / name, s) for s in skip)
+                    or (records_here and name.endswith(".json"))):
                 continue
             found.append(rel)
             if limit is not None and len(found) >= limit:

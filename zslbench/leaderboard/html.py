@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from zslbench.leaderboard import pages as text
+from zslbench.leaderboard.render import PROVENANCE_TEXT
 from zslbench.leaderboard.tables import Row, Table
 
 if TYPE_CHECKING:
@@ -207,9 +208,8 @@ def _provenance_html(page: Page) -> str:
             '<div class="table-wrap"><table class="lb"><thead><tr><th class="left">Dataset</th>'
             '<th>N</th><th class="left">Records (seed)</th></tr></thead>'
             f"<tbody>{lines}</tbody></table></div>")
-    return ('<section id="provenance"><h2>Provenance of measured rows</h2><p class="caption">Every measured '
-            "number is the mean (times: the median) over the record files linked here (one JSON file per "
-            "run).</p>" + "".join(blocks) + "</section>")
+    return ('<section id="provenance"><h2>Provenance of measured rows</h2>'
+            f'<p class="caption">{escape(PROVENANCE_TEXT)}</p>' + "".join(blocks) + "</section>")
 
 
 SUBTITLES = {"real": "Measured runs and numbers reported by Ye et al. (ICPR 2022), each row marked, with its "

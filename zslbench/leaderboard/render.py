@@ -95,14 +95,16 @@ def markdown_table(table: Table) -> str:
     return "\n".join(lines)
 
 
+PROVENANCE_TEXT = ("Every measured number is the mean (training times: the median) over the record files "
+                   "linked here, one JSON file per run, the seed in the link text.")
+
+
 def provenance_md(rows: list[Row]) -> str:
     """Per measured row: one line per dataset with N, links to each record, and the environment."""
     measured = [r for r in rows if r.source == "measured" and r.prov]
     if not measured:
         return ""
-    lines = ["## Provenance of measured rows", "",
-             "Every measured number above is the mean over the records linked here (one JSON file per "
-             "run, seed in the link text).", ""]
+    lines = ["## Provenance of measured rows", "", PROVENANCE_TEXT, ""]
     for row in measured:
         prov = row.prov
         assert prov is not None
