@@ -87,6 +87,9 @@ def test_sweep_gets_a_table_and_a_figure_per_parameter(tmp_path: Path) -> None:
     out = _render(tmp_path, records)
     page = (out / "synthetic.md").read_text()
     assert "### Sweep: bt-gp over embedder.lr, embedder.margin" in page
+    # Its rows show the values; their provenance names the whole configuration.
+    assert "| [embedder.lr=0.01, embedder.margin=1.0](#prov-bt-gp-embedder-lr-0-01-embedder-margin-1-0) |" in page
+    assert "#### `bt-gp [embedder.lr=0.01, embedder.margin=1.0]`" in page
     for param in ("embedder-lr", "embedder-margin"):
         assert (out / "figures" / f"synthetic-sweep-bt-gp-over-embedder-lr-embedder-margin-{param}.png").is_file()
     spec = next(s for s in build_mod.build(tmp_path / "res", out, None, draw=False).figure_specs

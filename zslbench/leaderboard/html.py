@@ -203,7 +203,7 @@ def _provenance_html(page: Page) -> str:
             + "</td></tr>" for ds, links in prov.records)
         reason = f" — {escape(prov.split_reason)}" if prov.split_reason else ""
         blocks.append(
-            f'<h3 id="{escape(prov.anchor, quote=True)}"><code>{escape(row.label)}</code></h3>'
+            f'<h3 id="{escape(prov.anchor, quote=True)}"><code>{escape(prov.label or row.label)}</code></h3>'
             f'<p class="caption">{escape(prov.summary())}{reason}</p>'
             '<div class="table-wrap"><table class="lb"><thead><tr><th class="left">Dataset</th>'
             '<th>N</th><th class="left">Records (seed)</th></tr></thead>'

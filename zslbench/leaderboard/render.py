@@ -108,7 +108,7 @@ def provenance_md(rows: list[Row]) -> str:
     for row in measured:
         prov = row.prov
         assert prov is not None
-        lines += [f"<a id=\"{prov.anchor}\"></a>", f"#### `{row.label}`", "",
+        lines += [f"<a id=\"{prov.anchor}\"></a>", f"#### `{prov.label or row.label}`", "",
                   f"{md_escape(prov.summary())}" + (f" — {md_escape(prov.split_reason)}" if prov.split_reason else ""),
                   "", "| Dataset | N | Records |", "| :--- | ---: | :--- |"]
         for ds, links in prov.records:

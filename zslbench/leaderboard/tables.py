@@ -109,6 +109,8 @@ class Provenance:
     records: list[tuple[str, list[str]]] = field(default_factory=list)
     seed_of: dict[str, int] = field(default_factory=dict)
     anchor: str = ""
+    #: The configuration's full label (a sweep row shows only its values).
+    label: str = ""
     citation: str = ""
     refs: list[str] = field(default_factory=list)
 
@@ -231,7 +233,7 @@ def slug(text: str) -> str:
 
 def _measured_row(entry: Any, label: str | None = None) -> Row:
     prov = Provenance(source="measured", standard=bool(entry.standard), split_reason=entry.split_reason,
-                      anchor=f"prov-{slug(entry.label)}")
+                      anchor=f"prov-{slug(entry.label)}", label=entry.label)
     return Row(label=label or entry.label, name=entry.paper_name or entry.method, source="measured",
                cells={}, prov=prov, method=entry.method)
 
