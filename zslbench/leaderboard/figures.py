@@ -278,13 +278,13 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     _legend_below(fig, ax, columns=5)
 
 
-def _plain_log_axis(ax: Any, which: str = "x") -> None:
+def _plain_log_axis(ax: Any, which: str = "x", subs: tuple[float, ...] = (1.0, 2.0, 5.0)) -> None:
     """Log axis labelled 0.5, 1, 2, 5, ... rather than 2×10⁰."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -303,7 +303,7 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     top.bar(range(len(order)), [shares[n] for n in order], color="#9aa5b8", width=0.8)
     top.set_ylabel("share of\nunseen (%)")
     if shares and max(shares.values()) > 10 * min(shares.values()):
-        _plain_log_axis(top, "y")
+        _plain_log_axis(top, "y", subs=(1.0,))  # a short panel: decades only
     named = len(order) <= NAMED_CLASSES
     width = 0.7 / max(len(series), 1) if named else 0.0  # spread the methods within a class's column
     for i, s in enumerate(series):
