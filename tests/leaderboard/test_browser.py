@@ -1,9 +1,12 @@
-"""The HTML report in real headless Chromium: tables render, images load, nothing errs.
+"""The HTML report in real headless Chromium: tables render, images load, nothing errs, and every
+page reads at 1400 px without horizontal scrolling.
 
 Uses the Chrome DevTools Protocol over ``--remote-debugging-pipe`` (see ``lb_cdp.py``), so console
-errors, uncaught exceptions and failed loads are observed directly rather than inferred. The
+errors, uncaught exceptions and failed loads are observed directly rather than inferred. The board
+is :func:`lb_factory.showcase_grid`, shaped like the committed one (five stand-ins with their class
+counts, the paper's five methods, a sweep, real runs beside reported rows, a custom dataset). The
 full-page screenshots are written to ``$ZSLBENCH_SCREENSHOT_DIR`` (default: pytest's tmp dir) and
-their paths printed.
+their paths printed: look at them.
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from lb_cdp import Browser
-from lb_factory import small_grid
+from lb_factory import showcase_grid
 
 from zslbench.leaderboard.cli import leaderboard
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WIDTH = 1400
 
 pytestmark = [
     pytest.mark.browser,
@@ -30,10 +34,26 @@ pytestmark = [
 
 PAGE_STATE = """(() => {
   const imgs = Array.from(document.images).map(i => ({src: i.getAttribute('src'), complete: i.complete,
-                                                       width: i.naturalWidth, height: i.naturalHeight}));
+      width: i.naturalWidth, height: i.naturalHeight, declared: [Number(i.getAttribute('width')), Number(i.getAttribute('height'))]}));
   const tables = Array.from(document.querySelectorAll('table.lb[data-table]'))
       .map(t => ({id: t.dataset.table, rows: t.tBodies[0].rows.length}));
   return {title: document.title, imgs, tables, h1: document.querySelector('h1').textContent};
+})()"""
+
+#: Horizontal scrolling anywhere: the page itself, or any table (each sits in a scrollable box).
+OVERFLOW = """(() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const doc = document.documentElement;
+  const out = [];
+  if (doc.scrollWidth > doc.clientWidth) out.push(`page: ${doc.scrollWidth} > ${doc.clientWidth}`);
+  document.querySelectorAll('.table-wrap').forEach(w => {
+    if (w.scrollWidth > w.clientWidth) {
+      const t = w.querySelector('table');
+      out.push(`${t.dataset.table || t.closest('section').id}: ${w.scrollWidth} > ${w.clientWidth}`);
+    }
+  });
+  document.querySelectorAll('details').forEach(d => d.open = false);
+  return out;
 })()"""
 
 COLUMN_VALUES = """((table, col) => Array.from(document.querySelector(`table[data-table="${table}"]`).tBodies[0].rows)
@@ -43,7 +63,7 @@ COLUMN_VALUES = """((table, col) => Array.from(document.querySelector(`table[dat
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("browser") / "lb"
-    small_grid(out / "records")
+    showcase_grid(out / "records")
     result = CliRunner().invoke(leaderboard, [
         "--results-dir", str(out / "records"), "--out", str(out),
         "--reported", str(REPO / "leaderboards" / "reported" / "ye2022_icpr.json")])
@@ -51,8 +71,9 @@ def rendered(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("page, n_figures, title_word", [("index.html", 3, "real"),
-                                                          ("synthetic.html", 5, "SYNTHETIC")])
+@pytest.mark.parametrize("page, n_figures, title_word", [("index.html", 4, "real"),
+                                                          ("synthetic.html", 9, "SYNTHETIC"),
+                                                          ("custom.html", 2, "CUSTOM")])
 def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n_figures: int,
                                     title_word: str) -> None:
     out = rendered
@@ -60,17 +81,23 @@ def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n
     shots.mkdir(parents=True, exist_ok=True)
     browser = Browser(CHROMIUM, tmp_path / f"profile-{page}")
     try:
-        browser.open((out / page).as_uri())
+        browser.open((out / page).as_uri(), width=WIDTH)
         state = browser.evaluate(PAGE_STATE)
         assert title_word in state["h1"]
         # Tables: GZSL, ZSL, training time (+ ablation and reported per-class on the real page), per class.
         ids = [t["id"] for t in state["tables"]]
         assert any(i.endswith("-gzsl") for i in ids) and any(i.endswith("-zsl") for i in ids)
         assert all(t["rows"] > 0 for t in state["tables"]), state["tables"]
-        # Images: every figure PNG decoded at its full size; none broken.
+        # Images: every figure PNG decoded at the size the page declares; none broken.
         assert len(state["imgs"]) == n_figures
         for img in state["imgs"]:
-            assert img["complete"] and (img["width"], img["height"]) == (720, 480), img
+            assert img["complete"] and [img["width"], img["height"]] == img["declared"], img
+        # Reads at 1400 px: no horizontal scrolling of the page or of any table (folded ones opened).
+        assert browser.evaluate(OVERFLOW) == []
+        # The page as a reader first sees it (before the sorting below).
+        shot = browser.screenshot(shots / f"leaderboard-{page.removesuffix('.html')}.png", width=WIDTH)
+        print(f"screenshot: {shot}")
+        assert shot.stat().st_size > 10_000
         # Sorting: clicking the H header of the first GZSL dataset sorts descending, then ascending.
         gzsl = next(i for i in ids if i.endswith("-gzsl"))
         col = browser.evaluate(f"""(() => {{
@@ -82,27 +109,28 @@ def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n
             values = [float(v) for v in browser.evaluate(f"{COLUMN_VALUES}('{gzsl}', {col})") if v]
             assert len(values) >= 2
             assert values == sorted(values, reverse=(order == "descending")), (order, values)
-        shot = browser.screenshot(shots / f"leaderboard-{page.removesuffix('.html')}.png")
-        print(f"screenshot: {shot}")
-        assert shot.stat().st_size > 10_000
         assert browser.problems() == []
     finally:
         browser.close()
 
 
-def test_broken_image_and_console_error_are_caught(tmp_path: Path, rendered: Path) -> None:
-    """The checks above can fail: a missing figure and a script error are both seen."""
+def test_broken_image_console_error_and_overflow_are_caught(tmp_path: Path, rendered: Path) -> None:
+    """The checks above can fail: a missing figure, a script error and a too-wide table are all seen."""
     out = tmp_path / "lb"
     shutil.copytree(rendered, out)
     (out / "figures" / "synthetic-h-vs-time.png").unlink()
     page = out / "synthetic.html"
-    page.write_text(page.read_text().replace("</body>", "<script>console.error('boom')</script></body>"))
+    wide = '<td style="min-width:3000px">x</td>'
+    page.write_text(page.read_text().replace("</body>", "<script>console.error('boom')</script></body>")
+                    .replace("<td ", wide + "<td ", 1))
     browser = Browser(CHROMIUM, tmp_path / "profile-broken")
     try:
-        browser.open(page.as_uri())
+        browser.open(page.as_uri(), width=WIDTH)
         imgs = browser.evaluate(PAGE_STATE)["imgs"]
         broken = [i["src"] for i in imgs if i["width"] == 0]
         assert broken == ["figures/synthetic-h-vs-time.png"]
+        assert browser.evaluate(OVERFLOW) == ["synthetic-gzsl: " + browser.evaluate(
+            "(() => { const w = document.querySelector('.table-wrap'); return `${w.scrollWidth} > ${w.clientWidth}`; })()")]
         problems = browser.problems()
         assert any("boom" in p for p in problems)
         assert any("ERR_FILE_NOT_FOUND" in p or "load failed" in p for p in problems), problems

@@ -11,12 +11,13 @@ from lb_factory import make_record, write_records
 
 from zslbench.errors import UserError
 from zslbench.leaderboard.collect import aggregate, dedupe, load_runs, per_class
+from zslbench.records import Record
 
 
-def _agg(tmp_path: Path, records: list[dict]):
+def _agg(tmp_path: Path, records: list[Record], first: tuple[str, ...] | list[str] = ()):
     write_records(tmp_path / "r", records)
-    kept, superseded = dedupe(load_runs(tmp_path / "r", link_base=tmp_path))
-    return aggregate(kept), superseded
+    kept, superseded = dedupe(load_runs(tmp_path / "r", link_base=tmp_path)[0])
+    return aggregate(kept, first), superseded
 
 
 def test_mean_std_n_are_exact_over_seeds(tmp_path: Path) -> None:
@@ -31,9 +32,35 @@ def test_mean_std_n_are_exact_over_seeds(tmp_path: Path) -> None:
     # Sample standard deviation (ddof = 1), by its closed form.
     expected = math.sqrt(((40 - 52) ** 2 + (50 - 52) ** 2 + (66 - 52) ** 2) / 2)
     assert row["H_std"] == pytest.approx(expected, abs=1e-12)
-    assert row["train_mean"] == pytest.approx(statistics.fmean(trains))
-    assert row["train_std"] == pytest.approx(statistics.stdev(trains))
+    assert row["train_median"] == statistics.median(trains) and row["train_n"] == 3
+    assert (row["train_min"], row["train_max"]) == (1.0, 4.5)
     assert row["seeds"] == [1000, 1001, 1002]
+
+
+def test_train_time_is_the_median_without_oversubscribed_runs(tmp_path: Path) -> None:
+    trains = [1.0, 2.0, 3.0, 100.0, 5.0]
+    # Run 3 (100 s) was taken on an oversubscribed machine; run 4 has no load report (unknown: kept).
+    busy = [False, False, False, True, None]
+    agg, _ = _agg(tmp_path, [make_record(repetition=i, train=t, oversubscribed=b)
+                             for i, (t, b) in enumerate(zip(trains, busy, strict=True))])
+    row = agg.iloc[0]
+    assert row["train_median"] == statistics.median([1.0, 2.0, 3.0, 5.0]) == 2.5
+    assert (row["train_n"], row["train_oversubscribed"], row["train_load_unknown"]) == (4, 1, 1)
+    assert row["n"] == 5 and row["H_n"] == 5  # the metrics of every run still count
+
+
+def test_every_run_oversubscribed_leaves_no_time(tmp_path: Path) -> None:
+    agg, _ = _agg(tmp_path, [make_record(repetition=i, oversubscribed=True) for i in range(2)])
+    assert math.isnan(agg.iloc[0]["train_median"]) and agg.iloc[0]["train_n"] == 0
+
+
+def test_per_image_ausuc_is_aggregated_beside_the_headline(tmp_path: Path) -> None:
+    agg, _ = _agg(tmp_path, [make_record(repetition=0, metrics={"AUSUC": 30.0, "AUSUC_per_image": 33.0}),
+                             make_record(repetition=1, metrics={"AUSUC": 32.0, "AUSUC_per_image": 37.0}),
+                             make_record(repetition=2, metrics={"AUSUC": 34.0})])
+    row = agg.iloc[0]
+    assert (row["AUSUC_mean"], row["AUSUC_n"]) == (32.0, 3)
+    assert (row["AUSUC_per_image_mean"], row["AUSUC_per_image_n"]) == (35.0, 2)
 
 
 def test_single_seed_has_no_spread(tmp_path: Path) -> None:
@@ -42,21 +69,12 @@ def test_single_seed_has_no_spread(tmp_path: Path) -> None:
     assert math.isnan(agg.iloc[0]["H_std"])  # undefined, not 0
 
 
-def test_missing_metric_counts_only_present_values(tmp_path: Path) -> None:
-    a = make_record(repetition=0, metrics={"AUSUC": 10.0})
-    b = make_record(repetition=1, metrics={"AUSUC": 20.0})
-    b["metrics"]["AUSUC"] = "nan"  # how the runner writes a non-finite value
-    agg, _ = _agg(tmp_path, [a, b])
-    row = agg.iloc[0]
-    assert (row["n"], row["AUSUC_n"], row["AUSUC_mean"]) == (2, 1, 10.0)
-
-
 def test_groups_split_on_method_config_and_split_standardness(tmp_path: Path) -> None:
     records = [make_record(method="gp", repetition=0), make_record(method="gp", repetition=1),
                make_record(method="bt-gp", repetition=0),
                make_record(method="bt-gp", repetition=0, params={"latent_dim": 32}),
                make_record(method="bt-gp", repetition=0, standard=False, data_fp="other")]
-    records[-1]["run_id"] += "-nonstandard"  # another file (the runner names runs without the split)
+    records[-1].run_id += "-nonstandard"  # another file (the runner names runs without the split)
     agg, _ = _agg(tmp_path, records)
     assert sorted(agg["n"]) == [1, 1, 1, 2]
     labels = set(agg["label"])
@@ -67,30 +85,28 @@ def test_groups_split_on_method_config_and_split_standardness(tmp_path: Path) ->
     assert len(cfg) == 2 and len(labels) == 4
 
 
-def test_injected_random_state_does_not_split_seeds(tmp_path: Path) -> None:
-    records = []
-    for rep in range(3):
-        r = make_record(repetition=rep, params={"latent_dim": 64, "random_state": 1000 + rep})
-        del r["config_id"]  # force the fallback hash of the config
-        records.append(r)
-    agg, _ = _agg(tmp_path, records)
-    assert list(agg["n"]) == [3]
-
-
 def test_newest_record_per_seed_wins(tmp_path: Path) -> None:
     old = make_record(repetition=0, metrics={"H": 10.0}, finished_at="2025-01-01T00:00:00+00:00")
     new = make_record(repetition=0, metrics={"H": 30.0}, finished_at="2025-02-01T00:00:00+00:00")
-    old["run_id"] += "-old"
+    old.run_id += "-old"
     agg, superseded = _agg(tmp_path, [old, new])
     assert agg.iloc[0]["n"] == 1 and agg.iloc[0]["H_mean"] == 30.0
     assert len(superseded) == 1 and superseded.iloc[0]["H"] == 10.0
 
 
-def test_synthetic_by_name_even_if_record_says_real(tmp_path: Path) -> None:
+def test_kinds_come_from_the_record_and_a_stand_in_is_never_real(tmp_path: Path) -> None:
     agg, _ = _agg(tmp_path, [make_record("synth-cub", kind="real"), make_record("toy", kind="real"),
-                             make_record("cub")])
+                             make_record("cub"), make_record("my-npz", kind="custom")])
     assert dict(zip(agg["dataset"], agg["kind"], strict=True)) == {
-        "synth-cub": "synthetic", "toy": "synthetic", "cub": "real"}
+        "synth-cub": "synthetic", "toy": "synthetic", "cub": "real", "my-npz": "custom"}
+
+
+def test_methods_follow_the_given_order_then_by_name(tmp_path: Path) -> None:
+    methods = ["sje", "ale", "krr", "bt-gp", "cnzsl"]
+    agg, _ = _agg(tmp_path, [make_record(method=m) for m in methods])
+    assert list(agg["method"]) == ["ale", "bt-gp", "cnzsl", "krr", "sje"]
+    agg, _ = _agg(tmp_path / "x", [make_record(method=m) for m in methods], first=["krr", "cnzsl"])
+    assert list(agg["method"]) == ["krr", "cnzsl", "ale", "bt-gp", "sje"]
 
 
 def test_data_fingerprint_clash_becomes_two_rows(tmp_path: Path) -> None:
@@ -102,7 +118,7 @@ def test_data_fingerprint_clash_becomes_two_rows(tmp_path: Path) -> None:
 
 def test_record_links_are_relative_to_the_output(tmp_path: Path) -> None:
     write_records(tmp_path / "lb" / "records", [make_record()])
-    runs = load_runs(tmp_path / "lb" / "records", link_base=tmp_path / "lb")
+    runs, _ = load_runs(tmp_path / "lb" / "records", link_base=tmp_path / "lb")
     assert runs.iloc[0]["link"].startswith("records/") and (tmp_path / "lb" / runs.iloc[0]["link"]).is_file()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from lb_factory import make_record, small_grid, write_records
+from lb_factory import fake_render_figure, make_record, small_grid, write_records
 
 from zslbench.leaderboard.cli import leaderboard
 from zslbench.leaderboard.figures import HASH_KEY, embedded_hash
@@ -84,11 +84,12 @@ def test_check_names_each_stale_file_on_one_line(tmp_path: Path, rendered: Path)
     lines = result.output.strip().splitlines()
     assert any(re.search(r"real\.md: differs .*first difference at line \d+", line) for line in lines)
     assert any("synthetic.csv: missing" in line for line in lines)
-    assert any("figures/leftover.png: stale" in line for line in lines)
-    assert len([line for line in lines if ": " in line and "out of date" not in line]) == 3
+    assert any("figures/leftover.png: not written by zslbench leaderboard" in line for line in lines)
+    assert len([line for line in lines if ": " in line and "not up to date" not in line]) == 3
 
 
-def test_check_catches_new_records_including_figures(tmp_path: Path, rendered: Path) -> None:
+def test_check_catches_new_records_including_figures(tmp_path: Path, rendered: Path, monkeypatch) -> None:
+    monkeypatch.setattr("zslbench.leaderboard.build.render_figure", fake_render_figure)  # files, not pixels
     out = tmp_path / "lb"
     shutil.copytree(rendered, out)
     write_records(out / "records", [make_record("synth-apy", "gp", 2, metrics={"H": 12.0})])
@@ -111,7 +112,8 @@ def test_check_ignores_how_a_figure_is_drawn(tmp_path: Path, rendered: Path) -> 
     assert _invoke(out, "--check").exit_code == 0
 
 
-def test_stale_files_are_removed_on_render(tmp_path: Path, rendered: Path) -> None:
+def test_stale_files_are_removed_on_render(tmp_path: Path, rendered: Path, monkeypatch) -> None:
+    monkeypatch.setattr("zslbench.leaderboard.build.render_figure", fake_render_figure)  # files, not pixels
     out = tmp_path / "lb"
     shutil.copytree(rendered, out)
     for path in (out / "records").glob("synth-cub__*"):

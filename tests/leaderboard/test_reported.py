@@ -71,6 +71,17 @@ def test_table_ii_has_every_method_and_dataset_with_a_citation(reported) -> None
     assert [r.zslbench_method for r in ablation] == ["krr", "bt-krr", "gp", "t-gp", "bt-gp"]
 
 
+def test_rows_of_methods_zslbench_implements_name_them(reported) -> None:
+    """So that the real page sets each reported row beside the measured row of the same method."""
+    named = {(r.table, r.method): r.zslbench_method for r in reported.rows if r.zslbench_method}
+    for table in ("main", "train_time"):
+        for paper, ours in (("CADA-VAE", "cada-vae"), ("CNZSL", "cnzsl"), ("L_BT + GP (ours)", "bt-gp")):
+            assert named[(table, paper)] == ours
+    assert named[("main", "ALE")] == "ale" and named[("main", "DEVISE")] == "devise"
+    assert ("main", "SYNC") not in named and ("main", "FREE") not in named
+    assert reported.method_order()[:5] == ["krr", "bt-krr", "gp", "t-gp", "bt-gp"]
+
+
 def _latex_rows(text: str, label: str) -> list[list[str]]:
     end = text.index(f"\\label{{{label}}}")
     block = text[text.rindex("\\begin{table", 0, end):end]

@@ -18,6 +18,7 @@ from zslbench.leaderboard.tables import (
     setting_tables,
     time_table,
 )
+from zslbench.records import Record
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
@@ -54,9 +55,9 @@ def test_lower_is_better_for_times_and_missing_cells_are_ignored() -> None:
     assert _best([_row("a", 3.0), _row("b", 2.0), _row("c", None)], higher_better=False) == ["b"]
 
 
-def _tables(tmp_path: Path, records: list[dict]):
+def _tables(tmp_path: Path, records: list[Record]):
     write_records(tmp_path / "r", records)
-    kept, _ = dedupe(load_runs(tmp_path / "r", link_base=tmp_path))
+    kept, _ = dedupe(load_runs(tmp_path / "r", link_base=tmp_path)[0])
     return aggregate(kept)
 
 
@@ -88,12 +89,13 @@ def test_synthetic_tables_hold_no_reported_rows(tmp_path: Path) -> None:
             (c.group or c.key).startswith("synth-") for c in table.columns if c.ranked)
 
 
-def test_time_table_shows_seconds_with_device_and_paper_minutes(tmp_path: Path) -> None:
+def test_time_table_shows_median_seconds_with_device_and_paper_minutes(tmp_path: Path) -> None:
     agg = _tables(tmp_path, [make_record("cub", "bt-gp", i, train=t, device_name="Some GPU")
-                             for i, t in enumerate((100.0, 140.0))])
+                             for i, t in enumerate((100.0, 140.0, 110.0))])
     table = time_table(agg, "real", load_reported(REPORTED))
     ours = next(r for r in table.rows if r.source == "measured")
-    assert ours.cells["CUB"].text() == "120.0 ± 28.3 s" and ours.cells["device"].text() == "Some GPU"
+    assert ours.cells["CUB"].text() == "110.0 s" and ours.cells["device"].text() == "Some GPU"
+    assert ours.note == ""
     paper = next(r for r in table.rows if r.source == "reported" and r.method == "bt-gp")
     assert paper.cells["CUB"].text() == "5 min" and paper.cells["device"].text() == "NVIDIA RTX 2080 Ti"
     # 120 s beats the paper's 5 min = 300 s, but CNZSL's 0.5 min = 30 s is fastest.
@@ -112,3 +114,44 @@ def test_non_standard_rows_are_marked_in_every_format(tmp_path: Path) -> None:
     md_line = next(line for line in markdown_table(gzsl).splitlines() if "99.0" in line)
     assert "non-standard split, not comparable" in md_line and "**99.0" not in md_line
     assert 'class="measured noncomparable"' in table_html(gzsl)
+
+
+def test_oversubscribed_runs_are_left_out_of_the_times_and_marked(tmp_path: Path) -> None:
+    agg = _tables(tmp_path, [make_record("synth-apy", "gp", i, train=t, oversubscribed=(i == 2))
+                             for i, t in enumerate((1.0, 3.0, 0.1))]
+                  + [make_record("synth-apy", "krr", i, train=2.5) for i in range(2)])
+    table = time_table(agg, "synthetic", None)
+    gp, krr = (next(r for r in table.rows if r.method == m) for m in ("gp", "krr"))
+    # gp: the 0.1 s run was on an oversubscribed machine: median of (1, 3) = 2.0, n = 2.
+    assert gp.cells["synth-apy"].text() == "2.00 s" and gp.cells["synth-apy"].n == 2
+    assert gp.note == "† 1 of 3 runs on an oversubscribed machine, left out of the times" and krr.note == ""
+    # ...and it is the fastest comparable time, not the 0.1 s.
+    assert gp.cells["synth-apy"].best and not krr.cells["synth-apy"].best
+
+
+def test_real_page_puts_each_measured_row_under_the_paper_row_of_its_method(tmp_path: Path) -> None:
+    agg = _tables(tmp_path, [make_record("cub", m, 0) for m in ("ale", "cnzsl", "bt-gp", "krr")])
+    reported = load_reported(REPORTED)
+    gzsl = setting_tables(agg, "real", reported)[0]
+    order = [(r.source, r.label if r.source == "reported" else r.method) for r in gzsl.rows]
+    for paper, ours in (("ALE", "ale"), ("CNZSL", "cnzsl"), ("L_BT + GP (ours)", "bt-gp")):
+        assert order[order.index(("reported", paper)) + 1] == ("measured", ours)
+    # A method the paper's Table II lacks comes after all of its rows.
+    assert order[-1] == ("measured", "krr")
+    assert [r.source for r in gzsl.rows].count("measured") == 4
+
+
+def test_sweep_table_has_a_row_per_value_and_stays_out_of_the_main_tables(tmp_path: Path) -> None:
+    from zslbench.leaderboard.tables import sweep_tables
+
+    records = [make_record(ds, "bt-gp", rep, sweep={"embedder.margin": m}, metrics={"H": 10 * m + rep})
+               for m in (4.0, 1.0, 2.0) for ds in ("synth-apy", "synth-cub") for rep in range(2)]
+    agg = _tables(tmp_path, records + [make_record("synth-apy", "gp", 0)])
+    (table,) = sweep_tables(agg, "synthetic")
+    assert [r.label for r in table.rows] == ["embedder.margin=1.0", "embedder.margin=2.0", "embedder.margin=4.0"]
+    assert [c.group for c in table.columns][::5] == ["synth-cub", "synth-apy"]
+    assert [c.title for c in table.columns][:5] == ["H", "A_U", "A_S", "AUSUC", "A_T"]
+    cell = table.rows[1].cells["synth-apy:H"]
+    assert (cell.mean, cell.n) == (20.5, 2) and table.rows[2].cells["synth-apy:H"].best
+    gzsl = setting_tables(agg, "synthetic", None)[0]
+    assert [r.method for r in gzsl.rows] == ["gp"]

@@ -3,8 +3,8 @@
 Everything a leaderboard shows comes from here, so the grouping rules live in one place:
 
 * A **cell group** is (kind, dataset, method, config id, standard split?, device type, data
-  fingerprint). The config id is the hash of the resolved hyperparameters *without* the injected
-  ``random_state``/``device``, so the seeds of one configuration land in one group and changing a
+  fingerprint). The record's config id hashes the resolved hyperparameters without the per-run
+  seed and device, so the seeds of one configuration land in one group and changing a
   hyperparameter starts a new one.
 * Within a cell group a seed counts once: when several records carry the same seed (a re-run after
   a code change), the newest (``finished_at``) wins and the others are counted as *superseded*.
@@ -13,11 +13,15 @@ Everything a leaderboard shows comes from here, so the grouping rules live in on
   hash, data fingerprint), so nothing is silently averaged together.
 * The spread is the *sample* standard deviation (``ddof=1``) over seeds; with one seed it is
   undefined and shown as missing, not as 0.
+* Training times are **medians** over the runs *not* taken on an oversubscribed machine (the
+  record's ``load.oversubscribed``): wall times of a machine busy with other work say little about
+  the method. A record without a ``load`` report counts as unknown and is kept.
+* A run of a **sweep** (``config["sweep"]``: the swept hyperparameters and this run's values) is a
+  configuration of its own; the sweep's runs are shown together in the sweep tables and figures.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -27,19 +31,23 @@ from typing import Any
 
 import pandas as pd
 
+from zslbench import records
 from zslbench.errors import UserError
-from zslbench.records import iter_records
+from zslbench.leaderboard.manifest import MANIFEST, owned_files
+from zslbench.records import Record, RecordError, iter_records
 
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
+#: Optional metrics (``AUSUC_per_image``: averaged per image, as CNZSL's code does; the headline
+#: ``AUSUC`` averages per class, as Chao et al. define it).
+EXTRA_METRICS = records.EXTRA_METRICS
 GZSL_METRICS = ("A_U", "A_S", "H", "AUSUC")
 ZSL_METRICS = ("A_T",)
-#: Parameters the runner injects per run; they must not split a configuration's seeds.
-INJECTED_PARAMS = frozenset({"random_state", "seed", "device"})
+#: The metrics a sweep table and figure show, in this order.
+SWEEP_METRICS = ("H", "A_U", "A_S", "AUSUC", "A_T")
+KINDS = records.KINDS
 
 #: The paper's column order (CUB, SUN, AWA2, AWA1, APY); other datasets follow alphabetically.
 PAPER_DATASET_ORDER = ("cub", "sun", "awa2", "awa1", "apy")
-#: The ablation table's row order (KRR, L_BT + KRR, GP, L_T + GP, ours); others follow.
-PAPER_METHOD_ORDER = ("krr", "bt-krr", "gp", "t-gp", "bt-gp")
 
 CELL_KEYS = ["kind", "dataset", "method", "config_id", "standard", "device_type", "data_fp"]
 ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type"]
@@ -50,17 +58,17 @@ def is_synthetic_name(name: str) -> bool:
     return name == "toy" or name.startswith("synth-")
 
 
-def dataset_kind(record: dict[str, Any]) -> str:
-    """``"synthetic"`` when either the record or the dataset name says so (fail safe)."""
-    name = str(record.get("dataset", ""))
-    if record.get("dataset_kind") == "synthetic" or is_synthetic_name(name):
+def dataset_kind(record: Record) -> str:
+    """The record's ``dataset_kind``, except that a run on an embedded stand-in never counts as
+    real, whatever the record claims (fail safe)."""
+    if record.dataset_kind == "real" and is_synthetic_name(record.dataset):
         return "synthetic"
-    return "real"
+    return record.dataset_kind
 
 
 def dataset_label(name: str, kind: str) -> str:
-    """Real benchmarks print as the paper does (``AWA2``); stand-ins keep their own name."""
-    return name if kind == "synthetic" else name.upper()
+    """Real benchmarks print as the paper does (``AWA2``); stand-ins and custom data keep their name."""
+    return name.upper() if kind == "real" else name
 
 
 def dataset_order(name: str) -> tuple[int, str]:
@@ -71,43 +79,35 @@ def dataset_order(name: str) -> tuple[int, str]:
     return (len(PAPER_DATASET_ORDER), name.lower())
 
 
-def method_order(name: str) -> tuple[int, str]:
-    if name in PAPER_METHOD_ORDER:
-        return (PAPER_METHOD_ORDER.index(name), name)
-    return (len(PAPER_METHOD_ORDER), name)
+def method_ranks(methods: Iterable[str], first: Iterable[str] = ()) -> dict[str, int]:
+    """Row order of methods: those in ``first`` (the order of the curated reported file, so that a
+    measured row sits where the paper lists the method) in that order, then the rest by name."""
+    first = list(dict.fromkeys(first))
+    ordered = sorted(set(methods), key=lambda m: (first.index(m) if m in first else len(first), m))
+    return {m: i for i, m in enumerate(ordered)}
 
 
-def config_id(record: dict[str, Any]) -> str:
-    """The record's ``config_id``, or a hash of its config minus the injected parameters."""
-    if record.get("config_id"):
-        return str(record["config_id"])
-    config = record.get("config") or {}
-    components = {
-        role: {"name": spec.get("name"),
-               "params": {k: v for k, v in sorted((spec.get("params") or {}).items())
-                          if k not in INJECTED_PARAMS}}
-        for role, spec in sorted((config.get("components") or {}).items())
-    }
-    body = json.dumps([config.get("method", record.get("method")), components,
-                       config.get("overrides") or {}], sort_keys=True, default=str)
-    return hashlib.sha256(body.encode()).hexdigest()
+def value_text(value: Any) -> str:
+    """A hyperparameter value as typed on the command line (``adam``, ``4.0``, ``[1, 2]``)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def value_sort_key(value: Any) -> tuple[int, float, str]:
+    """Swept values in order: numbers numerically, then anything else by its text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, value_text(value))
+
+
+def assignments(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={value_text(v)}" for k, v in sorted(values.items()))
 
 
 def _number(value: Any) -> float:
-    """A metric value as float; ``None``, ``"nan"`` and non-numbers become NaN (missing)."""
-    if isinstance(value, bool) or value is None:
+    """A number from a free-form part of a record (per-class entries); anything else is NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return math.nan
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return out if math.isfinite(out) else math.nan
-
-
-def _version(record: dict[str, Any]) -> str:
-    env = record.get("environment") or {}
-    return str(record.get("zslbench_version") or env.get("zslbench")
-               or (env.get("packages") or {}).get("zslbench") or "unknown")
+    return float(value) if math.isfinite(value) else math.nan
 
 
 def _link(path: Path, link_base: Path) -> str:
@@ -115,55 +115,79 @@ def _link(path: Path, link_base: Path) -> str:
     return Path(os.path.relpath(Path(path).resolve(), Path(link_base).resolve())).as_posix()
 
 
-def run_row(path: Path, record: dict[str, Any], link_base: Path) -> dict[str, Any]:
-    """Flatten one record into the columns the leaderboard needs (the record itself rides along)."""
-    kind = dataset_kind(record)
-    metrics = record.get("metrics") or {}
-    timings = record.get("timings") or {}
-    split = record.get("split") or {}
-    data = record.get("data") or {}
-    device = record.get("device") or {}
-    git = record.get("git") or {}
-    config = record.get("config") or {}
-    overrides = config.get("overrides") or {}
+def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
+    """Flatten one record into the columns the leaderboard needs (the record itself rides along).
+
+    Fields the schema guarantees (``read_record`` checked them) are read directly; the free-form
+    objects (``config``, ``device``, ``data``, ``git``) may lack a key, which reads as unknown.
+    """
+    # ``config`` is free-form: "sweep" and "config_file" are there only for runs that had them.
+    sweep = record.config.get("sweep") or {}
+    overrides = {k: v for k, v in (record.config.get("overrides") or {}).items() if k not in sweep}
     row = {
-        "kind": kind,
-        "dataset": str(record["dataset"]),
-        "method": str(record["method"]),
-        "paper_name": str(record.get("paper_name") or ""),
-        "config_id": config_id(record),
-        "overrides": ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(overrides.items())),
-        "standard": bool(split.get("standard", False)),
-        "split_reason": str(split.get("reason") or ""),
-        "split_fp": str(split.get("fingerprint") or ""),
-        "data_fp": str(data.get("fingerprint") or split.get("fingerprint") or ""),
-        "device_type": str(device.get("type") or "unknown"),
-        "device_name": str(device.get("name") or device.get("type") or "unknown"),
-        "seed": int(record["seed"]),
-        "repetition": int(record.get("repetition", -1)),
-        "version": _version(record),
-        "commit": str(git.get("commit") or "unknown"),
-        "dirty": bool(git.get("dirty")),
-        "started_at": str(record.get("started_at") or ""),
-        "finished_at": str(record.get("finished_at") or ""),
-        "run_id": str(record["run_id"]),
+        "kind": dataset_kind(record),
+        "dataset": record.dataset,
+        "method": record.method,
+        "paper_name": record.paper_name,
+        "config_id": record.config_id,
+        "overrides": assignments(overrides),
+        "overrides_map": overrides,
+        "sweep": assignments(sweep),
+        "sweep_params": ", ".join(sorted(sweep)),
+        "sweep_map": sweep,
+        "config_file": str(record.config.get("config_file") or ""),
+        "standard": record.standard,
+        "split_reason": str(record.split.get("reason") or ""),
+        "data_fp": str(record.data.get("fingerprint") or ""),
+        "device_type": str(record.device.get("type") or "unknown"),
+        "device_name": str(record.device.get("name") or record.device.get("type") or "unknown"),
+        "seed": record.seed,
+        "repetition": record.repetition,
+        "base_seed": record.base_seed,
+        "version": record.zslbench_version or "unknown",
+        "commit": str(record.git.get("commit") or "unknown"),
+        "dirty": bool(record.git.get("dirty")),
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
+        "run_id": record.run_id,
         "link": _link(path, link_base),
-        "train": _number(timings.get("train")),
+        "train": float(record.timings["train"]),
+        # An empty ``load`` (a record that did not measure it) is unknown, not oversubscribed.
+        "oversubscribed": record.load.get("oversubscribed") is True,
+        "load_known": bool(record.load),
         "record": record,
     }
     for metric in METRICS:
-        row[metric] = _number(metrics.get(metric))
+        row[metric] = float(record.metrics[metric])
+    for metric in EXTRA_METRICS:  # optional: absent means not measured
+        row[metric] = float(record.metrics.get(metric, math.nan))
     return row
 
 
-def load_runs(results_dir: Path, link_base: Path) -> pd.DataFrame:
-    """Every record under ``results_dir`` as one row, sorted so that order never depends on the disk."""
+def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Every valid, intact record under ``results_dir`` as one row (sorted so that order never
+    depends on the disk), and ``(path, reason)`` for each JSON file ``read_record`` refused: not a
+    record, invalid, or edited since it was written (its digest no longer matches)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise UserError(f"{results_dir}: no such results directory",
                         hint="run `zslbench run ... --results-dir DIR` first, or point --results-dir at the records")
-    rows = [run_row(path, record, link_base) for path, record in iter_records(results_dir)]
-    return runs_frame(rows)
+    items = list(iter_records(results_dir))
+    # A leaderboard rendered inside the results dir (the default --out) is not records: skip every
+    # file its manifest lists, and the manifest itself.
+    own: set[Path] = set()
+    for path, item in items:
+        if path.name == MANIFEST and isinstance(item, RecordError):
+            own.update(path.parent / name for name in owned_files(path) or ())
+    rows, refused = [], []
+    for path, item in items:
+        if path in own:
+            continue
+        if isinstance(item, RecordError):
+            refused.append((path.as_posix(), str(item)))
+        else:
+            rows.append(run_row(path, item, link_base))
+    return runs_frame(rows), refused
 
 
 def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
@@ -201,10 +225,12 @@ def _dates(values: pd.Series) -> tuple[str, str]:
     return (days[0], days[-1]) if days else ("", "")
 
 
-def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell group: ``{metric}_mean/_std/_n`` and the group's provenance.
+def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFrame:
+    """One row per cell group: ``{metric}_mean/_std/_n``, the training-time median over the runs
+    not taken on an oversubscribed machine, and the group's provenance.
 
-    Call on de-duplicated runs (:func:`dedupe`). Row labels (``label``) are made unique per kind.
+    Call on de-duplicated runs (:func:`dedupe`). Row labels (``label``) are made unique per kind;
+    rows are ordered by method (:func:`method_ranks` with ``method_first``), label and dataset.
     """
     out: list[dict[str, Any]] = []
     if runs.empty:
@@ -212,12 +238,23 @@ def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
     for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False):
         entry: dict[str, Any] = dict(zip(CELL_KEYS, key, strict=True))
         entry["paper_name"] = next((p for p in group["paper_name"] if p), "")
-        entry["overrides"] = group["overrides"].iloc[0]
+        first = group.iloc[0]
+        for column in ("overrides", "overrides_map", "sweep", "sweep_params", "sweep_map", "base_seed"):
+            entry[column] = first[column]
+        entry["config_files"] = sorted({f for f in group["config_file"] if f})
         entry["split_reason"] = "; ".join(sorted({r for r in group["split_reason"] if r}))
         entry["n"] = int(len(group))
-        for metric in (*METRICS, "train"):
+        entry["repetitions"] = int(group["repetition"].max()) + 1
+        for metric in (*METRICS, *EXTRA_METRICS):
             mean, std, n = _mean_std_n(group[metric])
             entry[f"{metric}_mean"], entry[f"{metric}_std"], entry[f"{metric}_n"] = mean, std, n
+        timed = group.loc[~group["oversubscribed"].astype(bool), "train"]
+        entry["train_median"] = float(timed.median()) if len(timed) else math.nan
+        entry["train_min"] = float(timed.min()) if len(timed) else math.nan
+        entry["train_max"] = float(timed.max()) if len(timed) else math.nan
+        entry["train_n"] = int(len(timed))
+        entry["train_oversubscribed"] = int(group["oversubscribed"].astype(bool).sum())
+        entry["train_load_unknown"] = int((~group["load_known"].astype(bool)).sum())
         entry["seeds"] = sorted(int(s) for s in group["seed"])
         entry["versions"] = sorted(set(group["version"]))
         entry["commits"] = sorted(set(group["commit"]))
@@ -225,16 +262,26 @@ def aggregate(runs: pd.DataFrame) -> pd.DataFrame:
         entry["devices"] = sorted(set(group["device_name"]))
         entry["date_first"], entry["date_last"] = _dates(group["finished_at"])
         entry["links"] = sorted(group["link"])
+        entry["seed_of"] = dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True))
         entry["records"] = [group["record"].iloc[i] for i in range(len(group))] if "record" in group else []
         out.append(entry)
     frame = pd.DataFrame(out)
     frame["row_key"] = [tuple(r) for r in frame[ROW_KEYS].itertuples(index=False)]
     frame = _split_data_collisions(frame)
     frame["label"] = _labels(frame)
+    ranks = method_ranks(frame["method"], method_first)
+    frame["method_rank"] = [ranks[m] for m in frame["method"]]
     order = sorted(range(len(frame)), key=lambda i: (
-        frame["kind"].iloc[i], method_order(frame["method"].iloc[i]), frame["label"].iloc[i],
+        frame["kind"].iloc[i], int(frame["method_rank"].iloc[i]), frame["label"].iloc[i],
         dataset_order(frame["dataset"].iloc[i])))
     return frame.iloc[order].reset_index(drop=True)
+
+
+def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFrame:
+    """The aggregated rows of one page kind: plain configurations, or (``sweeps``) sweep runs."""
+    if agg.empty:
+        return agg
+    return agg[(agg["kind"] == kind) & ((agg["sweep"] != "") == sweeps)]
 
 
 def _split_data_collisions(frame: pd.DataFrame) -> pd.DataFrame:
@@ -248,9 +295,11 @@ def _split_data_collisions(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _labels(frame: pd.DataFrame) -> list[str]:
-    """``method`` (+ overrides), plus just enough of device / config / data to tell rows apart."""
-    base = {rk: m + (f" [{o}]" if o else "")
-            for rk, m, o in zip(frame["row_key"], frame["method"], frame["overrides"], strict=True)}
+    """``method`` (+ overrides, + sweep values), plus just enough of device / config / data to tell
+    rows apart."""
+    base = {rk: m + "".join(f" [{x}]" for x in (o, w) if x)
+            for rk, m, o, w in zip(frame["row_key"], frame["method"], frame["overrides"], frame["sweep"],
+                                   strict=True)}
     rows = sorted(set(frame["row_key"]))
     labels = {}
     for rk in rows:
@@ -269,7 +318,7 @@ def _labels(frame: pd.DataFrame) -> list[str]:
     return [labels[rk] for rk in frame["row_key"]]
 
 
-def per_class(records: list[dict[str, Any]], which: str = "unseen") -> list[dict[str, Any]]:
+def per_class(records: list[Record], which: str = "unseen") -> list[dict[str, Any]]:
     """Per-class accuracy of a cell group: mean ± std over seeds per class, with class frequency.
 
     ``share_of_unseen`` rescales the record's frequency (a fraction of *all* images) to the share
@@ -277,7 +326,7 @@ def per_class(records: list[dict[str, Any]], which: str = "unseen") -> list[dict
     """
     by_class: dict[int, dict[str, Any]] = {}
     for record in records:
-        for entry in ((record.get("per_class") or {}).get(which) or []):
+        for entry in ((record.per_class or {}).get(which) or []):
             cls = int(entry["class"])
             slot = by_class.setdefault(cls, {"class": cls, "name": entry.get("name"), "acc": [],
                                              "frequency": _number(entry.get("frequency")),

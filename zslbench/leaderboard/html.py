@@ -2,22 +2,51 @@
 
 No external resource is referenced (CSS and JavaScript are inlined from ``report.css`` and
 ``report.js`` next to this module), so the report reads offline and from a ``file://`` URL. Columns
-sort on click; every cell carries its numeric value in ``data-sort``.
+sort on click; every cell carries its numeric value in ``data-sort``. The prose is the Markdown of
+:mod:`zslbench.leaderboard.pages`, converted by :func:`inline_html`.
+
+Laid out to read at 1400 px without horizontal scrolling: a row's source, provenance and notes sit
+under its name rather than in columns of their own, and a cell's spread goes under its mean.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from html import escape
 from importlib import resources
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from zslbench.leaderboard.figures import DPI, SIZE
-from zslbench.leaderboard.pages import CHECK_TEXT, SYNTH_COMMAND
+from zslbench.leaderboard import pages as text
+from zslbench.leaderboard.render import PROVENANCE_TEXT
 from zslbench.leaderboard.tables import Row, Table
 
 if TYPE_CHECKING:
     from zslbench.leaderboard.build import Page
+
+_INLINE = re.compile(r"\\(.)|`([^`]+)`|\*\*(.+?)\*\*|\*(.+?)\*|\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def inline_html(md: str) -> str:
+    """Markdown inline marks (code, bold, italic, links, backslash escapes) to HTML; links to a
+    Markdown page go to its HTML page."""
+    out, pos = [], 0
+    for m in _INLINE.finditer(md):
+        out.append(escape(md[pos:m.start()]))
+        esc, code, bold, em, label, target = m.groups()
+        if esc is not None:
+            out.append(escape(esc))
+        elif code is not None:
+            out.append(f"<code>{escape(code)}</code>")
+        elif bold is not None:
+            out.append(f"<b>{inline_html(bold)}</b>")
+        elif em is not None:
+            out.append(f"<i>{inline_html(em)}</i>")
+        else:
+            out.append(f'<a href="{_href(text.HTML_OF.get(target, target))}">{inline_html(label)}</a>')
+        pos = m.end()
+    return "".join(out) + escape(md[pos:])
 
 
 def _asset(name: str) -> str:
@@ -32,195 +61,183 @@ def _sort_value(value: float | None) -> str:
     return "" if value is None else repr(round(float(value), 6))
 
 
-def _cell_html(table: Table, row: Row, index: int) -> str:
+def _common_n(table: Table) -> int | None:
+    """The number of seeds most cells have: shown once in the caption, per cell only where it differs."""
+    counts = Counter(cell.n for row in table.rows for cell in row.cells.values()
+                     if cell.n is not None and not cell.missing)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def _cell_html(table: Table, row: Row, index: int, common_n: int | None) -> str:
     column = table.columns[index]
     cell = table.cell(row, column)
-    classes = []
-    if cell.best:
-        classes.append("best")
-    if cell.missing:
-        classes.append("missing")
-    if column.group and (index == 0 or table.columns[index - 1].group != column.group):
-        classes.append("group-start")
-    if column.align == "left":
-        classes.append("left")
+    classes = [c for c, on in (("best", cell.best), ("missing", cell.missing), ("left", column.align == "left"),
+                               ("group-start", bool(column.group) and (index == 0 or
+                                                                       table.columns[index - 1].group != column.group)))
+               if on]
     sort = _sort_value(cell.sort_value) if cell.sort_value is not None else (
         escape(cell.text_override, quote=True) if cell.text_override else "")
-    body = escape(cell.text())
-    if cell.n is not None and not cell.missing and column.ranked:
-        body += f"<sub>n={cell.n}</sub>"
+    if cell.text_override is not None or cell.mean is None:
+        body = escape(cell.text())
+    else:
+        body = f"{cell.mean:.{cell.decimals}f}{escape(cell.unit)}"
+        spread = [f"± {cell.std:.{cell.decimals}f}"] if cell.std is not None else []
+        if cell.n is not None and cell.n != common_n and column.ranked:
+            spread.append(f"n={cell.n}")
+        if spread:
+            body += f'<span class="sd">{" · ".join(spread)}</span>'
     cls = f' class="{" ".join(classes)}"' if classes else ""
     return f'<td{cls} data-sort="{sort}">{body}</td>'
 
 
-def _name_html(row: Row, show_source: bool) -> str:
-    if row.source == "measured" and show_source:
-        extra = (f' <span class="muted">{escape(row.name)}</span>'
-                 if row.name and row.name != row.method else "")
-        return f"<code>{escape(row.label)}</code>{extra}"
-    return escape(row.label)
-
-
-def _badge(row: Row) -> tuple[str, str]:
+def _badges(row: Row) -> str:
     if row.source == "reported":
-        return "reported", '<span class="badge reported">reported</span>'
-    if row.prov and not row.prov.comparable:
-        return ("measured-nonstandard", '<span class="badge measured">measured</span> '
-                '<span class="badge nonstd" title="non-standard split: not comparable, never ranked">'
-                'non-standard split</span>')
-    return "measured", '<span class="badge measured">measured</span>'
+        out = '<span class="badge reported">reported</span>'
+    else:
+        out = '<span class="badge measured">measured</span>'
+        if row.prov and not row.prov.comparable:
+            out += (' <span class="badge nonstd" title="non-standard split: not comparable, never ranked">'
+                    "non-standard split</span>")
+    if row.note:
+        out += f' <span class="badge warn" title="{escape(row.note, quote=True)}">† oversubscribed runs left out</span>'
+    return out
 
 
-def _prov_html(row: Row) -> str:
+def _prov_line(row: Row) -> str:
     prov = row.prov
     if prov is None:
         return ""
     if row.source == "reported":
         refs = ", ".join(f'<a href="#ref-{escape(r, quote=True)}">{escape(r)}</a>' for r in prov.refs)
-        return f"{escape(prov.citation)}" + (f" [{refs}]" if refs else "")
-    n = sum(len(links) for _, links in prov.records)
-    items = "".join(
-        f"<li>{escape(ds)}: " + " ".join(f'<a href="{_href(link)}">{escape(_seed(link))}</a>' for link in links)
-        + "</li>" for ds, links in prov.records)
-    return (f"{escape(prov.summary())} · <a href=\"#{escape(prov.anchor, quote=True)}\">details</a>"
-            f"<details><summary>{n} record file{'s' if n != 1 else ''}</summary>"
-            f'<ul class="records">{items}</ul></details>')
+        return f'<div class="prov">{escape(prov.citation)}' + (f" [{refs}]" if refs else "") + "</div>"
+    note = f"{escape(row.note)} · " if row.note else ""
+    return (f'<div class="prov">{note}{escape(prov.summary())} · '
+            f'<a href="#{escape(prov.anchor, quote=True)}">records</a></div>')
 
 
-def _seed(link: str) -> str:
-    stem = link.rsplit("/", 1)[-1].removesuffix(".json")
-    return stem.rsplit("__", 1)[-1] if "__" in stem else stem
+def _name_html(table: Table, row: Row) -> str:
+    if not table.show_source:
+        if row.prov and row.prov.anchor:
+            return f'<a href="#{escape(row.prov.anchor, quote=True)}">{escape(row.label)}</a>'
+        return escape(row.label)
+    if row.source == "measured":
+        extra = f' <span class="muted">{escape(row.name)}</span>' if row.name and row.name != row.method else ""
+        name = f"<code>{escape(row.label)}</code>{extra}"
+    else:
+        name = f"<b>{escape(row.label)}</b>"
+    return f"{name} {_badges(row)}{_prov_line(row)}"
 
 
-#: Per-class tables longer than this start folded (CUB has 50 unseen classes, SUN 72).
+#: Per-class tables longer than this start folded (CUB has 50 unseen classes, SUN 72); the
+#: methods × datasets tables never fold.
 FOLD_ROWS = 15
 
 
 def table_html(table: Table) -> str:
-    body = _table_body_html(table)
-    if len(table.rows) > FOLD_ROWS:
-        head, _, rest = body.partition("\n")  # keep the heading outside the fold
-        caption, _, rest = rest.partition("\n")
-        return (f"{head}\n{caption}\n<details><summary>show all {len(table.rows)} rows</summary>\n"
-                f"{rest}\n</details>")
-    return body
-
-
-def _table_body_html(table: Table) -> str:
-    lead = 2 if table.show_source else 1
+    common_n = _common_n(table)
+    caption = table.caption + (f" Every cell is over n = {common_n} seeds unless it says otherwise."
+                               if common_n and table.show_source else "")
     out = [f'<h3 id="{escape(table.id, quote=True)}">{escape(table.title)}</h3>',
-           f'<p class="caption">{escape(table.caption)}</p>']
+           f'<p class="caption">{inline_html(caption)}</p>']
     if not table.rows:
-        out.append('<p class="muted">(no rows)</p>')
-        return "\n".join(out)
-    out.append(f'<div class="table-wrap"><table class="lb" data-table="{escape(table.id, quote=True)}">')
-    out.append("<thead>")
+        return "\n".join(out + ['<p class="muted">(no rows)</p>'])
+    body = [f'<div class="table-wrap"><table class="lb" data-table="{escape(table.id, quote=True)}"><thead>']
     groups = table.groups()
     if any(title for title, _ in groups):
-        cells = [f'<th colspan="{lead}"></th>']
-        cells += [f'<th colspan="{span}" class="group-start">{escape(title)}</th>' for title, span in groups]
-        if table.show_source:
-            cells.append("<th></th>")
-        out.append('<tr class="groups">' + "".join(cells) + "</tr>")
+        body.append('<tr class="groups"><th></th>' + "".join(
+            f'<th colspan="{span}" class="group-start">{escape(title)}</th>' for title, span in groups) + "</tr>")
     heads = [f'<th class="left sortable" data-col="0">{escape(table.row_header)}</th>']
-    if table.show_source:
-        heads.append('<th class="left sortable" data-col="1">Source</th>')
     for i, column in enumerate(table.columns):
         start = column.group and (i == 0 or table.columns[i - 1].group != column.group)
         cls = "sortable" + (" group-start" if start else "") + (" left" if column.align == "left" else "")
-        heads.append(f'<th class="{cls}" data-col="{lead + i}">{escape(column.title)}</th>')
-    if table.show_source:
-        heads.append('<th class="left">Provenance</th>')
-    out.append("<tr>" + "".join(heads) + "</tr></thead><tbody>")
-    for row in table.rows:
-        kind, badge = _badge(row)
-        row_cls = row.source + ("" if row.comparable else " noncomparable")
-        cells = [f'<td class="name" data-sort="{escape(row.label, quote=True)}">'
-                 f"{_name_html(row, table.show_source)}</td>"]
-        if table.show_source:
-            cells.append(f'<td class="left" data-sort="{kind}">{badge}</td>')
-        cells += [_cell_html(table, row, i) for i in range(len(table.columns))]
-        if table.show_source:
-            cells.append(f'<td class="prov">{_prov_html(row)}</td>')
-        out.append(f'<tr class="{row_cls}">' + "".join(cells) + "</tr>")
-    out.append("</tbody></table></div>")
-    return "\n".join(out)
+        heads.append(f'<th class="{cls}" data-col="{i + 1}">{escape(column.title)}</th>')
+    body.append("<tr>" + "".join(heads) + "</tr></thead><tbody>")
+    for i, row in enumerate(table.rows):
+        follows = i + 1 < len(table.rows) and row.source == "reported" and row.method and \
+            table.rows[i + 1].method == row.method and table.rows[i + 1].source == "measured"
+        row_cls = row.source + ("" if row.comparable else " noncomparable") + (" pair" if follows else "")
+        cells = [f'<td class="name" data-sort="{escape(row.label, quote=True)}">{_name_html(table, row)}</td>']
+        cells += [_cell_html(table, row, j, common_n) for j in range(len(table.columns))]
+        body.append(f'<tr class="{row_cls}">' + "".join(cells) + "</tr>")
+    body.append("</tbody></table></div>")
+    if table.best_axis == "row" and len(table.rows) > FOLD_ROWS:
+        return "\n".join(out + [f"<details><summary>show all {len(table.rows)} rows</summary>", *body, "</details>"])
+    return "\n".join(out + body)
 
 
-def _facts_html(page: Page) -> str:
-    f = page.facts
-    if not page.has_measured:
+def _block_html(block: text.Block) -> str:
+    tag = {"p": "p", "banner": 'div class="banner"', "notice": 'div class="notice"'}[block.kind]
+    return f"<{tag}>{inline_html(block.text)}</{tag.split()[0]}>"
+
+
+def _glance_html(page: Page) -> str:
+    facts = text.glance(page)
+    if not facts:
         return ""
-    items = [("Records (runs)", f"{f.records}" + (f" (+{f.superseded} superseded)" if f.superseded else "")),
-             ("Methods", ", ".join(f.methods)), ("Datasets", ", ".join(f.datasets)),
-             ("Seeds per configuration", f.seeds_text()), ("Finished", f.dates_text()),
-             ("Devices", ", ".join(f.devices)), ("zslbench versions", ", ".join(f.versions)),
-             ("Git commits", ", ".join(c[:10] for c in f.commits)),
-             ("Runs on a non-standard split", str(f.nonstandard))]
-    body = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in items)
-    body += f"<dt>Reproduce</dt><dd><code>{escape(f.command)}</code></dd>"
+    body = "".join(f"<dt>{escape(label)}</dt><dd>{'<br>'.join(inline_html(v) for v in values)}</dd>"
+                   for label, values in facts)
     return f'<section id="glance"><h2>At a glance</h2><dl class="facts">{body}</dl></section>'
 
 
-DEFINITIONS_HTML = (
-    "<b>A<sub>T</sub></b>: ZSL accuracy (unseen test images, unseen classes only). "
-    "<b>A<sub>U</sub> / A<sub>S</sub></b>: GZSL accuracy on unseen / seen test images with all classes as "
-    "candidates, at the operating point chosen by calibrating the seen-class penalty γ on validation "
-    "classes. <b>H</b> = 2·A<sub>U</sub>·A<sub>S</sub> / (A<sub>U</sub> + A<sub>S</sub>). <b>AUSUC</b>: area "
-    "under the seen–unseen accuracy curve traced by γ. All are per-class averaged top-1 accuracies in %.")
+def _figures_html(page: Page) -> str:
+    figs = []
+    for spec in page.figures:
+        png, svg = spec.files
+        width, height = spec.size
+        wide = " wide" if width > 900 else ""
+        figs.append(f'<figure class="fig{wide}" id="fig-{escape(spec.name, quote=True)}"><img src="{_href(png)}" '
+                    f'width="{width}" height="{height}" alt="{escape(spec.title, quote=True)}">'
+                    f"<figcaption><b>{escape(spec.title)}.</b> {inline_html(spec.caption)} "
+                    f'(<a href="{_href(svg)}">SVG</a>)</figcaption></figure>')
+    return '<section id="figures"><h2>Figures</h2><div class="figures">' + "".join(figs) + "</div></section>"
 
 
-def _intro_html(page: Page) -> str:
-    if page.kind == "synthetic":
-        return ('<div class="banner"><strong>SYNTHETIC STAND-INS, NOT THE BENCHMARKS.</strong> Every number '
-                "on this page was measured on data generated in-process (<code>toy</code>, <code>synth-*</code>) "
-                "with the shapes of the real datasets. It says how the methods behave on that generated data, "
-                "nothing about CUB, SUN, AWA1, AWA2 or APY, and must never be compared with numbers from "
-                'papers. For the real benchmarks see <a href="index.html">index.html</a>.</div>'
-                + ("" if page.has_measured else
-                   f'<div class="notice"><b>No synthetic runs recorded yet.</b> <code>{escape(SYNTH_COMMAND)}'
-                   "</code>, then <code>zslbench leaderboard --results-dir leaderboards/records</code>.</div>"))
-    reported = (f'<a href="{_href(page.reported_link)}"><code>{escape(page.reported_link)}</code></a>'
-                if page.reported_link else "(none given)")
-    text = ("<p>Generalized zero-shot learning on the standard benchmarks (CUB, SUN, AWA2, AWA1, APY; "
-            "ResNet-101 features, Split V2.0). Rows marked "
-            '<span class="badge measured">measured</span> were produced by zslbench from the records under '
-            f'<a href="{_href(page.records_link)}/"><code>{escape(page.records_link)}/</code></a>; rows marked '
-            '<span class="badge reported">reported</span> are quoted from papers through the curated file '
-            f"{reported}, with a citation on every row. Reported and measured numbers are never averaged "
-            "together.</p>")
-    if not page.has_measured:
-        text += ('<div class="notice"><b>No measured runs on the real benchmarks yet.</b> The tables hold only '
-                 "the paper's reported numbers. To add measured rows (needs the xlsa17 data): "
-                 "<code>zslbench run --method bt-gp,t-gp,gp,krr,bt-krr --dataset all --seeds 3 "
-                 "--results-dir leaderboards/records/real</code>, then <code>zslbench leaderboard "
-                 '--results-dir leaderboards/records</code>. Results on generated data are on the '
-                 '<a href="synthetic.html">synthetic page</a>.</div>')
-    return text
+def _provenance_html(page: Page) -> str:
+    blocks = []
+    for row in (r for r in page.provenance_rows if r.source == "measured" and r.prov):
+        prov = row.prov
+        assert prov is not None
+        lines = "".join(
+            f'<tr><td class="left">{escape(ds)}</td><td>{len(links)}</td><td class="left links">'
+            + " ".join(f'<a href="{_href(link)}">{prov.seed_of.get(link, "record")}</a>' for link in links)
+            + "</td></tr>" for ds, links in prov.records)
+        reason = f" — {escape(prov.split_reason)}" if prov.split_reason else ""
+        blocks.append(
+            f'<h3 id="{escape(prov.anchor, quote=True)}"><code>{escape(prov.label or row.label)}</code></h3>'
+            f'<p class="caption">{escape(prov.summary())}{reason}</p>'
+            '<div class="table-wrap"><table class="lb"><thead><tr><th class="left">Dataset</th>'
+            '<th>N</th><th class="left">Records (seed)</th></tr></thead>'
+            f"<tbody>{lines}</tbody></table></div>")
+    return ('<section id="provenance"><h2>Provenance of measured rows</h2>'
+            f'<p class="caption">{escape(PROVENANCE_TEXT)}</p>' + "".join(blocks) + "</section>")
+
+
+SUBTITLES = {"real": "Measured runs and numbers reported by Ye et al. (ICPR 2022), each row marked, with its "
+                     "provenance.",
+             "synthetic": "Generated stand-in data only — for checking the pipeline and ranking methods on "
+                          "synthetic data, not for comparison with papers.",
+             "custom": "The user's own datasets only — not the benchmarks, not for comparison with papers."}
 
 
 def page_html(page: Page) -> str:
-    synthetic = page.kind == "synthetic"
-    subtitle = ("Generated stand-in data only — for checking the pipeline and ranking methods on "
-                "synthetic data, not for comparison with papers." if synthetic else
-                "Measured runs and numbers reported by Ye et al. (ICPR 2022), each row marked, with its provenance.")
-    other = ('<a class="other" href="index.html">Real benchmarks →</a>' if synthetic else
-             '<a class="other" href="synthetic.html">Synthetic stand-ins →</a>')
     tables = page.tables + page.reported_tables
-    nav = ['<a href="#about">About</a>']
-    if page.has_measured:
-        nav.append('<a href="#glance">At a glance</a>')
     per_class = [t for t in tables if "-perclass-" in t.id]
+    nav = ['<a href="#about">About</a>'] + (['<a href="#glance">At a glance</a>'] if page.has_measured else [])
     nav += [f'<a href="#{escape(t.id, quote=True)}">{escape(t.title)}</a>' for t in tables if t not in per_class]
     if per_class:
         nav.append(f'<a href="#{escape(per_class[0].id, quote=True)}">Per-class accuracy</a>')
-    if page.figures:
-        nav.append('<a href="#figures">Figures</a>')
-    if any(r.source == "measured" for r in page.provenance_rows):
-        nav.append('<a href="#provenance">Provenance</a>')
-    if page.references:
-        nav.append('<a href="#references">References</a>')
-    nav.append(other)
+    nav += (['<a href="#figures">Figures</a>'] if page.figures else []) + (
+        ['<a href="#provenance">Provenance</a>'] if any(r.source == "measured" for r in page.provenance_rows) else [])
+    nav += ['<a href="#references">References</a>'] if page.references else []
+    nav += [f'<a class="other" href="{text.PAGE_LINKS[k][1]}">{text.PAGE_LINKS[k][2].capitalize()} →</a>'
+            for k in page.kinds if k != page.kind]
+    legend = ('<div class="legend"><span><span class="badge measured">measured</span> run by zslbench, mean ± '
+              "std over seeds</span>"
+              + ("" if page.kind != "real" else '<span><span class="badge reported">reported</span> quoted from a '
+                 "paper</span>")
+              + '<span><span class="badge nonstd">non-standard split</span> shown, never ranked</span>'
+              '<span><span class="badge warn">†</span> times without oversubscribed runs</span>'
+              "<span><b>bold</b> on yellow: best comparable value</span><span>click a header to sort</span></div>")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -228,58 +245,23 @@ def page_html(page: Page) -> str:
         f"<title>{escape(page.title)}</title>",
         f"<style>\n{_asset('report.css')}</style></head>",
         f'<body class="{page.kind}">',
-        f'<header class="top"><h1>{escape(page.title)}</h1><p>{escape(subtitle)}</p></header>',
+        f'<header class="top"><h1>{escape(page.title)}</h1><p>{escape(SUBTITLES[page.kind])}</p></header>',
         '<nav class="sections">' + "".join(nav) + "</nav>",
         "<main>",
-        f'<section id="about"><h2>About</h2>{_intro_html(page)}<p class="muted">{DEFINITIONS_HTML}</p>'
-        '<div class="legend"><span><span class="badge measured">measured</span> run by zslbench, '
-        "mean ± std over seeds (n)</span>"
-        + ("" if synthetic else '<span><span class="badge reported">reported</span> quoted from a paper</span>')
-        + '<span><span class="badge nonstd">non-standard split</span> shown, never ranked</span>'
-          "<span><b>bold</b> on yellow: best comparable value of the column</span>"
-          "<span>click a column header to sort</span></div></section>",
-        _facts_html(page),
+        '<section id="about"><h2>About</h2>' + "".join(_block_html(b) for b in text.intro(page))
+        + f'<p class="muted">{inline_html(text.DEFINITIONS)}</p>{legend}</section>',
+        _glance_html(page),
         '<section id="tables"><h2>Tables</h2>' + "\n".join(table_html(t) for t in tables) + "</section>",
     ]
     if page.figures:
-        figs = []
-        width, height = int(SIZE[0] * DPI), int(SIZE[1] * DPI)
-        for spec in page.figures:
-            png, svg = spec.files
-            figs.append(f'<figure id="fig-{escape(spec.name, quote=True)}"><img src="{_href(png)}" '
-                        f'width="{width}" height="{height}" alt="{escape(spec.title, quote=True)}">'
-                        f"<figcaption><b>{escape(spec.title)}.</b> {escape(spec.caption)} "
-                        f'(<a href="{_href(svg)}">SVG</a>)</figcaption></figure>')
-        parts.append('<section id="figures"><h2>Figures</h2><div class="figures">' + "".join(figs)
-                     + "</div></section>")
-    measured = [r for r in page.provenance_rows if r.source == "measured" and r.prov]
-    if measured:
-        blocks = []
-        for row in measured:
-            prov = row.prov
-            assert prov is not None
-            lines = "".join(
-                f"<tr><td class=\"left\">{escape(ds)}</td><td>{len(links)}</td><td class=\"left\">"
-                + " ".join(f'<a href="{_href(link)}">{escape(_seed(link))}</a>' for link in links)
-                + "</td></tr>" for ds, links in prov.records)
-            reason = f" — {escape(prov.split_reason)}" if prov.split_reason else ""
-            blocks.append(
-                f'<h3 id="{escape(prov.anchor, quote=True)}"><code>{escape(row.label)}</code></h3>'
-                f'<p class="caption">{escape(prov.summary())}{reason}</p>'
-                '<div class="table-wrap"><table class="lb"><thead><tr><th class="left">Dataset</th>'
-                '<th>N</th><th class="left">Records (seed)</th></tr></thead>'
-                f"<tbody>{lines}</tbody></table></div>")
-        parts.append('<section id="provenance"><h2>Provenance of measured rows</h2>'
-                     '<p class="caption">Every measured number is the mean over the record files linked '
-                     "here (one JSON file per run).</p>" + "".join(blocks) + "</section>")
+        parts.append(_figures_html(page))
+    if any(r.source == "measured" and r.prov for r in page.provenance_rows):
+        parts.append(_provenance_html(page))
     if page.references:
         refs = "".join(f'<li id="ref-{escape(k, quote=True)}"><b>{escape(k)}</b>: {escape(v)}</li>'
                        for k, v in page.references.items())
         parts.append(f'<section id="references"><h2>References (reported rows)</h2><ol class="refs">{refs}'
                      "</ol></section>")
-    parts += ["</main>",
-              f"<footer>Rendered by <code>zslbench leaderboard</code> from the records alone; do not edit by "
-              f"hand. {escape(CHECK_TEXT).replace('`', '')}</footer>",
-              f"<script>\n{_asset('report.js')}</script>",
-              "</body></html>", ""]
+    parts += ["</main>", f"<footer>{inline_html(text.footer(page))}</footer>",
+              f"<script>\n{_asset('report.js')}</script>", "</body></html>", ""]
     return "\n".join(parts)

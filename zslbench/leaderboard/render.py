@@ -1,4 +1,4 @@
-"""Markdown pages and CSV files from the table model (:mod:`zslbench.leaderboard.tables`).
+"""Markdown tables and CSV files from the table model (:mod:`zslbench.leaderboard.tables`).
 
 Markdown is for reading on a code host: bold marks the best comparable value, ``<sub>n=3</sub>``
 shows the number of seeds, and every row ends with its provenance. CSV is for analysis: one line
@@ -14,14 +14,8 @@ import math
 from typing import Any
 from urllib.parse import quote
 
-from zslbench.leaderboard.collect import METRICS
+from zslbench.leaderboard.collect import EXTRA_METRICS, METRICS, dataset_label, measured
 from zslbench.leaderboard.tables import Row, Table
-
-SYNTHETIC_BANNER = ("> **SYNTHETIC STAND-INS, NOT THE BENCHMARKS.** Every number on this page was measured on "
-                    "data generated in-process (`toy`, `synth-*`) with the shapes of the real datasets. It "
-                    "says how the methods behave on that generated data, nothing about CUB, SUN, AWA1, AWA2 "
-                    "or APY, and must never be compared with numbers from papers.")
-
 
 # --- Markdown ---------------------------------------------------------------------------------
 
@@ -48,10 +42,11 @@ def md_cell(table: Table, row: Row, key: str) -> str:
 
 
 def row_title(row: Row) -> str:
+    mark = " †" if row.note else ""
     if row.source == "measured":
         extra = f" — {md_escape(row.name)}" if row.name and row.name != row.method else ""
-        return f"`{row.label}`{extra}"
-    return md_escape(row.label)
+        return f"`{row.label}`{extra}{mark}"
+    return md_escape(row.label) + mark
 
 
 def source_badge(row: Row) -> str:
@@ -67,7 +62,8 @@ def prov_md(row: Row) -> str:
         return ""
     if row.source == "reported":
         return md_escape(row.prov.citation)
-    return f"{md_escape(row.prov.summary())} · [records](#{row.prov.anchor})"
+    note = f"{md_escape(row.note)} · " if row.note else ""
+    return f"{note}{md_escape(row.prov.summary())} · [records](#{row.prov.anchor})"
 
 
 def markdown_table(table: Table) -> str:
@@ -87,7 +83,8 @@ def markdown_table(table: Table) -> str:
     aligns += [":---"] if table.show_source else []
     lines.append("| " + " | ".join(aligns) + " |")
     for row in table.rows:
-        cells = [row_title(row) if table.show_source else md_escape(row.label)]
+        cells = [row_title(row) if table.show_source else
+                 (f"[{md_escape(row.label)}](#{row.prov.anchor})" if row.prov and row.prov.anchor else md_escape(row.label))]
         if table.show_source:
             cells.append(source_badge(row))
         cells += [md_cell(table, row, c.key) for c in table.columns]
@@ -98,30 +95,27 @@ def markdown_table(table: Table) -> str:
     return "\n".join(lines)
 
 
+PROVENANCE_TEXT = ("Every measured number is the mean (training times: the median) over the record files "
+                   "linked here, one JSON file per run, the seed in the link text.")
+
+
 def provenance_md(rows: list[Row]) -> str:
     """Per measured row: one line per dataset with N, links to each record, and the environment."""
     measured = [r for r in rows if r.source == "measured" and r.prov]
     if not measured:
         return ""
-    lines = ["## Provenance of measured rows", "",
-             "Every measured number above is the mean over the records linked here (one JSON file per "
-             "run, seed in the link text).", ""]
+    lines = ["## Provenance of measured rows", "", PROVENANCE_TEXT, ""]
     for row in measured:
         prov = row.prov
         assert prov is not None
-        lines += [f"<a id=\"{prov.anchor}\"></a>", f"#### `{row.label}`", "",
+        lines += [f"<a id=\"{prov.anchor}\"></a>", f"#### `{prov.label or row.label}`", "",
                   f"{md_escape(prov.summary())}" + (f" — {md_escape(prov.split_reason)}" if prov.split_reason else ""),
                   "", "| Dataset | N | Records |", "| :--- | ---: | :--- |"]
         for ds, links in prov.records:
-            refs = " ".join(md_link(_seed_text(link), link) for link in links)
+            refs = " ".join(md_link(str(prov.seed_of.get(link, "record")), link) for link in links)
             lines.append(f"| {md_escape(ds)} | {len(links)} | {refs} |")
         lines.append("")
     return "\n".join(lines)
-
-
-def _seed_text(link: str) -> str:
-    stem = link.rsplit("/", 1)[-1].removesuffix(".json")
-    return stem.rsplit("__", 1)[-1] if "__" in stem else stem
 
 
 def figures_md(specs: list[Any]) -> str:
@@ -159,82 +153,93 @@ def to_csv(header: list[str], rows: list[list[Any]]) -> str:
     return buf.getvalue()
 
 
+#: CSV column stem of each metric: the headline AUSUC (per class, Chao et al.) and the per-image
+#: variant say which they are.
+CSV_METRIC = {"A_T": "A_T", "A_U": "A_U", "A_S": "A_S", "H": "H", "AUSUC": "AUSUC_per_class",
+              "AUSUC_per_image": "AUSUC_per_image"}
+TIME_COLUMNS = ["train_s_median", "train_s_min", "train_s_max", "train_runs_timed", "train_runs_oversubscribed",
+                "train_runs_load_unknown"]
 MAIN_HEADER = (["kind", "source", "table", "row", "method", "paper_name", "dataset", "comparable",
-                "split_standard", "n"]
-               + [f"{m}_{s}" for m in METRICS for s in ("mean", "std", "n")]
-               + [f"best_{m}" for m in METRICS]
-               + ["train_s_mean", "train_s_std", "zslbench_versions", "git_commits", "date_first",
-                  "date_last", "devices", "records", "citation"])
+                "split_standard", "sweep", "config_files", "n"]
+               + [f"{CSV_METRIC[m]}_{s}" for m in (*METRICS, *EXTRA_METRICS) for s in ("mean", "std", "n")]
+               + [f"best_{CSV_METRIC[m]}" for m in METRICS]
+               + TIME_COLUMNS + ["zslbench_versions", "git_commits", "date_first", "date_last", "devices",
+                                 "records", "citation"])
 
 
-def main_csv(kind: str, agg: Any, setting: list[Table], ablation: Table | None) -> str:
-    """Tidy: one line per (row, dataset). Measured lines come from ``agg``; reported from the tables."""
-    rows: list[list[Any]] = []
-    best: dict[tuple[str, str, str], bool] = {}
-    for table in setting:
-        for row in table.rows:
-            for key, cell in row.cells.items():
-                if cell.best:
-                    best[(row.source, row.label, key)] = True
-    sub = agg[agg["kind"] == kind] if not agg.empty else agg
-    for e in sub.itertuples(index=False):
-        ds = e.dataset if kind == "synthetic" else e.dataset.upper()
-        line = [kind, "measured", "main", e.label, e.method, e.paper_name, ds,
-                str(bool(e.standard)).lower(), str(bool(e.standard)).lower(), e.n]
+def _best_flags(tables: list[Table]) -> set[tuple[str, str, str]]:
+    return {(row.source, row.label, key) for table in tables for row in table.rows
+            for key, cell in row.cells.items() if cell.best}
+
+
+def _time_fields(e: Any) -> dict[str, Any]:
+    return {"train_s_median": num(e.train_median), "train_s_min": num(e.train_min),
+            "train_s_max": num(e.train_max), "train_runs_timed": e.train_n,
+            "train_runs_oversubscribed": e.train_oversubscribed, "train_runs_load_unknown": e.train_load_unknown}
+
+
+def main_csv(kind: str, agg: Any, setting: list[Table], ablation: Table | None, sweeps: list[Table]) -> str:
+    """Tidy: one line per (row, dataset). Measured lines (sweep runs included, with their values)
+    come from ``agg``; reported lines from the tables. Never a line of both."""
+    best = _best_flags(setting)
+    lines: list[dict[str, Any]] = []
+    for e in (agg[agg["kind"] == kind] if not agg.empty else agg).itertuples(index=False):
+        ds = dataset_label(e.dataset, kind)
+        line = {"kind": kind, "source": "measured", "table": "sweep" if e.sweep else "main", "row": e.label,
+                "method": e.method, "paper_name": e.paper_name, "dataset": ds,
+                "comparable": str(bool(e.standard)).lower(), "split_standard": str(bool(e.standard)).lower(),
+                "sweep": e.sweep, "config_files": ";".join(e.config_files), "n": e.n,
+                "zslbench_versions": ";".join(e.versions), "git_commits": ";".join(e.commits),
+                "date_first": e.date_first, "date_last": e.date_last, "devices": ";".join(e.devices),
+                "records": ";".join(e.links), **_time_fields(e)}
+        for m in (*METRICS, *EXTRA_METRICS):
+            stem = CSV_METRIC[m]
+            line.update({f"{stem}_mean": num(getattr(e, f"{m}_mean")), f"{stem}_std": num(getattr(e, f"{m}_std")),
+                         f"{stem}_n": getattr(e, f"{m}_n")})
         for m in METRICS:
-            line += [num(getattr(e, f"{m}_mean")), num(getattr(e, f"{m}_std")), getattr(e, f"{m}_n")]
-        line += [str(best.get(("measured", e.label, f"{ds}:{m}"), False)).lower() for m in METRICS]
-        line += [num(e.train_mean), num(e.train_std), ";".join(e.versions), ";".join(e.commits),
-                 e.date_first, e.date_last, ";".join(e.devices), ";".join(e.links), ""]
-        rows.append(line)
-    reported_tables = [("main", t) for t in setting] + ([("ablation", ablation)] if ablation else [])
-    emitted: dict[tuple[str, str, str], list[Any]] = {}
-    for tname, table in reported_tables:
-        for row in table.rows:
-            if row.source != "reported":
-                continue
+            line[f"best_{CSV_METRIC[m]}"] = str(("measured", e.label, f"{ds}:{m}") in best).lower()
+        lines.append(line)
+    emitted: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for tname, table in [("main", t) for t in setting] + ([("ablation", ablation)] if ablation else []):
+        for row in (r for r in table.rows if r.source == "reported"):
             for column in table.columns:
                 ds, metric = column.key.split(":")
-                key = (tname, row.label, ds)
-                line = emitted.get(key)
-                if line is None:
-                    line = [kind, "reported", tname, row.label, row.method, row.name, ds, "true", "", ""]
-                    line += [""] * (3 * len(METRICS)) + ["false"] * len(METRICS)
-                    line += ["", "", "", "", "", "", ", ".join(row.prov.devices) if row.prov else "", "",
-                             row.prov.citation if row.prov else ""]
-                    emitted[key] = line
+                line = emitted.setdefault((tname, row.label, ds), {
+                    "kind": kind, "source": "reported", "table": tname, "row": row.label, "method": row.method,
+                    "paper_name": row.name, "dataset": ds, "comparable": "true",
+                    **{f"best_{CSV_METRIC[m]}": "false" for m in METRICS},
+                    "devices": ", ".join(row.prov.devices) if row.prov else "",
+                    "citation": row.prov.citation if row.prov else ""})
                 cell = table.cell(row, column)
-                i = METRICS.index(metric)
-                line[10 + 3 * i] = num(cell.mean)
+                line[f"{CSV_METRIC[metric]}_mean"] = num(cell.mean)
                 if cell.best:
-                    line[10 + 3 * len(METRICS) + i] = "true"
-    rows += [emitted[k] for k in emitted]
-    return to_csv(MAIN_HEADER, rows)
+                    line[f"best_{CSV_METRIC[metric]}"] = "true"
+    return to_csv(MAIN_HEADER, [[line.get(h, "") for h in MAIN_HEADER] for line in lines + list(emitted.values())])
 
 
-TIME_HEADER = ["kind", "source", "row", "method", "dataset", "n", "train_s_mean", "train_s_std",
-               "reported_min", "best", "device", "records", "citation"]
+TIME_HEADER = ["kind", "source", "row", "method", "dataset", "runs", *TIME_COLUMNS, "reported_min", "best",
+               "device", "records", "citation"]
 
 
-def time_csv(kind: str, table: Table) -> str:
-    rows = []
-    for row in table.rows:
-        for column in table.columns:
-            if not column.ranked:
-                continue
+def time_csv(kind: str, agg: Any, table: Table) -> str:
+    """Median training times (runs on an oversubscribed machine left out, and counted), and the
+    paper's reported minutes."""
+    best = _best_flags([table])
+    lines: list[dict[str, Any]] = []
+    for e in measured(agg, kind).itertuples(index=False):
+        ds = dataset_label(e.dataset, kind)
+        lines.append({"kind": kind, "source": "measured", "row": e.label, "method": e.method, "dataset": ds,
+                      "runs": e.n, **_time_fields(e), "best": str(("measured", e.label, ds) in best).lower(),
+                      "device": ";".join(e.devices), "records": ";".join(e.links)})
+    for row in (r for r in table.rows if r.source == "reported"):
+        for column in (c for c in table.columns if c.ranked):
             cell = table.cell(row, column)
-            if cell.missing:
-                continue
-            links = next((links for ds, links in (row.prov.records if row.prov else []) if ds == column.key), [])
-            device = ", ".join(row.prov.devices) if row.prov else ""
-            if row.source == "measured":
-                rows.append([kind, "measured", row.label, row.method, column.key, cell.n, num(cell.mean),
-                             num(cell.std), "", str(cell.best).lower(), device, ";".join(links), ""])
-            else:
-                rows.append([kind, "reported", row.label, row.method, column.key, "", "", "",
-                             num((cell.sort_value or 0.0) / 60.0), str(cell.best).lower(), device, "",
-                             row.prov.citation if row.prov else ""])
-    return to_csv(TIME_HEADER, rows)
+            if not cell.missing:
+                lines.append({"kind": kind, "source": "reported", "row": row.label, "method": row.method,
+                              "dataset": column.key, "reported_min": num((cell.sort_value or 0.0) / 60.0),
+                              "best": str(cell.best).lower(), "device": ", ".join(row.prov.devices) if row.prov else "",
+                              "citation": row.prov.citation if row.prov else ""})
+    return to_csv(TIME_HEADER, [[line.get(h, "") for h in TIME_HEADER] for line in lines])
 
 
 PER_CLASS_HEADER = ["kind", "source", "dataset", "class", "share_of_unseen_pct", "n_test", "row",

@@ -31,6 +31,14 @@ from typing import Any
 from zslbench.errors import UserError
 
 DEFAULT_FILE = Path("reported") / "ye2022_icpr.json"
+#: The curated file in the clone zslbench runs from (an editable install, as the README says).
+CLONE_FILE = Path(__file__).resolve().parents[2] / "leaderboards" / DEFAULT_FILE
+
+
+def default_reported(out_dir: Path) -> list[Path]:
+    """Where ``--reported`` is looked for when not given, in order: beside the output (the committed
+    ``leaderboards/``), then in the clone zslbench runs from."""
+    return [Path(out_dir) / DEFAULT_FILE, CLONE_FILE]
 TABLES = ("main", "ablation", "train_time", "per_class")
 
 
@@ -64,6 +72,15 @@ class Reported:
 
     def table_info(self, table: str) -> dict[str, Any]:
         return self.tables.get(table, {})
+
+    def method_order(self) -> list[str]:
+        """The zslbench methods the paper's tables name, in their order (ablation first: the paper's
+        own compositions), which is the row order of methods on every page."""
+        order: list[str] = []
+        for table in ("ablation", *(t for t in TABLES if t != "ablation")):
+            order += [r.zslbench_method for r in self.rows_for(table)
+                      if r.zslbench_method and r.zslbench_method not in order]
+        return order
 
 
 EMPTY = Reported(path=None)

@@ -25,11 +25,13 @@ import pandas as pd
 
 from zslbench.leaderboard.collect import (
     GZSL_METRICS,
+    SWEEP_METRICS,
     ZSL_METRICS,
     dataset_label,
     dataset_order,
-    method_order,
+    measured,
     per_class,
+    value_sort_key,
 )
 from zslbench.leaderboard.reported import Reported, ReportedRow
 
@@ -103,9 +105,12 @@ class Provenance:
     date_first: str = ""
     date_last: str = ""
     devices: list[str] = field(default_factory=list)
-    #: (dataset label, [record links]) for measured rows.
+    #: (dataset label, [record links]) for measured rows, and the seed of each record.
     records: list[tuple[str, list[str]]] = field(default_factory=list)
+    seed_of: dict[str, int] = field(default_factory=dict)
     anchor: str = ""
+    #: The configuration's full label (a sweep row shows only its values).
+    label: str = ""
     citation: str = ""
     refs: list[str] = field(default_factory=list)
 
@@ -156,6 +161,8 @@ class Row:
     cells: dict[str, Cell]
     prov: Provenance | None = None
     method: str = ""
+    #: A warning shown with the row (runs on an oversubscribed machine left out of its times).
+    note: str = ""
 
     @property
     def comparable(self) -> bool:
@@ -224,28 +231,28 @@ def slug(text: str) -> str:
 
 # --- building rows ----------------------------------------------------------------------------
 
+def _measured_row(entry: Any, label: str | None = None) -> Row:
+    prov = Provenance(source="measured", standard=bool(entry.standard), split_reason=entry.split_reason,
+                      anchor=f"prov-{slug(entry.label)}", label=entry.label)
+    return Row(label=label or entry.label, name=entry.paper_name or entry.method, source="measured",
+               cells={}, prov=prov, method=entry.method)
+
+
 def measured_rows(agg: pd.DataFrame, kind: str, metrics: tuple[str, ...]) -> list[Row]:
-    """One row per row key of ``kind``, cells keyed ``{dataset label}:{metric}``."""
-    sub = agg[agg["kind"] == kind] if not agg.empty else agg
-    rows: list[Row] = []
-    seen: dict[Any, Row] = {}
-    for entry in sub.itertuples(index=False):
-        rk = entry.row_key
-        if rk not in seen:
-            prov = Provenance(source="measured", standard=bool(entry.standard),
-                              split_reason=entry.split_reason, anchor=f"prov-{slug(entry.label)}")
-            row = Row(label=entry.label, name=entry.paper_name or entry.method, source="measured",
-                      cells={}, prov=prov, method=entry.method)
-            seen[rk] = row
-            rows.append(row)
-        row = seen[rk]
+    """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
+    rows: dict[Any, Row] = {}
+    for entry in measured(agg, kind).itertuples(index=False):
+        row = rows.setdefault(entry.row_key, _measured_row(entry))
         ds = dataset_label(entry.dataset, kind)
         for metric in metrics:
-            row.cells[f"{ds}:{metric}"] = Cell(getattr(entry, f"{metric}_mean"),
-                                               getattr(entry, f"{metric}_std"),
-                                               int(getattr(entry, f"{metric}_n")))
+            row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
         _extend_provenance(row.prov, entry, ds)
-    return rows
+    return list(rows.values())
+
+
+def _metric_cell(entry: Any, metric: str) -> Cell:
+    return Cell(getattr(entry, f"{metric}_mean"), getattr(entry, f"{metric}_std"),
+                int(getattr(entry, f"{metric}_n")))
 
 
 def _extend_provenance(prov: Provenance, entry: Any, ds: str) -> None:
@@ -260,6 +267,7 @@ def _extend_provenance(prov: Provenance, entry: Any, ds: str) -> None:
     if entry.split_reason and entry.split_reason not in prov.split_reason:
         prov.split_reason = "; ".join(x for x in (prov.split_reason, entry.split_reason) if x)
     prov.records.append((ds, list(entry.links)))
+    prov.seed_of.update(entry.seed_of)
 
 
 def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row]:
@@ -271,6 +279,20 @@ def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row
         out.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells, prov=prov,
                        method=rep.zslbench_method or ""))
     return out
+
+
+def paired(reported: list[Row], measured_rows: list[Row]) -> list[Row]:
+    """The paper's rows in its order, each followed by the measured rows of the same zslbench
+    method; measured rows of methods the paper's table lacks come last. Never merged."""
+    out: list[Row] = []
+    used: set[int] = set()
+    for rep in reported:
+        out.append(rep)
+        for i, row in enumerate(measured_rows):
+            if rep.method and row.method == rep.method and i not in used:
+                out.append(row)
+                used.add(i)
+    return out + [row for i, row in enumerate(measured_rows) if i not in used]
 
 
 def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported | None) -> list[str]:
@@ -293,21 +315,26 @@ def metric_columns(datasets: list[str], metrics: tuple[str, ...]) -> list[Column
 # --- the tables -------------------------------------------------------------------------------
 
 def setting_tables(agg: pd.DataFrame, kind: str, reported: Reported | None) -> list[Table]:
-    """The GZSL and ZSL tables (methods × datasets), measured rows first, then the paper's."""
+    """The GZSL and ZSL tables (methods × datasets). On the real page each of the paper's rows is
+    followed by the measured rows of the same method."""
     datasets = datasets_for(agg, kind, reported)
     main_rep = reported.rows_for("main") if (kind == "real" and reported) else []
     info = reported.table_info("main") if reported else {}
-    ref = f" Reported rows: {info.get('paper_table', 'the paper')} of Ye et al. (ICPR 2022)." if main_rep else ""
+    ref = (f" Reported rows: {info.get('paper_table', 'the paper')} of Ye et al. (ICPR 2022), each followed "
+           "by our measured rows of the same method." if main_rep else "")
+    sweeps = " Runs of hyperparameter sweeps are in the sweep tables." if not measured(
+        agg, kind, sweeps=True).empty else ""
     tables = []
     for tid, title, metrics, what in (
             ("gzsl", "Generalized ZSL", GZSL_METRICS,
              "A_U / A_S: per-class top-1 accuracy (%) on unseen / seen test classes at the calibrated "
-             "operating point; H: their harmonic mean; AUSUC: area under the seen–unseen curve (%)."),
+             "operating point; H: their harmonic mean; AUSUC: area under the seen–unseen curve (%, "
+             "per-class accuracies, as Chao et al.; the per-image variant is in the CSV)."),
             ("zsl", "Zero-shot learning (ZSL)", ZSL_METRICS,
              "A_T: per-class top-1 accuracy (%) on unseen test images, unseen classes only.")):
-        rows = measured_rows(agg, kind, metrics) + reported_rows(main_rep, metrics)
+        rows = paired(reported_rows(main_rep, metrics), measured_rows(agg, kind, metrics))
         caption = (f"{what} Cells: mean ± sample std over seeds, n = number of seeds. "
-                   f"Bold: best comparable value of the column.{ref}")
+                   f"Bold: best comparable value of the column.{ref}{sweeps}")
         tables.append(mark_best(Table(id=f"{kind}-{tid}", title=title, caption=caption,
                                       columns=metric_columns(datasets, metrics), rows=rows)))
     return tables
@@ -320,15 +347,8 @@ def ablation_table(agg: pd.DataFrame, reported: Reported) -> Table | None:
         return None
     metrics = ("A_T", "A_U", "A_S", "H")
     datasets = datasets_for(agg, "real", reported)
-    measured = measured_rows(agg, "real", metrics)
-    rows: list[Row] = []
-    used: set[int] = set()
-    for rep in reported_rows(rep_rows, metrics):
-        rows.append(rep)
-        for i, row in enumerate(measured):
-            if rep.method and row.method == rep.method:
-                rows.append(row)
-                used.add(i)
+    rows = [r for r in paired(reported_rows(rep_rows, metrics), measured_rows(agg, "real", metrics))
+            if r.source == "reported" or any(rep.zslbench_method == r.method for rep in rep_rows)]
     info = reported.table_info("ablation")
     caption = ("The paper's model-structure ablation (its rows: reported) with our measured runs of the "
                "same compositions directly below each. A_T in the ZSL setting; A_U, A_S, H in GZSL. "
@@ -337,27 +357,36 @@ def ablation_table(agg: pd.DataFrame, reported: Reported) -> Table | None:
                            columns=metric_columns(datasets, metrics), rows=rows))
 
 
+TIME_CAPTION = (
+    "Training time: the record's `train` timing (everything before evaluation), the MEDIAN over the "
+    "seeds, on the device named. Runs taken on an oversubscribed machine (1-minute load average above "
+    "its cores at the start or end of the run) are left out of the medians, the best marks and the "
+    "H-vs-time figure: their wall times measure the other work too. Rows marked † had such runs; a "
+    "cell with none left shows –. Runs whose record has no load report count as unknown and are kept. ")
+
+
 def time_table(agg: pd.DataFrame, kind: str, reported: Reported | None) -> Table:
-    """``train`` seconds per method × dataset with the device; the paper's minutes beside them."""
+    """Median ``train`` seconds per method × dataset with the device; the paper's minutes beside them."""
     datasets = datasets_for(agg, kind, reported if kind == "real" else None)
-    rows: list[Row] = []
-    sub = agg[agg["kind"] == kind] if not agg.empty else agg
-    seen: dict[Any, Row] = {}
-    for entry in sub.itertuples(index=False):
-        if entry.row_key not in seen:
-            prov = Provenance(source="measured", standard=bool(entry.standard),
-                              split_reason=entry.split_reason, anchor=f"prov-{slug(entry.label)}")
-            seen[entry.row_key] = Row(label=entry.label, name=entry.paper_name or entry.method,
-                                      source="measured", cells={}, prov=prov, method=entry.method)
-            rows.append(seen[entry.row_key])
-        row = seen[entry.row_key]
+    rows: dict[Any, Row] = {}
+    over: dict[Any, list[int]] = {}
+    for entry in measured(agg, kind).itertuples(index=False):
+        row = rows.setdefault(entry.row_key, _measured_row(entry))
         ds = dataset_label(entry.dataset, kind)
-        mean = _finite(entry.train_mean)
-        row.cells[ds] = Cell(mean, entry.train_std, int(entry.train_n), unit=" s",
-                             decimals=time_decimals(mean) if mean is not None else 1)
+        median = _finite(entry.train_median)
+        row.cells[ds] = Cell(median, None, int(entry.train_n), unit=" s",
+                             decimals=time_decimals(median) if median is not None else 1)
+        counts = over.setdefault(entry.row_key, [0, 0])
+        counts[0] += int(entry.train_oversubscribed)
+        counts[1] += int(entry.n)
         _extend_provenance(row.prov, entry, ds)
-    for row in rows:
+    out = list(rows.values())
+    for key, row in rows.items():
         row.cells["device"] = Cell(text_override=", ".join(row.prov.devices))
+        bad, total = over[key]
+        if bad:
+            row.note = f"† {bad} of {total} runs on an oversubscribed machine, left out of the times"
+    rep_rows: list[Row] = []
     if kind == "real" and reported is not None:
         for rep in reported.rows_for("train_time"):
             cells: dict[str, Cell] = {}
@@ -366,44 +395,86 @@ def time_table(agg: pd.DataFrame, kind: str, reported: Reported | None) -> Table
                 cells[ds] = (Cell() if minutes is None else
                              Cell(text_override=f"{minutes:g} min", sort_value=minutes * 60.0, decimals=1))
             cells["device"] = Cell(text_override=rep.device or "")
-            rows.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells,
-                            prov=Provenance(source="reported", citation=rep.citation, refs=list(rep.refs),
-                                            devices=[rep.device] if rep.device else []),
-                            method=rep.zslbench_method or ""))
+            rep_rows.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells,
+                                prov=Provenance(source="reported", citation=rep.citation, refs=list(rep.refs),
+                                                devices=[rep.device] if rep.device else []),
+                                method=rep.zslbench_method or ""))
     columns = [Column(key=ds, title=ds, higher_better=False) for ds in datasets]
     columns.append(Column(key="device", title="Device", ranked=False, align="left"))
-    caption = ("Training time: the record's `train` timing (everything before evaluation: preprocessing, "
-               "embedding, regression, calibration), mean ± std over seeds, on the device named. "
-               + ("Reported rows are the paper's averages in minutes, as printed (its training-time table). "
-                  if kind == "real" else "")
+    caption = (TIME_CAPTION
+               + ("Reported rows are the paper's averages in minutes, as printed (its training-time table), "
+                  "each followed by our runs of the same method. " if rep_rows else "")
                + "Bold: fastest comparable. Times on different devices are not directly comparable.")
-    return mark_best(Table(id=f"{kind}-time", title="Training time", caption=caption,
-                           columns=columns, rows=rows))
+    return mark_best(Table(id=f"{kind}-time", title="Training time (median)", caption=caption,
+                           columns=columns, rows=paired(rep_rows, out)))
+
+
+def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]:
+    """The sweeps of a page: one group per (method, swept parameters, other overrides, split,
+    device), as ``(title, its aggregated rows)``."""
+    sub = measured(agg, kind, sweeps=True)
+    if sub.empty:
+        return []
+    keys = ["method_rank", "method", "sweep_params", "overrides", "standard", "device_type"]
+    out = []
+    for key, group in sub.groupby(keys, sort=True):
+        _, method, params, overrides, standard, device = key
+        title = f"{method} over {params}" + (f" [{overrides}]" if overrides else "")
+        if not standard:
+            title += " · non-standard split"
+        if sub["device_type"].nunique() > 1:
+            title += f" · {device}"
+        out.append((title, group))
+    return out
+
+
+def sweep_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
+    """One table per sweep: rows are the swept values, columns the metrics per dataset."""
+    tables = []
+    for title, group in sweep_groups(agg, kind):
+        datasets = sorted({dataset_label(d, kind) for d in group["dataset"]},
+                          key=lambda label: dataset_order(label.lower()))
+        rows: dict[str, Row] = {}
+        values: dict[str, dict[str, Any]] = {}
+        for entry in group.itertuples(index=False):
+            row = rows.setdefault(entry.sweep, _measured_row(entry, label=entry.sweep))
+            values[entry.sweep] = entry.sweep_map
+            ds = dataset_label(entry.dataset, kind)
+            for metric in SWEEP_METRICS:
+                row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
+            _extend_provenance(row.prov, entry, ds)
+        order = sorted(rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())])
+        caption = (f"Sweep of {title}: one configuration per value, the other hyperparameters as the "
+                   "method sets them. Cells: mean ± sample std over seeds (n). Bold: best value of the "
+                   "column. The figure below plots the same numbers.")
+        tables.append(mark_best(Table(
+            id=f"{kind}-sweep-{slug(title)}", title=f"Sweep: {title}", caption=caption,
+            columns=metric_columns(datasets, SWEEP_METRICS), rows=[rows[k] for k in order],
+            row_header="Value", show_source=False)))
+    return tables
 
 
 def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
     """Per dataset: unseen classes (most frequent first) × methods, accuracy mean ± std."""
-    sub = agg[agg["kind"] == kind] if not agg.empty else agg
+    sub = measured(agg, kind)
     tables = []
     datasets = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
     for name in datasets:
         ds = dataset_label(name, kind)
-        groups = [e for e in sub.itertuples(index=False) if e.dataset == name]
-        groups = [g for g in groups if per_class(g.records)]
+        groups = [g for g in sub.itertuples(index=False) if g.dataset == name and per_class(g.records)]
         if not groups:
             continue
         columns = [Column(key="share", title="share of unseen images", ranked=False),
                    Column(key="n_test", title="test images", ranked=False)]
         classes: dict[str, dict[str, Any]] = {}
         class_cells: dict[str, dict[str, Cell]] = {}
-        for g in sorted(groups, key=lambda g: (method_order(g.method), g.label)):
+        for g in groups:  # already in method order
             key = f"m:{g.label}"
             columns.append(Column(key=key, title=g.label, comparable=bool(g.standard)))
             for entry in per_class(g.records):
                 cname = str(entry["name"])
                 classes.setdefault(cname, entry)
-                cells = class_cells.setdefault(cname, {})
-                cells[key] = Cell(entry["mean"], entry["std"], entry["n"])
+                class_cells.setdefault(cname, {})[key] = Cell(entry["mean"], entry["std"], entry["n"])
         rows = []
         for cname, entry in sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[0])):
             cells = class_cells[cname]

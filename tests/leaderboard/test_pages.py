@@ -1,0 +1,130 @@
+"""What the pages say about the new record facts: kinds, reproduce lines, sweeps, per-image AUSUC,
+oversubscribed runs, and where records live (the same sentence everywhere)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from html import unescape
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from lb_factory import fake_render_figure, make_record, write_records
+
+from zslbench.leaderboard import build as build_mod
+from zslbench.leaderboard.cli import leaderboard
+
+REPO = Path(__file__).resolve().parents[2]
+REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
+
+
+@pytest.fixture(autouse=True)
+def _no_drawing(monkeypatch) -> None:
+    monkeypatch.setattr(build_mod, "render_figure", fake_render_figure)
+
+
+def _render(tmp_path: Path, records: list) -> Path:
+    results, out = tmp_path / "res", tmp_path / "lb"
+    write_records(results, records)
+    result = CliRunner().invoke(leaderboard, ["--results-dir", str(results), "--out", str(out),
+                                              "--reported", str(REPORTED)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(path.read_text())))
+
+
+def test_each_kind_has_its_own_page_and_they_never_mix(tmp_path: Path) -> None:
+    out = _render(tmp_path, [make_record("my-npz", "gp", 0, kind="custom", metrics={"H": 11.1}),
+                             make_record("synth-apy", "gp", 0, metrics={"H": 22.2}),
+                             make_record("apy", "gp", 0, metrics={"H": 33.3})])
+    pages = {k: (out / md).read_text() + (out / html).read_text() for k, (md, html) in build_mod.PAGES.items()}
+    for kind, own in (("custom", "11.1"), ("synthetic", "22.2"), ("real", "33.3")):
+        assert own in pages[kind]
+        assert all(own not in text for other, text in pages.items() if other != kind)
+    assert "CUSTOM DATASETS, NOT THE BENCHMARKS" in pages["custom"] and "my-npz" in pages["custom"]
+    assert "*reported*" not in pages["custom"] and "Ye et al." not in pages["custom"]
+    assert {r["dataset"] for r in _csv(out / "custom.csv")} == {"my-npz"}
+    # Without custom runs there is no custom page.
+    other = _render(tmp_path / "b", [make_record("synth-apy", "gp", 0)])
+    assert not (other / "custom.md").exists() and "custom.html" not in (other / "synthetic.html").read_text()
+
+
+def _reproduce(page: str) -> list[str]:
+    line = next(x for x in page.splitlines() if x.startswith("| Reproduce |"))
+    return re.findall(r"`([^`]+)`", line)
+
+
+def test_reproduce_lists_exactly_the_pairs_that_were_run(tmp_path: Path) -> None:
+    out = _render(tmp_path, [make_record("synth-apy", "krr", r) for r in range(3)]
+                  + [make_record("synth-cub", "gp", r) for r in range(2)]
+                  + [make_record("synth-cub", "krr", r) for r in range(3)])
+    assert _reproduce((out / "synthetic.md").read_text()) == [
+        "zslbench run --method gp --dataset synth-cub --seeds 2 --results-dir res",
+        "zslbench run --method krr --dataset synth-cub,synth-apy --seeds 3 --results-dir res"]
+
+
+def test_reproduce_names_the_config_file_and_the_sweep(tmp_path: Path) -> None:
+    records = [make_record("synth-apy", m, r, config_file="configs/paper-ablation.toml")
+               for m in ("krr", "gp") for r in range(2)]
+    records += [make_record("synth-apy", "bt-gp", 0, sweep={"embedder.margin": m}, overrides={"gp.lr": 0.1})
+                for m in (4.0, 1.0, 2.0)]
+    out = _render(tmp_path, records)
+    assert _reproduce((out / "synthetic.md").read_text()) == [
+        "zslbench run --config configs/paper-ablation.toml",
+        "zslbench run --method bt-gp --dataset synth-apy --seeds 1 --set gp.lr=0.1 "
+        "--sweep embedder.margin=1.0,2.0,4.0 --results-dir res"]
+
+
+def test_sweep_gets_a_table_and_a_figure_per_parameter(tmp_path: Path) -> None:
+    records = [make_record(ds, "bt-gp", rep, sweep={"embedder.margin": m, "embedder.lr": lr},
+                           metrics={"H": 10 * m + lr})
+               for m in (1.0, 2.0) for lr in (0.1, 0.01) for ds in ("synth-apy", "synth-cub") for rep in range(2)]
+    out = _render(tmp_path, records)
+    page = (out / "synthetic.md").read_text()
+    assert "### Sweep: bt-gp over embedder.lr, embedder.margin" in page
+    # Its rows show the values; their provenance names the whole configuration.
+    assert "| [embedder.lr=0.01, embedder.margin=1.0](#prov-bt-gp-embedder-lr-0-01-embedder-margin-1-0) |" in page
+    assert "#### `bt-gp [embedder.lr=0.01, embedder.margin=1.0]`" in page
+    for param in ("embedder-lr", "embedder-margin"):
+        assert (out / "figures" / f"synthetic-sweep-bt-gp-over-embedder-lr-embedder-margin-{param}.png").is_file()
+    spec = next(s for s in build_mod.build(tmp_path / "res", out, None, draw=False).figure_specs
+                if s.figure == "sweep" and s.data["param"] == "embedder.margin")
+    # One line per dataset and value of the other parameter; each point: every metric, mean and std.
+    assert len(spec.data["series"]) == 4
+    point = spec.data["series"][0]["points"][0]
+    assert set(point) == {"x", "H", "A_U", "A_S", "AUSUC", "A_T"} and point["x"] == 1.0
+    assert point["H"] == [10.01, 0.0]
+
+
+def test_csv_labels_both_ausuc_and_the_median_times(tmp_path: Path) -> None:
+    out = _render(tmp_path, [make_record("synth-apy", "gp", r, train=t, oversubscribed=(r == 2),
+                                         metrics={"AUSUC": 30.0 + r, "AUSUC_per_image": 40.0 + r})
+                             for r, t in enumerate((1.0, 2.0, 9.0))])
+    (row,) = _csv(out / "synthetic.csv")
+    assert (row["AUSUC_per_class_mean"], row["AUSUC_per_image_mean"]) == ("31", "41")
+    assert (row["train_s_median"], row["train_runs_timed"], row["train_runs_oversubscribed"]) == ("1.5", "2", "1")
+    (time,) = _csv(out / "synthetic-train-time.csv")
+    assert (time["train_s_median"], time["runs"], time["train_runs_oversubscribed"]) == ("1.5", "3", "1")
+    page = (out / "synthetic.md").read_text()
+    assert "`gp` — GP †" in page and "left out of the training times and the H-vs-time figure" in page
+    assert "Training time (median)" in page and "MEDIAN" in page
+
+
+def _text(html: str) -> str:
+    return " ".join(unescape(re.sub(r"<[^>]+>", "", html)).split())
+
+
+def test_the_three_places_that_say_where_records_live_agree(tmp_path: Path) -> None:
+    out = _render(tmp_path, [make_record("apy", "gp", 0)])
+    sentence = next(line for line in (out / "real.md").read_text().splitlines()
+                    if line.startswith("Every measured number comes from"))
+    assert "[`../res/`](../res/) (`res`)" in sentence and "--results-dir res --out lb`" in sentence
+    assert sentence in (out / "README.md").read_text().splitlines()
+    plain = _text(sentence.replace("`", ""))
+    plain = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", plain)
+    assert plain in _text((out / "index.html").read_text())
