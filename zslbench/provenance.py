@@ -78,19 +78,24 @@ def load_report(start: dict[str, float | None]) -> dict[str, object]:
     """How busy the machine was during a run, so that timings can be trusted or set aside.
 
     ``cpu_seconds`` is this process's CPU time over the run; ``load_start``/``load_end`` the
-    1-minute load average; ``oversubscribed`` is true when either exceeds the cores we may use
-    (other processes then compete for them and wall times are not comparable).
+    1-minute load average. The load average counts this process's own threads too (and, in a
+    grid, the previous run's), so what competes with the run is the load beyond them:
+    ``other_load = max(load_start, load_end) - min(threads, cores)``. ``oversubscribed`` is true
+    when that is a whole core or more: other processes then held cores the run wanted, and its
+    wall time is not comparable (on this project's shared 2-core machine single runs took 10-40x
+    their median under such load).
     """
     import torch
 
     end = _loadavg()
     n = cores()
+    threads = torch.get_num_threads()
     loads = [v for v in (start["load"], end) if v is not None]
+    other = round(max(loads) - min(threads, n), 2) if loads else None
     return {"cpu_seconds": round(time.process_time() - float(start["cpu"] or 0.0), 3),
             "wall_seconds": round(time.perf_counter() - float(start["wall"] or 0.0), 3),
-            "load_start": start["load"], "load_end": end, "cores": n,
-            "threads": torch.get_num_threads(),
-            "oversubscribed": bool(loads) and max(loads) > n}
+            "load_start": start["load"], "load_end": end, "cores": n, "threads": threads,
+            "other_load": other, "oversubscribed": other is not None and other >= 1.0}
 
 
 def device_info(device: str) -> dict[str, object]:

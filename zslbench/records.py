@@ -151,6 +151,23 @@ def _check_types(raw: dict[str, Any]) -> None:
             raise RecordError(f"field {name!r} is not an object")
     if not isinstance(raw["split"].get("standard"), bool):
         raise RecordError("split.standard is not true or false")
+    if not isinstance(raw["split"].get("reason", ""), str):
+        raise RecordError("split.reason is not a string")
+    load = raw.get("load", {})
+    if not isinstance(load, dict):
+        raise RecordError("field 'load' is not an object")
+    if "oversubscribed" in load and not isinstance(load["oversubscribed"], bool):
+        raise RecordError("load.oversubscribed is not true or false")
+    for key in ("cpu_seconds", "wall_seconds", "load_start", "load_end", "cores", "threads",
+                "other_load"):
+        if load.get(key) is not None and not _finite(load[key]):
+            raise RecordError(f"load.{key} is not a finite number")
+    sweep = raw["config"].get("sweep")
+    if sweep is not None and (not isinstance(sweep, dict)
+                              or not all(isinstance(k, str) and "." in k for k in sweep)):
+        raise RecordError("config.sweep is not an object of component.param keys")
+    if not isinstance(raw["config"].get("config_file", ""), str):
+        raise RecordError("config.config_file is not a string")
 
 
 # -- files --------------------------------------------------------------------------------------

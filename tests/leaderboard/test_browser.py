@@ -16,11 +16,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from lb_cdp import Browser
 from lb_factory import showcase_grid
 
-from zslbench.leaderboard.cli import leaderboard
+from tests.cli_helpers import invoke_main
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -64,7 +63,7 @@ COLUMN_VALUES = """((table, col) => Array.from(document.querySelector(`table[dat
 def rendered(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("browser") / "lb"
     showcase_grid(out / "records")
-    result = CliRunner().invoke(leaderboard, [
+    result = invoke_main("leaderboard", *[
         "--results-dir", str(out / "records"), "--out", str(out),
         "--reported", str(REPO / "leaderboards" / "reported" / "ye2022_icpr.json")])
     assert result.exit_code == 0, result.output

@@ -10,11 +10,10 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from lb_factory import fake_render_figure, make_record, write_records
 
+from tests.cli_helpers import invoke_main
 from zslbench.leaderboard import build as build_mod
-from zslbench.leaderboard.cli import leaderboard
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
@@ -28,7 +27,7 @@ def _no_drawing(monkeypatch) -> None:
 def _render(tmp_path: Path, records: list) -> Path:
     results, out = tmp_path / "res", tmp_path / "lb"
     write_records(results, records)
-    result = CliRunner().invoke(leaderboard, ["--results-dir", str(results), "--out", str(out),
+    result = invoke_main("leaderboard", *["--results-dir", str(results), "--out", str(out),
                                               "--reported", str(REPORTED)])
     assert result.exit_code == 0, result.output
     return out

@@ -10,10 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from lb_factory import fake_render_figure, make_record, small_grid, write_records
 
-from zslbench.leaderboard.cli import leaderboard
+from tests.cli_helpers import invoke_main
 from zslbench.leaderboard.figures import HASH_KEY, embedded_hash
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +22,7 @@ REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
 def _invoke(out: Path, *extra: str, results: Path | None = None):
     args = ["--results-dir", str(results or out / "records"), "--out", str(out), "--reported", str(REPORTED),
             *extra]
-    return CliRunner().invoke(leaderboard, args)
+    return invoke_main("leaderboard", *args)
 
 
 def _files(out: Path) -> dict[str, bytes]:

@@ -11,10 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from lb_factory import fake_render_figure, make_record, write_records
 
-from zslbench.leaderboard.cli import leaderboard
+from tests.cli_helpers import invoke_main
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +23,7 @@ def _no_drawing(monkeypatch) -> None:
 
 
 def _invoke(*args: str):
-    return CliRunner().invoke(leaderboard, list(args))
+    return invoke_main("leaderboard", *args)
 
 
 def _render(results: Path, out: Path, *extra: str):
@@ -32,7 +31,7 @@ def _render(results: Path, out: Path, *extra: str):
 
 
 def _errors(result) -> list[str]:
-    return [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    return [line for line in result.stderr.splitlines() if line.startswith("zslbench: error: ")]
 
 
 def _two_runs(results: Path) -> list[Path]:
@@ -135,7 +134,7 @@ def test_files_under_figures_it_did_not_draw_are_kept(tmp_path: Path) -> None:
     result = _render(results, out)
     assert result.exit_code == 2 and mine.read_bytes() == b"not zslbench's"
     assert _errors(result) == [
-        f"error: {out.as_posix()}: holds 1 file(s) that zslbench leaderboard did not write "
+        f"zslbench: error: {out.as_posix()}: holds 1 file(s) that zslbench leaderboard did not write "
         f"(figures/my-own-plot.png); it writes only into a new or empty directory or one it rendered "
         f"before — choose another --out, or {FOREIGN_HINT} (a file at a path the leaderboard writes "
         "is then replaced)"]

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from zslbench.errors import UserError
 from zslbench.leaderboard import check as check_mod
 from zslbench.leaderboard.build import build
 from zslbench.leaderboard.reported import DEFAULT_FILE, default_reported
@@ -55,29 +54,26 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     if reported_path is not None:
         here = reported_path.parent.resolve() == out_dir.resolve()
         inputs.append(reported_path if here else reported_path.parent)
-    try:
-        if not (check_only or overwrite_foreign):  # refuse before the slow part (drawing)
-            foreign = check_mod.foreign_files(out_dir, inputs, limit=4)
-            if foreign:
-                raise check_mod.refuse_foreign(out_dir, foreign)
-        site = build(results_dir, out_dir, reported_path, draw=not check_only)
-        if not check_only:
-            for path, reason in site.refused:
-                click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
-        if check_only:
-            problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
-            for line in problems:
-                click.echo(line)
-            if problems:
-                click.echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
-                           f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
-                           f"--out {out_dir.as_posix()}` and commit the result", err=True)
-                ctx.exit(1)
-            click.echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
-            return
-        written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
-    except UserError as exc:
-        click.echo(f"error: {exc.one_line()}", err=True)
-        ctx.exit(exc.exit_code)
+    # A UserError (a refused --out, ...) is printed by the one handler in zslbench.cli.main.
+    if not (check_only or overwrite_foreign):  # refuse before the slow part (drawing)
+        foreign = check_mod.foreign_files(out_dir, inputs, limit=4)
+        if foreign:
+            raise check_mod.refuse_foreign(out_dir, foreign)
+    site = build(results_dir, out_dir, reported_path, draw=not check_only)
+    if not check_only:
+        for path, reason in site.refused:
+            click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
+    if check_only:
+        problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
+        for line in problems:
+            click.echo(line)
+        if problems:
+            click.echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
+                       f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
+                       f"--out {out_dir.as_posix()}` and commit the result", err=True)
+            ctx.exit(1)
+        click.echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
+        return
+    written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     click.echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
                f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
