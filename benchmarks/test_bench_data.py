@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import scipy.io
 
-from tests.data.conftest import awa2_like_labels, shared_data_dir
-from zslbench.data.xlsa17 import load_xlsa17
+from tests.plugins.xlsa17.helpers import awa2_like_labels, shared_data_dir
+from zslbench_plugins.xlsa17.loader import load_xlsa17
 
 N_AWA2 = 37322
 

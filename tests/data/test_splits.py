@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zslbench.data import splits
-from zslbench.errors import DataError, SplitError
 
 
 def _fp_by_hand(tv: list[int], ts: list[int], tu: list[int]) -> str:
@@ -106,55 +105,6 @@ def test_uint16_zero_index_does_not_wrap() -> None:
     lab, tv, ts, tu = _good()
     fails = splits.check_split("s.mat", lab.size, lab, np.array([0] + tv, dtype=np.uint16), ts, tu)
     assert _checks(fails) == ["index-range"]
-
-
-def test_labels_checks() -> None:
-    assert splits.check_labels("r.mat", np.array([1, 2, 3]), 3, "a.mat") == []
-    f = splits.check_labels("r.mat", np.array([0, 1, 2]), 3, "a.mat")
-    assert f[0].check == "labels-range" and "0-based" in f[0].hint
-    f = splits.check_labels("r.mat", np.array([1, 2, 4]), 3, "a.mat")
-    assert f[0].check == "labels-range" and "does not match the number of classes" in f[0].message
-    f = splits.check_labels("r.mat", np.array([1, 2, 2]), 3, "a.mat")
-    assert f[0].check == "attributes" and f[0].file == "a.mat"
-    f = splits.check_labels("r.mat", np.array([1, 2.5, 3]), 3, "a.mat")
-    assert f[0].check == "labels" and "2.5" in f[0].message
-
-
-def test_attribute_checks() -> None:
-    att = np.ones((4, 3))
-    assert splits.check_attributes("a.mat", att, expected_dim=4) == []
-    att[:, 1] = 0
-    f = splits.check_attributes("a.mat", att)
-    assert f[0].check == "attributes" and "class 2" in f[0].message and f[0].structural
-    att[:, 1] = np.nan
-    assert "NaN" in splits.check_attributes("a.mat", att)[0].message
-    f = splits.check_attributes("a.mat", np.ones((5, 3)), expected_dim=4)
-    assert f[0].check == "attribute-dim" and not f[0].structural
-
-
-def test_feature_checks() -> None:
-    assert splits.check_features("r.mat", (10, 2048), 10, expected_dim=2048, nonfinite=None) == []
-    f = splits.check_features("r.mat", (10, 2047), 10, expected_dim=2048, nonfinite=None)
-    assert f[0].check == "feature-dim" and "2047-d" in f[0].message and "2048-d" in f[0].message
-    f = splits.check_features("r.mat", (10, 2048), 11, expected_dim=2048, nonfinite=None)
-    assert f[0].check == "count" and f[0].structural
-    f = splits.check_features("r.mat", (10, 2048), 10, expected_dim=2048, nonfinite=(3, 7))
-    assert f[0].check == "finite" and "image 4, dimension 8" in f[0].message
-
-
-def test_enforce_policy_and_structure() -> None:
-    policy = splits.Failure("a.mat", "disjoint", "leak", "fix", False)
-    policy2 = splits.Failure("a.mat", "fingerprint", "other", "fix", False)
-    struct = splits.Failure("a.mat", "index-range", "range", "fix", True)
-    assert splits.enforce([], allow_nonstandard=False) == (True, "")
-    with pytest.raises(SplitError, match=r"^a.mat: leak \(also failing: fingerprint\) — fix$"):
-        splits.enforce([policy, policy2], allow_nonstandard=False)
-    assert splits.enforce([policy, policy2], allow_nonstandard=True) == (False, "a.mat: leak; a.mat: other")
-    with pytest.raises(SplitError, match="range"):
-        splits.enforce([policy, struct], allow_nonstandard=True)
-    with pytest.raises(DataError) as info:
-        splits.enforce([splits.Failure("r.mat", "finite", "nan", "fix", True)], allow_nonstandard=True)
-    assert not isinstance(info.value, SplitError)
 
 
 # ----------------------------------------------------------------------------- property tests

@@ -19,14 +19,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from zslbench.data import download as dl
-from zslbench.data.cli import data as data_cli
-from zslbench.data.xlsa17 import load_xlsa17
+from tests.plugins.xlsa17.helpers import (
+    Mini,
+    data_cli,
+    mini_arrays,
+    patch_registry,
+    registry_for,
+    write_dataset,
+)
 from zslbench.errors import DataError
-
-from .conftest import Mini, mini_arrays, patch_registry, registry_for, write_dataset
+from zslbench_plugins.xlsa17 import checks
+from zslbench_plugins.xlsa17 import download as dl
+from zslbench_plugins.xlsa17.loader import load_xlsa17
 
 
 @dataclass
@@ -109,24 +114,22 @@ def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server) -> tuple[Se
     state, url = server
     awa2, cub = mini_arrays(seed=1), mini_arrays(seed=2, n_seen=5, n_unseen=4)
     state.payload = build_archive(tmp_path, {"AWA2": awa2, "CUB": cub})
-    from zslbench.data import splits
-
-    reg = splits.load_registry()["datasets"]
+    reg = checks.load_registry()["datasets"]
     patch_registry(monkeypatch, "awa2", registry_for(awa2, reg["awa2"]))
     entry_cub = registry_for(cub, reg["cub"])
-    real = splits.load_registry
+    real = checks.load_registry
 
     def both():
         r = real()
         r["datasets"]["cub"] = entry_cub
         return r
 
-    monkeypatch.setattr(splits, "load_registry", both)
+    monkeypatch.setattr(checks, "load_registry", both)
     return state, url, state.payload
 
 
 def _run(*args: str):
-    return CliRunner().invoke(data_cli, ["download", *args])
+    return data_cli(["download", *args])
 
 
 def _one_error_line(res) -> str:
@@ -225,7 +228,7 @@ def test_interrupted_download_resumes_on_the_next_call(tmp_path: Path, archive) 
     assert "interrupted" in line and "re-run the same command to resume" in line
     part = d / ".downloads" / "xlsa17.zip.part"
     assert part.stat().st_size == third and not (d / "AWA2").exists()
-    info = CliRunner().invoke(data_cli, ["info", "--data-dir", str(d)])
+    info = data_cli(["info", "--data-dir", str(d)])
     assert f"partial download (re-run download to resume): {part}" in info.stdout
     res = _run("--dataset", "awa2", "--data-dir", str(d), "--url", url, "--sha256",
                hashlib.sha256(payload).hexdigest())

@@ -1,18 +1,17 @@
 """``zslbench data``: download, verify and inspect the xlsa17 benchmark files.
 
-The group is self-contained (it turns :class:`~zslbench.errors.UserError` into one
-``zslbench: error: ...`` line on stderr and a non-zero exit itself), so it behaves the same when
-mounted on the main CLI and when driven alone through ``click.testing.CliRunner``.
+The xlsa17 plugin adds this group to the command line through the ``zslbench_commands`` hook. A
+mistake raises a :class:`~zslbench.errors.UserError`, which ``zslbench.cli.main`` (the one error
+handler) prints as one ``zslbench: error: ...`` line with a non-zero exit. ``verify`` and
+``download`` are reports as well: they print every problem they found, one line each, before
+exiting 1.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -26,13 +25,12 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from zslbench.data import cache as _cache
-from zslbench.data import download as _dl
-from zslbench.data import splits as _splits
-from zslbench.data import xlsa17 as _x
-from zslbench.errors import ConfigError, UserError
-
-F = TypeVar("F", bound=Callable[..., Any])
+from zslbench.console import say_error
+from zslbench.errors import ConfigError
+from zslbench_plugins.xlsa17 import cache as _cache
+from zslbench_plugins.xlsa17 import checks as _checks
+from zslbench_plugins.xlsa17 import download as _dl
+from zslbench_plugins.xlsa17 import loader as _x
 
 
 def _out() -> Console:
@@ -45,27 +43,6 @@ def _out() -> Console:
 
 def _err() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _error_line(text: str) -> None:
-    _err().print(f"zslbench: error: {text}", markup=False)
-
-
-def _one_line_errors(func: F) -> F:
-    """Print a UserError as one line and exit with its code, never a traceback."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except UserError as exc:
-            _error_line(exc.one_line())
-            raise SystemExit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            _err().print("zslbench: interrupted; re-run the same command to continue", markup=False)
-            raise SystemExit(130) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def parse_datasets(value: str | tuple[str, ...]) -> list[str]:
@@ -114,7 +91,6 @@ def data() -> None:
               help="Seconds without data before a connection counts as cut.")
 @click.option("--delete-archive", is_flag=True,
               help="Delete the zip after extracting (a later dataset then needs a new download).")
-@_one_line_errors
 def download_cmd(datasets: tuple[str, ...], data_dir: Path | None, url: str | None,
                  sha256: str | None, retries: int, timeout: float, delete_archive: bool) -> None:
     """Fetch xlsa17 (about 879 MB), verify its sha256, extract the datasets asked for, build the cache.
@@ -138,13 +114,18 @@ def download_cmd(datasets: tuple[str, ...], data_dir: Path | None, url: str | No
             task = progress.add_task("download", total=total, completed=done)
         progress.update(task, completed=done, total=total)
 
-    with progress:
-        report = _dl.download(names, root, url=url, sha256=expected, retries=retries,
-                              timeout=timeout, delete_archive=delete_archive,
-                              on_progress=on_progress,
-                              say=lambda s: out.print(s, markup=False, soft_wrap=True))
+    try:
+        with progress:
+            report = _dl.download(names, root, url=url, sha256=expected, retries=retries,
+                                  timeout=timeout, delete_archive=delete_archive,
+                                  on_progress=on_progress,
+                                  say=lambda s: out.print(s, markup=False, soft_wrap=True))
+    except KeyboardInterrupt:
+        say_error("interrupted; re-run the same command to continue (a partial download is "
+                  "resumed)", prefix="zslbench: ")
+        raise SystemExit(130) from None
     for line in report.problems:
-        _error_line(line)
+        say_error(line)
     if report.problems:
         raise SystemExit(1)
     if report.extracted:
@@ -168,7 +149,6 @@ def _size(n: int | None) -> str:
 @_data_dir_option
 @click.option("--full", is_flag=True,
               help="Check the full sha256 of every cache file (slower), not only the sampled digest.")
-@_one_line_errors
 def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> None:
     """Check presence, sizes, hashes, shapes and the Split V2.0 fingerprint of each dataset.
 
@@ -199,7 +179,7 @@ def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> 
             lines = missing if missing else [rep.error.one_line()]
             status = "missing" if missing else "FAIL: unreadable"
         else:
-            err = _splits.primary_error(rep.failures)
+            err = _checks.primary_error(rep.failures)
             lines = [err.one_line()] if err is not None else []
             status = "OK" if not rep.failures else "FAIL: " + ", ".join(
                 dict.fromkeys(f.check for f in rep.failures))
@@ -218,14 +198,13 @@ def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> 
     for line in notes:
         out.print(line, markup=False, soft_wrap=True)
     for line in problems:
-        _error_line(line)
+        say_error(line)
     if problems:
         raise SystemExit(1)
 
 
 @data.command("info")
 @_data_dir_option
-@_one_line_errors
 def info_cmd(data_dir: Path | None) -> None:
     """Show where the data lives, what is cached and how much disk it takes."""
     root = _x.resolve_data_dir(data_dir)

@@ -1,4 +1,4 @@
-"""Helpers for the data-layer tests: xlsa17-layout files built in the test, and the real split files.
+"""Helpers for the xlsa17 plugin tests: xlsa17-layout files built in the test, and the real split files.
 
 Real data: the real ``att_splits.mat`` files live *outside* the repo, in ``../shared/data`` (the
 repo root's sibling; ``$ZSLBENCH_SHARED_DATA`` overrides). Tests that need them skip with a
@@ -13,6 +13,8 @@ loader applies unchanged while files stay a few hundred KB.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ import pytest
 import scipy.io
 
 from zslbench.data import splits
+from zslbench_plugins.xlsa17 import checks
 
 SHARED_ENV = "ZSLBENCH_SHARED_DATA"
 FOLDERS = {"awa1": "AWA1", "awa2": "AWA2", "apy": "APY", "cub": "CUB", "sun": "SUN"}
@@ -33,7 +36,7 @@ RES_KEYS = ("features", "labels")
 def shared_data_dir() -> Path | None:
     """``$ZSLBENCH_SHARED_DATA`` or the repo root's sibling ``shared/data``, if it exists."""
     env = os.environ.get(SHARED_ENV)
-    path = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    path = Path(env) if env else Path(__file__).resolve().parents[3].parent / "shared" / "data"
     return path if (path / "AWA2" / "att_splits.mat").is_file() else None
 
 
@@ -106,6 +109,20 @@ def write_dataset(root: Path, folder: str, arrays: dict[str, Any], *, drop: tupl
     return save_mat(d / "res101.mat", res), save_mat(d / "att_splits.mat", att)
 
 
+def loaded_split_fingerprint(d: Any) -> str:
+    """The split fingerprint of a loaded ``ZSLData`` (0-based index sets, hashed 1-based)."""
+    return splits.split_fingerprint(d.trainval_idx + 1, d.test_seen_idx + 1, d.test_unseen_idx + 1)
+
+
+def loader_standard(d: Any) -> bool:
+    """Whether the xlsa17 loader's own checks all passed (the runner decides what is standard)."""
+    return bool(d.source["loader_standard"])
+
+
+def loader_reason(d: Any) -> str:
+    return str(d.source["loader_reason"])
+
+
 def registry_for(arrays: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     """A registry entry describing ``arrays`` (counts, dims, fingerprint), based on ``base``."""
     labels = np.asarray(arrays["labels"]).ravel().astype(int)
@@ -121,15 +138,15 @@ def registry_for(arrays: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]
 
 
 def patch_registry(monkeypatch: pytest.MonkeyPatch, name: str, entry: dict[str, Any]) -> None:
-    """Make ``splits.load_registry()`` return the real registry with ``name`` replaced by ``entry``."""
-    real = splits.load_registry
+    """Make ``checks.load_registry()`` return the real registry with ``name`` replaced by ``entry``."""
+    real = checks.load_registry
 
     def patched() -> dict[str, Any]:
         reg = real()
         reg["datasets"][name] = entry
         return reg
 
-    monkeypatch.setattr(splits, "load_registry", patched)
+    monkeypatch.setattr(checks, "load_registry", patched)
 
 
 @dataclass
@@ -150,7 +167,7 @@ class Mini:
 def mini(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Mini:
     arrays = mini_arrays()
     res, att = write_dataset(tmp_path, "AWA2", arrays)
-    entry = registry_for(arrays, splits.load_registry()["datasets"]["awa2"])
+    entry = registry_for(arrays, checks.load_registry()["datasets"]["awa2"])
     patch_registry(monkeypatch, "awa2", entry)
     monkeypatch.delenv("ZSLBENCH_DATA", raising=False)
     return Mini(tmp_path, arrays, res, att, entry)
@@ -186,7 +203,7 @@ def awa2_full(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "AWA2").mkdir()
     write_awa2_res101(root / "AWA2" / "res101.mat", awa2_like_labels(shared))
     os.symlink(shared / "AWA2" / "att_splits.mat", root / "AWA2" / "att_splits.mat")
-    from zslbench.data.xlsa17 import load_xlsa17
+    from zslbench_plugins.xlsa17.loader import load_xlsa17
 
     load_xlsa17("awa2", root)  # builds the cache once
     return root
@@ -231,7 +248,7 @@ def xlsa17_all(awa2_full: Path):
         for name, folder in FOLDERS.items():
             if name == "awa2":
                 continue
-            e = splits.registry_entry(name)
+            e = checks.registry_entry(name)
             split = load_split_file(shared / folder / "att_splits.mat")
             (awa2_full / folder).mkdir()
             added.append(folder)
@@ -247,3 +264,36 @@ def xlsa17_all(awa2_full: Path):
 
 def load_split_file(path: Path) -> dict[str, Any]:
     return {k: v for k, v in scipy.io.loadmat(str(path)).items() if not k.startswith("__")}
+
+
+@dataclass
+class CliResult:
+    """What one in-process ``zslbench`` command printed, and its exit status."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def zslbench(*args: str) -> CliResult:
+    """Run ``zslbench ARGS`` in this process through ``zslbench.cli.main``, the one error handler
+    (so a ``UserError`` a command raises is printed exactly as a user sees it)."""
+    from zslbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def data_cli(args: list[str]) -> CliResult:
+    """``zslbench data ARGS``."""
+    return zslbench("data", *args)

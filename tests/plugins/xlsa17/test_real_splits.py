@@ -13,24 +13,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from zslbench.data import splits
-from zslbench.data.cli import data as data_cli
-from zslbench.data.xlsa17 import load_xlsa17
-from zslbench.errors import SplitError
-
-from .conftest import (
+from tests.plugins.xlsa17.helpers import (
     FOLDERS,
     awa2_like_labels,
     awa2_variant,
+    data_cli,
     load_split_file,
+    loaded_split_fingerprint,
+    loader_reason,
+    loader_standard,
     plausible_labels,
     require_shared,
     shared_data_dir,
 )
+from zslbench.data import splits
+from zslbench.errors import SplitError
+from zslbench_plugins.xlsa17 import checks
+from zslbench_plugins.xlsa17.loader import load_xlsa17
 
-REGISTRY = splits.load_registry()["datasets"]
+REGISTRY = checks.load_registry()["datasets"]
 NAMES = list(FOLDERS)
 
 
@@ -120,10 +122,10 @@ def test_real_splits_pass_every_check(name: str) -> None:
     n = labels.size
     fails = splits.check_split(str(path), n, labels, *(m[k] for k in splits.SPLIT_KEYS),
                                train=m.get("train_loc"), val=m.get("val_loc"))
-    fails += splits.check_attributes(str(path), m["att"], expected_dim=e["attribute_dim"])
-    fails += splits.check_labels("res101.mat", labels + 1, m["att"].shape[1], str(path))
+    fails += checks.check_attributes(str(path), m["att"], expected_dim=e["attribute_dim"])
+    fails += checks.check_labels("res101.mat", labels + 1, m["att"].shape[1], str(path))
     tv, tu = m["trainval_loc"].ravel() - 1, m["test_unseen_loc"].ravel() - 1
-    fails += splits.check_registry(str(path), name, e, n_images=n, n_classes=m["att"].shape[1],
+    fails += checks.check_registry(str(path), name, e, n_images=n, n_classes=m["att"].shape[1],
                                    n_seen=len(np.unique(labels[tv])), n_unseen=len(np.unique(labels[tu])),
                                    fingerprint=splits.split_fingerprint(*(m[k] for k in splits.SPLIT_KEYS)))
     assert fails == []
@@ -136,8 +138,8 @@ AWA2_VAL_CLASSES_1BASED = [4, 5, 12, 15, 16, 20, 21, 25, 26, 29, 39, 40, 48]
 
 def test_real_awa2_loads_as_standard(awa2_full: Path) -> None:
     d = load_xlsa17("awa2", awa2_full)
-    assert d.standard and d.nonstandard_reason == ""
-    assert d.split_fingerprint == REGISTRY["awa2"]["split_fingerprint"]
+    assert loader_standard(d) and loader_reason(d) == ""
+    assert loaded_split_fingerprint(d) == REGISTRY["awa2"]["split_fingerprint"]
     assert d.features.shape == (37322, 2048) and d.features.dtype == np.float32
     assert (d.trainval_idx.size, d.test_seen_idx.size, d.test_unseen_idx.size) == (23527, 5882, 7913)
     assert len(d.seen_classes) == 40 and len(d.unseen_classes) == 10
@@ -182,16 +184,15 @@ def test_real_awa2_leaky_or_altered_copy_is_refused(awa2_full: Path, tmp_path: P
     assert f"check '{check}' failed" in line and "att_splits.mat" in line and "\n" not in line
     assert "--allow-nonstandard-split" in line
     d = load_xlsa17("awa2", root, allow_nonstandard=True)
-    assert not d.standard and f"check '{check}' failed" in d.nonstandard_reason
-    res = CliRunner().invoke(data_cli, ["verify", "--dataset", "awa2", "--data-dir", str(root)])
+    assert not loader_standard(d) and f"check '{check}' failed" in loader_reason(d)
+    res = data_cli(["verify", "--dataset", "awa2", "--data-dir", str(root)])
     assert res.exit_code == 1 and "Traceback" not in res.output
     errs = res.stderr.strip().splitlines()
     assert len(errs) == 1 and f"check '{check}' failed" in errs[0]
 
 
 def test_verify_real_awa2_prints_a_clean_table(awa2_full: Path) -> None:
-    res = CliRunner().invoke(data_cli, ["verify", "--dataset", "awa2", "--data-dir", str(awa2_full)],
-                             terminal_width=200)
+    res = data_cli(["verify", "--dataset", "awa2", "--data-dir", str(awa2_full)])
     assert res.exit_code == 0, res.output
     assert res.stderr == ""
     assert "✓ official 86a28169976b" in res.stdout and "37322×2048" in res.stdout and "OK" in res.stdout
@@ -200,7 +201,7 @@ def test_verify_real_awa2_prints_a_clean_table(awa2_full: Path) -> None:
 
 def test_verify_all_five_real_split_files_prints_a_clean_table(xlsa17_all: Path) -> None:
     """The real split files of all five datasets, with generated full-size features."""
-    res = CliRunner().invoke(data_cli, ["verify", "--data-dir", str(xlsa17_all)])
+    res = data_cli(["verify", "--data-dir", str(xlsa17_all)])
     assert res.exit_code == 0, res.output
     assert res.stderr == ""
     for name in NAMES:

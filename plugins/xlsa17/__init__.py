@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from zslbench.data.dataset import DatasetSpec, ZSLData
-from zslbench.data.splits import load_registry
-from zslbench.data.xlsa17 import DATASETS, load_xlsa17, missing_files, resolve_data_dir
 from zslbench.hookspecs import hookimpl
+from zslbench_plugins.xlsa17.checks import load_registry
+from zslbench_plugins.xlsa17.loader import DATASETS, load_xlsa17, missing_files, resolve_data_dir
 
 
 def _loader(name: str):
@@ -32,7 +32,7 @@ def _missing(name: str):
 
 @hookimpl
 def zslbench_commands(cli) -> None:
-    from zslbench.data.cli import data
+    from zslbench_plugins.xlsa17.cli import data
 
     cli.add_command(data)
 

@@ -11,17 +11,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zslbench.data import splits, xlsa17
-from zslbench.data.xlsa17 import load_xlsa17, missing_files, resolve_data_dir
+from tests.plugins.xlsa17.helpers import (
+    Mini,
+    loaded_split_fingerprint,
+    loader_reason,
+    loader_standard,
+    mini_arrays,
+    patch_registry,
+    registry_for,
+    write_dataset,
+)
 from zslbench.errors import ConfigError, DataError, SplitError
-
-from .conftest import Mini, mini_arrays, patch_registry, registry_for, write_dataset
+from zslbench_plugins.xlsa17 import checks
+from zslbench_plugins.xlsa17 import loader as xlsa17
+from zslbench_plugins.xlsa17.loader import load_xlsa17, missing_files, resolve_data_dir
 
 
 def test_mini_round_trip(mini: Mini) -> None:
     a = mini.arrays
     d = load_xlsa17("awa2", mini.data_dir)
-    assert d.name == "awa2" and d.kind == "real" and d.standard and d.nonstandard_reason == ""
+    assert d.name == "awa2" and loader_standard(d) and loader_reason(d) == ""
     assert isinstance(d.features, np.memmap) and d.features.dtype == np.float32
     assert not d.features.flags.writeable
     np.testing.assert_array_equal(d.features, a["features"].T.astype(np.float32))
@@ -33,7 +42,7 @@ def test_mini_round_trip(mini: Mini) -> None:
         np.testing.assert_array_equal(got, a[key].ravel().astype(int) - 1)
     np.testing.assert_array_equal(d.val_classes, [0, 1])  # the first two seen classes, 0-based
     assert d.class_names == [f"class{i:03d}" for i in range(1, 10)]
-    assert d.split_fingerprint == mini.entry["split_fingerprint"]
+    assert loaded_split_fingerprint(d) == mini.entry["split_fingerprint"]
     for key, path in (("res101", mini.res101), ("att_splits", mini.att_splits)):
         assert d.source[f"{key}_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
         assert d.source[f"{key}_path"] == str(path)
@@ -67,9 +76,9 @@ def test_allow_nonstandard_loads_leaky_split_marked(mini: Mini) -> None:
     with pytest.raises(SplitError, match="'disjoint' failed"):
         load_xlsa17("awa2", mini.data_dir)
     d = load_xlsa17("awa2", mini.data_dir, allow_nonstandard=True)
-    assert d.standard is False
-    assert "'disjoint' failed" in d.nonstandard_reason and "'fingerprint' failed" in d.nonstandard_reason
-    assert d.split_fingerprint != mini.entry["split_fingerprint"]
+    assert loader_standard(d) is False
+    assert "'disjoint' failed" in loader_reason(d) and "'fingerprint' failed" in loader_reason(d)
+    assert loaded_split_fingerprint(d) != mini.entry["split_fingerprint"]
 
 
 def test_allow_nonstandard_never_passes_structural_failures(mini: Mini) -> None:
@@ -83,11 +92,11 @@ def test_allow_nonstandard_never_passes_structural_failures(mini: Mini) -> None:
 def test_other_feature_dim_is_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     a = mini_arrays(feature_dim=16)
     write_dataset(tmp_path, "AWA2", a)
-    patch_registry(monkeypatch, "awa2", dict(registry_for(a, splits.registry_entry("awa2")), feature_dim=2048))
+    patch_registry(monkeypatch, "awa2", dict(registry_for(a, checks.registry_entry("awa2")), feature_dim=2048))
     with pytest.raises(DataError, match="16-d but .* 2048-d"):
         load_xlsa17("awa2", tmp_path)
     d = load_xlsa17("awa2", tmp_path, allow_nonstandard=True)
-    assert d.features.shape == (54, 16) and not d.standard
+    assert d.features.shape == (54, 16) and not loader_standard(d)
 
 
 def test_resolve_data_dir_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,10 +182,10 @@ def test_random_valid_layouts_round_trip_through_loader_and_cache(monkeypatch, l
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_dataset(root, "AWA2", a)
-        patch_registry(monkeypatch, "awa2", registry_for(a, splits.registry_entry("awa2")))
+        patch_registry(monkeypatch, "awa2", registry_for(a, checks.registry_entry("awa2")))
         for expected_cache in ("built", "hit"):
             d = load_xlsa17("awa2", root)
-            assert d.standard and d.source["cache"]["res101"] == expected_cache
+            assert loader_standard(d) and d.source["cache"]["res101"] == expected_cache
             np.testing.assert_array_equal(d.features, feats.T.astype(np.float32))
             np.testing.assert_array_equal(d.labels, labels - 1)
             np.testing.assert_array_equal(d.attributes, att.T.astype(np.float32))

@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zslbench.data import cache as _cache
-from zslbench.data import splits as _splits
-from zslbench.data import xlsa17 as _x
 from zslbench.errors import ConfigError, DataError
+from zslbench.files import atomic_write_text
+from zslbench_plugins.xlsa17 import cache as _cache
+from zslbench_plugins.xlsa17 import checks as _checks
+from zslbench_plugins.xlsa17 import loader as _x
 
 CHUNK = 1024 * 1024
 USER_AGENT = "zslbench-data-download (python urllib)"
@@ -95,14 +96,14 @@ def _record_archive(data_dir: Path, url: str, sha256: str, size: int) -> None:
     known = known_archives(data_dir)
     known[url] = {"sha256": sha256, "size": size,
                   "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    _cache.atomic_write_text(_known_path(data_dir), json.dumps(known, indent=1, sort_keys=True))
+    atomic_write_text(_known_path(data_dir), json.dumps(known, indent=1, sort_keys=True))
 
 
 def expected_sha256(data_dir: Path, url: str, override: str | None) -> tuple[str | None, str]:
     """The hash to verify against and where it comes from (``--sha256``, registry, recorded)."""
     if override:
         return override, "--sha256"
-    reg = _splits.load_registry().get("archive", {})
+    reg = _checks.load_registry().get("archive", {})
     if reg.get("sha256") and url == reg.get("url"):
         return str(reg["sha256"]), "the zslbench registry"
     rec = known_archives(data_dir).get(url)
@@ -306,7 +307,7 @@ def download(names: list[str], data_dir: Path, *, url: str | None = None, sha256
     report = DownloadReport()
     data_dir = Path(data_dir)
     expected = parse_sha256(sha256)
-    url = url or _splits.load_registry()["archive"]["url"]
+    url = url or _checks.load_registry()["archive"]["url"]
     todo = [n for n in names if _x.missing_files(n, data_dir)]
     report.skipped = [n for n in names if n not in todo]
     if not todo:

@@ -9,8 +9,8 @@ The files are the ones of Xian et al.'s "Zero-Shot Learning — the Good, the Ba
   and ``allclasses_names``.
 
 Folders are upper case (``AWA1 AWA2 APY CUB SUN``); zslbench names are lower case. The loader goes
-through the cache (:mod:`zslbench.data.cache`) and runs every Split V2.0 check
-(:mod:`zslbench.data.splits`) before it returns, so no method ever trains on a split that was not
+through the cache (:mod:`zslbench_plugins.xlsa17.cache`) and runs every Split V2.0 check
+(:mod:`zslbench.data.splits`, :mod:`zslbench_plugins.xlsa17.checks`) before it returns, so no method ever trains on a split that was not
 checked. It converts to 0-based labels and indices; the official ``train_loc``/``val_loc`` images
 are never returned (they overlap test-seen in the 2018 originals), only the *classes* of
 ``val_loc``, from which the protocol derives a leak-free validation split.
@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from zslbench.data import cache as _cache
 from zslbench.data import splits as _splits
 from zslbench.data.dataset import DATA_ENV, ZSLData, resolve_data_dir
 from zslbench.errors import ConfigError, DataError, UserError
+from zslbench_plugins.xlsa17 import cache as _cache
+from zslbench_plugins.xlsa17 import checks as _checks
 
 #: zslbench names of the five xlsa17 benchmarks, in the paper's order.
 DATASETS = ("awa1", "awa2", "apy", "cub", "sun")
@@ -55,7 +56,7 @@ def canonical_name(name: str) -> str:
 
 def dataset_folder(name: str) -> str:
     """The upper-case folder of a dataset (``"awa2"`` -> ``"AWA2"``)."""
-    return str(_splits.registry_entry(canonical_name(name))["folder"])
+    return str(_checks.registry_entry(canonical_name(name))["folder"])
 
 
 def dataset_paths(name: str, data_dir: str | Path | None) -> tuple[Path, Path]:
@@ -274,7 +275,7 @@ def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: 
     """
     name = canonical_name(name)
     root = resolve_data_dir(data_dir)
-    entry = _splits.registry_entry(name)
+    entry = _checks.registry_entry(name)
     folder = entry["folder"]
     res_path, att_path = dataset_paths(name, root)
     rep = Inspection(name=name, data_dir=root, official_fingerprint=entry.get("split_fingerprint") or "")
@@ -324,12 +325,12 @@ def _run_checks(rep: Inspection, name: str, entry: dict[str, Any], res: dict[str
     a = np.asarray(att["att"])
     rep.att_shape = tuple(int(s) for s in a.shape) if a.ndim == 2 else None  # type: ignore[assignment]
     nonfinite = res_meta.get("nonfinite")
-    fails = _splits.check_features(str(res_path), rep.features_shape, int(labels.size),
+    fails = _checks.check_features(str(res_path), rep.features_shape, int(labels.size),
                                    expected_dim=entry.get("feature_dim"),
                                    nonfinite=tuple(nonfinite) if nonfinite else None)
-    fails += _splits.check_attributes(str(att_path), a, expected_dim=entry.get("attribute_dim"))
+    fails += _checks.check_attributes(str(att_path), a, expected_dim=entry.get("attribute_dim"))
     n_classes = int(a.shape[1]) if a.ndim == 2 else 0
-    label_fails = _splits.check_labels(str(res_path), labels, n_classes, str(att_path))
+    label_fails = _checks.check_labels(str(res_path), labels, n_classes, str(att_path))
     fails += label_fails
     labels_ok = not any(f.structural for f in fails if f.check in ("count", "labels", "labels-range",
                                                                     "attributes"))
@@ -352,7 +353,7 @@ def _run_checks(rep: Inspection, name: str, entry: dict[str, Any], res: dict[str
         rep.counts = {"n_images": n_images, "n_classes": n_classes,
                       **{k.replace("_loc", ""): int(np.asarray(locs[k]).size) for k in _splits.SPLIT_KEYS},
                       **({"n_seen": n_seen, "n_unseen": n_unseen} if n_seen is not None else {})}
-        fails += _splits.check_registry(str(att_path), name, entry, n_images=n_images,
+        fails += _checks.check_registry(str(att_path), name, entry, n_images=n_images,
                                         n_classes=n_classes, n_seen=n_seen, n_unseen=n_unseen,
                                         fingerprint=rep.fingerprint)
     return fails
@@ -372,7 +373,7 @@ def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstand
     rep = inspect_xlsa17(name, data_dir, cache_dir=cache_dir, use_cache=use_cache)
     if rep.error is not None:
         raise rep.error
-    standard, reason = _splits.enforce(rep.failures, allow_nonstandard=allow_nonstandard)
+    standard, reason = _checks.enforce(rep.failures, allow_nonstandard=allow_nonstandard)
     arr = rep.arrays
     labels0 = np.asarray(arr["labels"]).astype(np.int64) - 1
     idx = {k: np.asarray(arr[k]).astype(np.int64).ravel() - 1 for k in _splits.SPLIT_KEYS}

@@ -9,13 +9,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from zslbench.data import cache, splits, xlsa17
-from zslbench.data.cli import data as data_cli
-from zslbench.data.xlsa17 import load_xlsa17
-
-from .conftest import Mini, mini_arrays, patch_registry, registry_for, write_dataset
+from tests.plugins.xlsa17.helpers import (
+    Mini,
+    data_cli,
+    mini_arrays,
+    patch_registry,
+    registry_for,
+    write_dataset,
+)
+from zslbench_plugins.xlsa17 import cache, checks
+from zslbench_plugins.xlsa17 import loader as xlsa17
+from zslbench_plugins.xlsa17.loader import load_xlsa17
 
 
 def _entry(mini: Mini, kind: str) -> Path:
@@ -120,7 +125,7 @@ def test_full_check_catches_what_sampling_may_miss(tmp_path: Path, monkeypatch: 
     """A flipped byte outside the sampled blocks passes a normal load but not `verify --full`."""
     a = mini_arrays(per_class=130, n_val_classes=1)  # 1170 images: features.npy about 9.6 MB
     write_dataset(tmp_path, "AWA2", a)
-    patch_registry(monkeypatch, "awa2", registry_for(a, splits.registry_entry("awa2")))
+    patch_registry(monkeypatch, "awa2", registry_for(a, checks.registry_entry("awa2")))
     load_xlsa17("awa2", tmp_path)
     (entry,) = (tmp_path / ".cache" / "AWA2").glob("res101-*")
     meta = json.loads((entry / "meta.json").read_text())
@@ -133,7 +138,7 @@ def test_full_check_catches_what_sampling_may_miss(tmp_path: Path, monkeypatch: 
                   if _digest_unchanged_after_flip(npy, key, o + 7))
     _flip_byte(npy, offset + 7)
     assert load_xlsa17("awa2", tmp_path).source["cache"]["res101"] == "hit"
-    res = CliRunner().invoke(data_cli, ["verify", "--dataset", "awa2", "--data-dir", str(tmp_path), "--full"])
+    res = data_cli(["verify", "--dataset", "awa2", "--data-dir", str(tmp_path), "--full"])
     assert res.exit_code == 0, res.output
     assert "│ rebuilt │" in res.stdout
     assert "note: awa2 res101 cache: rebuilt (corrupt cache entry" in res.stdout

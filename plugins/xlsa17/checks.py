@@ -1,0 +1,204 @@
+"""The xlsa17 files' own checks, and the registry of known xlsa17 files (``registry.json``).
+
+Every dataset also passes the core contract in the runner (``zslbench.data.checks``: structure,
+Split V2.0 policy via :func:`zslbench.data.splits.check_split`, official-benchmark match). What is
+here is what only the xlsa17 *files* have: 1-based labels that index the columns of ``att``, the
+2048-d ResNet-101 features of each benchmark, and the counts and split fingerprint of the official
+V2.0 files (``registry.json``). The loader runs these on the arrays it read, so that a problem is
+reported with the file that holds it (``res101.mat`` or ``att_splits.mat``) and the fix.
+
+Checks come in two severities (:attr:`~zslbench.data.splits.Failure.structural`): structural
+failures are always refused; policy failures are refused unless ``allow_nonstandard`` (then the
+data loads and the reason is kept in ``source["loader_reason"]``; what is standard the runner
+decides).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from zslbench.data.splits import OVERRIDE_FLAG, Failure, format_examples
+from zslbench.errors import DataError, SplitError
+
+
+@functools.lru_cache(maxsize=1)
+def _read_registry_file() -> str:
+    return resources.files("zslbench_plugins.xlsa17").joinpath("registry.json").read_text(encoding="utf-8")
+
+
+def load_registry() -> dict[str, Any]:
+    """The registry of known xlsa17 files (``registry.json`` beside this module), freshly parsed.
+
+    A fresh dict on every call so that no caller can mutate the shared copy; tests replace this
+    function to register a miniature dataset.
+    """
+    return json.loads(_read_registry_file())
+
+
+def registry_entry(name: str) -> dict[str, Any]:
+    """The registry entry of dataset ``name`` (lower case CLI name, e.g. ``"awa2"``)."""
+    return load_registry()["datasets"][name]
+
+
+def check_features(file: str, shape: tuple[int, ...], n_labels: int, *, expected_dim: int | None,
+                   nonfinite: tuple[int, int] | None) -> list[Failure]:
+    """Features (N, d) against the labels and the dataset's feature dimension.
+
+    ``shape`` is the (N, d) shape after conversion, ``nonfinite`` the (image, dim) 0-based position
+    of the first NaN/Inf or None. A dimension other than ``expected_dim`` is a policy failure (a
+    user may knowingly run other features); a truncated dimension is reported with the expected one.
+    """
+    out: list[Failure] = []
+    n, d = int(shape[0]), int(shape[1])
+    if n != n_labels:
+        out.append(Failure(file, "count",
+                           f"features hold {n} images but labels hold {n_labels}: features/labels "
+                           f"count mismatch", "the file is truncated or its keys come from different "
+                           "files; re-download it", True))
+    if nonfinite is not None:
+        i, j = nonfinite
+        out.append(Failure(file, "finite", f"features contain NaN or Inf (first at image {i + 1}, "
+                           f"dimension {j + 1}, 1-based)", "the file is corrupt; re-download it or "
+                           "re-extract the features", True))
+    if expected_dim is not None and d != expected_dim:
+        out.append(Failure(file, "feature-dim",
+                           f"features are {d}-d but this dataset's xlsa17 ResNet-101 features are "
+                           f"{expected_dim}-d", f"use the official res101.mat, or pass {OVERRIDE_FLAG} "
+                           "to run other features as non-comparable", False))
+    return out
+
+
+def check_labels(file: str, labels: np.ndarray, n_classes: int, att_file: str) -> list[Failure]:
+    """1-based integral labels that index the ``n_classes`` columns of ``att``.
+
+    Every class of ``att`` must have an image: ``att`` is attr x classes, and the number of classes
+    is the largest label, so a column count that differs means the two files do not belong together.
+    """
+    labels = np.asarray(labels).ravel()
+    if labels.size == 0:
+        return [Failure(file, "labels", "labels are empty", "re-download the file", True)]
+    if not np.all(np.isfinite(labels)) or not np.array_equal(labels, np.round(labels)):
+        bad = labels[~np.isfinite(labels) | (labels != np.round(labels))]
+        return [Failure(file, "labels", f"labels must be integer class numbers; found {format_examples(bad)}",
+                        "re-download the file", True)]
+    lab = labels.astype(np.int64)
+    lo, hi = int(lab.min()), int(lab.max())
+    if lo < 1:
+        hint = ("labels look 0-based; xlsa17 labels are 1-based (add 1)" if lo == 0
+                else "labels must be 1-based class numbers")
+        return [Failure(file, "labels-range", f"label {lo} is out of range 1..{n_classes}", hint, True)]
+    if hi > n_classes:
+        return [Failure(file, "labels-range",
+                        f"label {hi} is out of range 1..{n_classes} ({att_file} att has {n_classes} "
+                        f"class columns): the attribute matrix does not match the number of classes",
+                        "use the att_splits.mat and res101.mat of the same dataset", True)]
+    if hi < n_classes:
+        return [Failure(att_file, "attributes",
+                        f"att has {n_classes} class columns but the labels in {file} only reach {hi}: "
+                        "the attribute matrix does not match the number of classes",
+                        "use the att_splits.mat and res101.mat of the same dataset", True)]
+    return []
+
+
+def check_attributes(file: str, att_classes_by_attr: np.ndarray, *,
+                     expected_dim: int | None = None) -> list[Failure]:
+    """``att`` (attr x classes): finite, and no class whose attribute vector is all zeros.
+
+    An all-zero class vector cannot be L2-normalised and makes the class indistinguishable, which
+    would quietly yield wrong numbers, so it is structural. A different attribute dimension than
+    the dataset's is a policy failure.
+    """
+    att = np.asarray(att_classes_by_attr)
+    out: list[Failure] = []
+    if att.ndim != 2 or att.size == 0:
+        return [Failure(file, "attributes", f"att must be a non-empty attr x classes matrix, got shape "
+                        f"{att.shape}", "re-download the file", True)]
+    if not np.all(np.isfinite(att)):
+        cls = np.where(~np.all(np.isfinite(att), axis=0))[0]
+        out.append(Failure(file, "attributes", f"att contains NaN or Inf (class {int(cls[0]) + 1}, "
+                           "1-based)", "re-download the file", True))
+    else:
+        zero = np.where(~np.any(att != 0, axis=0))[0]
+        if zero.size:
+            out.append(Failure(file, "attributes",
+                               f"att has an all-zero attribute row for class {format_examples(zero + 1)} "
+                               "(1-based)", "a class needs a non-zero attribute vector; re-download "
+                               "the file", True))
+    if expected_dim is not None and att.shape[0] != expected_dim:
+        out.append(Failure(file, "attribute-dim", f"att has {att.shape[0]} attributes but this "
+                           f"dataset has {expected_dim}", f"use the official att_splits.mat or pass "
+                           f"{OVERRIDE_FLAG}", False))
+    return out
+
+
+def check_registry(file: str, name: str, entry: dict[str, Any], *, n_images: int, n_classes: int,
+                   n_seen: int | None, n_unseen: int | None, fingerprint: str) -> list[Failure]:
+    """Counts and fingerprint against the official V2.0 values in ``registry.json`` (policy)."""
+    out: list[Failure] = []
+    expect = {"n_images": n_images, "n_classes": n_classes, "n_seen": n_seen, "n_unseen": n_unseen}
+    wrong = [f"{k} {v} (official {entry[k]})" for k, v in expect.items()
+             if v is not None and entry.get(k) is not None and int(entry[k]) != int(v)]
+    if wrong:
+        out.append(Failure(file, "counts", f"{name} counts differ from the official xlsa17: "
+                           + ", ".join(wrong), f"use the official files or pass {OVERRIDE_FLAG}", False))
+    official = entry.get("split_fingerprint")
+    if official and fingerprint != official:
+        out.append(Failure(file, "fingerprint",
+                           f"Split V2.0 check 'fingerprint' failed: the index sets are not the official "
+                           f"{name} V2.0 ones (fingerprint {fingerprint[:12]}, official {official[:12]})",
+                           f"use the official att_splits.mat (zslbench data download --dataset {name}) "
+                           f"or pass {OVERRIDE_FLAG}", False))
+    return out
+
+
+def primary_error(failures: Sequence[Failure], *, allow_nonstandard: bool = False) -> DataError | None:
+    """The one error that stands for ``failures`` (None when they do not stop a load).
+
+    The first structural failure, else (unless ``allow_nonstandard``) the first policy failure;
+    the other failed checks are named in parentheses so that one line tells the whole story.
+    """
+    structural = [f for f in failures if f.structural]
+    if structural:
+        return _error(structural[0], [f.check for f in failures if f is not structural[0]])
+    if failures and not allow_nonstandard:
+        return _error(failures[0], [f.check for f in failures[1:]])
+    return None
+
+
+def enforce(failures: Sequence[Failure], *, allow_nonstandard: bool) -> tuple[bool, str]:
+    """Turn check results into a decision: ``(standard, reason)`` or a raised error.
+
+    The first structural failure is always raised. Policy failures raise the first one unless
+    ``allow_nonstandard``; then the data is non-standard and ``reason`` lists every failed check.
+    The error is a :class:`SplitError` for split/attribute checks, a :class:`DataError` otherwise.
+    """
+    err = primary_error(failures, allow_nonstandard=allow_nonstandard)
+    if err is not None:
+        raise err
+    if failures:
+        return False, "; ".join(f.line() for f in failures)
+    return True, ""
+
+
+_DATA_CHECKS = {"count", "finite", "feature-dim", "labels", "labels-range", "keys", "readable"}
+
+
+def _error(failure: Failure, others: list[str]) -> DataError:
+    message = failure.line()
+    if others:
+        message += f" (also failing: {', '.join(dict.fromkeys(others))})"
+    cls = DataError if failure.check in _DATA_CHECKS else SplitError
+    err = cls(message, hint=failure.hint)
+    err.check = failure.check  # type: ignore[attr-defined]
+    err.structural = failure.structural  # type: ignore[attr-defined]
+    return err
+
+
+__all__ = ["check_attributes", "check_features", "check_labels", "check_registry", "enforce",
+           "load_registry", "primary_error", "registry_entry"]
