@@ -43,7 +43,7 @@ import numpy as np
 from zslbench.files import atomic_write_text
 
 #: Bump when the entry layout changes: older entries are then rebuilt.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 #: Digest sampling parameters (see the module docstring).
 SAMPLE_BLOCK = 64 * 1024
 SAMPLE_BLOCKS = 64

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from zslbench.data.splits import OVERRIDE_FLAG, Failure, format_examples
+from zslbench.data.splits import OVERRIDE_FLAG, Failure, format_examples, format_value
 from zslbench.errors import DataError, SplitError
 
 
@@ -47,12 +47,19 @@ def registry_entry(name: str) -> dict[str, Any]:
 
 
 def check_features(file: str, shape: tuple[int, ...], n_labels: int, *, expected_dim: int | None,
-                   nonfinite: tuple[int, int] | None) -> list[Failure]:
+                   nonfinite: tuple[int, int] | None,
+                   beyond_float32: tuple[int, int, str] | None = None,
+                   stored_class: str | None = None,
+                   value_range: tuple[float, float] | list[float] | None = None) -> list[Failure]:
     """Features (N, d) against the labels and the dataset's feature dimension.
 
     ``shape`` is the (N, d) shape after conversion, ``nonfinite`` the (image, dim) 0-based position
-    of the first NaN/Inf or None. A dimension other than ``expected_dim`` is a policy failure (a
-    user may knowingly run other features); a truncated dimension is reported with the expected one.
+    of the first NaN/Inf or None, ``beyond_float32`` the position and value (as written) of the
+    first finite value too large for float32, ``stored_class`` the MATLAB class in the file,
+    ``value_range`` (min, max) of the values. Logical (bool), non-finite, out-of-range and constant
+    features are structural, with the same words as the runner's contract
+    (``zslbench.data.checks``) but naming the file. A dimension other than ``expected_dim`` is a
+    policy failure (a user may knowingly run other features).
     """
     out: list[Failure] = []
     n, d = int(shape[0]), int(shape[1])
@@ -61,10 +68,25 @@ def check_features(file: str, shape: tuple[int, ...], n_labels: int, *, expected
                            f"features hold {n} images but labels hold {n_labels}: features/labels "
                            f"count mismatch", "the file is truncated or its keys come from different "
                            "files; re-download it", True))
+    if stored_class == "logical":
+        out.append(Failure(file, "dtype", "features are MATLAB logical (bool) values; they must be "
+                           "real numbers", "store them as single or double (xlsa17's res101.mat "
+                           "holds double ResNet-101 activations); re-download it", True))
     if nonfinite is not None:
         i, j = nonfinite
         out.append(Failure(file, "finite", f"features contain NaN or Inf (first at image {i + 1}, "
                            f"dimension {j + 1}, 1-based)", "the file is corrupt; re-download it or "
+                           "re-extract the features", True))
+    if beyond_float32 is not None:
+        i, j, value = beyond_float32
+        out.append(Failure(file, "float32-range", f"features hold {value} (image {int(i) + 1}, "
+                           f"dimension {int(j) + 1}, 1-based), beyond the float32 range (±3.4e+38) "
+                           "that zslbench computes in", "the file is corrupt or holds no "
+                           "activations; re-download it or re-extract the features", True))
+    if stored_class != "logical" and value_range is not None and value_range[0] == value_range[1]:
+        out.append(Failure(file, "constant", f"every feature value is "
+                           f"{format_value(np.float32(value_range[0]))}: the features are constant",
+                           "the feature file is empty or was not written; re-download it or "
                            "re-extract the features", True))
     if expected_dim is not None and d != expected_dim:
         out.append(Failure(file, "feature-dim",
@@ -79,30 +101,33 @@ def check_labels(file: str, labels: np.ndarray, n_classes: int, att_file: str) -
 
     Every class of ``att`` must have an image: ``att`` is attr x classes, and the number of classes
     is the largest label, so a column count that differs means the two files do not belong together.
+    Values are compared as stored and reported as written (``1e+20``), never after a cast to
+    int64, which would wrap a huge value around.
     """
     labels = np.asarray(labels).ravel()
     if labels.size == 0:
         return [Failure(file, "labels", "labels are empty", "re-download the file", True)]
-    if not np.all(np.isfinite(labels)) or not np.array_equal(labels, np.round(labels)):
+    if labels.dtype.kind == "f" and (not np.all(np.isfinite(labels))
+                                     or not np.array_equal(labels, np.round(labels))):
         bad = labels[~np.isfinite(labels) | (labels != np.round(labels))]
         return [Failure(file, "labels", f"labels must be integer class numbers; found {format_examples(bad)}",
                         "re-download the file", True)]
-    lab = labels.astype(np.int64)
-    lo, hi = int(lab.min()), int(lab.max())
+    lo, hi = labels.min(), labels.max()
     if lo < 1:
         hint = ("labels look 0-based; xlsa17 labels are 1-based (add 1)" if lo == 0
                 else "labels must be 1-based class numbers")
-        return [Failure(file, "labels-range", f"label {lo} is out of range 1..{n_classes}", hint, True)]
+        return [Failure(file, "labels-range", f"label {format_value(lo)} is out of range 1..{n_classes}",
+                        hint, True)]
     if hi > n_classes:
         return [Failure(file, "labels-range",
-                        f"label {hi} is out of range 1..{n_classes} ({att_file} att has {n_classes} "
-                        f"class columns): the attribute matrix does not match the number of classes",
-                        "use the att_splits.mat and res101.mat of the same dataset", True)]
+                        f"label {format_value(hi)} is out of range 1..{n_classes} ({att_file} att has "
+                        f"{n_classes} class columns): the attribute matrix does not match the number "
+                        "of classes", "use the att_splits.mat and res101.mat of the same dataset", True)]
     if hi < n_classes:
         return [Failure(att_file, "attributes",
-                        f"att has {n_classes} class columns but the labels in {file} only reach {hi}: "
-                        "the attribute matrix does not match the number of classes",
-                        "use the att_splits.mat and res101.mat of the same dataset", True)]
+                        f"att has {n_classes} class columns but the labels in {file} only reach "
+                        f"{format_value(hi)}: the attribute matrix does not match the number of "
+                        "classes", "use the att_splits.mat and res101.mat of the same dataset", True)]
     return []
 
 
@@ -186,7 +211,8 @@ def enforce(failures: Sequence[Failure], *, allow_nonstandard: bool) -> tuple[bo
     return True, ""
 
 
-_DATA_CHECKS = {"count", "finite", "feature-dim", "labels", "labels-range", "keys", "readable"}
+_DATA_CHECKS = {"count", "dtype", "finite", "float32-range", "constant", "feature-dim", "labels",
+                "labels-range", "keys", "readable"}
 
 
 def _error(failure: Failure, others: list[str]) -> DataError:

@@ -30,6 +30,7 @@ import numpy as np
 
 from zslbench.data import splits as _splits
 from zslbench.data.dataset import DATA_ENV, ZSLData, resolve_data_dir
+from zslbench.data.splits import format_value
 from zslbench.errors import ConfigError, DataError, UserError
 from zslbench_plugins.xlsa17 import cache as _cache
 from zslbench_plugins.xlsa17 import checks as _checks
@@ -132,8 +133,24 @@ def _numeric(path: Path, key: str, value: Any) -> np.ndarray:
     return arr
 
 
+#: The largest finite float32: the cache holds float32 features, and every method computes in them.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _first(mask: np.ndarray) -> list[int]:
+    """(image, dimension), 0-based, of the first True of an (N, d) ``mask``."""
+    i, j = np.argwhere(mask)[0]
+    return [int(i), int(j)]
+
+
 def _convert_res101(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Read ``res101.mat`` into (N, d) float32 features and raw labels, for the cache."""
+    """Read ``res101.mat`` into (N, d) float32 features and raw labels, for the cache.
+
+    What the checks need to know about the values as *stored* goes into the meta: the first
+    NaN/Inf, the first finite value beyond float32 (which the float32 cast would turn into an
+    Inf), whether the file stores a MATLAB ``logical`` array, and the value range (constant
+    features). The checks then refuse such files with one line naming this file.
+    """
     data = read_mat(path, _RES101_KEYS)
     feats = _numeric(path, "features", data["features"])
     labels = _numeric(path, "labels", data["labels"])
@@ -147,16 +164,43 @@ def _convert_res101(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     # xlsa17 stores d x N (one column per image); MATLAB is column-major, so .T is (N, d) C-order.
     transposed = feats.shape[1] != labels.size and feats.shape[0] == labels.size
     out = feats if transposed else feats.T
-    features = np.ascontiguousarray(out, dtype=np.float32)
-    finite = np.isfinite(features)
-    nonfinite = None
-    if not finite.all():
-        i, j = np.argwhere(~finite)[0]
-        nonfinite = [int(i), int(j)]
-    del finite
+    nonfinite = beyond = None
+    if feats.dtype.kind == "f":
+        finite = np.isfinite(out)
+        if not finite.all():
+            nonfinite = _first(~finite)
+        elif feats.dtype.itemsize > 4:
+            big = np.abs(out) > FLOAT32_MAX
+            if big.any():
+                i, j = _first(big)
+                beyond = [i, j, format_value(out[i, j])]
+        del finite
+    with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values are reported above
+        features = np.ascontiguousarray(out, dtype=np.float32)
+    lo = hi = None
+    if nonfinite is None and beyond is None and features.size:
+        lo, hi = float(features.min()), float(features.max())
     meta = {"shape": list(features.shape), "stored_shape": list(feats.shape),
-            "stored_dtype": str(feats.dtype), "transposed": bool(transposed), "nonfinite": nonfinite}
+            "stored_dtype": str(feats.dtype), "stored_class": _matlab_class(path, "features"),
+            "transposed": bool(transposed), "nonfinite": nonfinite, "beyond_float32": beyond,
+            "value_range": None if lo is None else [lo, hi]}
     return {"features": features, "labels": labels}, meta
+
+
+def _matlab_class(path: Path, key: str) -> str | None:
+    """The MATLAB class of ``key`` as stored (``'double'``, ``'logical'``, ...), from the header.
+
+    scipy reads a MATLAB ``logical`` array as uint8 0/1; only the header tells it apart.
+    """
+    import scipy.io
+
+    try:
+        for name, _shape, cls in scipy.io.whosmat(str(path)):
+            if name == key:
+                return str(cls)
+    except Exception:  # the data itself was read; the class is only used to refuse logicals
+        return None
+    return None
 
 
 def _convert_att_splits(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -325,9 +369,13 @@ def _run_checks(rep: Inspection, name: str, entry: dict[str, Any], res: dict[str
     a = np.asarray(att["att"])
     rep.att_shape = tuple(int(s) for s in a.shape) if a.ndim == 2 else None  # type: ignore[assignment]
     nonfinite = res_meta.get("nonfinite")
+    beyond = res_meta.get("beyond_float32")
     fails = _checks.check_features(str(res_path), rep.features_shape, int(labels.size),
                                    expected_dim=entry.get("feature_dim"),
-                                   nonfinite=tuple(nonfinite) if nonfinite else None)
+                                   nonfinite=tuple(nonfinite) if nonfinite else None,
+                                   beyond_float32=tuple(beyond) if beyond else None,
+                                   stored_class=res_meta.get("stored_class"),
+                                   value_range=res_meta.get("value_range"))
     fails += _checks.check_attributes(str(att_path), a, expected_dim=entry.get("attribute_dim"))
     n_classes = int(a.shape[1]) if a.ndim == 2 else 0
     label_fails = _checks.check_labels(str(res_path), labels, n_classes, str(att_path))

@@ -159,3 +159,27 @@ def test_a_plugin_dataset_with_a_leaky_split_never_runs_as_standard(tmp_path):
     assert flagged.returncode == 0, flagged.stderr
     (record,) = [json.loads(p.read_text()) for p in (tmp_path / "res").glob("*.json")]
     assert record["split"]["standard"] is False and "disjoint" in record["split"]["reason"]
+
+
+def _data(features: np.ndarray) -> ZSLData:
+    """Four classes (two seen, two unseen) of three images each."""
+    labels = np.repeat(np.arange(4), 3)
+    return ZSLData(name="mine", features=features, labels=labels,
+                   attributes=np.eye(4, 3, dtype=np.float32) + 0.1,
+                   trainval_idx=np.array([0, 1, 3, 4]), test_seen_idx=np.array([2, 5]),
+                   test_unseen_idx=np.arange(6, 12))
+
+
+def test_finite_value_beyond_float32_is_named_without_warnings() -> None:
+    """Issue "Trust": a float64 1e300 is finite; it used to overflow in the float32 cast with a
+    RuntimeWarning and be reported as 'NaN or Inf'."""
+    f = np.random.default_rng(0).standard_normal((12, 5))
+    f[7, 2] = 1e300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(DataError) as info:
+            check_dataset(_data(f), "custom")
+    line = str(info.value)
+    assert line.startswith("mine: feature value 1e+300 (image 7, dimension 2, 0-based) does not "
+                           "fit in float32")
+    assert "NaN" not in line and "\n" not in line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import warnings
 
 import numpy as np
 import pytest
@@ -153,3 +154,29 @@ def test_random_index_sets_accepted_exactly_when_invariants_hold(problem) -> Non
     assert (fails == []) == _accepts_brute_force(labels, n, sets)
     if fails:  # every failure is one line naming the file
         assert all("\n" not in f.line() and f.line().startswith("s.mat: ") for f in fails)
+
+
+@pytest.mark.parametrize("dtype, value, shown", [(np.float64, 1e20, "1e+20"),
+                                                 (np.float32, 1e20, "1e+20"),
+                                                 (np.uint64, 2**64 - 1, str(2**64 - 1))])
+def test_huge_index_is_reported_as_written(dtype, value, shown) -> None:
+    """Issue "Trust": 1e20 used to be reported as -9223372036854775808 (an int64 wrap-around),
+    with a RuntimeWarning on the way."""
+    lab, tv, ts, tu = _good()
+    tu = np.asarray(tu, dtype=dtype)
+    tu[0] = value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fails = splits.check_split("s.mat", lab.size, lab, tv, ts, tu)
+    assert _checks(fails) == ["index-range"]
+    assert fails[0].structural
+    assert fails[0].message == f"test_unseen_loc has 1 index outside 1..20 (e.g. {shown})"
+
+
+def test_format_value_keeps_the_files_notation() -> None:
+    assert splits.format_value(np.float64(1e20)) == "1e+20"
+    assert splits.format_value(np.float32(1e20)) == "1e+20"  # not 1.0000000200408773e+20
+    assert splits.format_value(np.float64(3.0)) == "3"
+    assert splits.format_value(np.float64(2.5)) == "2.5"
+    assert splits.format_value(np.int64(-7)) == "-7"
+    assert splits.format_value(np.float64(np.nan)) == "nan"

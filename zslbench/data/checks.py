@@ -38,7 +38,13 @@ from typing import Any
 import numpy as np
 
 from zslbench.data.dataset import ZSLData
-from zslbench.data.splits import OVERRIDE_FLAG, Failure, check_split, split_fingerprint
+from zslbench.data.splits import (
+    OVERRIDE_FLAG,
+    Failure,
+    check_split,
+    format_value,
+    split_fingerprint,
+)
 from zslbench.errors import DataError, SplitError
 
 #: Prefix of the content fingerprint's text; bump it if the definition changes.
@@ -46,6 +52,8 @@ CONTENT_SCHEME = "zslbench-content-fingerprint-v1"
 KINDS = ("real", "synthetic", "custom")
 #: Bytes hashed per block when fingerprinting features (keeps memory flat on memory maps).
 _HASH_BLOCK = 64 * 2**20
+#: The largest finite float32: every method computes in float32 (or wider) from these features.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True)
@@ -141,7 +149,7 @@ def _check_structure(data: ZSLData) -> None:
                         hint="store the features as float32")
     rows = max(1, _HASH_BLOCK // max(1, f.shape[1] * 4))
     lo, hi = np.inf, -np.inf
-    big = float(np.finfo(np.float32).max)
+    big = FLOAT32_MAX
     for start in range(0, f.shape[0], rows):
         block = np.asarray(f[start:start + rows])
         finite = np.isfinite(block)
@@ -157,7 +165,8 @@ def _check_structure(data: ZSLData) -> None:
                             "method computes in", hint="repair or rescale the features")
         lo, hi = min(lo, b_lo), max(hi, b_hi)
     if lo == hi:
-        raise DataError(f"{name}: every feature value is {lo}: the features are constant",
+        raise DataError(f"{name}: every feature value is {format_value(np.float32(lo))}: the "
+                        "features are constant",
                         hint="the feature file is empty or was not written; re-extract it")
     labels = np.asarray(data.labels)
     if labels.ndim != 1 or len(labels) != f.shape[0] or not np.issubdtype(labels.dtype,

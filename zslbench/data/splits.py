@@ -77,11 +77,24 @@ class Failure:
         return f"{self.file}: {self.message}"
 
 
+def format_value(value: Any) -> str:
+    """A number as it is written in the file: ``3`` for an integral value, ``1e+20`` or ``2.5``
+    otherwise (numpy's shortest repr for the value's own dtype, never a wrapped-around integer)."""
+    v = np.asarray(value).ravel()[0] if np.ndim(value) else np.asarray(value)[()]
+    if isinstance(v, np.bool_):
+        return str(bool(v))
+    if isinstance(v, np.integer):
+        return str(int(v))
+    if isinstance(v, np.floating) and np.isfinite(v) and float(v).is_integer() and abs(v) < 1e16:
+        return str(int(v))
+    return str(v)
+
+
 def format_examples(values: np.ndarray, k: int = 3) -> str:
     """The first ``k`` values, each as written in the file (:func:`format_value`), for messages."""
-    vals = [str(int(v)) if float(v).is_integer() else f"{float(v):g}"
-            for v in np.asarray(values).ravel()[:k]]
-    more = ", ..." if np.asarray(values).size > k else ""
+    arr = np.asarray(values).ravel()
+    vals = [format_value(v) for v in arr[:k]]
+    more = ", ..." if arr.size > k else ""
     return ", ".join(vals) + more
 
 
@@ -95,10 +108,21 @@ def _as_index_array(file: str, key: str, values: Any, n_images: int
     if arr.size == 0:
         return None, [Failure(file, "empty", f"{key} is empty", "every split needs at least one "
                               "image; re-download the file", True)]
-    if arr.dtype.kind not in "iub" and (not np.all(np.isfinite(arr))
-                                        or not np.array_equal(arr, np.round(arr))):
+    if arr.dtype.kind not in "iufb":
+        return None, [Failure(file, "index", f"{key} holds {arr.dtype} values, not indices",
+                              "store the indices as integers", True)]
+    if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr))
+                                  or not np.array_equal(arr, np.round(arr))):
         return None, [Failure(file, "index", f"{key} holds non-integer indices", "re-download the file",
                               True)]
+    # A value beyond any image count would wrap around when cast to int64 (1e20 -> -2**63):
+    # report it here, as it is written in the file.
+    huge = (arr < -(2**53)) | (arr > 2**53)
+    if np.any(huge):
+        bad = arr[(arr < 1) | (arr > n_images)]
+        return None, [Failure(file, "index-range", f"{key} has {_count(bad.size, 'index', 'indices')} "
+                              f"outside 1..{n_images} (e.g. {format_examples(arr[huge])})",
+                              "the split file and the features do not belong together", True)]
     # uint16 on disk: widen before any arithmetic so that 0 - 1 cannot wrap around.
     return arr.astype(np.int64), []
 
@@ -199,4 +223,4 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
 
 
 __all__ = ["FINGERPRINT_SCHEME", "Failure", "OVERRIDE_FLAG", "SPLIT_KEYS", "check_split",
-           "format_examples", "split_fingerprint"]
+           "format_examples", "format_value", "split_fingerprint"]

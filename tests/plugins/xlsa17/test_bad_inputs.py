@@ -8,6 +8,7 @@ as the official ``awa2``), so the only thing wrong is what the case changes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,18 @@ def _swap_same_class(m: Mini) -> None:
     _arrays(m, trainval_loc=tv, test_seen_loc=ts)
 
 
+def _label_1e20(m: Mini) -> None:
+    labels = m.arrays["labels"].copy()  # float64 in the file, as MATLAB writes them
+    labels[3, 0] = 1e20
+    _arrays(m, labels=labels)
+
+
+def _index_1e20(m: Mini) -> None:
+    idx = m.arrays["test_unseen_loc"].astype(np.float64)
+    idx[0, 0] = 1e20
+    _arrays(m, test_unseen_loc=idx)
+
+
 def _unseen_into_trainval(m: Mini) -> None:
     a = m.arrays
     _arrays(m, trainval_loc=np.concatenate([a["trainval_loc"], a["test_unseen_loc"][:3]]),
@@ -83,11 +96,24 @@ CASES = [
          "res101.mat", "NaN or Inf (first at image 4, dimension 6"),
     Case("inf-features", lambda m: _features(m, lambda f: f.__setitem__((0, 0), np.inf)), DataError,
          "res101.mat", "NaN or Inf (first at image 1, dimension 1"),
+    # Issue "Trust": the loader refuses what the runner's contract refuses, in the same words
+    # but naming the file (a MATLAB logical array loads as uint8 0/1 in scipy; only its class
+    # in the file's header tells it apart).
+    Case("bool-features", lambda m: _arrays(m, features=m.arrays["features"] > 0.5), DataError,
+         "res101.mat", "features are MATLAB logical (bool) values; they must be real numbers"),
+    Case("constant-features", lambda m: _arrays(m, features=np.full_like(m.arrays["features"], 0.5)),
+         DataError, "res101.mat", "every feature value is 0.5: the features are constant"),
+    # Issue "Trust": a finite 1e300 is not a NaN or Inf, and needs no RuntimeWarning to say so.
+    Case("feature-1e300", lambda m: _features(m, lambda f: f.__setitem__((5, 3), 1e300)), DataError,
+         "res101.mat", "features hold 1e+300 (image 4, dimension 6, 1-based), beyond the float32 "
+         "range"),
     Case("features-labels-count", lambda m: _arrays(m, features=m.arrays["features"][:, :-1]), DataError,
          "res101.mat", "features hold 53 images but labels hold 54"),
     # labels and splits
     Case("label-out-of-range", lambda m: _arrays(m, labels=np.where(m.arrays["labels"] == 9, 10, m.arrays["labels"])),
          DataError, "res101.mat", "label 10 is out of range 1..9"),
+    # Issue "Trust": the value as written in the file, not "label -9223372036854775808".
+    Case("label-1e20", _label_1e20, DataError, "res101.mat", "label 1e+20 is out of range 1..9"),
     Case("labels-0-based", lambda m: _arrays(m, labels=m.arrays["labels"] - 1), DataError, "res101.mat",
          "label 0 is out of range 1..9"),
     Case("duplicated-indices", lambda m: _arrays(m, test_seen_loc=np.vstack([m.arrays["test_seen_loc"]] * 2)),
@@ -97,6 +123,8 @@ CASES = [
          SplitError, "att_splits.mat", "indices look 0-based"),
     Case("index-out-of-range", lambda m: _arrays(m, test_unseen_loc=m.arrays["test_unseen_loc"] + 100),
          SplitError, "att_splits.mat", "test_unseen_loc has 18 indices outside 1..54"),
+    Case("index-1e20", _index_1e20, SplitError, "att_splits.mat",
+         "test_unseen_loc has 1 index outside 1..54 (e.g. 1e+20)"),
     Case("empty-split", lambda m: _arrays(m, test_seen_loc=np.zeros((0, 1), np.uint16)), SplitError,
          "att_splits.mat", "test_seen_loc is empty"),
     # attributes
@@ -134,8 +162,10 @@ def test_bad_input_via_verify(mini: Mini, case: Case) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_via_loader(mini: Mini, case: Case) -> None:
     case.damage(mini)
-    with pytest.raises(case.error) as info:
-        load_xlsa17("awa2", mini.data_dir)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a user's mistake is one line, nothing else
+        with pytest.raises(case.error) as info:
+            load_xlsa17("awa2", mini.data_dir)
     line = str(info.value)
     assert "\n" not in line and case.says in line
     assert str(mini.data_dir / "AWA2" / case.file) in line
