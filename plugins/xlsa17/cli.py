@@ -133,6 +133,14 @@ def download_cmd(datasets: tuple[str, ...], data_dir: Path | None, url: str | No
                   f"(check with `zslbench data verify --data-dir {root}`)", markup=False, soft_wrap=True)
 
 
+#: How ``data info`` describes a temporary (``zslbench_plugins.xlsa17.cache.list_temporaries``).
+_TEMPORARY_STATE = {
+    "stale": "stale: its writer is gone; the next load of this dataset (or download) removes it",
+    "live": "being written by a running zslbench (pid {pid})",
+    "unknown": "left by an older zslbench; removed by the next load once it is an hour old",
+}
+
+
 def _size(n: int | None) -> str:
     if n is None:
         return "-"
@@ -148,11 +156,14 @@ def _size(n: int | None) -> str:
 @_dataset_option
 @_data_dir_option
 @click.option("--full", is_flag=True,
-              help="Check the full sha256 of every cache file (slower), not only the sampled digest.")
+              help="Also re-hash the source .mat files instead of trusting their remembered sha256 "
+                   "(every cache file is checked in full either way).")
 def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> None:
     """Check presence, sizes, hashes, shapes and the Split V2.0 fingerprint of each dataset.
 
-    Prints a table, one problem per line on stderr, and exits 1 when anything is wrong.
+    Prints a table, one problem per line on stderr, and exits 1 when anything is wrong. Every
+    byte of the cache is checked; a damaged cache entry is rebuilt from the source (a note says
+    so), and the temporaries of killed cache builds are removed.
     """
     names = parse_datasets(datasets)
     root = _x.resolve_data_dir(data_dir)
@@ -163,7 +174,7 @@ def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> 
     problems: list[str] = []
     notes: list[str] = []
     for name in names:
-        rep = _x.inspect_xlsa17(name, root, full_cache_check=full)
+        rep = _x.inspect_xlsa17(name, root, rehash_sources=full)
         c = rep.counts
         split = f"{c['trainval']}/{c['test_seen']}/{c['test_unseen']}" if "trainval" in c else "-"
         if rep.fingerprint and rep.fingerprint == rep.official_fingerprint:
@@ -172,6 +183,8 @@ def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> 
             fp = f"✗ {rep.fingerprint[:12]}"
         else:
             fp = "-"
+        notes += [f"note: {name}: removed {p}, the temporary of a killed cache build"
+                  for p in rep.cleaned]
         notes += [f"note: {name} {k} cache: {v}" for k, v in rep.cache_status.items()
                   if v.startswith("rebuilt") or v.startswith("disabled (")]
         if rep.error is not None:
@@ -235,6 +248,13 @@ def info_cmd(data_dir: Path | None) -> None:
     if not entries:
         t.add_row("-", "(empty)", "-", "-", "-")
     out.print(t)
+    temporaries = [tmp for folder in (sorted(p for p in cache_root.iterdir() if p.is_dir())
+                                      if cache_root.is_dir() else [])
+                   for tmp in _cache.list_temporaries(folder)]
+    extracting = _cache.list_temporaries(root, legacy=False)
+    for tmp in temporaries + extracting:
+        out.print(f"temporary: {tmp['path']} ({_size(tmp['bytes'])}) — {_TEMPORARY_STATE[tmp['state']]}"
+                  .replace("{pid}", str(tmp["pid"])), markup=False, soft_wrap=True)
     cache_bytes = _cache.disk_usage(cache_root)
     downloads = root / ".downloads"
     dl_bytes = _cache.disk_usage(downloads)
@@ -246,9 +266,11 @@ def info_cmd(data_dir: Path | None) -> None:
         for url, rec in _dl.known_archives(root).items():
             out.print(f"recorded sha256 of {url}: {rec.get('sha256')}", markup=False, soft_wrap=True)
     free = shutil.disk_usage(root if root.exists() else Path(root.anchor or "/")).free
+    tmp_bytes = sum(tmp["bytes"] for tmp in extracting)
     out.print(f"disk: datasets {_size(total)}, cache {_size(cache_bytes)}, downloads {_size(dl_bytes)}, "
-              f"total {_size(total + cache_bytes + dl_bytes)}; free on this filesystem {_size(free)}",
-              markup=False, soft_wrap=True)
+              + (f"unfinished extractions {_size(tmp_bytes)}, " if extracting else "")
+              + f"total {_size(total + cache_bytes + dl_bytes + tmp_bytes)}; free on this filesystem "
+              f"{_size(free)}", markup=False, soft_wrap=True)
 
 
 __all__ = ["data", "parse_datasets"]

@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import socket
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -249,10 +248,13 @@ def _content_range_total(value: str | None) -> int | None:
 def extract_dataset(archive: Path, folder: str, data_dir: Path) -> Path:
     """Extract ``<...>/<folder>/*`` files of the zip into ``data_dir/folder`` atomically.
 
-    Files land in a temporary directory next to the target, which is then renamed into place.
-    When the target already exists (e.g. with only one of the two files), its files that the
-    archive does not provide are carried over before the swap, so nothing of the user's is lost.
-    Member paths are reduced to their base names, so no member can write outside the folder.
+    Files land in a locked temporary directory next to the target
+    (``.<folder>.zslbench-<pid>-<random>.extract``, see :class:`~zslbench_plugins.xlsa17.cache.WriterDir`),
+    which is then renamed into place, so a new dataset folder is either complete or absent. When
+    the target already exists (e.g. with only one of the two files), each extracted file replaces
+    its namesake atomically and the folder's other files stay where they are. Member paths are
+    reduced to their base names, so no member can write outside the folder. A temporary left by a
+    killed extraction is removed by the next download.
     """
     try:
         zf = zipfile.ZipFile(archive)
@@ -267,29 +269,23 @@ def extract_dataset(archive: Path, folder: str, data_dir: Path) -> Path:
         if not members:
             raise DataError(f"{archive} has no folder {folder}/ (expected xlsa17/data/{folder}/)",
                             hint="check --url; the archive must be the xlsa17 zip")
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder}.", suffix=".extract", dir=data_dir))
-        try:
-            for m in members:
-                name = m.filename.replace("\\", "/").split("/")[-1]
-                with zf.open(m) as src, open(tmp / name, "wb") as dst:
-                    shutil.copyfileobj(src, dst, CHUNK)
-            old = None
-            if target.exists():
-                for extra in target.iterdir():
-                    if not (tmp / extra.name).exists():
-                        shutil.move(str(extra), tmp / extra.name)
-                old = data_dir / f".{folder}.{os.getpid()}.old"
-                os.rename(target, old)
-            os.rename(tmp, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except zipfile.BadZipFile as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise DataError(f"{archive}: {folder}/ is damaged ({exc})",
-                            hint="delete the archive and re-run `zslbench data download`") from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        with _cache.WriterDir(data_dir, folder, ".extract") as tmp:
+            try:
+                for m in members:
+                    name = m.filename.replace("\\", "/").split("/")[-1]
+                    with zf.open(m) as src, open(tmp.path / name, "wb") as dst:
+                        shutil.copyfileobj(src, dst, CHUNK)
+            except zipfile.BadZipFile as exc:
+                raise DataError(f"{archive}: {folder}/ is damaged ({exc})",
+                                hint="delete the archive and re-run `zslbench data download`") from None
+            if target.is_dir():
+                # Replace file by file: the user's other files never leave their folder (a
+                # temporary holding them could later be removed as stale).
+                for f in tmp.path.iterdir():
+                    if f.name != _cache.LOCK_NAME:
+                        os.replace(f, target / f.name)
+            else:
+                tmp.publish(target)
     return target
 
 
@@ -315,6 +311,8 @@ def download(names: list[str], data_dir: Path, *, url: str | None = None, sha256
         _build_caches(names, data_dir, report, say)
         return report
     data_dir.mkdir(parents=True, exist_ok=True)
+    for stale in _cache.clean_stale(data_dir, legacy=False):
+        say(f"removed {stale}, the temporary of a killed extraction")
     downloads = data_dir / ".downloads"
     archive = downloads / archive_name(url)
     part = archive.with_name(archive.name + ".part")

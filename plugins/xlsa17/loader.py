@@ -227,9 +227,12 @@ class _Source:
 
 
 def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, convert: Any,
-            mmap: tuple[str, ...], full_check: bool = False
-            ) -> tuple[dict[str, np.ndarray], dict[str, Any], str]:
-    """Arrays of one source file from its cache entry, (re)building the entry when needed."""
+            mmap: tuple[str, ...]) -> tuple[dict[str, np.ndarray], dict[str, Any], str]:
+    """Arrays of one source file from its cache entry, (re)building the entry when needed.
+
+    Every byte of an existing entry is checked (:func:`~zslbench_plugins.xlsa17.cache.open_entry`);
+    a damaged entry is deleted and rebuilt from the source, never used.
+    """
     if cache_root is None:
         arrays, meta = convert(src.path)
         return arrays, meta, "disabled"
@@ -237,7 +240,7 @@ def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, conve
     status = "hit"
     if entry.exists():
         try:
-            meta, arrays = _cache.open_entry(entry, mmap=mmap, full=full_check)
+            meta, arrays = _cache.open_entry(entry, mmap=mmap)
             if meta.get("source_sha256") == src.sha256:
                 return arrays, meta, status
             status = "rebuilt (entry belongs to another file)"
@@ -293,6 +296,8 @@ class Inspection:
     fingerprint: str = ""
     official_fingerprint: str = ""
     cache_status: dict[str, str] = field(default_factory=dict)
+    #: Temporaries of killed cache builds that this inspection removed (their writer was gone).
+    cleaned: list[str] = field(default_factory=list)
     arrays: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -312,10 +317,13 @@ def _cache_root(data_dir: Path, cache_dir: Path | None, use_cache: bool) -> Path
 
 
 def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: Path | None = None,
-                   use_cache: bool = True, full_cache_check: bool = False) -> Inspection:
+                   use_cache: bool = True, rehash_sources: bool = False) -> Inspection:
     """Read (through the cache) and check one dataset; report every problem instead of raising.
 
     :func:`load_xlsa17` and ``zslbench data verify`` share this, so both see the same checks.
+    First removes the temporaries of killed cache builds of this dataset (never one a live process
+    is writing). ``rehash_sources`` re-reads the source files instead of trusting their remembered
+    sha256 (``data verify --full``).
     """
     name = canonical_name(name)
     root = resolve_data_dir(data_dir)
@@ -330,12 +338,17 @@ def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: 
         rep.error = DataError(missing[0])
         return rep
     cache_root = _cache_root(root, cache_dir, use_cache)
+    if cache_root is not None:
+        rep.cleaned = [str(p) for p in _cache.clean_stale(cache_root / folder)]
+        if rep.cleaned:
+            logging.getLogger("zslbench.data").info("removed the temporaries of killed cache builds: "
+                                                    "%s", ", ".join(rep.cleaned))
     store = _cache.HashStore(cache_root / "hashes.json" if cache_root is not None else None)
     sources: dict[str, _Source] = {}
     known_files = entry.get("known_files", {})
     for key, path in (("res101", res_path), ("att_splits", att_path)):
         try:
-            sha = store.sha256(path)
+            sha = store.sha256(path, trust_memo=not rehash_sources)
             size = path.stat().st_size
         except OSError as exc:
             rep.error = DataError(f"{path}: cannot read ({exc.strerror or exc})")
@@ -346,9 +359,9 @@ def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: 
                                     known=(known or {}).get("source"))
     try:
         res, res_meta, res_status = _cached("res101", sources["res101"], folder, cache_root,
-                                            _convert_res101, ("features",), full_cache_check)
+                                            _convert_res101, ("features",))
         att, att_meta, att_status = _cached("att_splits", sources["att_splits"], folder, cache_root,
-                                            _convert_att_splits, (), full_cache_check)
+                                            _convert_att_splits, ())
     except UserError as exc:
         rep.error = exc
         return rep
@@ -450,6 +463,8 @@ def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstand
         "features_transposed": arr["transposed"],
         "cache": dict(rep.cache_status),
     }
+    if rep.cleaned:
+        source["cache_cleaned"] = list(rep.cleaned)
     names = arr.get("class_names")
     return ZSLData(
         name=rep.name, features=features, labels=labels0, attributes=attributes,

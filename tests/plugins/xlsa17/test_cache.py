@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -104,55 +103,91 @@ def test_damaged_entry_is_detected_and_rebuilt(mini: Mini, damage: str, caplog) 
     assert "rebuilding it" in caplog.text
 
 
-def test_sampled_digest_on_large_files(tmp_path: Path) -> None:
-    size = cache.FULL_DIGEST_LIMIT + 5 * cache.SAMPLE_BLOCK + 123
-    p = tmp_path / "big.bin"
-    p.write_bytes(np.random.default_rng(0).bytes(size))
-    key = b"k" * 16
-    d0 = cache.sampled_digest(p, key)
-    assert d0 == cache.sampled_digest(p, key) and d0 != cache.sampled_digest(p, b"j" * 16)
-    for offset in (0, size - 1):  # the first and the last block are always sampled
-        _flip_byte(p, offset)
-        assert cache.sampled_digest(p, key) != d0
-        _flip_byte(p, offset)
-    assert cache.sampled_digest(p, key) == d0
-    with open(p, "ab") as fh:
-        fh.write(b"\0")
-    assert cache.sampled_digest(p, key) != d0  # the size is hashed
+BLOCK = 64 * 1024
 
 
-def test_full_check_catches_what_sampling_may_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A flipped byte outside the sampled blocks passes a normal load but not `verify --full`."""
+def _zero_block(path: Path, start: int) -> bytes:
+    """Overwrite the 64 KiB at ``start`` with zeros; return what was there."""
+    with open(path, "r+b") as fh:
+        fh.seek(start)
+        old = fh.read(BLOCK)
+        fh.seek(start)
+        fh.write(b"\0" * len(old))
+    return old
+
+
+def _restore(path: Path, start: int, data: bytes) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(start)
+        fh.write(data)
+
+
+def test_zeroing_any_64k_block_is_detected(tmp_path: Path) -> None:
+    """Issue "Trust": the integrity check read about 64 of the ~150 blocks of a 9.8 MB file (64 of
+    ~1918 for AWA2), so zeroing another block went unnoticed and the entry was served. Every
+    block now counts."""
+    arr = np.random.default_rng(0).standard_normal((1200, 2048)).astype(np.float32)
+    entry = cache.write_entry(tmp_path / "AWA2" / "res101-0123456789abcdef0123", {"features": arr}, {})
+    npy = entry / "features.npy"
+    size = npy.stat().st_size
+    assert size > 9 * 2**20
+    for start in range(0, size, 3 * BLOCK):
+        old = _zero_block(npy, start)
+        with pytest.raises(cache.CacheCorrupt, match="features.npy fails its digest"):
+            cache.open_entry(entry)
+        _restore(npy, start, old)
+    np.testing.assert_array_equal(cache.open_entry(entry)[1]["features"], arr)
+
+
+def test_file_digest_is_the_documented_segment_hash(tmp_path: Path) -> None:
+    """The digest is recomputable without zslbench: sha256 over a header line and the sha256 of
+    each segment, whatever the number of threads."""
+    data = np.random.default_rng(1).bytes(2 * cache.SEGMENT + 12345)
+    p = tmp_path / "f.bin"
+    p.write_bytes(data)
+    h = hashlib.sha256(f"{cache.DIGEST_SCHEME} {len(data)} {cache.SEGMENT}\n".encode())
+    for start in range(0, len(data), cache.SEGMENT):
+        h.update(hashlib.sha256(data[start:start + cache.SEGMENT]).digest())
+    assert cache.file_digest(p) == h.hexdigest() == cache.file_digest(p, threads=1)
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert cache.file_digest(empty) == hashlib.sha256(
+        f"{cache.DIGEST_SCHEME} 0 {cache.SEGMENT}\n".encode()).hexdigest()
+
+
+def test_a_zeroed_block_is_never_served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader and `data verify` both notice a zeroed block in the middle of features.npy,
+    rebuild the entry from the source, and never hand out the damaged bytes."""
     a = mini_arrays(per_class=130, n_val_classes=1)  # 1170 images: features.npy about 9.6 MB
     write_dataset(tmp_path, "AWA2", a)
     patch_registry(monkeypatch, "awa2", registry_for(a, checks.registry_entry("awa2")))
     load_xlsa17("awa2", tmp_path)
     (entry,) = (tmp_path / ".cache" / "AWA2").glob("res101-*")
-    meta = json.loads((entry / "meta.json").read_text())
-    key = bytes.fromhex(meta["key"])
     npy = entry / "features.npy"
-    size = npy.stat().st_size
-    assert size > cache.FULL_DIGEST_LIMIT
-    # find a byte in a block the sampled digest does not read
-    offset = next(o for o in range(cache.SAMPLE_BLOCK, size - cache.SAMPLE_BLOCK, cache.SAMPLE_BLOCK)
-                  if _digest_unchanged_after_flip(npy, key, o + 7))
-    _flip_byte(npy, offset + 7)
-    assert load_xlsa17("awa2", tmp_path).source["cache"]["res101"] == "hit"
-    res = data_cli(["verify", "--dataset", "awa2", "--data-dir", str(tmp_path), "--full"])
+    middle = (npy.stat().st_size // 2) // BLOCK * BLOCK
+    _zero_block(npy, middle)
+    d = load_xlsa17("awa2", tmp_path)
+    assert d.source["cache"]["res101"].startswith("rebuilt (corrupt cache entry")
+    assert "features.npy fails its digest" in d.source["cache"]["res101"]
+    np.testing.assert_array_equal(d.features, a["features"].T.astype(np.float32))
+    _zero_block(npy, middle)
+    res = data_cli(["verify", "--dataset", "awa2", "--data-dir", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "│ rebuilt │" in res.stdout
     assert "note: awa2 res101 cache: rebuilt (corrupt cache entry" in res.stdout
-    assert "features.npy fails its sha256" in res.stdout
-    d = load_xlsa17("awa2", tmp_path)
-    np.testing.assert_array_equal(d.features, a["features"].T.astype(np.float32))
+    assert load_xlsa17("awa2", tmp_path).source["cache"]["res101"] == "hit"
 
 
-def _digest_unchanged_after_flip(path: Path, key: bytes, offset: int) -> bool:
-    before = cache.sampled_digest(path, key)
-    _flip_byte(path, offset)
-    same = cache.sampled_digest(path, key) == before
-    _flip_byte(path, offset)
-    return same
+def test_verify_full_rehashes_the_sources(mini: Mini, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`verify --full` does not trust the remembered sha256 of the source files (a file changed
+    behind an unchanged stat is hashed again); a plain verify does."""
+    load_xlsa17("awa2", mini.data_dir)
+    hashed = _count_calls(monkeypatch, cache, "sha256_file")
+    assert data_cli(["verify", "-d", "awa2", "--data-dir", str(mini.data_dir)]).exit_code == 0
+    assert hashed == []
+    res = data_cli(["verify", "-d", "awa2", "--data-dir", str(mini.data_dir), "--full"])
+    assert res.exit_code == 0, res.output
+    assert len(hashed) == 2  # res101.mat and att_splits.mat
 
 
 def test_hash_store_memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,7 +211,7 @@ def test_write_entry_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     def fail(*_a, **_k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(cache, "sampled_digest", fail)
+    monkeypatch.setattr(cache, "file_digest", fail)
     with pytest.raises(OSError):
         cache.write_entry(target, {"a": np.arange(3)}, {})
     assert not target.exists() and list((tmp_path / "AWA2").iterdir()) == []
