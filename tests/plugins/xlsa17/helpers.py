@@ -13,8 +13,6 @@ loader applies unchanged while files stay a few hundred KB.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ import numpy as np
 import pytest
 import scipy.io
 
+from tests.cli_helpers import invoke_main
 from zslbench.data import splits
 from zslbench_plugins.xlsa17 import checks
 
@@ -266,34 +265,6 @@ def load_split_file(path: Path) -> dict[str, Any]:
     return {k: v for k, v in scipy.io.loadmat(str(path)).items() if not k.startswith("__")}
 
 
-@dataclass
-class CliResult:
-    """What one in-process ``zslbench`` command printed, and its exit status."""
-
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
-
-
-def zslbench(*args: str) -> CliResult:
-    """Run ``zslbench ARGS`` in this process through ``zslbench.cli.main``, the one error handler
-    (so a ``UserError`` a command raises is printed exactly as a user sees it)."""
-    from zslbench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return CliResult(code, out.getvalue(), err.getvalue())
-
-
-def data_cli(args: list[str]) -> CliResult:
-    """``zslbench data ARGS``."""
-    return zslbench("data", *args)
+def data_cli(args: list[str]) -> Any:
+    """``zslbench data ARGS``, in this process, through ``zslbench.cli.main``."""
+    return invoke_main("data", *args)
