@@ -36,9 +36,16 @@ def real_awa2(shared_data, dim: int = 4) -> ZSLData:
 
 
 def test_the_real_awa2_split_is_the_official_benchmark(shared_data):
-    verdict = check_dataset(real_awa2(shared_data), "real")
+    verdict = check_dataset(real_awa2(shared_data, dim=2048), "real")
     assert verdict.standard and verdict.official == "awa2" and verdict.unverified == ()
     assert verdict.split_fingerprint == official_benchmarks()["awa2"]["split"]
+
+
+def test_the_real_awa2_split_with_other_features_is_not_the_benchmark(shared_data):
+    """Everything official but 4-d features (not ResNet-101's 2048): another benchmark."""
+    with pytest.raises(SplitError, match="features are 4-d where the official awa2 features are "
+                                         "2048-d"):
+        check_dataset(real_awa2(shared_data, dim=4), "real")
 
 
 def _altered(shared_data, how: str) -> ZSLData:
@@ -183,3 +190,26 @@ def test_finite_value_beyond_float32_is_named_without_warnings() -> None:
     assert line.startswith("mine: feature value 1e+300 (image 7, dimension 2, 0-based) does not "
                            "fit in float32")
     assert "NaN" not in line and "\n" not in line
+
+
+def test_real_data_with_other_features_is_not_the_official_benchmark(monkeypatch) -> None:
+    """A dataset of kind ``real`` whose split, labels and semantics are the official ones but whose
+    features have another dimension (CLIP instead of ResNet-101) is not the benchmark: it runs
+    only as non-standard."""
+    from zslbench.data import checks
+
+    d = _data(np.random.default_rng(0).standard_normal((12, 5)))
+    parts = checks.content_parts(d)
+    official = {"mini": {"split": parts["split"], "attributes": parts["attributes"],
+                         "labels": parts["labels"], "val_classes": parts["val_classes"],
+                         "n_val_classes": 0, "n_classes": 4, "n_seen": 2, "n_unseen": 2,
+                         "feature_dim": 5}}
+    monkeypatch.setattr(checks, "official_benchmarks", lambda: official)
+    verdict = check_dataset(d, "real")
+    assert verdict.standard and verdict.official == "mini"
+    official["mini"]["feature_dim"] = 2048
+    with pytest.raises(SplitError, match="features are 5-d where the official mini features are "
+                                         "2048-d"):
+        check_dataset(d, "real")
+    verdict = check_dataset(d, "real", allow_nonstandard=True)
+    assert not verdict.standard and "5-d" in verdict.reason

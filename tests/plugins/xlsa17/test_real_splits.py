@@ -28,6 +28,7 @@ from tests.plugins.xlsa17.helpers import (
     shared_data_dir,
 )
 from zslbench.data import splits
+from zslbench.data.checks import check_dataset
 from zslbench.errors import SplitError
 from zslbench_plugins.xlsa17 import checks
 from zslbench_plugins.xlsa17.loader import load_xlsa17
@@ -151,6 +152,9 @@ def test_real_awa2_loads_as_standard(awa2_full: Path) -> None:
     # the 0-based indices point at the same images as the file's 1-based ones
     m = load_split_file(awa2_full / "AWA2" / "att_splits.mat")
     assert np.array_equal(d.test_unseen_idx, m["test_unseen_loc"].ravel().astype(int) - 1)
+    # ... and the runner's contract takes it for the official AWA2, every pinned part equal
+    verdict = check_dataset(d, "real")
+    assert verdict.standard and verdict.official == "awa2" and verdict.unverified == ()
 
 
 def _real_awa2_split() -> dict:
