@@ -295,3 +295,19 @@ def test_a_mistake_through_the_command_line_is_one_line(tmp_path: Path) -> None:
     assert len(errors) == 1 and "Traceback" not in res.output  # (progress lines aside)
     assert errors[0].startswith(f"zslbench: error: {file}: 'labels' run from 1 to 9")
     assert not list((tmp_path / "r").glob("*.json"))
+
+
+def test_negative_features_run_with_preprocessor_none(tmp_path: Path) -> None:
+    """As the format's documentation says: `clip` (the paper's preprocessor) refuses features
+    with negative values (CLIP, ViT); `--set preprocessor=none` runs them."""
+    a = arrays()
+    a["features"] = a["features"] - a["features"].mean(axis=0)  # centred: half the values < 0
+    file = npz.save_npz(tmp_path / "clipfeats.npz", **a)
+    results = str(tmp_path / "results")
+    refused = invoke_main("run", "--method", "krr", "--dataset", str(file), "--results-dir", results)
+    assert refused.exit_code != 0 and "negative values" in refused.output
+    res = invoke_main("run", "--method", "krr", "--dataset", str(file), "--results-dir", results,
+                   "--set", "preprocessor=none")
+    assert res.exit_code == 0, res.output
+    (rec,) = _records(tmp_path / "results")
+    assert rec["dataset"] == "clipfeats" and rec["config"]["components"]["preprocessor"]["name"] == "none"
