@@ -213,3 +213,27 @@ def test_real_data_with_other_features_is_not_the_official_benchmark(monkeypatch
         check_dataset(d, "real")
     verdict = check_dataset(d, "real", allow_nonstandard=True)
     assert not verdict.standard and "5-d" in verdict.reason
+
+
+@pytest.mark.parametrize("change, error, says", [
+    (lambda d: setattr(d, "test_seen_idx", np.array([2, 5, 1])), SplitError,
+     "mine: Split V2.0 check 'disjoint' failed: 1 test_seen_idx indices are also in trainval_idx "
+     "(e.g. 1), a V1-style or leaky split"),
+    (lambda d: setattr(d, "trainval_idx", np.array([0, 0, 1, 3, 4])), DataError,
+     "mine: trainval_idx lists 1 index more than once (e.g. 0) — each image may appear once; fix "
+     "the dataset's loader or file"),
+    (lambda d: setattr(d, "test_unseen_idx", np.arange(6, 13)), DataError,
+     "mine: test_unseen_idx has 1 index outside 0..11 (e.g. 12) — index 12 is one past the 12 "
+     "images: off by one? (indices are 0-based)"),
+    (lambda d: setattr(d, "trainval_idx", np.array([0, 1, 3, 4, 6])), SplitError,
+     "mine: Split V2.0 check 'unseen-classes' failed: 1 test-unseen classes have trainval images "
+     "(e.g. class 2, 0-based)"),
+])
+def test_split_messages_speak_of_the_datasets_own_0_based_index_sets(change, error, says) -> None:
+    """The runner's split checks name a dataset's ``*_idx`` sets and 0-based indices (they used
+    to speak of xlsa17's 1-based ``*_loc``: 'test_seen_loc ... (e.g. 2)' for index 1)."""
+    d = _data(np.random.default_rng(0).standard_normal((12, 5)))
+    change(d)
+    with pytest.raises(error) as info:
+        check_dataset(d, "custom")
+    assert says in str(info.value)

@@ -40,6 +40,7 @@ import numpy as np
 
 from zslbench.data.dataset import ZSLData
 from zslbench.data.splits import (
+    DATASET_NAMING,
     OVERRIDE_FLAG,
     Failure,
     check_split,
@@ -201,7 +202,7 @@ def check_dataset(data: ZSLData, kind: str, *, allow_nonstandard: bool = False) 
     _check_structure(data)
     failures = check_split(data.name, data.features.shape[0], np.asarray(data.labels),
                            np.asarray(data.trainval_idx) + 1, np.asarray(data.test_seen_idx) + 1,
-                           np.asarray(data.test_unseen_idx) + 1)
+                           np.asarray(data.test_unseen_idx) + 1, naming=DATASET_NAMING)
     # Coverage (every image in some set) is an xlsa17 property, not a contract every dataset has.
     failures = [f for f in failures if f.check != "coverage"]
     if data.val_classes is not None and len(data.val_classes):

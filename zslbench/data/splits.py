@@ -127,8 +127,35 @@ def _as_index_array(file: str, key: str, values: Any, n_images: int
     return arr.astype(np.int64), []
 
 
+@dataclass(frozen=True)
+class SplitNaming:
+    """How :func:`check_split` names things in its messages: the three index sets, the base of the
+    indices and class ids it shows, and the fixes it suggests.
+
+    The arrays passed in are always 1-based; only the messages follow the naming, so that a
+    dataset read from an xlsa17 file hears about ``trainval_loc`` and 1-based indices, and any
+    other dataset about its 0-based ``trainval_idx``.
+    """
+
+    keys: tuple[str, str, str] = SPLIT_KEYS
+    base: int = 1
+    #: The fix of a policy failure (the override flag is added).
+    fix: str = "use the official V2.0 att_splits.mat"
+    #: The fix of a damaged index set.
+    refetch: str = "re-download the file"
+
+
+#: xlsa17's ``att_splits.mat``: ``*_loc`` keys, 1-based.
+XLSA17_NAMING = SplitNaming()
+#: A loaded dataset (``ZSLData``): ``*_idx`` index sets, 0-based.
+DATASET_NAMING = SplitNaming(keys=("trainval_idx", "test_seen_idx", "test_unseen_idx"), base=0,
+                             fix="fix the dataset's index sets",
+                             refetch="fix the dataset's loader or file")
+
+
 def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: Any, test_seen: Any,
-                test_unseen: Any, *, train: Any = None, val: Any = None) -> list[Failure]:
+                test_unseen: Any, *, train: Any = None, val: Any = None,
+                naming: SplitNaming = XLSA17_NAMING) -> list[Failure]:
     """Split V2.0 invariants on 1-based index arrays (as stored in ``att_splits.mat``).
 
     ``labels0`` are the 0-based labels of all ``n_images`` images (None skips the label checks,
@@ -136,11 +163,15 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
     ``1..n_images``, no duplicate within a set. Policy (Split V2.0): the three sets pairwise disjoint,
     test-seen classes among the trainval classes, no test-unseen class among the trainval classes,
     every image in one of the sets, and the official validation classes among the seen classes.
+    ``naming`` says how the messages name the sets and number the indices (:class:`SplitNaming`).
     """
+    base, shift = naming.base, naming.base - 1
+    name = dict(zip(SPLIT_KEYS, naming.keys, strict=True))
+    policy_fix = f"{naming.fix} or pass {OVERRIDE_FLAG}"
     out: list[Failure] = []
     sets: dict[str, np.ndarray] = {}
     for key, values in zip(SPLIT_KEYS, (trainval, test_seen, test_unseen), strict=True):
-        arr, fails = _as_index_array(file, key, values, n_images)
+        arr, fails = _as_index_array(file, name[key], values, n_images)
         out += fails
         if arr is not None:
             sets[key] = arr
@@ -152,28 +183,34 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
         out += fails
         if arr is not None:
             optional[key] = arr
+    out = [f if f.check != "empty" else Failure(f.file, f.check, f.message, "every split needs at "
+                                                 f"least one image; {naming.refetch}", True)
+           for f in out]
     for key, arr in {**sets, **optional}.items():
         lo, hi = int(arr.min()), int(arr.max())
         if lo < 1 or hi > n_images:
             bad = arr[(arr < 1) | (arr > n_images)]
-            if lo == 0:
+            if lo == 0 and base == 1:
                 hint = ("indices look 0-based (index 0 is present); xlsa17 indices are 1-based "
                         "(add 1 to every index)")
             elif hi == n_images + 1:
-                hint = f"index {n_images + 1} is one past the {n_images} images: off by one?"
+                hint = (f"index {n_images + shift + 1} is one past the {n_images} images: off by one?"
+                        + (" (indices are 0-based)" if base == 0 else ""))
             else:
-                hint = "the split file and res101.mat do not belong together"
-            out.append(Failure(file, "index-range", f"{key} has {_count(bad.size, 'index', 'indices')} "
-                               f"outside 1..{n_images} "
-                               f"(e.g. {format_examples(bad)})", hint, True))
+                hint = ("the split file and res101.mat do not belong together" if base == 1
+                        else f"indices are {base}-based rows of the features")
+            out.append(Failure(file, "index-range", f"{name.get(key, key)} has "
+                               f"{_count(bad.size, 'index', 'indices')} outside "
+                               f"{base}..{n_images + shift} (e.g. {format_examples(bad + shift)})",
+                               hint, True))
             continue
         uniq, counts = np.unique(arr, return_counts=True)
         if np.any(counts > 1):
             dup = uniq[counts > 1]
-            out.append(Failure(file, "duplicates", f"{key} lists {_count(dup.size, 'index', 'indices')} "
-                               "more than once "
-                               f"(e.g. {format_examples(dup)})", "each image may appear once; re-download "
-                               "the file", True))
+            out.append(Failure(file, "duplicates", f"{name.get(key, key)} lists "
+                               f"{_count(dup.size, 'index', 'indices')} more than once "
+                               f"(e.g. {format_examples(dup + shift)})",
+                               f"each image may appear once; {naming.refetch}", True))
     if any(f.structural for f in out) or len(sets) < 3:
         return out
 
@@ -186,41 +223,40 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
             what = ("a V1-style or leaky split: test images are training images"
                     if ka == "trainval_loc" else "the test sets overlap")
             out.append(Failure(file, "disjoint", f"Split V2.0 check 'disjoint' failed: {common.size} "
-                               f"{kb} indices are also in {ka} (e.g. {format_examples(common)}), {what}",
-                               f"use the official V2.0 att_splits.mat or pass {OVERRIDE_FLAG}", False))
+                               f"{name[kb]} indices are also in {name[ka]} "
+                               f"(e.g. {format_examples(common + shift)}), {what}", policy_fix, False))
     if labels0 is not None:
         lab = np.asarray(labels0)
         tv_cls = np.unique(lab[tv - 1])
         extra = np.setdiff1d(np.unique(lab[ts - 1]), tv_cls)
         if extra.size:
             out.append(Failure(file, "seen-classes", "Split V2.0 check 'seen-classes' failed: "
-                               f"test_seen_loc has classes without trainval images (e.g. class "
-                               f"{format_examples(extra + 1)}, 1-based)", f"use the official V2.0 "
-                               f"att_splits.mat or pass {OVERRIDE_FLAG}", False))
+                               f"{name['test_seen_loc']} has classes without trainval images (e.g. "
+                               f"class {format_examples(extra + base)}, {base}-based)", policy_fix,
+                               False))
         leak = np.intersect1d(np.unique(lab[tu - 1]), tv_cls)
         if leak.size:
             out.append(Failure(file, "unseen-classes", "Split V2.0 check 'unseen-classes' failed: "
                                f"{leak.size} test-unseen classes have trainval images (e.g. class "
-                               f"{format_examples(leak + 1)}, 1-based): unseen classes are not unseen",
-                               f"use the official V2.0 att_splits.mat or pass {OVERRIDE_FLAG}", False))
+                               f"{format_examples(leak + base)}, {base}-based): unseen classes are "
+                               "not unseen", policy_fix, False))
         if "val_loc" in optional:
             val_cls = np.unique(lab[optional["val_loc"] - 1])
             outside = np.setdiff1d(val_cls, tv_cls)
             if outside.size:
                 out.append(Failure(file, "val-classes", f"val_loc has classes without trainval images "
-                                   f"(e.g. class {format_examples(outside + 1)}, 1-based): validation would "
-                                   "tune on unseen classes", f"use the official V2.0 att_splits.mat "
-                                   f"or pass {OVERRIDE_FLAG}", False))
+                                   f"(e.g. class {format_examples(outside + base)}, {base}-based): "
+                                   "validation would tune on unseen classes", policy_fix, False))
     used = np.concatenate([tv, ts, tu])
     if np.unique(used).size < n_images:
         unused = np.setdiff1d(np.arange(1, n_images + 1), used)
         hint = (f"only image {n_images} is unused: are the indices 0-based with image 0 dropped?"
-                if unused.size == 1 and unused[0] == n_images
-                else f"use the official V2.0 att_splits.mat or pass {OVERRIDE_FLAG}")
+                if unused.size == 1 and unused[0] == n_images and base == 1 else policy_fix)
         out.append(Failure(file, "coverage", f"{unused.size} of the {n_images} images are in no split "
-                           f"(e.g. {format_examples(unused)})", hint, False))
+                           f"(e.g. {format_examples(unused + shift)})", hint, False))
     return out
 
 
-__all__ = ["FINGERPRINT_SCHEME", "Failure", "OVERRIDE_FLAG", "SPLIT_KEYS", "check_split",
+__all__ = ["DATASET_NAMING", "FINGERPRINT_SCHEME", "Failure", "OVERRIDE_FLAG", "SPLIT_KEYS",
+           "SplitNaming", "XLSA17_NAMING", "check_split",
            "format_examples", "format_value", "split_fingerprint"]
