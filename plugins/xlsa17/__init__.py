@@ -1,7 +1,15 @@
 """The five real xlsa17 benchmarks (AWA1, AWA2, APY, CUB, SUN; Split V2.0) as zslbench datasets.
 
 The data is read from disk (``zslbench data download`` fetches it); nothing here generates or
-substitutes data. ``all`` names the five.
+substitutes data. ``all`` names the five. A built-in plugin like any other: core zslbench imports
+nothing from here.
+
+* ``loader`` - ``<data-dir>/<NAME>/res101.mat`` + ``att_splits.mat`` in, ``ZSLData`` out;
+* ``checks`` - what only the xlsa17 files have to pass, and ``registry.json`` (the known files,
+  the archive);
+* ``cache`` - the float32 cache, checked byte for byte on every load, and its temporaries;
+* ``download`` and ``cli`` - ``zslbench data download | verify | info``, added to the command line
+  through the ``zslbench_commands`` hook.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ Miniature datasets: most tests use a tiny dataset written in the real layout (20
 1-based labels and indices, column vectors) into the ``AWA2`` folder, with the registry entry of
 ``awa2`` replaced (``mini`` fixture) by the miniature's counts and fingerprint, so every check of the
 loader applies unchanged while files stay a few hundred KB.
+
+Commands run in this process through ``zslbench.cli.main`` (:func:`data_cli`), so that what a
+command raises is printed by the one error handler exactly as a user sees it.
 """
 
 from __future__ import annotations
