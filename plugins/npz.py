@@ -204,9 +204,9 @@ def _check_features(path: Path, f: np.ndarray) -> None:
         big = np.abs(block) > FLOAT32_MAX
         if big.any():
             i, j = np.argwhere(big)[0]
-            raise DataError(f"{path}: 'features' hold {format_value(block[i, j])} (image {start + i}, "
-                            f"dimension {j}, 0-based), beyond the float32 range (±3.4e+38) that "
-                            "zslbench computes in", hint="rescale or re-extract the features")
+            raise DataError(f"{path}: 'features' value {format_value(block[i, j])} (image "
+                            f"{start + i}, dimension {j}, 0-based) does not fit in float32, which "
+                            "every method computes in", hint="rescale or re-extract the features")
         lo, hi = min(lo, float(block.min())), max(hi, float(block.max()))
     if lo == hi:
         raise DataError(f"{path}: every value of 'features' is {format_value(np.float32(lo))}: the "

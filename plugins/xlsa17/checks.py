@@ -79,10 +79,10 @@ def check_features(file: str, shape: tuple[int, ...], n_labels: int, *, expected
                            "re-extract the features", True))
     if beyond_float32 is not None:
         i, j, value = beyond_float32
-        out.append(Failure(file, "float32-range", f"features hold {value} (image {int(i) + 1}, "
-                           f"dimension {int(j) + 1}, 1-based), beyond the float32 range (±3.4e+38) "
-                           "that zslbench computes in", "the file is corrupt or holds no "
-                           "activations; re-download it or re-extract the features", True))
+        out.append(Failure(file, "float32-range", f"feature value {value} (image {int(i) + 1}, "
+                           f"dimension {int(j) + 1}, 1-based) does not fit in float32, which every "
+                           "method computes in", "the file is corrupt or holds no activations; "
+                           "re-download it or re-extract the features", True))
     if stored_class != "logical" and value_range is not None and value_range[0] == value_range[1]:
         out.append(Failure(file, "constant", f"every feature value is "
                            f"{format_value(np.float32(value_range[0]))}: the features are constant",

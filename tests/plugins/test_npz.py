@@ -130,8 +130,8 @@ MISTAKES = [
      "have dtype bool; they must be real floating-point numbers", "features.astype(np.float32)"),
     ("features-nan", _nan, "'features'", "contain NaN or Inf (first at image 5, dimension 3, 0-based)",
      "re-extract"),
-    ("features-1e300", _huge, "'features'", "hold 1e+300 (image 5, dimension 3, 0-based), beyond the "
-     "float32 range", "rescale"),
+    ("features-1e300", _huge, "'features'", "value 1e+300 (image 5, dimension 3, 0-based) does not "
+     "fit in float32", "rescale"),
     ("features-constant", _set("features", lambda a: np.full_like(a["features"], 0.5)), "'features'",
      "every value of 'features' is 0.5: the features are constant", "re-extract"),
     ("labels-float", _set("labels", lambda a: a["labels"].astype(np.float64)), "'labels'",

@@ -105,8 +105,8 @@ CASES = [
          DataError, "res101.mat", "every feature value is 0.5: the features are constant"),
     # Issue "Trust": a finite 1e300 is not a NaN or Inf, and needs no RuntimeWarning to say so.
     Case("feature-1e300", lambda m: _features(m, lambda f: f.__setitem__((5, 3), 1e300)), DataError,
-         "res101.mat", "features hold 1e+300 (image 4, dimension 6, 1-based), beyond the float32 "
-         "range"),
+         "res101.mat", "feature value 1e+300 (image 4, dimension 6, 1-based) does not fit in "
+         "float32"),
     Case("features-labels-count", lambda m: _arrays(m, features=m.arrays["features"][:, :-1]), DataError,
          "res101.mat", "features hold 53 images but labels hold 54"),
     # labels and splits
