@@ -71,17 +71,23 @@ class ESZSL(Model):
         self.check_params()
         inp = self.check_fit_inputs(features, labels, class_semantics, classes, who="eszsl")
         seen = inp.seen_columns
-        y = np.full((len(inp.y), len(seen)), float(self.negative_label))
-        y[np.arange(len(inp.y)), np.searchsorted(seen, inp.y)] = 1.0
-        x = np.asarray(inp.features, dtype=np.float64).T  # d x n
+        # X X^T and X Y do not depend on gamma and lam, and the harness's search refits this very
+        # instance on the very same arrays for every candidate: compute them once per arrays
+        # (compared by identity; ``_arrays`` keeps them alive, so an id is never reused).
+        arrays = (features, labels, classes, self.negative_label)
+        if tuple(map(id, getattr(self, "_arrays", ()))) != tuple(map(id, arrays)):
+            with stage("statistics"):
+                y = np.full((len(inp.y), len(seen)), float(self.negative_label))
+                y[np.arange(len(inp.y)), np.searchsorted(seen, inp.y)] = 1.0
+                x = np.asarray(inp.features, dtype=np.float64).T  # d x n
+                self._statistics = (x @ x.T, x @ y)  # X X^T (d x d), X Y (d x z)
+            self._arrays = arrays
+        xx, xy = self._statistics
         s = inp.class_semantics[seen].T  # a x z
         with stage("closed_form"):
-            xx = x @ x.T
-            xx[np.diag_indices_from(xx)] += self.gamma
-            ss = s @ s.T
-            ss[np.diag_indices_from(ss)] += self.lam
-            xys = x @ (y @ s.T)  # X Y S^T, d x a
-            v = scipy.linalg.solve(xx, xys, assume_a="pos")
+            xx = xx + self.gamma * np.eye(len(xx))
+            ss = s @ s.T + self.lam * np.eye(len(s))
+            v = scipy.linalg.solve(xx, xy @ s.T, assume_a="pos")  # (X X^T + gamma I)^-1 X Y S^T
             # right-multiplying by the inverse of the symmetric S S^T + lam I: solve its transpose
             v = scipy.linalg.solve(ss, v.T, assume_a="pos").T
         self.V_ = v

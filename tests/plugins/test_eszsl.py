@@ -65,6 +65,24 @@ def test_negative_label_changes_the_model():
     assert not np.allclose(_fit(p).V_, _fit(p, negative_label=-1.0).V_)
 
 
+def test_refit_of_one_instance_equals_a_fresh_fit():
+    """The search refits one instance on the same arrays with other gamma and lam (reusing
+    X X^T and X Y); other arrays or another negative_label must not reuse them."""
+    p, q = _problem(3), _problem(4)
+    model = _fit(p)
+    model.set_params(gamma=1e2, lam=1e-2).fit(p["features"], p["labels"], p["semantics"],
+                                              p["classes"])
+    assert np.array_equal(model.V_, _fit(p, gamma=1e2, lam=1e-2).V_)
+    model.fit(q["features"], q["labels"], q["semantics"], q["classes"])
+    assert np.array_equal(model.V_, _fit(q, gamma=1e2, lam=1e-2).V_)
+    model.set_params(negative_label=-1.0).fit(q["features"], q["labels"], q["semantics"],
+                                              q["classes"])
+    assert np.array_equal(model.V_, _fit(q, gamma=1e2, lam=1e-2, negative_label=-1.0).V_)
+    model.fit(q["features"], q["labels"], p["semantics"], q["classes"])  # semantics: not cached
+    assert np.array_equal(model.V_, ESZSL(gamma=1e2, lam=1e-2, negative_label=-1.0).fit(
+        q["features"], q["labels"], p["semantics"], q["classes"]).V_)
+
+
 @pytest.mark.parametrize("params", [{}, {"negative_label": -1.0}, {"gamma": 1e3, "lam": 1e-3}])
 def test_check_model(params):
     check_model(ESZSL(**params))
