@@ -116,13 +116,14 @@ def test_bad_hyperparameters_are_one_line_config_errors(bad):
 
 
 def test_cli_run_records_what_the_search_chose(tmp_path):
-    """``zslbench run --method eszsl --dataset toy``: exit 0, one record, and its ``search``
-    holds the declared space, every candidate tried and the best one."""
+    """``zslbench run --method eszsl,sae --dataset toy``: exit 0, one record per method, and each
+    record's ``search`` holds the declared space, every candidate tried and the best one."""
     out = tmp_path / "res"
-    main(["run", "--method", "eszsl", "--dataset", "toy", "--results-dir", str(out)])
+    main(["run", "--method", "eszsl,sae", "--dataset", "toy", "--results-dir", str(out)])
     records = {r["method"]: r for r in (json.loads(f.read_text()) for f in out.glob("*.json"))}
-    assert set(records) == {"eszsl"}
-    spaces = {"eszsl": {"gamma": list(GRID), "lam": list(GRID)}}
+    assert set(records) == {"eszsl", "sae"}
+    spaces = {"eszsl": {"gamma": list(GRID), "lam": list(GRID)},
+              "sae": {"lam": [float(v) for v in records["sae"]["search"]["space"]["lam"]]}}
     for method, record in records.items():
         search = record["search"]
         assert search["strategy"] == "refine"
@@ -133,3 +134,4 @@ def test_cli_run_records_what_the_search_chose(tmp_path):
         for name, value in search["chosen"].items():
             assert value in search["space"][name]
         assert np.isfinite(record["metrics"]["H"]) and record["timings"]["train"] > 0
+    assert len(spaces["sae"]["lam"]) > 1
