@@ -37,6 +37,13 @@ def test_refine_finds_the_grid_optimum_with_fewer_fits():
     assert len({tuple(t["params"].items()) for t in res.tried}) == len(res.tried)  # no repeats
 
 
+def test_a_choice_at_the_end_of_an_ordered_grid_is_flagged():
+    res = search({"x": (1, 2, 3), "y": (1, 2, 3), "z": ("a", "b", "c")}, "grid",
+                 lambda p: (p["x"] - abs(p["y"] - 2), p, None))
+    assert res.chosen["x"] == 3 and res.at_edge == ["x"]
+    assert res.as_record()["at_edge"] == ["x"]
+
+
 def test_ties_go_to_the_first_candidate_tried():
     res = search({"x": (1, 2, 3)}, "grid", lambda p: (50.0, p["x"], None))
     assert res.chosen == {"x": 1}

@@ -303,15 +303,39 @@ def _add_core_commands() -> None:
 _add_core_commands()
 
 
+INTERRUPTED = "interrupted; re-run the same command to continue"
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (``kill``, a cluster's time limit) unwinds like Ctrl-C, so that what is being
+    written is cleaned up and the same one-line message is printed; only the main thread can set
+    it, so an embedding application keeps its own handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+        pass
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point, and the one error handler: a user's mistake is one line and a non-zero exit,
     never a traceback (``ZSLBENCH_TRACEBACK=1`` shows one for bugs in zslbench or a plugin)."""
     args = sys.argv[1:] if argv is None else list(argv)
+    _terminate_as_interrupt()
     try:
         _add_plugin_commands(args)
         rv = cli.main(args=args, prog_name="zslbench", standalone_mode=False)
     except click.exceptions.Abort:
-        say_error("interrupted", prefix="zslbench: ")
+        say_error(INTERRUPTED, prefix="zslbench: ")
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
@@ -320,7 +344,7 @@ def main(argv: list[str] | None = None) -> None:
         say_error(exc.one_line())
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        say_error("interrupted", prefix="zslbench: ")
+        say_error(INTERRUPTED, prefix="zslbench: ")
         sys.exit(130)
     except Exception as exc:
         if os.environ.get("ZSLBENCH_TRACEBACK"):

@@ -239,6 +239,12 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
             with timer.phase("search"):
                 found = search(space, type(method.model).search_strategy, evaluate)
             method.model.set_search_params(**found.chosen)
+            for name in found.at_edge:
+                if on_event is not None:
+                    on_event("warning", {"message": f"{method.name}: the search chose {name}="
+                                         f"{found.chosen[name]!r}, an end of its grid "
+                                         f"{list(space[name])}; the validation optimum may lie "
+                                         "beyond it"})
             model, s_val = found.best_model, found.best_scores
         else:
             with timer.phase("fit_validation"), blame(_who("model", method.model),

@@ -79,6 +79,10 @@ def expand_datasets(names: list[str], registry: Registry) -> list[str]:
                     choices = list(registry.items["dataset"]) + list(groups)
                     raise ConfigError(f"unknown dataset {name!r}",
                                       hint=suggestion(name, choices, "dataset"))
+                if opened.name in registry.items["dataset"]:
+                    raise ConfigError(f"--dataset {name}: the file's dataset name "
+                                      f"{opened.name!r} is already a registered dataset",
+                                      hint="rename the file")
                 registry.items["dataset"][opened.name] = opened
                 name = opened.name
             if name not in out:
@@ -87,7 +91,10 @@ def expand_datasets(names: list[str], registry: Registry) -> list[str]:
 
 
 def parse_value(text: str) -> Any:
-    """``--set`` values: JSON or Python literals (``64``, ``0.1``, ``true``, ``None``), else a string."""
+    """``--set`` values: JSON or Python literals (``64``, ``0.1``, ``true``, ``None``; ``nan`` and
+    ``inf`` are floats, so that a component refuses them as numbers), else a string."""
+    if text.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
+        return float(text)
     for parse in (json.loads, ast.literal_eval):
         try:
             return parse(text)

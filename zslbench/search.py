@@ -44,9 +44,21 @@ class SearchResult:
     best_model: Any = None
     best_scores: np.ndarray | None = None
 
+    @property
+    def at_edge(self) -> list[str]:
+        """Parameters whose chosen value is the first or last of an ordered numeric grid of three
+        or more values: the validation optimum may lie beyond the grid."""
+        out = []
+        for name, values in self.space.items():
+            numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+            if numeric and len(values) >= 3 and values == sorted(values) and \
+                    self.chosen.get(name) in (values[0], values[-1]):
+                out.append(name)
+        return out
+
     def as_record(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "space": self.space, "chosen": self.chosen,
-                "best_H": self.best_H, "tried": self.tried}
+                "best_H": self.best_H, "at_edge": self.at_edge, "tried": self.tried}
 
 
 def _coarse(n: int) -> list[int]:

@@ -112,6 +112,14 @@ def test_bool_constant_or_non_finite_features_are_refused(features, needle):
             check_dataset(_small(features), "custom")
 
 
+def test_validation_classes_that_leave_no_training_class_are_refused():
+    feats = np.random.default_rng(0).random((60, 3), dtype=np.float32)
+    data = _small(feats)
+    data.val_classes = np.arange(4)
+    with pytest.raises(DataError, match="validation classes are all 4 seen classes"):
+        check_dataset(data, "custom")
+
+
 def test_a_custom_benchmark_is_standard_and_its_fingerprint_covers_every_part():
     feats = np.random.default_rng(0).random((60, 3), dtype=np.float32)
     base = check_dataset(_small(feats), "custom")

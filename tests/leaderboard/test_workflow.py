@@ -11,9 +11,12 @@ def test_workflow_runs_the_grid_renders_checks_and_opens_a_pr() -> None:
     text = WORKFLOW.read_text()
     assert "\t" not in text  # YAML forbids tabs
     flat = " ".join(text.split())
-    assert ("zslbench run --method bt-gp,t-gp,gp,krr,bt-krr --dataset synth-all --seeds 3 "
-            "--device cpu --results-dir leaderboards/records/synthetic") in flat
-    assert "--dataset all --seeds 3" in flat and "res101.mat" in flat  # real data only where cached
+    assert "for table in paper-main paper-ablation" in flat
+    for table in ("paper-main", "paper-ablation"):
+        assert (WORKFLOW.parents[2] / "configs" / f"{table}.toml").is_file()
+    assert "zslbench run --config configs/$table.toml --dataset synth-all --device cpu" in flat
+    assert "--results-dir leaderboards/records/synthetic" in flat
+    assert "--results-dir leaderboards/records/real" in flat and "res101.mat" in flat
     render = flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
     assert flat.index("--check", render) > render
     assert "create-pull-request" in flat and "pull-requests: write" in flat

@@ -206,6 +206,11 @@ def check_dataset(data: ZSLData, kind: str, *, allow_nonstandard: bool = False) 
     # Coverage (every image in some set) is an xlsa17 property, not a contract every dataset has.
     failures = [f for f in failures if f.check != "coverage"]
     if data.val_classes is not None and len(data.val_classes):
+        if len(np.intersect1d(data.val_classes, data.seen_classes)) >= len(data.seen_classes):
+            raise DataError(f"{data.name}: the validation classes are all {len(data.seen_classes)} "
+                            "seen classes: no class would be left to train the validation fit",
+                            hint="make the validation classes a proper subset of the seen "
+                            "classes (xlsa17 holds out about a third)")
         outside = np.setdiff1d(data.val_classes, data.seen_classes)
         if outside.size:
             failures.append(Failure(data.name, "val-classes", f"validation classes include "
