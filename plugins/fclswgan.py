@@ -34,8 +34,9 @@ What differs from the official code, by protocol (see ``README``/report):
   each fit (official ``util.py:132-150``, ``--preprocessing`` in every script), registered here.
 
 Speed (same arithmetic as the official code, less work around it): the critic scores real and
-fake features in one batched forward, fake features for the critic are generated without an
-autograd graph, the generator step does not build the critic's parameter gradients, synthesis is
+fake features in one batched forward, its input gradient for the penalty is computed in closed
+form instead of by double backward, Adam uses the fused kernel, fake features for the critic are
+generated without an autograd graph, the generator step does not build the critic's parameter gradients, synthesis is
 one batched pass instead of a loop over classes, and minibatch indices come from one permutation
 stream per classifier run. All randomness comes from ``torch.Generator`` objects seeded from
 ``random_state``; the global RNGs are never touched (modules are built with ``skip_init``).
@@ -184,6 +185,21 @@ class Critic(nn.Module):
         h = nn.functional.leaky_relu(self.fc1(torch.cat((x, att), 1)), LEAKY_SLOPE)
         return self.fc2(h)
 
+    def input_gradient(self, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
+        """``d D(x_i, a_i) / d x_i`` for every row, in closed form: ``(s_i * w2) W1x`` with
+        ``s_i`` the LeakyReLU slopes (1 where the pre-activation is > 0, else 0.2, as autograd's
+        ``leaky_relu_backward``) and ``W1x`` the feature columns of ``fc1``.
+
+        Differentiable in the critic's parameters (the slopes are piecewise constant, so their
+        derivative is 0, as in autograd's double backward): the same penalty and parameter
+        gradients as ``autograd.grad(..., create_graph=True)``, without the double-backward
+        graph (~25% less CPU per critic step at 2048 x 4096).
+        """
+        with torch.no_grad():
+            pre = self.fc1(torch.cat((x, att), 1))
+            slope = torch.where(pre > 0, torch.ones_like(pre), torch.full_like(pre, LEAKY_SLOPE))
+        return (slope * self.fc2.weight) @ self.fc1.weight[:, :x.shape[1]]
+
 
 def gradient_penalty(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                      real: torch.Tensor, fake: torch.Tensor, att: torch.Tensor,
@@ -193,14 +209,30 @@ def gradient_penalty(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
     ``calc_gradient_penalty``, ``clswgan.py:148-173``).
 
     The gradient is taken with respect to the feature part only (the attributes condition the
-    critic and are not interpolated), with ``create_graph=True`` so that the penalty can be
-    back-propagated into the critic's parameters. ``real`` and ``fake`` are treated as constants
-    (the official passes ``fake.data``). ``alpha`` has shape (n, 1).
+    critic and are not interpolated), differentiably, so that the penalty can be back-propagated
+    into the critic's parameters: by the critic's closed-form ``input_gradient`` when it has one
+    (:class:`Critic`), else by ``autograd.grad(..., create_graph=True)`` as the official code.
+    ``real`` and ``fake`` are treated as constants (the official passes ``fake.data``).
+    ``alpha`` has shape (n, 1).
     """
-    interp = (alpha * real.detach() + (1.0 - alpha) * fake.detach()).requires_grad_(True)
-    out = critic(interp, att)
-    (grad,) = torch.autograd.grad(out.sum(), interp, create_graph=True)
+    interp = alpha * real.detach() + (1.0 - alpha) * fake.detach()
+    closed_form = getattr(critic, "input_gradient", None)
+    if closed_form is not None:
+        grad = closed_form(interp, att)
+    else:
+        interp.requires_grad_(True)
+        (grad,) = torch.autograd.grad(critic(interp, att).sum(), interp, create_graph=True)
     return lambda1 * ((grad.norm(2, dim=1) - 1.0) ** 2).mean()
+
+
+def _adam(params: Any, lr: float, beta1: float) -> torch.optim.Adam:
+    """Adam with the official betas; the fused kernel where this torch has it (same update rule,
+    ~5x faster on a 2048 x 4096 critic on the CPU), else the default one."""
+    params = list(params)
+    try:
+        return torch.optim.Adam(params, lr=lr, betas=(beta1, ADAM_BETA2), fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.Adam(params, lr=lr, betas=(beta1, ADAM_BETA2))
 
 
 def _permutation_stream(n: int, batch_size: int, n_steps: int, gen: torch.Generator,
@@ -220,7 +252,7 @@ def train_softmax(x: torch.Tensor, y: torch.Tensor, n_classes: int, *, lr: float
     times ``ceil(n / batch_size)`` steps of exactly ``batch_size`` images each. Returns the layer
     (logits); log-probabilities are ``log_softmax`` of its output."""
     layer = _linear(x.shape[1], n_classes, x.device, gen)
-    opt = torch.optim.Adam(layer.parameters(), lr=lr, betas=(beta1, ADAM_BETA2))
+    opt = _adam(layer.parameters(), lr, beta1)
     per_epoch = -(-len(x) // batch_size)
     order = _permutation_stream(len(x), batch_size, epochs * per_epoch, gen, x.device)
     with steps(label, epochs) as step:
@@ -416,8 +448,8 @@ class FCLSWGAN(Model):
 
         netG = Generator(nz, att.shape[1], self.ngh, dim, device, gen)
         netD = Critic(dim, att.shape[1], self.ndh, device, gen)
-        optD = torch.optim.Adam(netD.parameters(), lr=self.lr, betas=(self.beta1, ADAM_BETA2))
-        optG = torch.optim.Adam(netG.parameters(), lr=self.lr, betas=(self.beta1, ADAM_BETA2))
+        optD = _adam(netD.parameters(), self.lr, self.beta1)
+        optG = _adam(netG.parameters(), self.lr, self.beta1)
         g_steps = -(-n // bs)  # official: for i in range(0, ntrain, batch_size)
         with steps("gan epochs", self.nepoch) as step:
             for _ in range(self.nepoch):

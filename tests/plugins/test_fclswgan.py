@@ -65,14 +65,29 @@ def test_gradient_penalty_matches_a_per_sample_autograd_loop():
         terms.append((torch.sqrt((grad ** 2).sum()) - 1) ** 2)
     expected = 10.0 * torch.stack(terms).mean()
     assert gp.item() == pytest.approx(expected.item(), rel=1e-12)
+    # the generic autograd path (a critic without ``input_gradient``) gives the same value
+    generic = gradient_penalty(lambda x, a: critic(x, a), real, fake, att, alpha, 10.0)
+    assert generic.item() == pytest.approx(expected.item(), rel=1e-12)
 
     # and its gradient with respect to the critic's parameters (what the critic step uses)
     params = list(critic.parameters())
-    got = torch.autograd.grad(gp, params, allow_unused=True)
-    want = torch.autograd.grad(expected, params, allow_unused=True)
-    assert got[-1] is None and want[-1] is None  # the output bias does not move the gradient
-    for a, b in zip(got[:-1], want[:-1], strict=True):
+    # (biases get no gradient from the penalty: None in one graph, zeros in the other)
+    def grads(loss):
+        out = torch.autograd.grad(loss, params, allow_unused=True)
+        return [torch.zeros_like(p) if g is None else g for p, g in zip(params, out, strict=True)]
+
+    for a, b in zip(grads(gp), grads(expected), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_critic_input_gradient_is_autograds():
+    g = _gen(5)
+    critic = Critic(6, 2, 9, torch.device("cpu"), g).double()
+    x = torch.randn(8, 6, generator=g).double().requires_grad_(True)
+    att = torch.rand(8, 2, generator=g).double()
+    (want,) = torch.autograd.grad(critic(x, att).sum(), x)
+    torch.testing.assert_close(critic.input_gradient(x.detach(), att), want, rtol=1e-12,
+                               atol=1e-14)
 
 
 def test_gradient_penalty_of_a_linear_critic_is_closed_form():
