@@ -26,20 +26,21 @@ dataset the argparse defaults of ``clswgan.py`` are shaped for: ``--nz 312``, ``
 
 What differs from the official code, by protocol (see ``README``/report):
 
-* the official GZSL classifier (``classifier2.py:209-237``) keeps the best of its 25 epochs *by
+* the official GZSL classifier (``classifier2.py:81-109``) keeps the best of its 25 epochs *by
   test H*, and the published per-dataset GAN epochs were chosen the same way; here the classifier
   trains its epochs and stops, and ``syn_num`` and ``classifier_epochs`` are chosen by the
   harness on the leak-free validation split (``search_space``);
 * features are min-max scaled by the ``minmax`` preprocessor, fitted on the training images of
   each fit (official ``util.py:132-150``, ``--preprocessing`` in every script), registered here.
 
-Speed (same arithmetic as the official code, less work around it): the critic scores real and
-fake features in one batched forward, its input gradient for the penalty is computed in closed
-form instead of by double backward, Adam uses the fused kernel, fake features for the critic are
-generated without an autograd graph, the generator step does not build the critic's parameter gradients, synthesis is
-one batched pass instead of a loop over classes, and minibatch indices come from one permutation
-stream per classifier run. All randomness comes from ``torch.Generator`` objects seeded from
-``random_state``; the global RNGs are never touched (modules are built with ``skip_init``).
+Speed (same arithmetic as the official code, less work around it): the critic scores real and fake
+features in one batched forward, its input gradient for the penalty is computed in closed form
+instead of by double backward, Adam uses the fused kernel, fake features for the critic are
+generated without an autograd graph, the generator step does not build the critic's parameter
+gradients, synthesis is one batched pass instead of a loop over classes, and minibatch indices come
+from one permutation stream per classifier run. All randomness comes from ``torch.Generator``
+objects seeded from ``random_state``; the global RNGs are never touched (modules are built with
+``skip_init``).
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ class Generator(nn.Module):
 
 
 class Critic(nn.Module):
-    """``D(x, a) = w2 . LeakyReLU(W1 [x; a])`` (official ``MLP_CRITIC``, ``model.py:102-116``), one
+    """``D(x, a) = w2 . LeakyReLU(W1 [x; a])`` (official ``MLP_CRITIC``, ``model.py:101-115``), one
     unbounded score per row (no sigmoid: a WGAN critic); output shape (n, 1)."""
 
     def __init__(self, in_dim: int, att_dim: int, hidden: int, device: torch.device,
@@ -287,13 +288,14 @@ class FCLSWGAN(Model):
     * ``nz`` (None = attribute dimension): noise size; every official script sets
       ``--nz`` equal to ``--attSize`` (``script/*.sh``).
     * ``ngh`` 4096, ``ndh`` 4096: hidden units of G and D (every script: ``--ngh 4096 --ndh 4096``;
-      paper Sec. 4 "4096 hidden units").
+      the paper's implementation details: one hidden layer of 4096 units).
     * ``lr`` 1e-4: Adam learning rate of G and D (``clswgan.py:40``; CUB script ``--lr 0.0001``).
     * ``beta1`` 0.5: Adam beta1 of G, D (``clswgan.py:42``) and both classifiers
       (``clswgan.py:177``, ``clswgan.py:258``).
     * ``batch_size`` 64 (``clswgan.py:30``, every script).
     * ``critic_iter`` 5: critic updates per generator update (``clswgan.py:37``, every script).
-    * ``lambda1`` 10: gradient-penalty weight (``clswgan.py:38``, every script; paper Sec. 3.1).
+    * ``lambda1`` 10: gradient-penalty weight (``clswgan.py:38``, every script; the paper
+      follows WGAN-GP's lambda = 10).
     * ``cls_weight`` 0.01: weight ``beta`` of the classification loss (CUB, AWA and SUN scripts
       ``--cls_weight 0.01``; FLO uses 0.1).
     * ``nepoch`` 56: GAN epochs, each ``ceil(n / batch_size)`` generator updates

@@ -115,8 +115,8 @@ def test_generator_conditions_on_noise_then_attributes():
     out = gen(noise, att)
     assert out.shape == (5, 10) and (out >= 0).all()  # ReLU output, like ResNet features
     # the layer sees [noise; attributes] in that order
-    h = torch.nn.functional.leaky_relu(noise @ gen.fc1.weight[:, :4].T + att @ gen.fc1.weight[:, 4:].T
-                                       + gen.fc1.bias, 0.2)
+    w = gen.fc1.weight
+    h = torch.nn.functional.leaky_relu(noise @ w[:, :4].T + att @ w[:, 4:].T + gen.fc1.bias, 0.2)
     torch.testing.assert_close(out, torch.relu(gen.fc2(h)))
     # another class's attributes, same noise: another feature
     assert not torch.allclose(gen(noise, att.flip(0)), out)
@@ -212,7 +212,7 @@ def test_minmax_is_sklearns_minmaxscaler():
     assert pre.transform(test).dtype == np.float32
 
 
-# -- CLI ---------------------------------------------------------------------------------------------
+# -- CLI ------------------------------------------------------------------------------------------
 
 def test_cli_run_on_toy(tmp_path):
     fixed = {k: v for k, v in TINY.items() if k != "classifier_epochs"}
