@@ -26,7 +26,8 @@ Defaults (all from the official code; none is dataset-specific there):
 
 =================  ========  =============================================================
 hid_dim            1024      nb:119 ``CNZSLModel(attrs.shape[1], 1024, ...)``; zsl.yml:28
-epochs             50        nb:124 ``range(50)``; zsl.yml:17 ``max_num_epochs: 50``
+epochs             50        nb:124 ``range(50)``; zsl.yml:17 ``max_num_epochs: 50`` (used when
+                             fixed, ``--set model.epochs=50``; otherwise searched, below)
 batch_size         256       nb:44 ``DataLoader(ds_train, batch_size=256, shuffle=True)``;
                              zsl.yml:19
 lr                 5e-4      nb:120 ``Adam(..., lr=0.0005, weight_decay=0.0001)``; zsl.yml:49
@@ -48,11 +49,14 @@ features           raw       nb:16 uses the ResNet features as loaded
 =================  ========  =============================================================
 
 ``class_norm="var"`` is the official code as written: ``(h - mean) / (var + 1e-5)`` (nb:72, 81),
-dividing by the *variance*, where the paper's class standardization and ``nn.BatchNorm1d`` divide
-by the standard deviation; the notebook's docstring (nb:51-55) notes that BatchNorm "performs
-slightly worse" without saying why. ``"std"`` is the standardization of the paper
-(``(h - mean) / sqrt(var + 1e-5)``), ``"none"`` the notebook's ablation switch
-(``USE_CLASS_STANDARTIZATION = False``).
+dividing by the *variance*, where a standardization (the notebook's name for it, nb:52, and the
+``nn.BatchNorm1d`` it says it is "conceptually equivalent" to, nb:53) divides by the standard
+deviation; the notebook notes that BatchNorm "performs slightly worse" (nb:54) without saying
+why. ``"std"`` is the standardization (``(h - mean) / sqrt(var + 1e-5)``), ``"none"`` the
+notebook's ablation switch (``USE_CLASS_STANDARTIZATION = False``). The firelab trainer's
+``AttrsHead`` (attrs_head.py:42-77) builds the same network with ``nn.BatchNorm1d`` layers in
+place of the CN layers (the first with a learned affine, attrs_head.py:47); we follow the
+notebook, the code the README points to for the paper's ZSL numbers.
 
 Protocol differences from the official code (zslbench's protocol is the same for every method):
 
@@ -107,7 +111,7 @@ SCORE_CHUNK = 8192
 def class_normalize(h: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
                     mode: str) -> torch.Tensor:
     """CN with given per-unit statistics: ``(h - mean) / (var + eps)`` for ``"var"`` (the
-    official code), ``(h - mean) / sqrt(var + eps)`` for ``"std"`` (the paper's standardization).
+    official code), ``(h - mean) / sqrt(var + eps)`` for ``"std"`` (a standardization proper).
     ``h`` is (classes, units); ``mean`` and ``var`` are (units,)."""
     if mode == "var":
         return (h - mean) / (var + CN_EPS)
