@@ -360,6 +360,9 @@ class CadaVAE(Model):
         if not inp.seen_mask.any():
             raise DataError(f"{self.name}: no training image", hint="pass the training images")
         device = hp.torch_device(self.name, self.device)
+        if device.type == "cuda" and device.index is None:
+            # Generators and tensors must name the same device: "cuda" -> "cuda:<current>".
+            device = torch.device("cuda", torch.cuda.current_device())
         seeds = self._seeds()
         att = torch.as_tensor(inp.class_semantics, dtype=torch.float32).to(device)
         key = (self._vae_key(), inp.class_semantics.tobytes(), inp.classes.tobytes(), seeds)

@@ -27,11 +27,11 @@ from zslbench_plugins.cadavae import (
 )
 from zslbench_plugins.preprocessors import MinMaxScale
 
-#: Small networks and a compressed schedule (warm-ups scaled to 12 epochs) for fast fits.
+#: Small networks and a compressed schedule (warm-ups scaled to 8 epochs) for fast fits.
 TINY = dict(latent_size=8, image_encoder_hidden=48, image_decoder_hidden=48,
-            attribute_encoder_hidden=24, attribute_decoder_hidden=24, epochs=12, batch_size=16,
-            beta_end=11, cross_reconstruction_start=2, cross_reconstruction_end=9,
-            distance_start=1, distance_end=3, seen_samples=40, unseen_samples=80,
+            attribute_encoder_hidden=24, attribute_decoder_hidden=24, epochs=8, batch_size=24,
+            beta_end=7, cross_reconstruction_start=2, cross_reconstruction_end=6,
+            distance_start=0, distance_end=2, seen_samples=40, unseen_samples=80,
             classifier_epochs=3)
 
 
@@ -87,7 +87,7 @@ def test_wasserstein_matches_the_general_gaussian_formula_in_value_and_gradient(
 def test_cross_reconstruction_is_the_summed_l1_of_both_directions() -> None:
     x, a, xa, ax = _gaussians(2)
     loss = cross_reconstruction_loss(x, a, xa, ax)
-    ref = sum(abs(float(xa[i, j] - x[i, j])) + abs(float(ax[i, j] - a[i, j]))
+    ref = sum(abs((xa[i, j] - x[i, j]).item()) + abs((ax[i, j] - a[i, j]).item())
               for i in range(x.shape[0]) for j in range(x.shape[1]))
     assert loss.item() == pytest.approx(ref, rel=1e-12)
     g_xa, g_x = torch.autograd.grad(loss, (xa, x))
@@ -234,7 +234,11 @@ def test_minmax_matches_scikit_learn() -> None:
 # ---------------------------------------------------------------- the command line
 
 def test_cli_run_on_toy_exits_zero(tmp_path) -> None:
-    sets = [f"model.{k}={v}" for k, v in TINY.items() if k != "classifier_epochs"]
+    # The search over classifier_epochs runs (the default space); the rest is tiny and short.
+    cli = {**TINY, "epochs": 4, "batch_size": 64, "beta_end": 3, "cross_reconstruction_start": 1,
+           "cross_reconstruction_end": 3, "distance_start": 0, "distance_end": 1,
+           "seen_samples": 20, "unseen_samples": 40}
+    sets = [f"model.{k}={v}" for k, v in cli.items() if k != "classifier_epochs"]
     args = ["run", "--method", "cada-vae", "--dataset", "toy", "--results-dir", str(tmp_path)]
     for s in sets:
         args += ["--set", s]
