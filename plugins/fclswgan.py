@@ -53,7 +53,6 @@ import torch
 from torch import nn
 
 from zslbench import hyperparams as hp
-from zslbench.components import Preprocessor
 from zslbench.errors import ConfigError, DataError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
@@ -71,76 +70,6 @@ LEAKY_SLOPE = 0.2
 INIT_STD = 0.02
 #: Adam's second moment decay everywhere (official ``clswgan.py:144-145``, ``classifier.py:30``).
 ADAM_BETA2 = 0.999
-
-
-# --------------------------------------------------------------------------------------------
-# Preprocessor: the official MinMaxScaler
-# --------------------------------------------------------------------------------------------
-
-class MinMaxScale(Preprocessor):
-    """Per-dimension min-max scaling fitted on the training images (official ``--preprocessing``,
-    ``util.py:132-150``: scikit-learn's ``MinMaxScaler`` fitted on the training features, then
-    every split divided by the largest scaled training value, which is 1 unless every dimension
-    is constant).
-
-    ``(x - min_j) / (max_j - min_j) / mx`` with the training images' ``min_j``/``max_j``; a
-    dimension whose range is below ``10 * eps`` gets range 1, as in scikit-learn. Test images
-    are scaled with the training statistics, so they may leave [0, 1]. Output float32.
-    """
-
-    name = "minmax"
-
-    def __init__(self) -> None:
-        pass
-
-    def fit(self, features: np.ndarray) -> MinMaxScale:
-        _check_matrix(features)
-        if len(features) == 0:
-            raise DataError("the minmax preprocessor needs at least one training image",
-                            hint="pass the training features")
-        lo = np.full(features.shape[1], np.inf)
-        hi = np.full(features.shape[1], -np.inf)
-        for start in range(0, len(features), _BLOCK_ROWS):
-            block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=np.float64)
-            if not np.isfinite(block).all():
-                raise DataError("training features contain NaN or inf",
-                                hint="regenerate or repair the feature file")
-            lo = np.minimum(lo, block.min(axis=0))
-            hi = np.maximum(hi, block.max(axis=0))
-        span = hi - lo
-        span[span < 10 * np.finfo(np.float64).eps] = 1.0
-        self.data_min_ = lo
-        self.scale_ = 1.0 / span
-        self.n_features_in_ = int(features.shape[1])
-        self.max_ = 1.0
-        top = max(float(self._scaled(features[s:s + _BLOCK_ROWS]).max())
-                  for s in range(0, len(features), _BLOCK_ROWS))
-        self.max_ = top if top > 0 else 1.0
-        return self
-
-    def _scaled(self, block: np.ndarray) -> np.ndarray:
-        out = (np.asarray(block, dtype=np.float64) - self.data_min_) * self.scale_
-        return (out / self.max_).astype(np.float32)
-
-    def transform(self, features: np.ndarray) -> np.ndarray:
-        if not hasattr(self, "scale_"):
-            raise RuntimeError("MinMaxScale.transform called before fit")
-        _check_matrix(features)
-        if features.shape[1] != self.n_features_in_:
-            raise DataError(f"features have {features.shape[1]} columns but the minmax "
-                            f"preprocessor was fitted on {self.n_features_in_}",
-                            hint="transform features of the same kind as those it was fitted on")
-        out = np.empty(features.shape, dtype=np.float32)
-        for start in range(0, len(features), _BLOCK_ROWS):
-            out[start:start + _BLOCK_ROWS] = self._scaled(features[start:start + _BLOCK_ROWS])
-        return out
-
-
-def _check_matrix(features: Any) -> None:
-    if not isinstance(features, np.ndarray) or features.ndim != 2:
-        raise DataError(f"features must be a 2-D array (images x features), got "
-                        f"{type(features).__name__} of shape {getattr(features, 'shape', None)}",
-                        hint="pass the feature matrix, one row per image")
 
 
 # --------------------------------------------------------------------------------------------
@@ -530,11 +459,6 @@ def zslbench_models() -> list[type[Model]]:
 
 
 @hookimpl
-def zslbench_preprocessors() -> list[type[Preprocessor]]:
-    return [MinMaxScale]
-
-
-@hookimpl
 def zslbench_methods() -> list[MethodSpec]:
     return [MethodSpec(
         "f-clswgan", model="f-clswgan", preprocessor="minmax",
@@ -546,4 +470,4 @@ def zslbench_methods() -> list[MethodSpec]:
                  "(github.com/myaghmaei/f-CLSWGAN@3ccae2e mirror), CUB GZSL script.")]
 
 
-__all__ = ["FCLSWGAN", "MinMaxScale", "Generator", "Critic", "gradient_penalty", "train_softmax"]
+__all__ = ["FCLSWGAN", "Generator", "Critic", "gradient_penalty", "train_softmax"]

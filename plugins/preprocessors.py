@@ -1,8 +1,13 @@
-"""Preprocessors: the paper's feature clipping ("Implementation Detail").
+"""Preprocessors: the paper's feature clipping ("Implementation Detail"), and per-dimension min-max
+scaling.
 
 ResNet-101 features are non-negative and unbounded; "a few feature vectors that have high values
 may hinder the network learning from the triplet loss", so the paper clips them at 7 and scales
 them to [0, 1]. Its hyperparameter study finds results stable for clip values in [4, 9].
+
+``minmax`` is scikit-learn's ``MinMaxScaler`` fitted on the training images, which the official
+codes of generative GZSL methods apply to the ResNet features (CADA-VAE's
+``model/data_loader.py``: ``scaler.fit_transform(feature[trainval_loc])``).
 """
 
 from __future__ import annotations
@@ -98,6 +103,61 @@ class NoPreprocessing(Preprocessor):
         return np.asarray(features, dtype=np.float32)
 
 
+class MinMaxScale(Preprocessor):
+    """Scale each feature dimension to [0, 1] over the training images: scikit-learn's
+    ``MinMaxScaler()`` (``(f - min) / (max - min)`` per column, a constant column maps to
+    ``f - min``), fitted on the images ``fit`` gets. It is what the official CADA-VAE
+    (``model/data_loader.py:105-109``) and f-CLSWGAN (``util.py:132-150``, whose extra division by
+    the largest scaled training value is 1 whenever a column varies) apply to ResNet features.
+
+    The harness fits it on the training images of each fit (trainval for the final one), as the
+    official codes fit theirs on trainval; test images may fall outside [0, 1], as there.
+    Computed in float64 per block of rows and returned as float32 (scikit-learn returns float64).
+    """
+
+    name = "minmax"
+
+    def __init__(self) -> None:
+        pass
+
+    def fit(self, features: np.ndarray) -> MinMaxScale:
+        _check_matrix(features)
+        if len(features) == 0:
+            raise DataError("the minmax preprocessor needs at least one training image",
+                            hint="check the split: the training set is empty")
+        lo = np.full(features.shape[1], np.inf)
+        hi = np.full(features.shape[1], -np.inf)
+        for start in range(0, len(features), _BLOCK_ROWS):
+            block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=np.float64)
+            if not np.isfinite(block).all():
+                bad = start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
+                raise DataError(f"feature row {bad} contains NaN or inf",
+                                hint="regenerate or repair the feature file")
+            np.minimum(lo, block.min(axis=0), out=lo)
+            np.maximum(hi, block.max(axis=0), out=hi)
+        span = hi - lo
+        span[span < 10 * np.finfo(np.float64).eps] = 1.0  # scikit-learn's _handle_zeros_in_scale
+        self.data_min_ = lo
+        self.scale_ = 1.0 / span
+        self.n_features_in_ = int(features.shape[1])
+        return self
+
+    def transform(self, features: np.ndarray) -> np.ndarray:
+        """A new float32 array; the input (possibly a read-only memmap) is never written to."""
+        if not hasattr(self, "scale_"):
+            raise RuntimeError("MinMaxScale.transform called before fit")
+        _check_matrix(features)
+        if features.shape[1] != self.n_features_in_:
+            raise DataError(f"features have {features.shape[1]} columns but the minmax "
+                            f"preprocessor was fitted on {self.n_features_in_}",
+                            hint="transform features of the same kind as those it was fitted on")
+        out = np.empty(features.shape, dtype=np.float32)
+        for start in range(0, len(features), _BLOCK_ROWS):
+            block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=np.float64)
+            out[start:start + _BLOCK_ROWS] = (block - self.data_min_) * self.scale_
+        return out
+
+
 def _check_matrix(features: np.ndarray) -> None:
     if not isinstance(features, np.ndarray) or features.ndim != 2:
         raise DataError(f"features must be a 2-D array (images × features), got "
@@ -110,4 +170,4 @@ def _check_matrix(features: np.ndarray) -> None:
 
 @hookimpl
 def zslbench_preprocessors() -> list[type[Preprocessor]]:
-    return [ClipScale, NoPreprocessing]
+    return [ClipScale, NoPreprocessing, MinMaxScale]

@@ -2,7 +2,7 @@
 the GAN across a classifier search, parameter checks, the min-max preprocessor and a CLI run.
 
 References are exact: the penalty against a per-sample autograd loop and against a linear critic
-whose input gradient is its weight vector; the preprocessor against scikit-learn's MinMaxScaler.
+whose input gradient is its weight vector.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from zslbench_plugins.fclswgan import (
     FCLSWGAN,
     Critic,
     Generator,
-    MinMaxScale,
     _permutation_stream,
     gradient_penalty,
 )
@@ -195,21 +194,6 @@ def test_check_params_refuses_bad_values(param, value):
 def test_check_params_accepts_the_defaults_and_edge_values():
     FCLSWGAN().check_params()
     FCLSWGAN(nz=1, beta1=0.0, lambda1=0.0, cls_weight=0.0, classifier_batch_size=1).check_params()
-
-
-# -- preprocessor ------------------------------------------------------------------------------
-
-def test_minmax_is_sklearns_minmaxscaler():
-    sklearn = pytest.importorskip("sklearn.preprocessing")
-    rng = np.random.default_rng(0)
-    train = np.abs(rng.standard_normal((50, 6))).astype(np.float32) * 3
-    train[:, 2] = 1.5  # a constant dimension: range 1, as scikit-learn
-    test = np.abs(rng.standard_normal((9, 6))).astype(np.float32) * 4
-    ref = sklearn.MinMaxScaler().fit(train.astype(np.float64))
-    pre = MinMaxScale().fit(train)
-    np.testing.assert_allclose(pre.transform(train), ref.transform(train), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(pre.transform(test), ref.transform(test), rtol=1e-6, atol=1e-7)
-    assert pre.transform(test).dtype == np.float32
 
 
 # -- CLI ------------------------------------------------------------------------------------------
