@@ -30,8 +30,9 @@ What differs from the official code, by protocol (see ``README``/report):
   test H*, and the published per-dataset GAN epochs were chosen the same way; here the classifier
   trains its epochs and stops, and ``syn_num`` and ``classifier_epochs`` are chosen by the
   harness on the leak-free validation split (``search_space``);
-* features are min-max scaled by the ``minmax`` preprocessor, fitted on the training images of
-  each fit (official ``util.py:132-150``, ``--preprocessing`` in every script), registered here.
+* features are min-max scaled by the ``minmax`` preprocessor (``plugins/preprocessors.py``),
+  fitted on the training images of each fit (official ``util.py:132-150``, ``--preprocessing``
+  in every script).
 
 Speed (same arithmetic as the official code, less work around it): the critic scores real and fake
 features in one batched forward, its input gradient for the penalty is computed in closed form

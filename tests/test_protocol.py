@@ -9,7 +9,7 @@ import scipy.io
 from zslbench.data.dataset import ZSLData
 from zslbench.protocol import leak_free_validation, run_protocol
 from zslbench.registry import load_registry
-from zslbench.runner import prepare_method
+from zslbench.runner import parse_overrides, prepare_method
 
 
 class AccessLog:
@@ -60,12 +60,47 @@ def test_the_official_train_val_locs_leak_but_ours_do_not(shared_data):
     assert not set(split.val_seen_idx) & set(split.train_idx)
 
 
-def test_no_test_image_is_read_before_evaluation(shared_data):
+#: Every built-in method with settings small enough to run on the real AWA2 split (37 322 images,
+#: 8-d random features) in seconds. A new built-in method must be added here: the test below
+#: refuses a registry that has a method this table does not know.
+FAST = {
+    "bt-gp": ["bt.episodes=3", "embedder.latent_dim=4"],
+    "t-gp": ["t.episodes=3", "embedder.latent_dim=4"],
+    "gp": [],
+    "krr": [],
+    "bt-krr": ["bt.episodes=3", "embedder.latent_dim=4"],
+    "eszsl": [],
+    "sae": [],
+    "sae-s2v": [],
+    "ale": ["model.lr_grid=[0.1]", "model.epochs_grid=[1]"],
+    "devise": ["model.lr_grid=[0.1]", "model.epochs_grid=[1]"],
+    "sje": ["model.lr_grid=[0.1]", "model.epochs_grid=[1]"],
+    "cnzsl": ["model.hid_dim=16", "model.epochs=1", "model.batch_size=4096"],
+    "f-clswgan": ["model.ngh=16", "model.ndh=16", "model.nepoch=1", "model.pretrain_epochs=1",
+                  "model.batch_size=4096", "model.syn_num=5", "model.classifier_epochs=1",
+                  "model.classifier_batch_size=4096", "model.pretrain_batch_size=4096"],
+    "cada-vae": ["model.latent_size=4", "model.image_encoder_hidden=8",
+                 "model.image_decoder_hidden=8", "model.attribute_encoder_hidden=8",
+                 "model.attribute_decoder_hidden=8", "model.epochs=1", "model.batch_size=4096",
+                 "model.seen_samples=2", "model.unseen_samples=2",
+                 "model.classifier_epochs=1", "model.classifier_batch_size=4096"],
+}
+
+
+def test_every_builtin_method_is_covered_by_the_leak_test():
+    reg = load_registry()
+    builtin = {n for n, p in reg.items["method"].items() if p.distribution == "zslbench"}
+    assert builtin == set(FAST), "add the new method to FAST with settings that run in seconds"
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_no_test_image_is_read_before_evaluation(shared_data, name):
     data, locs = real_awa2(shared_data)
     log = AccessLog(np.asarray(data.features))
     data.features = log
     reg = load_registry()
-    method = prepare_method(reg, "krr").instantiate(seed=1, device="cpu")
+    method = prepare_method(reg, name, parse_overrides(FAST[name])).instantiate(seed=1,
+                                                                                 device="cpu")
 
     def on_event(kind: str, info: dict) -> None:
         if kind == "phase":
