@@ -79,7 +79,10 @@ def expand_datasets(names: list[str], registry: Registry) -> list[str]:
                     choices = list(registry.items["dataset"]) + list(groups)
                     raise ConfigError(f"unknown dataset {name!r}",
                                       hint=suggestion(name, choices, "dataset"))
-                if opened.name in registry.items["dataset"]:
+                known = registry.items["dataset"].get(opened.name)
+                # a name taken by a registered dataset is refused; one taken by a file opened
+                # earlier in this process (a second `run` in the same session) is replaced
+                if known is not None and (known.plugin != "open_dataset" or opened.name in out):
                     raise ConfigError(f"--dataset {name}: the file's dataset name "
                                       f"{opened.name!r} is already a registered dataset",
                                       hint="rename the file")

@@ -249,4 +249,4 @@ def test_cli_run_on_toy_exits_zero(tmp_path) -> None:
     assert rec["method"] == "cada-vae"
     assert {"vae", "classifier"} <= set(rec["timings"])
     assert rec["search"]["chosen"]["classifier_epochs"] in (21, 23, 29, 33)
-    assert set(rec["metrics"]) == {"A_T", "A_U", "A_S", "H", "AUSUC"}
+    assert set(rec["metrics"]) == {"A_T", "A_U", "A_S", "H", "AUSUC", "AUSUC_per_image"}

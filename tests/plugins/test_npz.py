@@ -284,6 +284,22 @@ def test_run_a_file_through_the_command_line(tmp_path: Path) -> None:
             != rec["data"]["fingerprint"])
 
 
+def test_two_files_with_one_name_in_one_grid_are_refused(tmp_path: Path) -> None:
+    """Two different files named mine.npz in one --dataset list would share one name (and one
+    row on the board): refused with one line. A name taken by a registered dataset is refused."""
+    a = arrays()
+    first = npz.save_npz(tmp_path / "a" / "mine.npz", **a)
+    second = npz.save_npz(tmp_path / "b" / "mine.npz", **a)
+    res = invoke_main("run", "--method", "krr", "--dataset", f"{first},{second}", "--results-dir",
+                      str(tmp_path / "r"))
+    assert res.exit_code != 0 and "already a registered dataset" in res.stderr
+    assert not list((tmp_path / "r").glob("*.json"))
+    toy = npz.save_npz(tmp_path / "toy.npz", **a)
+    res = invoke_main("run", "--method", "krr", "--dataset", str(toy), "--results-dir",
+                      str(tmp_path / "r"))
+    assert res.exit_code != 0 and "'toy' is already a registered dataset" in res.stderr
+
+
 def test_a_mistake_through_the_command_line_is_one_line(tmp_path: Path) -> None:
     a = arrays()
     a["labels"] = a["labels"] + 1

@@ -13,8 +13,8 @@ from zslbench.errors import ConfigError, DataError
 from zslbench_plugins.preprocessors import ClipScale, NoPreprocessing, zslbench_preprocessors
 
 
-def test_hook_registers_clip_and_none() -> None:
-    assert [c.name for c in zslbench_preprocessors()] == ["clip", "none"]
+def test_hook_registers_clip_none_and_minmax() -> None:
+    assert [c.name for c in zslbench_preprocessors()] == ["clip", "none", "minmax"]
     assert ClipScale().get_params() == {"clip": 7.0, "scale": True}  # the paper's values
 
 
