@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 import zslbench
+from zslbench import threads
 from zslbench.console import Reporter, err_console, print_results, say_error
 from zslbench.data.dataset import DATA_ENV, resolve_data_dir
 from zslbench.errors import ConfigError, UserError, blame, blamed
@@ -330,6 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point, and the one error handler: a user's mistake is one line and a non-zero exit,
     never a traceback (``ZSLBENCH_TRACEBACK=1`` shows one for bugs in zslbench or a plugin)."""
     args = sys.argv[1:] if argv is None else list(argv)
+    threads.apply_defaults()  # before any plugin imports torch (zslbench.threads says why)
     _terminate_as_interrupt()
     try:
         _add_plugin_commands(args)

@@ -83,19 +83,23 @@ def load_report(start: dict[str, float | None]) -> dict[str, object]:
     ``other_load = max(load_start, load_end) - min(threads, cores)``. ``oversubscribed`` is true
     when that is a whole core or more: other processes then held cores the run wanted, and its
     wall time is not comparable (on this project's shared 2-core machine single runs took 10-40x
-    their median under such load).
+    their median under such load). ``wait_policy``, ``spincount`` and ``thread_env_source``: the
+    OpenMP settings in force (:mod:`zslbench.threads`).
     """
-    import torch
+    from zslbench import threads as thread_policy
 
     end = _loadavg()
     n = cores()
-    threads = torch.get_num_threads()
+    policy = thread_policy.report()
+    threads = int(policy["threads"])
     loads = [v for v in (start["load"], end) if v is not None]
     other = round(max(loads) - min(threads, n), 2) if loads else None
     return {"cpu_seconds": round(time.process_time() - float(start["cpu"] or 0.0), 3),
             "wall_seconds": round(time.perf_counter() - float(start["wall"] or 0.0), 3),
             "load_start": start["load"], "load_end": end, "cores": n, "threads": threads,
-            "other_load": other, "oversubscribed": other is not None and other >= 1.0}
+            "other_load": other, "oversubscribed": other is not None and other >= 1.0,
+            "wait_policy": policy["wait_policy"], "spincount": policy["spincount"],
+            "thread_env_source": policy["thread_env_source"]}
 
 
 def device_info(device: str) -> dict[str, object]:
