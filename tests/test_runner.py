@@ -155,3 +155,27 @@ def test_a_full_disk_mid_grid_names_the_path_and_keeps_complete_records(tmp_path
     (kept,) = list(results.glob("*.json"))
     assert read_record(kept).run_id == outcomes[0].record.run_id
     assert not list(results.glob(".*"))
+
+
+def test_git_state_is_dirty_for_source_not_for_records(tmp_path: Path) -> None:
+    """A changed record in the checkout is data: not dirty. A changed source file is."""
+    import subprocess
+
+    from zslbench import provenance
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "zslbench").mkdir()
+    (tmp_path / "leaderboards").mkdir()
+    (tmp_path / "zslbench" / "a.py").write_text("x = 1\n")
+    (tmp_path / "leaderboards" / "r.json").write_text("{}\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
+    (tmp_path / "leaderboards" / "r.json").unlink()
+    state = provenance.git_state(tmp_path)
+    assert state["dirty"] is False and state["dirty_paths"] == [] and len(state["commit"]) == 40
+    (tmp_path / "zslbench" / "a.py").write_text("x = 2\n")
+    state = provenance.git_state(tmp_path)
+    assert state["dirty"] is True and state["dirty_paths"] == ["zslbench/a.py"]

@@ -111,15 +111,27 @@ def device_info(device: str) -> dict[str, object]:
     return {"type": "cpu", "name": cpu_name(), "threads": torch.get_num_threads()}
 
 
+#: What can change what a run computes, relative to the checkout's root: ``dirty`` looks only here.
+#: Result records written into the checkout (``leaderboards/records``) are data, not code, so a
+#: grid that re-creates the committed records does not mark its own records dirty.
+SOURCE_PATHS = ("zslbench", "plugins", "pyproject.toml", "configs")
+
+
 def git_state(start: Path | None = None) -> dict[str, object]:
-    """Commit and dirtiness of the source tree zslbench runs from (None outside a checkout)."""
+    """Commit of the source tree zslbench runs from, and whether its source differs from it
+    (tracked files under :data:`SOURCE_PATHS`, listed in ``dirty_paths``); None outside a
+    checkout. The record's ``code_fingerprint`` hashes the very source that ran, either way."""
     here = Path(start or Path(__file__).resolve().parent)
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                                text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        return {"commit": commit, "dirty": bool(dirty)}
+        def git(*args: str) -> str:
+            return subprocess.run(["git", *args], cwd=here, capture_output=True, text=True,
+                                  timeout=10, check=True).stdout
+
+        commit = git("rev-parse", "HEAD").strip()
+        status = git("status", "--porcelain", "--untracked-files=no", "--",
+                     *(f":/{p}" for p in SOURCE_PATHS))
+        paths = sorted(line[3:] for line in status.splitlines() if line.strip())
+        return {"commit": commit, "dirty": bool(paths), "dirty_paths": paths[:20]}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
 
