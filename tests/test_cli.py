@@ -219,3 +219,40 @@ def test_list_shows_every_paper_method_with_its_plugin():
     assert proc.returncode == 0, proc.stderr
     for name in ("bt-gp", "t-gp", "gp", "krr", "bt-krr", "synth-sun", "awa2", "gamma", "identity"):
         assert name in proc.stdout
+
+
+def test_an_edited_or_foreign_record_is_rerun_with_one_warning(tmp_path):
+    """A record whose content fails its digest (edited), or a file at a record's path that is not
+    a record, is never served as cached: `run` names the file, re-runs, and writes a valid one."""
+    args = ("run", "--method", "krr", "--dataset", "toy", "--results-dir", str(tmp_path))
+    assert run_cli(*args).returncode == 0
+    (path,) = records_in(tmp_path)
+    rec = json.loads(path.read_text())
+    rec["metrics"]["H"] = 99.9
+    for content, why in ((json.dumps(rec), "does not match its digest"),
+                         ("5", "holds a JSON int, not a record object")):
+        path.write_text(content)
+        again = run_cli(*args)
+        assert again.returncode == 0, again.stderr
+        warnings = [ln for ln in again.stderr.splitlines() if ln.startswith("zslbench: warning:")]
+        assert warnings == [ln for ln in warnings if f"{path}: " in ln and why in ln
+                            and ln.endswith("re-running it")] and len(warnings) == 1, again.stderr
+        assert "cached" not in again.stdout and "99.9" not in again.stdout
+        fresh = json.loads(path.read_text())
+        assert fresh["metrics"]["H"] != 99.9 and "digest" in fresh
+
+
+def test_warnings_logged_by_a_plugin_are_one_prefixed_line(monkeypatch):
+    """A plugin's ``logging`` warning (the xlsa17 cache's "rebuilding it") reaches the user as a
+    ``zslbench: warning:`` line, not through Python's unformatted last-resort handler."""
+    import logging
+
+    from zslbench import cli
+
+    said = []
+    monkeypatch.setattr(cli, "say_error", lambda text, prefix="": said.append(prefix + text))
+    cli._route_warnings()
+    cli._route_warnings()  # idempotent: one handler
+    logging.getLogger("zslbench.data").warning("%s: bad; rebuilding it", "entry")
+    logging.getLogger("zslbench.data").info("not shown")
+    assert said == ["zslbench: warning: entry: bad; rebuilding it"]

@@ -8,6 +8,7 @@ plugin). Plugins add subcommands through the ``zslbench_commands`` hook (the xls
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -282,8 +283,10 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
                 outcomes.append(outcome)
                 reporter.finished(outcome)
     except KeyboardInterrupt:
-        done = sum(o.status in ("ran", "cached") for o in outcomes)
-        say_error(f"interrupted after {done} complete run(s); every record on disk is complete — "
+        ran = sum(o.status == "ran" for o in outcomes)
+        cached = sum(o.status == "cached" for o in outcomes)
+        done = f"{ran} run(s)" + (f" (and {cached} found cached)" if cached else "")
+        say_error(f"interrupted after {done}; every record on disk is complete — "
                   "re-run the same command to finish the rest.", prefix="zslbench: ")
         raise SystemExit(130) from None
     finally:
@@ -305,6 +308,22 @@ _add_core_commands()
 
 
 INTERRUPTED = "interrupted; re-run the same command to continue"
+
+
+class _OneLineWarnings(logging.Handler):
+    """Warnings that zslbench or a plugin logs (``logging.getLogger("zslbench...")``) reach the
+    user as ``zslbench: warning: ...`` lines, like every other warning, rather than through
+    Python's unformatted last-resort handler."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        say_error(record.getMessage(), prefix="zslbench: warning: ")
+
+
+def _route_warnings() -> None:
+    logger = logging.getLogger("zslbench")
+    if not any(isinstance(h, _OneLineWarnings) for h in logger.handlers):
+        handler = _OneLineWarnings(level=logging.WARNING)
+        logger.addHandler(handler)
 
 
 def _terminate_as_interrupt() -> None:
@@ -332,6 +351,7 @@ def main(argv: list[str] | None = None) -> None:
     never a traceback (``ZSLBENCH_TRACEBACK=1`` shows one for bugs in zslbench or a plugin)."""
     args = sys.argv[1:] if argv is None else list(argv)
     threads.apply_defaults()  # before any plugin imports torch (zslbench.threads says why)
+    _route_warnings()
     _terminate_as_interrupt()
     try:
         _add_plugin_commands(args)

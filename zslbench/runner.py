@@ -394,7 +394,7 @@ def _existing(path: Path, key: str) -> tuple[Record | None, str | None]:
     try:
         record = read_record(path)
     except RecordError as exc:
-        return None, f"{path} {exc}; re-running it"
+        return None, f"{path}: {exc}; re-running it"
     if record.key != key:
         return None, None
     return record, None

@@ -262,7 +262,8 @@ def _match_official(data: ZSLData, parts: dict[str, str]) -> tuple[str | None, l
         if official is None:
             unverified.append(part)
         elif official != parts[part]:
-            differ.append(f"{data.name}: the {what} differ from the official {match} ones "
+            differ.append(f"{data.name}: the {what} {'differ' if what.endswith('s') else 'differs'} "
+                          f"from the official {match} data "
                           f"(fingerprint {parts[part][:12]}, official {official[:12]})")
     n_val = 0 if data.val_classes is None else len(np.unique(data.val_classes))
     if entry.get("n_val_classes") is not None and n_val != entry["n_val_classes"]:
