@@ -59,7 +59,15 @@ def start(tmp: Path, results: Path) -> subprocess.Popen[str]:
            "ZSL_GATE_WAITING": str(tmp / "waiting")}
     return subprocess.Popen([str(exe), "-p", "zsl_gated_plugin", "run", "--method", "krr,gated",
                              "--dataset", "toy", "--seeds", "2", "--results-dir", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    """The child takes Ctrl-C as a terminal's foreground job does, even when this test runs in a
+    background job (``nohup pytest &``), whose processes inherit SIGINT ignored: Python then
+    installs no KeyboardInterrupt handler, and the SIGINT case would wait forever."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 300) -> None:
