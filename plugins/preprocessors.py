@@ -12,6 +12,8 @@ codes of generative GZSL methods apply to the ResNet features (CADA-VAE's
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from zslbench import hyperparams as hp
@@ -64,12 +66,7 @@ class ClipScale(Preprocessor):
                             f"was fitted on {expected}",
                             hint="transform features of the same kind as those it was fitted on")
         out = np.empty(features.shape, dtype=np.float32)
-        for start in range(0, len(features), _BLOCK_ROWS):
-            block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=np.float32)
-            if not np.isfinite(block).all():
-                bad = start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
-                raise DataError(f"feature row {bad} contains NaN or inf: clipping would hide it",
-                                hint="regenerate or repair the feature file")
+        for start, block in _finite_blocks(features, np.float32, ": clipping would hide it"):
             if block.size and block.min() < 0:
                 bad = start + int(np.flatnonzero((block < 0).any(axis=1))[0])
                 raise DataError(f"feature row {bad} has negative values (min {block.min():g}): the "
@@ -127,12 +124,7 @@ class MinMaxScale(Preprocessor):
                             hint="check the split: the training set is empty")
         lo = np.full(features.shape[1], np.inf)
         hi = np.full(features.shape[1], -np.inf)
-        for start in range(0, len(features), _BLOCK_ROWS):
-            block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=np.float64)
-            if not np.isfinite(block).all():
-                bad = start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
-                raise DataError(f"feature row {bad} contains NaN or inf",
-                                hint="regenerate or repair the feature file")
+        for _, block in _finite_blocks(features, np.float64):
             np.minimum(lo, block.min(axis=0), out=lo)
             np.maximum(hi, block.max(axis=0), out=hi)
         span = hi - lo
@@ -156,6 +148,19 @@ class MinMaxScale(Preprocessor):
             block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=np.float64)
             out[start:start + _BLOCK_ROWS] = (block - self.data_min_) * self.scale_
         return out
+
+
+def _finite_blocks(features: np.ndarray, dtype: type, why: str = ""
+                   ) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, block)`` of ``_BLOCK_ROWS`` rows at a time as ``dtype`` (a memory-mapped
+    file is never copied whole), refusing the first row that holds NaN or inf by its index."""
+    for start in range(0, len(features), _BLOCK_ROWS):
+        block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=dtype)
+        if not np.isfinite(block).all():
+            bad = start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
+            raise DataError(f"feature row {bad} contains NaN or inf{why}",
+                            hint="regenerate or repair the feature file")
+        yield start, block
 
 
 def _check_matrix(features: np.ndarray) -> None:
