@@ -19,7 +19,9 @@ from pathlib import Path
 # Paper Table 5 (RTX 2080 Ti), L_BT + GP (ours), minutes -> seconds. Reported, not measured here.
 PAPER_TABLE5_S = {"synth-cub": 5 * 60, "synth-sun": 8 * 60, "synth-awa2": 3 * 60,
                   "synth-awa1": 3 * 60, "synth-apy": 2 * 60}
-TARGET_S = {"synth-sun": 120.0}
+#: Issue 10's target for bt-gp's ``train`` on the 2-core CPU: at most 30 s on every dataset (SUN
+#: included; benchmarks/episode_floor.py shows what that asks of this CPU).
+TARGET_S = {ds: 30.0 for ds in PAPER_TABLE5_S}
 STAGES = ("embedder_fit", "regressor_fit", "calibration", "preprocess", "evaluation")
 
 
@@ -61,7 +63,7 @@ def main() -> None:
             runs.append(json.loads(out.strip().splitlines()[-1]))
         med = {k: statistics.median(r["timings"].get(k, 0.0) for r in runs) for k in ("train", *STAGES)}
         peak = max(r["peak_mb"] for r in runs)
-        target = TARGET_S.get(ds, 60.0)
+        target = TARGET_S.get(ds, 30.0)
         rows.append((ds, med, peak, target, runs[0]["metrics"]["H"], runs[0]["device"]))
     print(f"method {args.method}, device {args.device} ({rows[0][5]}), median of {args.repeats} run(s)\n")
     print("| dataset | train s | embedder s | regressor s | calibration s | eval s | peak RSS MB "
