@@ -30,11 +30,22 @@ import json
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from zslbench.data.dataset import ZSLData
 
 GENERATOR_VERSION = "2"
 FEATURE_DIM = 2048
+
+#: BLAS threads used while generating. The features come out of matrix products, and OpenBLAS
+#: rounds a product differently with one thread than with two (it splits the work differently):
+#: left to the environment, synth-cub's features differed in their last bits between
+#: ``OMP_NUM_THREADS=1`` (a Ray worker with one CPU) and the default, so the same dataset got two
+#: fingerprints and a Ray run missed the records of a local one. A fixed count gives the same bytes
+#: on any core count, a single core included. Why 2 and not 1: generator v2's committed records were
+#: made with 2 threads, and 2 reproduces them; a different OpenBLAS kernel (another CPU family) may
+#: still round differently, and ``features_hash`` in every record tells.
+GENERATOR_BLAS_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -135,8 +146,14 @@ def _unit_rows(a: np.ndarray) -> np.ndarray:
 
 
 def generate(shape: SynthShape) -> ZSLData:
-    """Generate one synthetic dataset deterministically from ``shape.data_seed``."""
+    """The dataset ``shape`` describes, the same bytes for the same shape whatever the thread
+    settings (see :data:`GENERATOR_BLAS_THREADS`)."""
+    with threadpool_limits(limits=GENERATOR_BLAS_THREADS, user_api="blas"):
+        return _generate(shape)
 
+
+def _generate(shape: SynthShape) -> ZSLData:
+    """Generate one synthetic dataset deterministically from ``shape.data_seed``."""
     rng = np.random.default_rng(shape.data_seed)
     n_cls = shape.n_seen + shape.n_unseen
     d = shape.feature_dim
