@@ -22,7 +22,7 @@ BOARD_BLAS_KERNEL = "Haswell"
 
 def test_features_do_not_depend_on_the_blas_thread_count() -> None:
     # Before the generator pinned its BLAS threads, one and two threads gave synth-apy features
-    # that differed in their last bits, so a Ray worker (one CPU) and a local run disagreed.
+    # that differed in their last bits: a run under OMP_NUM_THREADS=1 got another fingerprint.
     with threadpool_limits(limits=1, user_api="blas"):
         one = generate(SHAPES["synth-apy"]).features
     with threadpool_limits(limits=2, user_api="blas"):

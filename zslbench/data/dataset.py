@@ -38,8 +38,8 @@ class ZSLData:
     both from the content (``zslbench.data.checks``).
 
     ``features`` (n, d) float32, possibly a read-only memory map (the synthetic generator, v2,
-    gives float64 holding float32-derived values; the fingerprint hashes every dataset's features
-    as float32, and the methods cast to the precision they compute in); ``labels`` (n,) int64 class
+    gives float64; the fingerprint hashes every dataset's features as float32, and each method
+    casts to the precision it computes in); ``labels`` (n,) int64 class
     indices in ``[0, n_classes)``; ``attributes`` (n_classes, a) float32 class semantics.
     The three evaluation index sets follow Split V2.0. ``val_classes`` are the classes of the
     official validation split (``val_loc``), used only to build the leak-free validation split;

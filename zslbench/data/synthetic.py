@@ -39,12 +39,13 @@ FEATURE_DIM = 2048
 
 #: BLAS threads used while generating. The features come out of matrix products, and OpenBLAS
 #: rounds a product differently with one thread than with two (it splits the work differently):
-#: left to the environment, synth-cub's features differed in their last bits between
-#: ``OMP_NUM_THREADS=1`` (a Ray worker with one CPU) and the default, so the same dataset got two
-#: fingerprints and a Ray run missed the records of a local one. A fixed count gives the same bytes
-#: on any core count, a single core included. Why 2 and not 1: generator v2's committed records were
-#: made with 2 threads, and 2 reproduces them; a different OpenBLAS kernel (another CPU family) may
-#: still round differently, and ``features_hash`` in every record tells.
+#: left to the environment, ``OMP_NUM_THREADS=1 zslbench run ... --dataset synth-apy`` (a one-CPU
+#: SLURM job, say) generated other last bits than the default, so the same dataset got another
+#: fingerprint and none of the committed board's records matched it. (Ray workers are not
+#: affected either way: the driver generates the data and shares it.) A fixed count gives the
+#: same bytes on any core count, a single core included. Why 2 and not 1: generator v2's committed
+#: records were made with 2 threads, and 2 reproduces them; a different OpenBLAS kernel (another
+#: CPU family) may still round differently, and ``features_hash`` in every record tells.
 GENERATOR_BLAS_THREADS = 2
 
 
