@@ -22,7 +22,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -341,8 +341,3 @@ ROW_FIELDS = ("kind", "dataset", "method", "paper_name", "config_id", "config", 
               "oversubscribed", "load_known", "per_class", "curve", "op", "selection_audit",
               *METRICS, *EXTRA_METRICS)
 
-
-def iter_rows(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
-    """The rows of a runs frame as dicts (object columns kept as they are)."""
-    for i in range(len(frame)):
-        yield {c: frame[c].iloc[i] for c in frame.columns}

@@ -117,21 +117,21 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
         click.echo(f"  {side.method}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
                    f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
     diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
-    first = next((d for d in diffs.values() if d is not None), None)
-    _, note = stats.pairing(a.samples["H"], b.samples["H"])
-    click.echo(f"  seeds: {note}" + (f"; {first.test}" if first else ""))
-    width = max(len(method_a), len(method_b), 14)
-    click.echo(f"  {'metric':<7} {method_a + ' (mean ± std)':>{width + 13}} {method_b + ' (mean ± std)':>{width + 13}} "
+    test = next((d.test for d in diffs.values() if d is not None), "no test possible")
+    click.echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
+    width = max(len(method_a), len(method_b), 14) + 13
+    click.echo(f"  {'metric':<7} {method_a + ' (mean ± std)':>{width}} {method_b + ' (mean ± std)':>{width}} "
                f"{'A - B':>7} {'95% CI':>17} {'p':>8}")
     for m in TESTED_METRICS:
         ia, ib = stats.t_interval(list(a.samples[m].values())), stats.t_interval(list(b.samples[m].values()))
         d = diffs[m]
-        cells = [f"{_num(ia.mean)} ± {_num(ia.std)}", f"{_num(ib.mean)} ± {_num(ib.std)}"]
         if d is None:
             tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
         else:
-            ci = f"[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]"
-            tail = f"{_num(d.mean, sign=True):>7} {ci:>17} {d.p:>8.4f}"
-        click.echo(f"  {m:<7} {cells[0]:>{width + 13}} {cells[1]:>{width + 13}} {tail}")
-    click.echo(f"  {'significant' if first and diffs['H'] and diffs['H'].p < stats.ALPHA else 'no significant'} "
-               f"difference in H at α = {stats.ALPHA} (two-sided, one comparison: no multiplicity correction)")
+            tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
+        click.echo(f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
+                   f"{tail}")
+    h = diffs["H"]
+    if h is not None:
+        click.echo(f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
+                   "(two-sided; one comparison, so no multiplicity correction)")

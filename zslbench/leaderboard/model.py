@@ -157,6 +157,17 @@ class Page:
         return out + self.per_class_tables + self.reported_per_class
 
     @property
+    def tests(self) -> dict[str, int]:
+        """How many comparisons behind the bold used each test (paired, Welch's)."""
+        out: dict[str, int] = {}
+        for table in self.tables + self.sweep_tables + self.per_class_tables:
+            for row in table.rows:
+                for cell in row.cells.values():
+                    if cell.test:
+                        out[cell.test] = out.get(cell.test, 0) + 1
+        return dict(sorted(out.items()))
+
+    @property
     def busy_cells(self) -> int:
         return sum(1 for t in self.time_tables for r in t.rows for c in r.cells.values() if c.flag == "busy")
 
