@@ -15,4 +15,13 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 from zslbench.hookspecs import hookimpl  # noqa: E402  (the marker plugins import)
 
-__all__ = ["__version__", "hookimpl"]
+__all__ = ["__version__", "hookimpl", "load_results"]
+
+
+def __getattr__(name: str):
+    """The Python API, imported on first use (``import zslbench`` stays light for plugins)."""
+    if name == "load_results":
+        from zslbench.results import load_results
+
+        return load_results
+    raise AttributeError(f"module 'zslbench' has no attribute {name!r}")

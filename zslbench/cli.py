@@ -299,9 +299,10 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
 
 
 def _add_core_commands() -> None:
-    from zslbench.leaderboard.cli import leaderboard
+    from zslbench.leaderboard.cli import compare, leaderboard
 
     cli.add_command(leaderboard)
+    cli.add_command(compare)
 
 
 _add_core_commands()

@@ -71,7 +71,7 @@ def rendered(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("page, n_figures, title_word", [("index.html", 4, "real"),
-                                                          ("synthetic.html", 9, "SYNTHETIC"),
+                                                          ("synthetic.html", 10, "SYNTHETIC"),
                                                           ("custom.html", 2, "CUSTOM")])
 def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n_figures: int,
                                     title_word: str) -> None:
@@ -83,9 +83,10 @@ def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n
         browser.open((out / page).as_uri(), width=WIDTH)
         state = browser.evaluate(PAGE_STATE)
         assert title_word in state["h1"]
-        # Tables: GZSL, ZSL, training time (+ ablation and reported per-class on the real page), per class.
+        # Tables: H and AUSUC, ZSL, A_U and A_S, training time (+ ablation and reported per-class on the
+        # real page), per class.
         ids = [t["id"] for t in state["tables"]]
-        assert any(i.endswith("-gzsl") for i in ids) and any(i.endswith("-zsl") for i in ids)
+        assert all(any(i.endswith(end) for i in ids) for end in ("-h", "-zsl", "-au-as"))
         assert all(t["rows"] > 0 for t in state["tables"]), state["tables"]
         # Images: every figure PNG decoded at the size the page declares; none broken.
         assert len(state["imgs"]) == n_figures
@@ -98,7 +99,7 @@ def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n
         print(f"screenshot: {shot}")
         assert shot.stat().st_size > 10_000
         # Sorting: clicking the H header of the first GZSL dataset sorts descending, then ascending.
-        gzsl = next(i for i in ids if i.endswith("-gzsl"))
+        gzsl = next(i for i in ids if i.endswith("-h"))
         col = browser.evaluate(f"""(() => {{
             const ths = Array.from(document.querySelectorAll('table[data-table="{gzsl}"] thead tr:last-child th'));
             return ths.findIndex(th => th.textContent === 'H'); }})()""")
@@ -128,7 +129,7 @@ def test_broken_image_console_error_and_overflow_are_caught(tmp_path: Path, rend
         imgs = browser.evaluate(PAGE_STATE)["imgs"]
         broken = [i["src"] for i in imgs if i["width"] == 0]
         assert broken == ["figures/synthetic-h-vs-time.png"]
-        assert browser.evaluate(OVERFLOW) == ["synthetic-gzsl: " + browser.evaluate(
+        assert browser.evaluate(OVERFLOW) == ["synthetic-h: " + browser.evaluate(
             "(() => { const w = document.querySelector('.table-wrap'); return `${w.scrollWidth} > ${w.clientWidth}`; })()")]
         problems = browser.problems()
         assert any("boom" in p for p in problems)

@@ -14,6 +14,7 @@ from lb_factory import fake_render_figure, make_record, write_records
 
 from tests.cli_helpers import invoke_main
 from zslbench.leaderboard import build as build_mod
+from zslbench.leaderboard.render import PAGE_FILES
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
@@ -41,7 +42,7 @@ def test_each_kind_has_its_own_page_and_they_never_mix(tmp_path: Path) -> None:
     out = _render(tmp_path, [make_record("my-npz", "gp", 0, kind="custom", metrics={"H": 11.1}),
                              make_record("synth-apy", "gp", 0, metrics={"H": 22.2}),
                              make_record("apy", "gp", 0, metrics={"H": 33.3})])
-    pages = {k: (out / md).read_text() + (out / html).read_text() for k, (md, html) in build_mod.PAGES.items()}
+    pages = {k: (out / md).read_text() + (out / html).read_text() for k, (md, html, _) in PAGE_FILES.items()}
     for kind, own in (("custom", "11.1"), ("synthetic", "22.2"), ("real", "33.3")):
         assert own in pages[kind]
         assert all(own not in text for other, text in pages.items() if other != kind)
@@ -54,8 +55,9 @@ def test_each_kind_has_its_own_page_and_they_never_mix(tmp_path: Path) -> None:
 
 
 def _reproduce(page: str) -> list[str]:
-    line = next(x for x in page.splitlines() if x.startswith("| Reproduce |"))
-    return re.findall(r"`([^`]+)`", line)
+    """The commands of a Markdown page's Reproduce block."""
+    block = page.split("## Reproduce", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
+    return block.splitlines()
 
 
 def test_reproduce_lists_exactly_the_pairs_that_were_run(tmp_path: Path) -> None:
@@ -63,8 +65,8 @@ def test_reproduce_lists_exactly_the_pairs_that_were_run(tmp_path: Path) -> None
                   + [make_record("synth-cub", "gp", r) for r in range(2)]
                   + [make_record("synth-cub", "krr", r) for r in range(3)])
     assert _reproduce((out / "synthetic.md").read_text()) == [
-        "zslbench run --method gp --dataset synth-cub --seeds 2 --results-dir res",
-        "zslbench run --method krr --dataset synth-cub,synth-apy --seeds 3 --results-dir res"]
+        "zslbench run --method krr --dataset synth-cub,synth-apy --seeds 3 --results-dir res",
+        "zslbench run --method gp --dataset synth-cub --seeds 2 --results-dir res"]
 
 
 def test_reproduce_names_the_config_file_and_the_sweep(tmp_path: Path) -> None:
@@ -73,8 +75,10 @@ def test_reproduce_names_the_config_file_and_the_sweep(tmp_path: Path) -> None:
     records += [make_record("synth-apy", "bt-gp", 0, sweep={"embedder.margin": m}, overrides={"gp.lr": 0.1})
                 for m in (4.0, 1.0, 2.0)]
     out = _render(tmp_path, records)
+    # Everything the records fix is on the command line, the config file's grid included.
     assert _reproduce((out / "synthetic.md").read_text()) == [
-        "zslbench run --config configs/paper-ablation.toml",
+        "zslbench run --config configs/paper-ablation.toml --method krr,gp --dataset synth-apy --seeds 2 "
+        "--results-dir res",
         "zslbench run --method bt-gp --dataset synth-apy --seeds 1 --set gp.lr=0.1 "
         "--sweep embedder.margin=1.0,2.0,4.0 --results-dir res"]
 
@@ -106,12 +110,13 @@ def test_csv_labels_both_ausuc_and_the_median_times(tmp_path: Path) -> None:
                              for r, t in enumerate((1.0, 2.0, 9.0))])
     (row,) = _csv(out / "synthetic.csv")
     assert (row["AUSUC_per_class_mean"], row["AUSUC_per_image_mean"]) == ("31", "41")
-    assert (row["train_s_median"], row["train_runs_timed"], row["train_runs_oversubscribed"]) == ("1.5", "2", "1")
     (time,) = _csv(out / "synthetic-train-time.csv")
-    assert (time["train_s_median"], time["runs"], time["train_runs_oversubscribed"]) == ("1.5", "3", "1")
+    assert (time["train_s_median"], time["runs"], time["train_runs_timed"], time["train_runs_busy"]) == (
+        "1.5", "3", "2", "1")
+    assert (time["device"], time["busy_only"]) == ("Test CPU", "false")
     page = (out / "synthetic.md").read_text()
-    assert "`gp` — GP †" in page and "left out of the training times and the H-vs-time figure" in page
-    assert "Training time (median)" in page and "MEDIAN" in page
+    assert "`gp` — GP †" in page and "1 run(s) timed on a busy (oversubscribed) machine: left out of a time median" in page
+    assert "Training time (median) on Test CPU" in page and "MEDIAN" in page
 
 
 def _text(html: str) -> str:

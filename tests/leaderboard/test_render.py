@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -132,8 +133,9 @@ def test_missing_results_dir_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_markdown_marks_best_sources_and_links_records(rendered: Path) -> None:
     real = (rendered / "real.md").read_text()
     synth = (rendered / "synthetic.md").read_text()
-    # The measured APY H (60.5) beats every reported APY H, so it is bold, with n shown.
-    assert "**60.5 ± 0.7** <sub>n=2</sub>" in real
+    # The measured APY H (60.5) is the only measured one: nothing to test it against, so no bold; its
+    # 95% t interval over n = 2 seeds is shown with it.
+    assert "| 60.5 ± 0.7 <sub>54.1–66.9, n=2</sub> |" in real and "**60.5" not in real
     assert "| SYNC | *reported* |" in real and "**measured**" in real
     for link in re.findall(r"\]\((records/[^)]+\.json)\)", real + synth):
         assert (rendered / link).is_file()
@@ -147,12 +149,20 @@ def test_csv_has_best_flags_and_keeps_sources_apart(rendered: Path) -> None:
     rows = list(csv.DictReader(io.StringIO((rendered / "real.csv").read_text())))
     measured = [r for r in rows if r["source"] == "measured"]
     assert len(measured) == 1 and measured[0]["H_mean"] == "60.5" and measured[0]["H_n"] == "2"
-    assert measured[0]["best_H"] == "true" and measured[0]["records"].count(".json") == 2
+    assert measured[0]["best_H"] == "false" and measured[0]["records"].count(".json") == 2
+    # H = 60, 61: s = 1/sqrt(2), and the t(1) quantile has the closed form tan(pi (p - 1/2)).
+    half = math.tan(math.pi * 0.475) * math.sqrt(0.5) / math.sqrt(2)
+    assert float(measured[0]["H_ci_low"]) == pytest.approx(60.5 - half, abs=1e-6)
+    assert float(measured[0]["H_ci_high"]) == pytest.approx(60.5 + half, abs=1e-6)
     paper = [r for r in rows if r["source"] == "reported" and r["dataset"] == "CUB" and r["table"] == "main"]
-    assert {r["row"]: r["best_H"] for r in paper}["GCM-CF"] == "true"
+    assert {r["row"]: r["best_H"] for r in paper}["GCM-CF"] == "false"  # quoted numbers are never tested
     assert all(r["H_std"] == "" and r["citation"] for r in paper)
     synth = list(csv.DictReader(io.StringIO((rendered / "synthetic.csv").read_text())))
     assert {r["source"] for r in synth} == {"measured"} and all(r["dataset"].startswith("synth-") for r in synth)
+    # bt-gp beats gp by 5 H on both stand-ins at the same two seeds: a paired test, with its p-value.
+    apy = {r["method"]: r for r in synth if r["dataset"] == "synth-apy"}
+    assert (apy["bt-gp"]["best_H"], apy["gp"]["best_H"]) == ("true", "false")
+    assert apy["gp"]["test_H"] == "paired t-test" and apy["gp"]["p_vs_best_H"] == "0"
 
 
 def test_html_is_self_contained(rendered: Path) -> None:

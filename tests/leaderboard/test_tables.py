@@ -1,4 +1,5 @@
-"""Best-value marking, and the separation of measured / reported / synthetic rows."""
+"""Marks (significance-aware bold, fastest times), and the separation of measured / reported /
+synthetic rows and of data versions."""
 
 from __future__ import annotations
 
@@ -9,130 +10,172 @@ from lb_factory import make_record, write_records
 from zslbench.leaderboard.collect import aggregate, dedupe, load_runs
 from zslbench.leaderboard.reported import load_reported
 from zslbench.leaderboard.tables import (
+    FASTEST,
+    SIGNIFICANCE,
     Cell,
     Column,
     Provenance,
     Row,
     Table,
-    mark_best,
+    mark,
+    row_anchors,
     setting_tables,
-    time_table,
+    sweep_tables,
+    time_tables,
 )
 from zslbench.records import Record
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
+SEEDS = (1, 2, 3)
 
 
-def _row(label: str, value: float | None, *, source: str = "measured", standard: bool = True) -> Row:
-    return Row(label=label, name=label, source=source, cells={"x": Cell(value, n=1)},
-               prov=Provenance(source=source, standard=standard))
+def _row(label: str, values: tuple[float, ...] | float | None, *, source: str = "measured",
+         excluded: tuple[str, ...] = (), schedule: str = "", flag: str = "") -> Row:
+    if values is None:
+        cell = Cell()
+    elif isinstance(values, tuple):
+        cell = Cell(sum(values) / len(values), n=len(values), samples=dict(zip(SEEDS, values, strict=False)), flag=flag)
+    else:
+        cell = Cell(values, n=None if source == "reported" else 1, flag=flag,
+                    samples=None if source == "reported" else {1: values})
+    return Row(label=label, name=label, source=source, cells={"x": cell}, prov=Provenance(source=source),
+               excluded=list(excluded), schedule=schedule)
 
 
-def _best(rows: list[Row], higher_better: bool = True) -> list[str]:
-    table = mark_best(Table(id="t", title="t", caption="", rows=rows,
-                            columns=[Column(key="x", title="x", higher_better=higher_better)]))
+def _bold(rows: list[Row], column_mark: str = SIGNIFICANCE, higher_better: bool = True) -> list[str]:
+    table = mark(Table(id="t", kind="h", title="t", rows=rows,
+                       columns=[Column(key="x", title="x", mark=column_mark, higher_better=higher_better)]))
     return [r.label for r in table.rows if r.cells["x"].best]
 
 
-def test_best_is_the_highest_comparable_value() -> None:
-    assert _best([_row("a", 50.0), _row("b", 61.0), _row("c", 55.0, source="reported")]) == ["b"]
+BEST = (60.0, 61.0, 62.0)
+CLOSE = (59.0, 61.5, 61.0)
+FAR = (30.0, 31.2, 32.1)
 
 
-def test_reported_rows_compete_for_best() -> None:
-    assert _best([_row("a", 50.0), _row("paper", 51.0, source="reported")]) == ["paper"]
+def test_bold_is_the_best_and_every_row_not_significantly_worse() -> None:
+    assert _bold([_row("close", CLOSE), _row("best", BEST), _row("far", FAR)]) == ["close", "best"]
 
 
-def test_non_standard_split_is_never_best() -> None:
-    assert _best([_row("a", 50.0), _row("leaky", 99.0, standard=False)]) == ["a"]
+def test_a_column_with_one_method_has_no_bold() -> None:
+    assert _bold([_row("alone", BEST)]) == []
+    assert _bold([_row("alone", BEST), _row("empty", None)]) == []
 
 
-def test_ties_at_display_precision_are_all_marked() -> None:
-    assert _best([_row("a", 50.04), _row("b", 49.96), _row("c", 49.94)]) == ["a", "b"]
+def test_reported_rows_are_never_bold_and_never_compete() -> None:
+    assert _bold([_row("a", FAR), _row("b", BEST), _row("paper", 99.0, source="reported")]) == ["b"]
 
 
-def test_lower_is_better_for_times_and_missing_cells_are_ignored() -> None:
-    assert _best([_row("a", 3.0), _row("b", 2.0), _row("c", None)], higher_better=False) == ["b"]
+def test_rows_that_are_not_compared_are_never_bold() -> None:
+    rows = [_row("a", FAR), _row("b", CLOSE), _row("leaky", (99.0, 99.5, 98.0), excluded=("non-standard split",)),
+            _row("other data", (97.0, 98.0, 99.0), excluded=("other data version",))]
+    assert _bold(rows) == ["b"]
 
 
-def _tables(tmp_path: Path, records: list[Record]):
+def test_reduced_rows_compete_only_without_full_ones() -> None:
+    assert _bold([_row("full", FAR), _row("fast", BEST, schedule="reduced"), _row("full2", CLOSE)]) == ["full2"]
+    assert _bold([_row("r1", FAR, schedule="reduced"), _row("r2", BEST, schedule="reduced")]) == ["r2"]
+
+
+def test_columns_without_a_mark_are_never_bold() -> None:
+    assert _bold([_row("a", FAR), _row("b", BEST)], column_mark="") == []
+
+
+def test_fastest_time_is_marked_but_never_a_busy_one() -> None:
+    rows = [_row("a", 3.0), _row("b", 2.0), _row("busy", 0.5, flag="busy"), _row("none", None)]
+    assert _bold(rows, column_mark=FASTEST, higher_better=False) == ["b"]
+
+
+def _agg(tmp_path: Path, records: list[Record]):
     write_records(tmp_path / "r", records)
     kept, _ = dedupe(load_runs(tmp_path / "r", link_base=tmp_path)[0])
-    return aggregate(kept)
+    agg = aggregate(kept)
+    return agg, row_anchors(agg)
+
+
+def _seeded(dataset: str, method: str, hs: tuple[float, ...], **kw) -> list[Record]:
+    return [make_record(dataset, method, r, seed=100 + r, metrics={"H": h, "A_S": h + 20, "A_U": h - 5}, **kw)
+            for r, h in enumerate(hs)]
+
+
+def test_tables_mark_h_a_t_ausuc_by_test_and_never_a_u_or_a_s(tmp_path: Path) -> None:
+    agg, anchors = _agg(tmp_path, _seeded("synth-apy", "gp", FAR) + _seeded("synth-apy", "bt-gp", BEST))
+    h, zsl, au_as = setting_tables(agg, "synthetic", None, anchors)
+    assert [c.key for c in h.columns] == ["synth-apy:H", "synth-apy:AUSUC"]
+    assert [c.key for c in au_as.columns] == ["synth-apy:A_U", "synth-apy:A_S"]
+    bt = next(r for r in h.rows if r.method == "bt-gp")
+    gp = next(r for r in h.rows if r.method == "gp")
+    # The same seeds: paired; gp is consistently 30 below, so significantly worse.
+    assert bt.cells["synth-apy:H"].best and bt.cells["synth-apy:H"].status == "best"
+    assert not gp.cells["synth-apy:H"].best and gp.cells["synth-apy:H"].status == "worse"
+    assert gp.cells["synth-apy:H"].test == "paired t-test"
+    # A_S differs just as much, but is never marked.
+    assert not any(c.best for r in au_as.rows for c in r.cells.values())
+    # The cell carries its 95% t interval over the three seeds.
+    cell = bt.cells["synth-apy:H"]
+    assert cell.low < cell.mean < cell.high and cell.ci_text() == f"{cell.low:.1f}–{cell.high:.1f}"
 
 
 def test_real_tables_keep_measured_and_reported_rows_apart(tmp_path: Path) -> None:
-    agg = _tables(tmp_path, [make_record("apy", "bt-gp", i, metrics={"H": 60.0 + i}) for i in range(2)]
-                  + [make_record("synth-apy", "bt-gp", 0, metrics={"H": 90.0})])
+    agg, anchors = _agg(tmp_path, [make_record("apy", "bt-gp", i, metrics={"H": 60.0 + i}) for i in range(2)]
+                        + [make_record("synth-apy", "bt-gp", 0, metrics={"H": 90.0})])
     reported = load_reported(REPORTED)
-    gzsl, zsl = setting_tables(agg, "real", reported)
-    measured = [r for r in gzsl.rows if r.source == "measured"]
-    paper = [r for r in gzsl.rows if r.source == "reported"]
+    h, zsl, _ = setting_tables(agg, "real", reported, anchors)
+    measured = [r for r in h.rows if r.source == "measured"]
+    paper = [r for r in h.rows if r.source == "reported"]
     assert len(measured) == 1 and len(paper) == len(reported.rows_for("main")) == 15
     # The measured cell is the mean of the records; the paper's row of the same method keeps its own.
     assert measured[0].cells["APY:H"].mean == 60.5 and measured[0].cells["APY:H"].n == 2
     ours = next(r for r in paper if r.method == "bt-gp")
     assert ours.cells["APY:H"].mean == 51.4 and ours.cells["APY:H"].n is None
-    # 60.5 beats every reported APY H, and is marked; the paper's 51.4 is not.
-    assert measured[0].cells["APY:H"].best and not ours.cells["APY:H"].best
+    # One measured method: nothing to test, so no bold at all; reported rows are never bold.
+    assert not any(c.best for r in h.rows for c in r.cells.values())
     # Synthetic data never reaches a real table, neither as a row nor as a column.
-    assert not any("synth" in c.key for c in gzsl.columns + zsl.columns)
+    assert not any("synth" in c.key for c in h.columns + zsl.columns)
     assert all(r.prov.citation for r in paper) and all(r.prov.records for r in measured)
 
 
 def test_synthetic_tables_hold_no_reported_rows(tmp_path: Path) -> None:
-    agg = _tables(tmp_path, [make_record("synth-apy", "bt-gp", 0), make_record("apy", "bt-gp", 0)])
+    agg, anchors = _agg(tmp_path, [make_record("synth-apy", "bt-gp", 0), make_record("apy", "bt-gp", 0)])
     reported = load_reported(REPORTED)
-    for table in setting_tables(agg, "synthetic", reported) + [time_table(agg, "synthetic", reported)]:
+    for table in setting_tables(agg, "synthetic", reported, anchors) + time_tables(agg, "synthetic", anchors):
         assert {r.source for r in table.rows} == {"measured"}
-        assert [c.group or c.key for c in table.columns if c.ranked] and all(
-            (c.group or c.key).startswith("synth-") for c in table.columns if c.ranked)
+        assert all((c.group or c.key).startswith("synth-") for c in table.columns)
 
 
-def test_time_table_shows_median_seconds_with_device_and_paper_minutes(tmp_path: Path) -> None:
-    agg = _tables(tmp_path, [make_record("cub", "bt-gp", i, train=t, device_name="Some GPU")
-                             for i, t in enumerate((100.0, 140.0, 110.0))])
-    table = time_table(agg, "real", load_reported(REPORTED))
-    ours = next(r for r in table.rows if r.source == "measured")
-    assert ours.cells["CUB"].text() == "110.0 s" and ours.cells["device"].text() == "Some GPU"
-    assert ours.note == ""
-    paper = next(r for r in table.rows if r.source == "reported" and r.method == "bt-gp")
-    assert paper.cells["CUB"].text() == "5 min" and paper.cells["device"].text() == "NVIDIA RTX 2080 Ti"
-    # 120 s beats the paper's 5 min = 300 s, but CNZSL's 0.5 min = 30 s is fastest.
-    assert [r.label for r in table.rows if r.cells.get("CUB") and r.cells["CUB"].best] == ["CNZSL"]
+def test_times_are_compared_only_on_one_device_model(tmp_path: Path) -> None:
+    records = [make_record("synth-cub", "bt-gp", i, train=t, device_name="CPU A") for i, t in enumerate((10.0, 14.0))]
+    records += [make_record("synth-cub", "gp", i, train=t, device_name="CPU B") for i, t in enumerate((1.0, 2.0))]
+    records += [make_record("synth-cub", "krr", i, train=t, device_name="CPU A") for i, t in enumerate((30.0, 31.0))]
+    agg, anchors = _agg(tmp_path, records)
+    tables = {t.params["device"]: t for t in time_tables(agg, "synthetic", anchors)}
+    assert sorted(tables) == ["CPU A", "CPU B"]
+    a = {r.method: r.cells["synth-cub"] for r in tables["CPU A"].rows}
+    assert sorted(a) == ["bt-gp", "krr"] and a["bt-gp"].text() == "12.0 s" and a["bt-gp"].best
+    # gp's 1.5 s on another machine is alone in its table: nothing to compare, no bold.
+    (gp,) = tables["CPU B"].rows
+    assert gp.cells["synth-cub"].text() == "1.50 s" and not gp.cells["synth-cub"].best
 
 
-def test_non_standard_rows_are_marked_in_every_format(tmp_path: Path) -> None:
-    from zslbench.leaderboard.html import table_html
-    from zslbench.leaderboard.render import markdown_table
-
-    agg = _tables(tmp_path, [make_record("apy", "bt-gp", 0, standard=False, metrics={"H": 99.0})])
-    gzsl = setting_tables(agg, "real", load_reported(REPORTED))[0]
-    row = next(r for r in gzsl.rows if r.source == "measured")
-    assert not row.comparable and not row.cells["APY:H"].best
-    assert "non-standard split" in row.label and "NON-STANDARD" in row.prov.summary()
-    md_line = next(line for line in markdown_table(gzsl).splitlines() if "99.0" in line)
-    assert "non-standard split, not comparable" in md_line and "**99.0" not in md_line
-    assert 'class="measured noncomparable"' in table_html(gzsl)
-
-
-def test_oversubscribed_runs_are_left_out_of_the_times_and_marked(tmp_path: Path) -> None:
-    agg = _tables(tmp_path, [make_record("synth-apy", "gp", i, train=t, oversubscribed=(i == 2))
-                             for i, t in enumerate((1.0, 3.0, 0.1))]
-                  + [make_record("synth-apy", "krr", i, train=2.5) for i in range(2)])
-    table = time_table(agg, "synthetic", None)
-    gp, krr = (next(r for r in table.rows if r.method == m) for m in ("gp", "krr"))
-    # gp: the 0.1 s run was on an oversubscribed machine: median of (1, 3) = 2.0, n = 2.
-    assert gp.cells["synth-apy"].text() == "2.00 s" and gp.cells["synth-apy"].n == 2
-    assert gp.note == "† 1 of 3 runs on an oversubscribed machine, left out of the times" and krr.note == ""
-    # ...and it is the fastest comparable time, not the 0.1 s.
-    assert gp.cells["synth-apy"].best and not krr.cells["synth-apy"].best
+def test_busy_runs_are_left_out_of_a_median_or_shown_marked(tmp_path: Path) -> None:
+    records = [make_record("synth-apy", "gp", i, train=t, oversubscribed=(i == 2)) for i, t in enumerate((1.0, 3.0, 0.1))]
+    records += [make_record("synth-apy", "krr", i, train=2.5) for i in range(2)]
+    records += [make_record("synth-apy", "sae", i, train=0.2, oversubscribed=True) for i in range(2)]
+    agg, anchors = _agg(tmp_path, records)
+    (table,) = time_tables(agg, "synthetic", anchors)
+    gp, krr, sae = (next(r for r in table.rows if r.method == m) for m in ("gp", "krr", "sae"))
+    # gp: the 0.1 s run was on a busy machine: median of (1, 3) = 2.0 over n = 2, the fastest.
+    assert gp.cells["synth-apy"].text() == "2.00 s" and gp.cells["synth-apy"].n == 2 and gp.cells["synth-apy"].best
+    assert gp.note == "† synth-apy: 1 of 3 runs on a busy machine, left out of the median" and krr.note == ""
+    # sae ran only on a busy machine: shown (marked), never bold, although it reads fastest.
+    assert sae.cells["synth-apy"].flag == "busy" and sae.cells["synth-apy"].text() == "0.20 s"
+    assert not sae.cells["synth-apy"].best and "all 2 runs on a busy machine" in sae.note
 
 
 def test_real_page_puts_each_measured_row_under_the_paper_row_of_its_method(tmp_path: Path) -> None:
-    agg = _tables(tmp_path, [make_record("cub", m, 0) for m in ("ale", "cnzsl", "bt-gp", "krr")])
-    reported = load_reported(REPORTED)
-    gzsl = setting_tables(agg, "real", reported)[0]
+    agg, anchors = _agg(tmp_path, [make_record("cub", m, 0) for m in ("ale", "cnzsl", "bt-gp", "krr")])
+    gzsl = setting_tables(agg, "real", load_reported(REPORTED), anchors)[0]
     order = [(r.source, r.label if r.source == "reported" else r.method) for r in gzsl.rows]
     for paper, ours in (("ALE", "ale"), ("CNZSL", "cnzsl"), ("L_BT + GP (ours)", "bt-gp")):
         assert order[order.index(("reported", paper)) + 1] == ("measured", ours)
@@ -141,17 +184,16 @@ def test_real_page_puts_each_measured_row_under_the_paper_row_of_its_method(tmp_
     assert [r.source for r in gzsl.rows].count("measured") == 4
 
 
-def test_sweep_table_has_a_row_per_value_and_stays_out_of_the_main_tables(tmp_path: Path) -> None:
-    from zslbench.leaderboard.tables import sweep_tables
-
+def test_sweep_table_per_dataset_has_a_row_per_value_and_stays_out_of_the_main_tables(tmp_path: Path) -> None:
     records = [make_record(ds, "bt-gp", rep, sweep={"embedder.margin": m}, metrics={"H": 10 * m + rep})
                for m in (4.0, 1.0, 2.0) for ds in ("synth-apy", "synth-cub") for rep in range(2)]
-    agg = _tables(tmp_path, records + [make_record("synth-apy", "gp", 0)])
-    (table,) = sweep_tables(agg, "synthetic")
+    agg, anchors = _agg(tmp_path, records + [make_record("synth-apy", "gp", 0)])
+    tables = sweep_tables(agg, "synthetic", anchors)
+    assert [t.dataset for t in tables] == ["synth-cub", "synth-apy"]
+    table = tables[1]
     assert [r.label for r in table.rows] == ["embedder.margin=1.0", "embedder.margin=2.0", "embedder.margin=4.0"]
-    assert [c.group for c in table.columns][::5] == ["synth-cub", "synth-apy"]
-    assert [c.title for c in table.columns][:5] == ["H", "A_U", "A_S", "AUSUC", "A_T"]
-    cell = table.rows[1].cells["synth-apy:H"]
-    assert (cell.mean, cell.n) == (20.5, 2) and table.rows[2].cells["synth-apy:H"].best
-    gzsl = setting_tables(agg, "synthetic", None)[0]
+    assert [c.title for c in table.columns] == ["H", "A_U", "A_S", "AUSUC", "A_T"]
+    cell = table.rows[1].cells["H"]
+    assert (cell.mean, cell.n) == (20.5, 2) and table.rows[2].cells["H"].best
+    gzsl = setting_tables(agg, "synthetic", None, anchors)[0]
     assert [r.method for r in gzsl.rows] == ["gp"]

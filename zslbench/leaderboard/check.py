@@ -9,6 +9,13 @@ leaderboard writes, which is replaced. The inputs of the render (the results dir
 reported-numbers file, when they lie inside the output directory, as in the committed
 ``leaderboards/``) and hidden files are not part of the output.
 
+**It never writes or deletes through a link, and never leaves a board half-written.** A symbolic
+link at the output directory, or at any path the render writes or deletes (a file, or a folder on
+the way to it), is refused before anything is written. Every file is first written in full to an
+exclusive temporary file (``O_EXCL``, a random name) in its own folder, opened through folder
+handles that refuse links (``O_NOFOLLOW``); only when all of them are written are they renamed
+into place. A full disk or a read-only folder therefore fails with one line and changes nothing.
+
 How strict ``--check`` is, and why:
 
 * **Text** (Markdown, CSV, HTML, ``manifest.json``) is compared byte for byte. These are produced by
@@ -18,14 +25,17 @@ How strict ``--check`` is, and why:
   FreeType and font versions that CI does not pin; comparing bytes would fail on an upgrade that
   changed nothing in the results, and comparing the data hash still fails whenever a figure shows
   other data than the records give. ``--check`` never draws, so it is also fast.
-* **Stale files** (listed in our manifest, no longer produced), **foreign files** (see above) and
-  **refused records** (a JSON file under the results dir that is not a valid, intact record) each
-  fail the check with one line.
+* **Stale files** (listed in our manifest, no longer produced), **foreign files** (see above),
+  **links** and **refused records** (a JSON file under the results dir that is not a valid, intact
+  record) each fail the check with one line.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
+import stat
 from pathlib import Path
 
 from zslbench.errors import UserError
@@ -44,13 +54,61 @@ def _inside(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
 
+def links_on_the_way(out_dir: Path, paths: set[str] | frozenset[str]) -> list[str]:
+    """The output directory, and every file or folder on the way to one of ``paths`` (relative
+    to it), that is a symbolic link, as posix paths; nothing is followed."""
+    out_dir = Path(out_dir)
+    found: set[str] = set()
+    if out_dir.is_symlink():
+        return [out_dir.as_posix()]
+    checked: set[str] = set()
+    for rel in paths:
+        parts = Path(rel).parts
+        for i in range(1, len(parts) + 1):
+            sub = "/".join(parts[:i])
+            if sub in checked:
+                continue
+            checked.add(sub)
+            if (out_dir / sub).is_symlink():
+                found.add((out_dir / sub).as_posix())
+                break
+    return sorted(found)
+
+
+def links_in(out_dir: Path, inputs: list[Path]) -> list[str]:
+    """Every symbolic link in ``out_dir`` (itself included), not counting hidden names or the
+    ``inputs`` inside it, as posix paths; nothing is followed."""
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink():
+        return [out_dir.as_posix()]
+    if not out_dir.is_dir():
+        return []
+    skip = [p.resolve() for p in inputs if out_dir.resolve() in p.resolve().parents]
+    found = []
+    for top, dirs, files in os.walk(out_dir):
+        here = Path(top)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not any(_inside((here / d).resolve(), s)
+                                                                                for s in skip))
+        for name in sorted(dirs) + sorted(files):
+            if not name.startswith(".") and (here / name).is_symlink():
+                found.append((here / name).as_posix())
+    return sorted(found)
+
+
+def refuse_links(links: list[str]) -> UserError:
+    shown = ", ".join(links[:3]) + (", ..." if len(links) > 3 else "")
+    return UserError(f"{shown}: a symbolic link where zslbench leaderboard writes; it never writes or deletes "
+                     "through a link", hint="remove the link (or choose another --out) and render again")
+
+
 def foreign_files(out_dir: Path, inputs: list[Path], produced: frozenset[str] = frozenset(),
                   limit: int | None = None) -> list[str]:
     """Files in ``out_dir`` that zslbench leaderboard did not write (relative, sorted), not counting
     hidden ones or the ``inputs`` (paths inside ``out_dir`` that the render reads); a file at a path
-    the render writes counts even when it is an input. Stops after ``limit``."""
+    the render writes counts even when it is an input. Links are :func:`links_in`'s. Stops after
+    ``limit``."""
     out_dir = Path(out_dir)
-    if not out_dir.is_dir():
+    if not out_dir.is_dir() or out_dir.is_symlink():
         return []
     owned = owned_files(out_dir)
     root = out_dir.resolve()
@@ -62,11 +120,12 @@ def foreign_files(out_dir: Path, inputs: list[Path], produced: frozenset[str] = 
     found = sorted(p for p in produced if p not in owned and (out_dir / p).exists())
     for top, dirs, files in os.walk(root):
         here = Path(top)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not any(_inside(here / d, s) for s in skip))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here / d).is_symlink()
+                         and not any(_inside(here / d, s) for s in skip))
         for name in sorted(files):
             rel = (here / name).relative_to(root).as_posix()
             if (name.startswith(".") or rel in owned or rel in found or any(_inside(here / name, s) for s in skip)
-                    or (records_here and name.endswith(".json"))):
+                    or (here / name).is_symlink() or (records_here and name.endswith(".json"))):
                 continue
             found.append(rel)
             if limit is not None and len(found) >= limit:
@@ -98,14 +157,20 @@ def refusal(path: str, reason: str) -> str:
 
 
 def compare(site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: bool = False) -> list[str]:
-    """One line per file whose committed copy in ``out_dir`` is missing, stale or extra, and per
-    refused record."""
+    """One line per file whose committed copy in ``out_dir`` is missing, stale, extra or a link,
+    and per refused record."""
     out_dir = Path(out_dir)
     problems: list[str] = []
     rendered = {a.path: a for a in site.artefacts}
+    links = sorted(set(links_on_the_way(out_dir, frozenset(rendered) | frozenset(owned_files(out_dir))))
+                   | set(links_in(out_dir, inputs)))
+    problems += [f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
+                 for link in links]
     for path, artefact in sorted(rendered.items()):
         target = out_dir / path
         shown = target.as_posix()
+        if any(_inside(target, Path(link)) for link in links):
+            continue
         if not target.is_file():
             problems.append(f"{shown}: missing (not rendered into {out_dir.as_posix()} yet)")
             continue
@@ -120,7 +185,7 @@ def compare(site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: boo
         elif committed != artefact.data:
             problems.append(f"{shown}: {_text_difference(committed, artefact.data)}")
     for path in sorted(owned_files(out_dir) - set(rendered)):
-        if (out_dir / path).is_file():
+        if (out_dir / path).is_file() and not any(_inside(out_dir / path, Path(link)) for link in links):
             problems.append(f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)")
     if not allow_foreign:
         problems += [f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
@@ -131,38 +196,143 @@ def compare(site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: boo
 
 def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: bool = False) -> list[str]:
     """Write every artefact whose bytes change and delete the files a previous render wrote that
-    are no longer produced; refuse an ``out_dir`` holding files it did not write (see the module
-    docstring). Returns the paths written."""
+    are no longer produced; refuse links and an ``out_dir`` holding files it did not write (see
+    the module docstring). Returns the paths written."""
     out_dir = Path(out_dir)
     produced = frozenset(a.path for a in site.artefacts)
+    owned = owned_files(out_dir)
+    links = sorted(set(links_on_the_way(out_dir, produced | owned)) | set(links_in(out_dir, inputs)))
+    if links:
+        raise refuse_links(links)
     if not overwrite_foreign:
         foreign = foreign_files(out_dir, inputs, produced, limit=4)
         if foreign:
             raise refuse_foreign(out_dir, foreign)
-    owned = owned_files(out_dir)
     stale = sorted(owned - produced)
     changed = [a for a in site.artefacts if not _same(out_dir / a.path, a.data)]
     if not changed and not stale:
         return []
+    final = next(a for a in site.artefacts if a.path == MANIFEST)
     # First a manifest that lists every file this render may leave behind, so that a render killed
     # half-way still owns what it wrote; the complete manifest comes last.
-    manifest = next(a for a in site.artefacts if a.path == MANIFEST)
-    _write_bytes(out_dir / MANIFEST, manifest_bytes(site.artefacts, site.runs, site.superseded, extra=owned))
-    for artefact in changed:
-        if artefact.path != MANIFEST:
-            _write_bytes(out_dir / artefact.path, artefact.data)
-    for path in stale:
-        (out_dir / path).unlink(missing_ok=True)
-    _write_bytes(out_dir / MANIFEST, manifest.data)
+    interim = manifest_bytes(site.artefacts, site.runs, site.superseded, extra=owned)
+    files = [(a.path, a.data) for a in changed if a.path != MANIFEST]
+    with Staging(out_dir) as staging:
+        first = staging.stage(MANIFEST, interim)
+        staged = [staging.stage(path, data) for path, data in files]
+        last = staging.stage(MANIFEST, final.data)
+        staging.commit(first)
+        for item in staged:
+            staging.commit(item)
+        for path in stale:
+            staging.delete(path)
+        staging.commit(last)
     return [a.path for a in changed]
 
 
 def _same(target: Path, data: bytes) -> bool:
-    return target.is_file() and target.read_bytes() == data
+    return target.is_file() and not target.is_symlink() and target.read_bytes() == data
 
 
-def _write_bytes(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(target)
+class Staging:
+    """Exclusive temporary files in the output directory, renamed into place on commit.
+
+    Folders are opened with ``O_NOFOLLOW`` from the output directory down, so no write, rename or
+    delete goes through a link, whatever appears meanwhile. An ``OSError`` while staging (a full
+    disk, a read-only folder) removes every temporary file and raises a :class:`UserError` saying
+    that nothing was changed.
+    """
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = Path(out_dir)
+        self._dirs: dict[str, int] = {}
+        self._temps: list[tuple[int, str]] = []
+        self._committed = False
+
+    def __enter__(self) -> Staging:
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._dirs[""] = os.open(self.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise self._failed(exc, "") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fd, name in self._temps:
+            try:
+                os.unlink(name, dir_fd=fd)
+            except OSError:
+                pass
+        for fd in self._dirs.values():
+            os.close(fd)
+
+    def _failed(self, exc: OSError, path: str) -> UserError:
+        where = (self.out_dir / path).as_posix() if path else self.out_dir.as_posix()
+        if exc.errno == errno.ELOOP:
+            return refuse_links([where])
+        changed = "some files were already replaced" if self._committed else "nothing was changed"
+        return UserError(f"{where}: cannot write the leaderboard ({exc.strerror or exc}); {changed}",
+                         hint="free disk space, make the folder writable, or choose another --out")
+
+    def _folder(self, rel: str) -> int:
+        """The handle of the folder ``rel`` (created if missing), never through a link."""
+        if rel in self._dirs:
+            return self._dirs[rel]
+        parent, _, name = rel.rpartition("/")
+        fd = self._folder(parent)
+        try:
+            os.mkdir(name, dir_fd=fd)
+        except FileExistsError:
+            pass
+        self._dirs[rel] = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        return self._dirs[rel]
+
+    def stage(self, path: str, data: bytes) -> tuple[int, str, str]:
+        """Write ``data`` to a new temporary file beside ``path``; return what :meth:`commit` needs."""
+        folder, _, name = path.rpartition("/")
+        try:
+            fd = self._folder(folder)
+            if _is_link(name, fd):
+                raise OSError(errno.ELOOP, "a symbolic link", path)
+            temp = f".{name}.{secrets.token_hex(8)}.tmp"
+            handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=fd)
+            self._temps.append((fd, temp))
+            with os.fdopen(handle, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise self._failed(exc, path) from None
+        return fd, temp, name
+
+    def commit(self, item: tuple[int, str, str]) -> None:
+        fd, temp, name = item
+        try:
+            os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except OSError as exc:
+            raise self._failed(exc, name) from None
+        self._temps.remove((fd, temp))
+        self._committed = True
+
+    def delete(self, path: str) -> None:
+        """Remove a file this board wrote; a link or a missing file is left alone."""
+        folder, _, name = path.rpartition("/")
+        try:
+            fd = self._folder(folder) if folder in self._dirs or (self.out_dir / folder).is_dir() else None
+        except OSError:
+            return
+        if fd is None or _is_link(name, fd):
+            return
+        try:
+            os.unlink(name, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self._failed(exc, path) from None
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except FileNotFoundError:
+        return False

@@ -1,14 +1,18 @@
-"""``zslbench leaderboard``: render leaderboards from records, or check the committed ones."""
+"""``zslbench leaderboard`` (render leaderboards from records, or check the committed ones) and
+``zslbench compare`` (is the difference between two methods real?)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
+from zslbench import stats
 from zslbench.leaderboard import check as check_mod
 from zslbench.leaderboard.build import build
-from zslbench.leaderboard.reported import DEFAULT_FILE, default_reported
+from zslbench.leaderboard.collect import TESTED_METRICS, comparison_sides, dedupe, load_runs
+from zslbench.leaderboard.reported import find_reported
 
 
 @click.command("leaderboard")
@@ -18,8 +22,8 @@ from zslbench.leaderboard.reported import DEFAULT_FILE, default_reported
               help="Directory the leaderboard is written to [default: RESULTS_DIR/leaderboard]. The "
                    "committed board: --results-dir leaderboards/records --out leaderboards.")
 @click.option("--reported", "reported_path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              default=None, help=f"Curated reported-numbers file [default: OUT/{DEFAULT_FILE.as_posix()}, "
-                                 f"else leaderboards/{DEFAULT_FILE.as_posix()} of the zslbench clone].")
+              default=None, help="Curated reported-numbers file [default: the JSON file in OUT/reported/, else "
+                                 "in leaderboards/reported/ of the zslbench clone].")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.")
 @click.option("--overwrite-foreign", is_flag=True,
@@ -30,24 +34,25 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
                 check_only: bool, overwrite_foreign: bool) -> None:
     """Render Markdown, CSV, HTML and figures from the records alone, deterministically.
 
-    It only ever replaces or deletes files it wrote itself (listed in OUT/manifest.json), and
-    refuses an OUT holding other files unless --overwrite-foreign is given.
+    It only ever replaces or deletes files it wrote itself (listed in OUT/manifest.json), refuses
+    an OUT holding other files unless --overwrite-foreign is given, never writes through a
+    symbolic link, and writes every file to a temporary first, so that a failure changes nothing.
 
-    Real-benchmark pages show measured rows and the paper's reported rows, each marked; runs on the
-    embedded synthetic data go to their own, clearly titled pages.
+    Real-benchmark pages show measured rows and reported rows, each marked; runs on the embedded
+    synthetic data go to their own, clearly titled pages. Bold marks the best and every method not
+    significantly worse (a t-test over seeds, named on the page).
 
-    A JSON file under --results-dir that is not a valid, intact record (not a record at all, or
-    edited since it was written, so that its digest no longer matches) is never published: a
-    render skips it with a warning naming the file and goes on; --check fails on it.
+    A JSON file under --results-dir that is not a valid, intact record (not a record at all,
+    damaged, or edited since it was written) is never published: a render skips it with a warning
+    naming the file and goes on; --check fails on it.
     """
     if out_dir is None:
         out_dir = results_dir / "leaderboard"
     if reported_path is None:
-        candidates = default_reported(out_dir)
-        reported_path = next((c for c in candidates if c.is_file()), None)
+        reported_path = find_reported(out_dir)
         if reported_path is None:
-            click.echo(f"note: no {' or '.join(c.as_posix() for c in candidates)}; rendering without reported "
-                       "numbers (pass --reported FILE to include them)", err=True)
+            click.echo("note: no reported-numbers file in OUT/reported/ or the clone's leaderboards/reported/; "
+                       "rendering without reported numbers (pass --reported FILE to include them)", err=True)
     # What the render reads, which may lie inside --out (the committed leaderboards/records and
     # leaderboards/reported): never counted as files in the way.
     inputs = [results_dir]
@@ -55,11 +60,17 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
         here = reported_path.parent.resolve() == out_dir.resolve()
         inputs.append(reported_path if here else reported_path.parent)
     # A UserError (a refused --out, ...) is printed by the one handler in zslbench.cli.main.
-    if not (check_only or overwrite_foreign):  # refuse before the slow part (drawing)
+    # Refuse before the slow part (drawing).
+    links = [] if check_only else check_mod.links_in(out_dir, inputs)
+    if links:
+        raise check_mod.refuse_links(links)
+    if not (check_only or overwrite_foreign):
         foreign = check_mod.foreign_files(out_dir, inputs, limit=4)
         if foreign:
             raise check_mod.refuse_foreign(out_dir, foreign)
     site = build(results_dir, out_dir, reported_path, draw=not check_only)
+    for line in site.board.warnings:
+        click.echo(f"warning: {line}", err=True)
     if not check_only:
         for path, reason in site.refused:
             click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
@@ -77,3 +88,50 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     click.echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
                f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+
+
+def _num(value: float, sign: bool = False) -> str:
+    return "–" if not math.isfinite(value) else (f"{value:+.2f}" if sign else f"{value:.2f}")
+
+
+@click.command("compare")
+@click.argument("method_a")
+@click.argument("method_b")
+@click.option("-d", "--dataset", required=True, help="The dataset both methods ran on.")
+@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
+              show_default=True, help="Directory of result records (searched recursively).")
+def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> None:
+    """Is METHOD_A really better than METHOD_B on a dataset? The mean difference A - B of H, A_T
+    and AUSUC over seeds, with its 95% confidence interval and the two-sided p-value of a t-test:
+    paired by seed when both ran the same seeds, Welch's test when the seeds do not pair up."""
+    runs, refused = load_runs(results_dir, link_base=results_dir)
+    for path, reason in refused:
+        click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
+    kept, _ = dedupe(runs)
+    a, b, fp = comparison_sides(kept, method_a, method_b, dataset)
+    click.echo(f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})")
+    for side in (a, b):
+        extra = [f"overrides {side.overrides}"] if side.overrides else []
+        extra += [side.schedule] if side.schedule else []
+        extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
+        click.echo(f"  {side.method}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
+                   f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
+    diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
+    test = next((d.test for d in diffs.values() if d is not None), "no test possible")
+    click.echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
+    width = max(len(method_a), len(method_b), 14) + 13
+    click.echo(f"  {'metric':<7} {method_a + ' (mean ± std)':>{width}} {method_b + ' (mean ± std)':>{width}} "
+               f"{'A - B':>7} {'95% CI':>17} {'p':>8}")
+    for m in TESTED_METRICS:
+        ia, ib = stats.t_interval(list(a.samples[m].values())), stats.t_interval(list(b.samples[m].values()))
+        d = diffs[m]
+        if d is None:
+            tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
+        else:
+            tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
+        click.echo(f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
+                   f"{tail}")
+    h = diffs["H"]
+    if h is not None:
+        click.echo(f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
+                   "(two-sided; one comparison, so no multiplicity correction)")

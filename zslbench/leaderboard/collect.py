@@ -1,69 +1,57 @@
-"""Records in, one pandas row per run out, then mean ± std over seeds per configuration.
+"""Runs (one row per record, :mod:`zslbench.results`) -> one row per configuration and dataset.
 
 Everything a leaderboard shows comes from here, so the grouping rules live in one place:
 
 * A **cell group** is (kind, dataset, method, config id, standard split?, device type, data
-  fingerprint). The record's config id hashes the resolved hyperparameters without the per-run
-  seed and device, so the seeds of one configuration land in one group and changing a
-  hyperparameter starts a new one.
+  fingerprint, schedule). The config id hashes the resolved hyperparameters without the per-run
+  seed and device, so the seeds of one configuration land in one group.
 * Within a cell group a seed counts once: when several records carry the same seed (a re-run after
-  a code change), the newest (``finished_at``) wins and the others are counted as *superseded*.
-* A **row key** is the cell group without the dataset: one leaderboard row per method
-  configuration. Two rows that would read the same get a distinguishing suffix (device, config
-  hash, data fingerprint), so nothing is silently averaged together.
-* The spread is the *sample* standard deviation (``ddof=1``) over seeds; with one seed it is
-  undefined and shown as missing, not as 0.
-* Training times are **medians** over the runs *not* taken on an oversubscribed machine (the
-  record's ``load.oversubscribed``): wall times of a machine busy with other work say little about
-  the method. A record without a ``load`` report counts as unknown and is kept.
-* A run of a **sweep** (``config["sweep"]``: the swept hyperparameters and this run's values) is a
-  configuration of its own; the sweep's runs are shown together in the sweep tables and figures.
+  a code change), the newest (``finished_at``) wins and the others are *superseded*.
+* A **row key** is the cell group without the dataset and the fingerprint: one leaderboard row per
+  method configuration. Two rows that would read the same get a distinguishing suffix.
+* **Data versions.** Records of one dataset may come from other bytes (another fingerprint: an
+  edited file, a stand-in generated on another machine). Per dataset, the fingerprint with the
+  most records is the *compared* version; a cell group on any other version becomes a row of its
+  own, labelled with its fingerprint, that is never compared, ranked or marked, and a warning says
+  so. Runs on different data never share a comparison.
+* Spreads are *sample* standard deviations (``ddof=1``) with a 95% *t* interval
+  (:func:`zslbench.stats.t_interval`); with one seed both are undefined, never 0. Each cell keeps
+  its values by seed, for the paired tests of :mod:`zslbench.leaderboard.tables`.
+* **Training times** are kept per device model (the record's ``device.name``): times are compared
+  only on the same model. The median is taken over the runs *not* on an oversubscribed machine
+  (``load.oversubscribed``); a cell whose runs were all on a busy machine shows their median,
+  marked, rather than nothing. A record without a ``load`` report counts as unknown and is kept.
+* A run of a **sweep** (``config["sweep"]``) is a configuration of its own, shown in the sweep
+  tables and figures.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from zslbench import records
+from zslbench import stats
 from zslbench.errors import UserError
 from zslbench.leaderboard.manifest import MANIFEST, owned_files
-from zslbench.records import Record, RecordError, iter_records
+from zslbench.results import EXTRA_METRICS, METRICS, read_runs, record_files, value_text
 
-METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
-#: Optional metrics (``AUSUC_per_image``: averaged per image, as CNZSL's code does; the headline
-#: ``AUSUC`` averages per class, as Chao et al. define it).
-EXTRA_METRICS = records.EXTRA_METRICS
 GZSL_METRICS = ("A_U", "A_S", "H", "AUSUC")
-ZSL_METRICS = ("A_T",)
 #: The metrics a sweep table and figure show, in this order.
 SWEEP_METRICS = ("H", "A_U", "A_S", "AUSUC", "A_T")
-KINDS = records.KINDS
+#: The metrics whose columns are tested and marked (A_U and A_S alone say little: a method can buy
+#: one with the other, so only their harmonic mean H is ranked).
+TESTED_METRICS = ("H", "A_T", "AUSUC")
 
 #: The paper's column order (CUB, SUN, AWA2, AWA1, APY); other datasets follow alphabetically.
 PAPER_DATASET_ORDER = ("cub", "sun", "awa2", "awa1", "apy")
 
-CELL_KEYS = ["kind", "dataset", "method", "config_id", "standard", "device_type", "data_fp"]
-ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type"]
-
-
-def is_synthetic_name(name: str) -> bool:
-    """``toy`` and ``synth-*`` are the embedded stand-ins, whatever a record claims."""
-    return name == "toy" or name.startswith("synth-")
-
-
-def dataset_kind(record: Record) -> str:
-    """The record's ``dataset_kind``, except that a run on an embedded stand-in never counts as
-    real, whatever the record claims (fail safe)."""
-    if record.dataset_kind == "real" and is_synthetic_name(record.dataset):
-        return "synthetic"
-    return record.dataset_kind
+CELL_KEYS = ["kind", "dataset", "method", "config_id", "standard", "device_type", "data_fp", "schedule"]
+ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type", "schedule"]
 
 
 def dataset_label(name: str, kind: str) -> str:
@@ -71,12 +59,11 @@ def dataset_label(name: str, kind: str) -> str:
     return name.upper() if kind == "real" else name
 
 
-def dataset_order(name: str) -> tuple[int, str]:
+def dataset_order(name: str) -> tuple[int, str, str]:
     """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike."""
     base = name.lower().removeprefix("synth-")
-    if base in PAPER_DATASET_ORDER:
-        return (PAPER_DATASET_ORDER.index(base), name.lower())
-    return (len(PAPER_DATASET_ORDER), name.lower())
+    rank = PAPER_DATASET_ORDER.index(base) if base in PAPER_DATASET_ORDER else len(PAPER_DATASET_ORDER)
+    return (rank, name.lower(), name)
 
 
 def method_ranks(methods: Iterable[str], first: Iterable[str] = ()) -> dict[str, int]:
@@ -87,11 +74,6 @@ def method_ranks(methods: Iterable[str], first: Iterable[str] = ()) -> dict[str,
     return {m: i for i, m in enumerate(ordered)}
 
 
-def value_text(value: Any) -> str:
-    """A hyperparameter value as typed on the command line (``adam``, ``4.0``, ``[1, 2]``)."""
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 def value_sort_key(value: Any) -> tuple[int, float, str]:
     """Swept values in order: numbers numerically, then anything else by its text."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -99,142 +81,108 @@ def value_sort_key(value: Any) -> tuple[int, float, str]:
     return (1, 0.0, value_text(value))
 
 
-def assignments(values: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={value_text(v)}" for k, v in sorted(values.items()))
-
-
-def _number(value: Any) -> float:
-    """A number from a free-form part of a record (per-class entries); anything else is NaN."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return math.nan
-    return float(value) if math.isfinite(value) else math.nan
-
-
-def _link(path: Path, link_base: Path) -> str:
-    """``path`` relative to the directory the pages are written to, with forward slashes."""
-    return Path(os.path.relpath(Path(path).resolve(), Path(link_base).resolve())).as_posix()
-
-
-def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
-    """Flatten one record into the columns the leaderboard needs (the record itself rides along).
-
-    Fields the schema guarantees (``read_record`` checked them) are read directly; the free-form
-    objects (``config``, ``device``, ``data``, ``git``) may lack a key, which reads as unknown.
-    """
-    # ``config`` is free-form: "sweep" and "config_file" are there only for runs that had them.
-    sweep = record.config.get("sweep") or {}
-    overrides = {k: v for k, v in (record.config.get("overrides") or {}).items() if k not in sweep}
-    row = {
-        "kind": dataset_kind(record),
-        "dataset": record.dataset,
-        "method": record.method,
-        "paper_name": record.paper_name,
-        "config_id": record.config_id,
-        "overrides": assignments(overrides),
-        "overrides_map": overrides,
-        "sweep": assignments(sweep),
-        "sweep_params": ", ".join(sorted(sweep)),
-        "sweep_map": sweep,
-        "config_file": str(record.config.get("config_file") or ""),
-        "standard": record.standard,
-        "split_reason": str(record.split.get("reason") or ""),
-        "data_fp": str(record.data.get("fingerprint") or ""),
-        "device_type": str(record.device.get("type") or "unknown"),
-        "device_name": str(record.device.get("name") or record.device.get("type") or "unknown"),
-        "seed": record.seed,
-        "repetition": record.repetition,
-        "base_seed": record.base_seed,
-        "version": record.zslbench_version or "unknown",
-        "commit": str(record.git.get("commit") or "unknown"),
-        "dirty": bool(record.git.get("dirty")),
-        "started_at": record.started_at,
-        "finished_at": record.finished_at,
-        "run_id": record.run_id,
-        "link": _link(path, link_base),
-        "train": float(record.timings["train"]),
-        # An empty ``load`` (a record that did not measure it) is unknown, not oversubscribed.
-        "oversubscribed": record.load.get("oversubscribed") is True,
-        "load_known": bool(record.load),
-        "record": record,
-    }
-    for metric in METRICS:
-        row[metric] = float(record.metrics[metric])
-    for metric in EXTRA_METRICS:  # optional: absent means not measured
-        row[metric] = float(record.metrics.get(metric, math.nan))
-    return row
-
-
 def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """Every valid, intact record under ``results_dir`` as one row (sorted so that order never
-    depends on the disk), and ``(path, reason)`` for each JSON file ``read_record`` refused: not a
-    record, invalid, or edited since it was written (its digest no longer matches)."""
+    """The runs under ``results_dir`` (:func:`zslbench.results.read_runs`), skipping a board
+    rendered inside it: every file its manifest lists, and the manifest itself."""
     results_dir = Path(results_dir)
-    if not results_dir.is_dir():
-        raise UserError(f"{results_dir}: no such results directory",
-                        hint="run `zslbench run ... --results-dir DIR` first, or point --results-dir at the records")
-    items = list(iter_records(results_dir))
-    # A leaderboard rendered inside the results dir (the default --out) is not records: skip every
-    # file its manifest lists, and the manifest itself.
     own: set[Path] = set()
-    for path, item in items:
-        if path.name == MANIFEST and isinstance(item, RecordError):
-            own.update(path.parent / name for name in owned_files(path) or ())
-    rows, refused = [], []
-    for path, item in items:
-        if path in own:
-            continue
-        if isinstance(item, RecordError):
-            refused.append((path.as_posix(), str(item)))
-        else:
-            rows.append(run_row(path, item, link_base))
-    return runs_frame(rows), refused
-
-
-def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Rows from :func:`run_row` as a frame in a canonical order."""
-    frame = pd.DataFrame(list(rows))
-    if frame.empty:
-        frame = pd.DataFrame(columns=[*CELL_KEYS, "seed", "finished_at", "link", *METRICS, "train"])
-    return frame.sort_values(["kind", "dataset", "method", "config_id", "seed", "finished_at", "link"],
-                             kind="mergesort").reset_index(drop=True)
+    if results_dir.is_dir():
+        for path in record_files(results_dir):
+            if path.name == MANIFEST:
+                listed = owned_files(path)
+                if listed is not None:
+                    own.update(path.parent / name for name in listed)
+    return read_runs(results_dir, link_base=link_base, skip=own)
 
 
 def dedupe(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Keep the newest record per (cell group, seed); return (kept, superseded)."""
     if runs.empty:
         return runs, runs
-    ordered = runs.sort_values([*CELL_KEYS, "seed", "finished_at", "link"], kind="mergesort")
+    ordered = runs.sort_values([*CELL_KEYS, "seed", "finished_at", "path"], kind="mergesort")
     newest = ~ordered.duplicated([*CELL_KEYS, "seed"], keep="last")
-    kept = ordered[newest].reset_index(drop=True)
-    superseded = ordered[~newest].reset_index(drop=True)
-    return kept, superseded
+    return ordered[newest].reset_index(drop=True), ordered[~newest].reset_index(drop=True)
 
 
-def _mean_std_n(values: pd.Series) -> tuple[float, float, int]:
-    clean = values.dropna()
-    n = int(clean.size)
-    if n == 0:
-        return math.nan, math.nan, 0
-    mean = float(clean.mean())
-    std = float(clean.std(ddof=1)) if n > 1 else math.nan
-    return mean, std, n
+@dataclass(frozen=True)
+class DataVersions:
+    """The fingerprints of one dataset's records: which one is compared, and the others."""
+
+    kind: str
+    dataset: str
+    compared: str
+    counts: tuple[tuple[str, int], ...]  # (fingerprint, records), compared first
+
+    def warning(self) -> str:
+        others = ", ".join(f"{fp[:8]} ({n} record(s))" for fp, n in self.counts[1:])
+        return (f"{self.dataset}: records on {len(self.counts)} data versions; only fingerprint "
+                f"{self.compared[:8]} ({self.counts[0][1]} record(s)) is compared, the runs on {others} are "
+                "shown as rows of their own and never compared")
 
 
-def _dates(values: pd.Series) -> tuple[str, str]:
-    days = sorted(v[:10] for v in values if v)
-    return (days[0], days[-1]) if days else ("", "")
+def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
+    """Per (kind, dataset): the compared fingerprint, the one with the most records (ties: the
+    one with the newest record), and every other one."""
+    out: dict[tuple[str, str], DataVersions] = {}
+    if runs.empty:
+        return out
+    for (kind, dataset), group in runs.groupby(["kind", "dataset"], sort=True):
+        stat = {fp: (len(g), max(g["finished_at"])) for fp, g in group.groupby("data_fp", sort=True)}
+        order = sorted(stat, key=lambda fp: (stat[fp], fp), reverse=True)
+        out[(kind, dataset)] = DataVersions(kind, dataset, order[0], tuple((fp, stat[fp][0]) for fp in order))
+    return out
+
+
+def _samples(group: pd.DataFrame, column: str) -> dict[int, float]:
+    return {int(s): float(v) for s, v in zip(group["seed"], group[column], strict=True) if math.isfinite(v)}
+
+
+def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per device model: the median ``train`` seconds and how it was taken."""
+    out = {}
+    for name, runs in group.groupby("device_name", sort=True):
+        busy = runs["oversubscribed"].astype(bool)
+        quiet = runs.loc[~busy, "train"]
+        used = quiet if len(quiet) else runs["train"]
+        out[str(name)] = {"median": float(used.median()), "min": float(used.min()), "max": float(used.max()),
+                          "n": int(len(used)), "busy_only": not len(quiet), "busy": int(busy.sum()),
+                          "unknown": int((~runs["load_known"].astype(bool)).sum()), "runs": int(len(runs)),
+                          "seeds": sorted(int(s) for s in runs["seed"])}
+    return out
+
+
+def _per_class(group: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per unseen class: accuracy by seed, its mean ± std and interval, and the class's share of
+    the unseen test images (the record's frequency is a fraction of *all* images, rescaled here to
+    the share among the listed classes, which is what the paper's per-class table prints)."""
+    by_class: dict[int, dict[str, Any]] = {}
+    for seed, entries in zip(group["seed"], group["per_class"], strict=True):
+        for cls, name, acc, freq, n_test in entries:
+            slot = by_class.setdefault(cls, {"class": cls, "name": name, "frequency": freq, "n_test": n_test,
+                                             "samples": {}})
+            if math.isfinite(acc):
+                slot["samples"][int(seed)] = acc
+    total = sum(s["frequency"] for s in by_class.values() if math.isfinite(s["frequency"]))
+    out = []
+    for cls in sorted(by_class):
+        slot = by_class[cls]
+        interval = stats.t_interval(list(slot["samples"].values()))
+        out.append({**slot, "share": slot["frequency"] / total if total > 0 else math.nan, "interval": interval})
+    return out
 
 
 def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFrame:
-    """One row per cell group: ``{metric}_mean/_std/_n``, the training-time median over the runs
-    not taken on an oversubscribed machine, and the group's provenance.
+    """One row per cell group: per metric its :class:`~zslbench.stats.Interval` (``{m}``) and values
+    by seed (``{m}_samples``); training times per device model (``times``); per-class accuracy,
+    curves and selection audits; and the group's provenance.
 
-    Call on de-duplicated runs (:func:`dedupe`). Row labels (``label``) are made unique per kind;
-    rows are ordered by method (:func:`method_ranks` with ``method_first``), label and dataset.
+    Call on de-duplicated runs (:func:`dedupe`). Row labels are unique per kind; rows are ordered
+    by method (:func:`method_ranks` with ``method_first``), label and dataset.
     """
-    out: list[dict[str, Any]] = []
     if runs.empty:
-        return pd.DataFrame(columns=[*CELL_KEYS, "row_key", "label", "n"])
+        return pd.DataFrame(columns=[*CELL_KEYS, "row_key", "label", "n", "compared"])
+    versions = data_versions(runs)
+    out: list[dict[str, Any]] = []
     for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False):
         entry: dict[str, Any] = dict(zip(CELL_KEYS, key, strict=True))
         entry["paper_name"] = next((p for p in group["paper_name"] if p), "")
@@ -242,39 +190,47 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
         for column in ("overrides", "overrides_map", "sweep", "sweep_params", "sweep_map", "base_seed"):
             entry[column] = first[column]
         entry["config_files"] = sorted({f for f in group["config_file"] if f})
+        entry["data_paths"] = sorted({p for p in group["data_path"] if p})
         entry["split_reason"] = "; ".join(sorted({r for r in group["split_reason"] if r}))
         entry["n"] = int(len(group))
         entry["repetitions"] = int(group["repetition"].max()) + 1
         for metric in (*METRICS, *EXTRA_METRICS):
-            mean, std, n = _mean_std_n(group[metric])
-            entry[f"{metric}_mean"], entry[f"{metric}_std"], entry[f"{metric}_n"] = mean, std, n
-        timed = group.loc[~group["oversubscribed"].astype(bool), "train"]
-        entry["train_median"] = float(timed.median()) if len(timed) else math.nan
-        entry["train_min"] = float(timed.min()) if len(timed) else math.nan
-        entry["train_max"] = float(timed.max()) if len(timed) else math.nan
-        entry["train_n"] = int(len(timed))
-        entry["train_oversubscribed"] = int(group["oversubscribed"].astype(bool).sum())
-        entry["train_load_unknown"] = int((~group["load_known"].astype(bool)).sum())
+            samples = _samples(group, metric)
+            entry[metric] = stats.t_interval(list(samples.values()))
+            entry[f"{metric}_samples"] = samples
+        entry["times"] = _times(group)
+        entry["oversubscribed"] = int(group["oversubscribed"].astype(bool).sum())
+        entry["load_unknown"] = int((~group["load_known"].astype(bool)).sum())
         entry["seeds"] = sorted(int(s) for s in group["seed"])
         entry["versions"] = sorted(set(group["version"]))
         entry["commits"] = sorted(set(group["commit"]))
         entry["dirty"] = bool(group["dirty"].any())
         entry["devices"] = sorted(set(group["device_name"]))
-        entry["date_first"], entry["date_last"] = _dates(group["finished_at"])
+        days = sorted(v[:10] for v in group["finished_at"] if v)
+        entry["date_first"], entry["date_last"] = (days[0], days[-1]) if days else ("", "")
         entry["links"] = sorted(group["link"])
+        entry["folders"] = sorted(set(group["folder"]))
         entry["seed_of"] = dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True))
-        entry["records"] = [group["record"].iloc[i] for i in range(len(group))] if "record" in group else []
+        entry["per_class"] = _per_class(group)
+        entry["curves"] = [{"seed": int(s), "curve": c, "op": op} for s, c, op in
+                           sorted(zip(group["seed"], group["curve"], group["op"], strict=True),
+                                  key=lambda t: t[0]) if c is not None]
+        entry["audits"] = [{"seed": int(s), **a} for s, a in zip(group["seed"], group["selection_audit"],
+                                                                 strict=True) if a is not None]
+        entry["compared"] = versions[(entry["kind"], entry["dataset"])].compared == entry["data_fp"]
         out.append(entry)
     frame = pd.DataFrame(out)
-    frame["row_key"] = [tuple(r) for r in frame[ROW_KEYS].itertuples(index=False)]
-    frame = _split_data_collisions(frame)
+    frame["row_key"] = [tuple(r[k] for k in ROW_KEYS) + (() if r["compared"] else ("data", r["data_fp"]))
+                        for r in out]
     frame["label"] = _labels(frame)
     ranks = method_ranks(frame["method"], method_first)
     frame["method_rank"] = [ranks[m] for m in frame["method"]]
     order = sorted(range(len(frame)), key=lambda i: (
         frame["kind"].iloc[i], int(frame["method_rank"].iloc[i]), frame["label"].iloc[i],
         dataset_order(frame["dataset"].iloc[i])))
-    return frame.iloc[order].reset_index(drop=True)
+    frame = frame.iloc[order].reset_index(drop=True)
+    frame.attrs["data_versions"] = [v for v in versions.values() if len(v.counts) > 1]
+    return frame
 
 
 def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFrame:
@@ -284,60 +240,76 @@ def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFr
     return agg[(agg["kind"] == kind) & ((agg["sweep"] != "") == sweeps)]
 
 
-def _split_data_collisions(frame: pd.DataFrame) -> pd.DataFrame:
-    """A row key that has two data fingerprints for one dataset becomes one row per fingerprint."""
-    counts = frame.groupby(["row_key", "dataset"])["data_fp"].transform("nunique")
-    clash = {rk for rk, c in zip(frame["row_key"], counts, strict=True) if c > 1}
-    frame["row_key"] = [(*rk, fp) if rk in clash else rk
-                        for rk, fp in zip(frame["row_key"], frame["data_fp"], strict=True)]
-    frame["data_clash"] = [len(rk) > len(ROW_KEYS) for rk in frame["row_key"]]
-    return frame
-
-
 def _labels(frame: pd.DataFrame) -> list[str]:
-    """``method`` (+ overrides, + sweep values), plus just enough of device / config / data to tell
-    rows apart."""
+    """``method`` (+ overrides, + sweep values), plus just enough of device / config / schedule /
+    data version to tell rows apart."""
     base = {rk: m + "".join(f" [{x}]" for x in (o, w) if x)
             for rk, m, o, w in zip(frame["row_key"], frame["method"], frame["overrides"], frame["sweep"],
                                    strict=True)}
-    rows = sorted(set(frame["row_key"]))
+    rows = sorted(set(frame["row_key"]), key=repr)
     labels = {}
     for rk in rows:
-        kind, method, cid, standard, device = rk[:5]
+        kind, _method, cid, standard, device, schedule = rk[:6]
         twins = [o for o in rows if o[0] == kind and base[o] == base[rk] and o != rk]
         parts = [base[rk]]
         if not standard:
             parts.append("non-standard split")
+        if schedule:
+            parts.append(schedule)
         if any(o[4] != device for o in twins):
             parts.append(device)
         if any(o[2] != cid for o in twins):
             parts.append(f"cfg {cid[:8]}")
         if len(rk) > len(ROW_KEYS):
-            parts.append(f"data {rk[5][:8]}")
+            parts.append(f"data {rk[-1][:8]}, not compared")
         labels[rk] = " · ".join(parts)
     return [labels[rk] for rk in frame["row_key"]]
 
 
-def per_class(records: list[Record], which: str = "unseen") -> list[dict[str, Any]]:
-    """Per-class accuracy of a cell group: mean ± std over seeds per class, with class frequency.
+@dataclass(frozen=True)
+class Side:
+    """One method's runs in a comparison: its configuration and values by seed per metric."""
 
-    ``share_of_unseen`` rescales the record's frequency (a fraction of *all* images) to the share
-    among the listed classes, which is what the paper's per-class table prints.
-    """
-    by_class: dict[int, dict[str, Any]] = {}
-    for record in records:
-        for entry in ((record.per_class or {}).get(which) or []):
-            cls = int(entry["class"])
-            slot = by_class.setdefault(cls, {"class": cls, "name": entry.get("name"), "acc": [],
-                                             "frequency": _number(entry.get("frequency")),
-                                             "n_test": entry.get("n_test")})
-            slot["acc"].append(_number(entry.get("accuracy")))
-    total = sum(s["frequency"] for s in by_class.values() if not math.isnan(s["frequency"]))
-    out = []
-    for cls in sorted(by_class):
-        slot = by_class[cls]
-        mean, std, n = _mean_std_n(pd.Series(slot["acc"], dtype=float))
-        share = slot["frequency"] / total if total > 0 else math.nan
-        out.append({"class": cls, "name": slot["name"] or f"class {cls}", "frequency": slot["frequency"],
-                    "share": share, "n_test": slot["n_test"], "mean": mean, "std": std, "n": n})
-    return out
+    method: str
+    config_id: str
+    overrides: str
+    device_type: str
+    schedule: str
+    samples: dict[str, dict[int, float]]
+    others: int  # other configurations of the method on the dataset, not compared
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted(self.samples["H"])
+
+
+def comparison_sides(runs: pd.DataFrame, method_a: str, method_b: str, dataset: str) -> tuple[Side, Side, str]:
+    """The runs of two methods on one dataset to compare (``zslbench compare``), and the data
+    fingerprint they share: plain (not swept) configurations on a standard split, on the data
+    version both ran most; per method the configuration without overrides, else the one with the
+    most runs."""
+    sub = runs[(runs["dataset"] == dataset) & (runs["sweep"] == "") & runs["standard"].astype(bool)] \
+        if not runs.empty else runs
+    if sub.empty:
+        raise UserError(f"no records on dataset {dataset!r} (plain runs on a standard split)",
+                        hint="check --dataset and --results-dir")
+    for method in (method_a, method_b):
+        if not (sub["method"] == method).any():
+            known = ", ".join(sorted(set(sub["method"])))
+            raise UserError(f"no records of {method!r} on {dataset}", hint=f"methods with records there: {known}")
+    shared = set(sub.loc[sub["method"] == method_a, "data_fp"]) & set(sub.loc[sub["method"] == method_b, "data_fp"])
+    if not shared:
+        raise UserError(f"{method_a} and {method_b} never ran on the same version of {dataset} (data fingerprints "
+                        "differ), so their numbers are not comparable",
+                        hint="re-run both on the same data (zslbench run ... --dataset " + dataset + ")")
+    counts = sub[sub["data_fp"].isin(shared)].groupby("data_fp").size()
+    fp = max(sorted(shared), key=lambda f: int(counts.get(f, 0)))
+    sides = []
+    for method in (method_a, method_b):
+        mine = sub[(sub["method"] == method) & (sub["data_fp"] == fp)]
+        configs = list(mine.groupby(["config_id", "device_type", "schedule"], sort=True))
+        (cid, device, schedule), group = max(configs, key=lambda kv: (kv[1]["overrides"].iloc[0] == "", len(kv[1]),
+                                                                       max(kv[1]["finished_at"])))
+        sides.append(Side(method, cid, group["overrides"].iloc[0], device, schedule,
+                          {m: _samples(group, m) for m in TESTED_METRICS}, len(configs) - 1))
+    return sides[0], sides[1], fp

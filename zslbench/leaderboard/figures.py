@@ -8,14 +8,18 @@ not when another matplotlib or FreeType version rasterises the same data to diff
 
 Byte-for-byte determinism with one matplotlib: no dates in the SVG (``Date: None``), a fixed
 ``svg.hashsalt``, no software/time chunks in the PNG, the Agg backend, fonts from matplotlib's own
-DejaVu Sans, and a fixed canvas size (no ``bbox_inches="tight"``).
+DejaVu Sans, and a fixed canvas size (no ``bbox_inches="tight"``). Names are drawn as plain text
+(``text.parse_math`` off: a ``$`` in a name is a dollar sign, not mathtext).
 
-Legends sit outside the axes (they never cover a curve or a point), and a figure of a synthetic
-or custom dataset says so in a line of its own above the title.
+Every method has one colour in every figure of the board (:func:`method_colors`); rows of one
+method (other configurations) share it and differ by line style and marker. Legends sit outside
+the axes, and a figure of a synthetic or custom dataset says so in a line of its own above the
+title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard.markup.unique_slugs`).
 """
 
 from __future__ import annotations
 
+import colorsys
 import hashlib
 import io
 import json
@@ -31,21 +35,26 @@ from zslbench.leaderboard.collect import (
     dataset_label,
     dataset_order,
     measured,
-    per_class,
     value_sort_key,
 )
+from zslbench.leaderboard.markup import unique_slugs
+from zslbench.results import value_text
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
-STYLE_VERSION = 2
+STYLE_VERSION = 3
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
 SIZE = (7.2, 5.0)  # inches: 720 x 500 px PNGs, two to a row of the HTML report at 1400 px
-SWEEP_SIZE = (12.0, 4.2)  # one panel per metric, the full width of the report
+WIDE = (12.0, 4.2)  # one panel per metric (sweeps), the full width of the report
 #: Up to this many classes, the per-class figure names each class on its axis.
 NAMED_CLASSES = 24
+#: Distinct colours, one per method in the board's method order; more methods than this get
+#: evenly spaced hues beyond it (still one colour each).
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
-           "#7f7f7f", "#bcbd22", "#393b79", "#ad494a", "#637939", "#7b4173", "#3182bd", "#e6550d")
+           "#7f7f7f", "#bcbd22", "#000080", "#800000", "#008080", "#c51b7d", "#b15928", "#66a61e",
+           "#6a3d9a", "#e6ab02", "#1b9e77", "#fb9a99")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINESTYLES = ("-", "--", ":", "-.")
 RC = {
     "svg.hashsalt": "zslbench-leaderboard",
     "svg.fonttype": "path",
@@ -59,6 +68,7 @@ RC = {
     "legend.fontsize": 8.0,
     "legend.frameon": False,
     "path.simplify": False,
+    "text.parse_math": False,
 }
 TAGS = {"synthetic": "SYNTHETIC DATA: generated stand-in, not the real benchmark",
         "custom": "CUSTOM DATASET: the user's own data, not a benchmark"}
@@ -69,9 +79,8 @@ TAG_COLOR = "#b00020"
 class FigureSpec:
     name: str  # file stem under figures/
     kind: str  # "real" | "synthetic" | "custom"
-    figure: str  # "curves" | "h_vs_time" | "per_class" | "sweep"
+    figure: str  # "curves" | "h_vs_time" | "per_class" | "sweep" | "cd"
     title: str
-    caption: str
     data: dict[str, Any]
 
     @property
@@ -86,8 +95,16 @@ class FigureSpec:
 
     @property
     def size(self) -> tuple[int, int]:
-        w, h = SWEEP_SIZE if self.figure == "sweep" else SIZE
-        return int(w * DPI), int(h * DPI)
+        if self.figure == "cd":
+            k = len(self.data["methods"])
+            w, h = WIDE[0], 1.4 + 0.1 * len(self.data["cliques"]) + 0.3 * math.ceil(k / 2)
+        else:
+            w, h = WIDE if self.figure == "sweep" else SIZE
+        return int(w * DPI), int(round(h * DPI))
+
+    @property
+    def wide(self) -> bool:
+        return self.size[0] > 900
 
 
 def _r(value: Any, digits: int = 4) -> float | None:
@@ -97,135 +114,149 @@ def _r(value: Any, digits: int = 4) -> float | None:
     return round(value, digits) if math.isfinite(value) else None
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+def method_colors(methods: list[str]) -> dict[str, str]:
+    """One colour per method, in the given (board-wide) order."""
+    out = {}
+    for i, method in enumerate(methods):
+        if i < len(PALETTE):
+            out[method] = PALETTE[i]
+        else:  # golden-ratio hues: never a repeat
+            r, g, b = colorsys.hsv_to_rgb(((i - len(PALETTE)) * 0.618033988749895) % 1.0, 0.75, 0.75)
+            out[method] = f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
+    return out
 
 
-def figure_specs(agg: pd.DataFrame, kind: str, sweeps: list[tuple[str, pd.DataFrame]]) -> list[FigureSpec]:
+def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> dict[Any, dict[str, str]]:
+    """Colour (the method's), line style and marker (the row's place among its method's rows)."""
+    out: dict[Any, dict[str, str]] = {}
+    seen: dict[str, int] = {}
+    for _, _, rk, method in sorted(set(zip(sub["method_rank"], sub["label"], sub["row_key"], sub["method"],
+                                           strict=True)), key=lambda t: (t[0], t[1])):
+        i = seen.get(method, 0)
+        seen[method] = i + 1
+        out[rk] = {"color": colors[method], "ls": LINESTYLES[i % len(LINESTYLES)], "marker": MARKERS[i % len(MARKERS)]}
+    return out
+
+
+def figure_specs(agg: pd.DataFrame, kind: str, sweeps: list[tuple[str, pd.DataFrame]],
+                 colors: dict[str, str], ranking: Any = None) -> list[FigureSpec]:
     """Every figure of one kind, in a fixed order; empty when there are no measured runs.
-    ``sweeps`` are the page's sweep groups (``tables.sweep_groups``)."""
+    ``sweeps`` are the page's sweep groups (``tables.sweep_groups``), ``ranking`` its
+    :class:`~zslbench.leaderboard.ranks.Ranking` (or None)."""
     sub = measured(agg, kind)
     specs: list[FigureSpec] = []
-    colors = _colors(agg[agg["kind"] == kind] if not agg.empty else agg)
-    datasets = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
-    for name in datasets:
+    styles = _styles(agg[agg["kind"] == kind], colors) if not agg.empty else {}
+    names = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
+    slugs = unique_slugs(names)
+    for name in names:
         ds = dataset_label(name, kind)
         series = []
         for g in (g for g in sub.itertuples(index=False) if g.dataset == name):
-            runs = []
-            for record in sorted(g.records, key=lambda r: r.seed):
-                curve = record.curve or {}
-                op = record.operating_point or {}
-                if not curve.get("A_U"):
-                    continue
-                # Keep the record's order (γ ascending): sorting by A_U would hide a non-monotone curve.
-                pairs = list(zip(curve["A_U"], curve["A_S"], strict=True))
-                runs.append({"seed": record.seed,
-                             "A_U": [_r(u) for u, _ in pairs], "A_S": [_r(s) for _, s in pairs],
-                             "op": [_r(op.get("A_U")), _r(op.get("A_S"))]})
+            runs = [{"seed": c["seed"], "A_U": [_r(u) for u in c["curve"][0]], "A_S": [_r(s) for s in c["curve"][1]],
+                     "op": [_r(c["op"][0]), _r(c["op"][1])]} for c in g.curves]
             if runs:
-                series.append({"label": g.label, "color": colors[g.row_key], "runs": runs,
-                               "ausuc": [_r(g.AUSUC_mean, 2), _r(g.AUSUC_std, 2)], "n": int(g.n)})
+                series.append({"label": g.label, **styles[g.row_key], "runs": runs,
+                               "ausuc": [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)], "n": int(g.n)})
         if series:
-            specs.append(FigureSpec(
-                name=f"{kind}-curves-{_slug(name)}", kind=kind, figure="curves",
-                title=f"{ds}: seen–unseen accuracy curves",
-                caption=(f"Seen–unseen accuracy curves on {ds} as the seen-class penalty γ varies (one thin "
-                         "line per seed); the area under each is AUSUC. Markers: the calibrated operating "
-                         "point (γ chosen on validation classes) of each seed."),
-                data={"dataset": ds, "series": series}))
-    points = []
-    for g in sub.itertuples(index=False):
-        if _r(g.train_median) is None or _r(g.H_mean) is None:
-            continue  # no run left that was not on an oversubscribed machine
-        points.append({"label": g.label, "color": colors[g.row_key], "dataset": dataset_label(g.dataset, kind),
-                       "train": [_r(g.train_median), _r(g.train_min), _r(g.train_max)],
-                       "H": [_r(g.H_mean), _r(g.H_std)]})
-    if points:
-        order = sorted({p["dataset"] for p in points}, key=lambda d: dataset_order(d.lower()))
-        specs.append(FigureSpec(
-            name=f"{kind}-h-vs-time", kind=kind, figure="h_vs_time",
-            title="harmonic mean H vs training time",
-            caption=("One point per method per dataset: mean H (error bar ± std over seeds) against the "
-                     "MEDIAN `train` time (log scale; bar: fastest to slowest run). Runs taken on an "
-                     "oversubscribed machine are left out. Up and to the left is better."),
-            data={"datasets": order, "points": points}))
-    for name in datasets:
+            specs.append(FigureSpec(name=f"{kind}-curves-{slugs[name]}", kind=kind, figure="curves",
+                                    title=f"{ds}: seen–unseen accuracy curves", data={"dataset": ds, "series": series}))
+    devices = sorted({d for g in sub.itertuples(index=False) for d in g.times}) if not sub.empty else []
+    device_slugs = unique_slugs(devices)
+    for device in devices:
+        points = []
+        for g in sub.itertuples(index=False):
+            t = g.times.get(device)
+            if t is None or _r(g.H.mean) is None:
+                continue
+            points.append({"label": g.label, **styles[g.row_key], "dataset": dataset_label(g.dataset, kind),
+                           "train": [_r(t["median"]), _r(t["min"]), _r(t["max"])], "busy": t["busy_only"],
+                           "H": [_r(g.H.mean), _r(g.H.std)], "excluded": not (g.standard and g.compared)})
+        if points:
+            order = sorted({p["dataset"] for p in points}, key=lambda d: dataset_order(d.lower()))
+            suffix = "" if len(devices) == 1 else f"-{device_slugs[device]}"
+            specs.append(FigureSpec(name=f"{kind}-h-vs-time{suffix}", kind=kind, figure="h_vs_time",
+                                    title=f"harmonic mean H vs training time on {device}",
+                                    data={"datasets": order, "points": points, "device": device}))
+    for name in names:
         ds = dataset_label(name, kind)
         series = []
         for g in (g for g in sub.itertuples(index=False) if g.dataset == name):
-            pts = [{"name": str(e["name"]), "share": _r(100 * e["share"]), "acc": [_r(e["mean"]), _r(e["std"])]}
-                   for e in per_class(g.records)]
+            pts = [{"name": e["name"], "share": _r(100 * e["share"]), "acc": [_r(e["interval"].mean),
+                                                                              _r(e["interval"].std)]}
+                   for e in g.per_class]
             pts = [p for p in pts if p["share"] is not None and p["acc"][0] is not None]
             if pts:
-                series.append({"label": g.label, "color": colors[g.row_key], "points": pts})
+                series.append({"label": g.label, **styles[g.row_key], "points": pts})
         if series:
-            specs.append(FigureSpec(
-                name=f"{kind}-per-class-{_slug(name)}", kind=kind, figure="per_class",
-                title=f"{ds}: per-class unseen accuracy, classes by frequency",
-                caption=(f"Each column is one unseen class of {ds}, the most frequent on the left; top: its "
-                         "share of the unseen test images, bottom: each method's GZSL accuracy on it (mean "
-                         "over seeds). A method that ignores class imbalance does well only on the left."),
-                data={"dataset": ds, "series": series}))
+            specs.append(FigureSpec(name=f"{kind}-per-class-{slugs[name]}", kind=kind, figure="per_class",
+                                    title=f"{ds}: per-class unseen accuracy, classes by frequency",
+                                    data={"dataset": ds, "series": series}))
+    sweep_keys = [(title, param) for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
+    sweep_slugs = unique_slugs(f"{title} {param}" for title, param in sweep_keys)
     for title, group in sweeps:
-        specs += _sweep_specs(kind, title, group)
-    return specs
-
-
-def _sweep_specs(kind: str, title: str, group: pd.DataFrame) -> list[FigureSpec]:
-    """One figure per swept parameter: each metric against the parameter, one line per dataset
-    (and per value of the other swept parameters), mean ± std over seeds."""
-    params = sorted(group["sweep_map"].iloc[0])
-    specs = []
-    for param in params:
-        lines: dict[str, list[dict[str, Any]]] = {}
-        for e in group.itertuples(index=False):
-            others = {k: v for k, v in e.sweep_map.items() if k != param}
-            label = dataset_label(e.dataset, kind) + "".join(f", {k}={v}" for k, v in sorted(others.items()))
-            lines.setdefault(label, []).append(
-                {"x": e.sweep_map[param], **{m: [_r(getattr(e, f"{m}_mean")), _r(getattr(e, f"{m}_std"))]
-                                            for m in SWEEP_METRICS}})
-        series = [{"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
-                  for label, pts in sorted(lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()),
-                                                                          kv[0]))]
+        color = colors[group["method"].iloc[0]]
+        for param in sorted(group["sweep_map"].iloc[0]):
+            specs.append(_sweep_spec(kind, title, param, group, color,
+                                     f"{kind}-sweep-{sweep_slugs[f'{title} {param}']}"))
+    if ranking is not None:
         specs.append(FigureSpec(
-            name=f"{kind}-sweep-{_slug(title)}-{_slug(param)}", kind=kind, figure="sweep",
-            title=f"sweep of {title}: metrics vs {param}",
-            caption=(f"The sweep {title}: each metric (%) against {param}, one line per dataset; markers: mean "
-                     "over seeds, error bars ± sample std."),
-            data={"param": param, "series": series}))
+            name=f"{kind}-critical-difference", kind=kind, figure="cd",
+            title=f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)",
+            data={"methods": [{"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
+                              for r, x in zip(ranking.rows, ranking.ranks, strict=True)],
+                  "cd": _r(ranking.cd, 4), "alpha": ranking.alpha, "n": len(ranking.datasets),
+                  "cliques": [list(c) for c in ranking.cliques]}))
     return specs
+
+
+def _sweep_spec(kind: str, title: str, param: str, group: pd.DataFrame, color: str, name: str) -> FigureSpec:
+    """Each metric against the parameter, one line per dataset (and per value of the other swept
+    parameters), mean ± std over seeds, in the method's colour."""
+    lines: dict[str, list[dict[str, Any]]] = {}
+    for e in group.itertuples(index=False):
+        others = {k: v for k, v in e.sweep_map.items() if k != param}
+        label = dataset_label(e.dataset, kind) + "".join(f", {k}={value_text(v)}" for k, v in sorted(others.items()))
+        lines.setdefault(label, []).append(
+            {"x": e.sweep_map[param], **{m: [_r(getattr(e, m).mean), _r(getattr(e, m).std)] for m in SWEEP_METRICS}})
+    series = [{"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
+              for label, pts in sorted(lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()),
+                                                                      kv[0]))]
+    return FigureSpec(name=name, kind=kind, figure="sweep", title=f"sweep of {title}: metrics vs {param}",
+                      data={"param": param, "series": series, "color": color})
 
 
 def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _colors(sub: pd.DataFrame) -> dict[Any, str]:
-    if sub.empty:
-        return {}
-    keys = sorted(set(zip(sub["method_rank"], sub["label"], sub["row_key"], strict=True)))
-    return {rk: PALETTE[i % len(PALETTE)] for i, (_, _, rk) in enumerate(keys)}
-
-
 # --- drawing ----------------------------------------------------------------------------------
 
-def render_figure(spec: FigureSpec) -> dict[str, bytes]:
-    """``{"figures/x.png": bytes, "figures/x.svg": bytes}`` for one spec, deterministically."""
+def draw(spec: FigureSpec) -> Any:
+    """The matplotlib ``Figure`` of a spec (drawn, not saved), under :data:`RC`."""
     import matplotlib
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(RC):
         w, h = spec.size
-        fig = Figure(figsize=(w / DPI, h / DPI), dpi=DPI, layout="constrained")
-        draw = {"curves": _draw_curves, "h_vs_time": _draw_h_vs_time, "per_class": _draw_per_class,
-                "sweep": _draw_sweep}[spec.figure]
-        draw(fig, spec)
+        # The critical-difference diagram places its one axes itself.
+        fig = Figure(figsize=(w / DPI, h / DPI), dpi=DPI, layout=None if spec.figure == "cd" else "constrained")
+        {"curves": _draw_curves, "h_vs_time": _draw_h_vs_time, "per_class": _draw_per_class,
+         "sweep": _draw_sweep, "cd": _draw_cd}[spec.figure](fig, spec)
         title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
         fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, color="black" if spec.kind == "real" else TAG_COLOR)
+    return fig
+
+
+def render_figure(spec: FigureSpec) -> dict[str, bytes]:
+    """``{"figures/x.png": bytes, "figures/x.svg": bytes}`` for one spec, deterministically."""
+    import matplotlib
+
+    fig = draw(spec)
+    with matplotlib.rc_context(RC):
         png, svg = io.BytesIO(), io.BytesIO()
         fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: spec.data_sha256})
-        fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
+        if spec.figure != "cd":
+            fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": "zslbench leaderboard",
                                                  "Description": f"{HASH_KEY}={spec.data_sha256}"})
     png_name, svg_name = spec.files
@@ -246,10 +277,10 @@ def _draw_curves(fig: Any, spec: FigureSpec) -> None:
         label = s["label"] + (f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
                               if mean is not None else "")
         for i, run in enumerate(s["runs"]):
-            ax.plot(run["A_U"], run["A_S"], color=s["color"], lw=1.3, alpha=0.75,
+            ax.plot(run["A_U"], run["A_S"], color=s["color"], ls=s["ls"], lw=1.3, alpha=0.75,
                     label=label if i == 0 else None)
             if None not in run["op"]:
-                ax.plot([run["op"][0]], [run["op"][1]], marker="o", ms=6, color=s["color"],
+                ax.plot([run["op"][0]], [run["op"][1]], marker=s["marker"], ms=6, color=s["color"],
                         markeredgecolor="black", markeredgewidth=0.7, ls="none")
     ax.plot([], [], marker="o", ms=6, color="white", markeredgecolor="black", ls="none",
             label="calibrated operating point")
@@ -261,6 +292,8 @@ def _draw_curves(fig: Any, spec: FigureSpec) -> None:
 
 
 def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
+    """One point per row and dataset; the marker's shape is the dataset, its colour the method;
+    a hollow marker is a time from runs on a busy machine only."""
     ax = fig.add_subplot()
     markers = {ds: MARKERS[i % len(MARKERS)] for i, ds in enumerate(spec.data["datasets"])}
     labelled: set[str] = set()
@@ -268,12 +301,16 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
         (t, t_lo, t_hi), (h, h_std) = p["train"], p["H"]
         ax.errorbar([t], [h], xerr=[[t - t_lo], [t_hi - t]], yerr=[[h_std or 0.0], [h_std or 0.0]],
                     marker=markers[p["dataset"]], ms=7, color=p["color"], ecolor=p["color"], elinewidth=0.8,
-                    capsize=2, ls="none", label=p["label"] if p["label"] not in labelled else None)
+                    markerfacecolor="white" if p["busy"] else p["color"], capsize=2, ls="none",
+                    label=p["label"] if p["label"] not in labelled else None)
         labelled.add(p["label"])
     for ds, marker in markers.items():
         ax.plot([], [], marker=marker, color="#444444", ls="none", label=ds)
+    if any(p["busy"] for p in spec.data["points"]):
+        ax.plot([], [], marker="o", color="#444444", markerfacecolor="white", ls="none",
+                label="hollow: busy machine only")
     _plain_log_axis(ax)
-    ax.set_xlabel("median training time per run, `train` (s, log scale)")
+    ax.set_xlabel("median training time per run, train (s, log scale)")
     ax.set_ylabel("harmonic mean H (%)")
     _legend_below(fig, ax, columns=5)
 
@@ -302,7 +339,7 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     top, ax = fig.subplots(2, 1, sharex=True, height_ratios=(1, 3))
     top.bar(range(len(order)), [shares[n] for n in order], color="#9aa5b8", width=0.8)
     top.set_ylabel("share of\nunseen (%)")
-    if shares and max(shares.values()) > 10 * min(shares.values()):
+    if shares and min(shares.values()) > 0 and max(shares.values()) > 10 * min(shares.values()):
         _plain_log_axis(top, "y", subs=(1.0,))  # a short panel: decades only
     named = len(order) <= NAMED_CLASSES
     width = 0.7 / max(len(series), 1) if named else 0.0  # spread the methods within a class's column
@@ -310,8 +347,8 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
         pts = [p for p in s["points"] if p["name"] in x_of]
         xs = [x_of[p["name"]] + (i - (len(series) - 1) / 2) * width for p in pts]
         ax.errorbar(xs, [p["acc"][0] for p in pts], yerr=[p["acc"][1] or 0.0 for p in pts] if named else None,
-                    marker="o", ms=5 if named else 3.5, color=s["color"], elinewidth=0.8, capsize=2 if named else 0,
-                    ls="none", alpha=0.85, label=s["label"])
+                    marker=s["marker"], ms=5 if named else 3.5, color=s["color"], elinewidth=0.8,
+                    capsize=2 if named else 0, ls="none", alpha=0.85, label=s["label"])
     if named:
         ax.set_xticks(range(len(order)), order, rotation=45, ha="right", fontsize=7.5)
         ax.set_xlabel("unseen classes, most frequent first")
@@ -324,31 +361,79 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
 
 
 def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
+    """The x axis is ticked at the swept values themselves (log-spaced when they span a decade)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
     series = spec.data["series"]
     xs_all = [p["x"] for s in series for p in s["points"]]
     numeric = all(_numeric(x) for x in xs_all)
-    categories = sorted({json.dumps(x) for x in xs_all}) if not numeric else []
+    categories = sorted({json.dumps(x, sort_keys=True) for x in xs_all}) if not numeric else []
+    ticks = sorted(set(xs_all), key=value_sort_key) if numeric else list(range(len(categories)))
+    tick_labels = ([value_text(x) for x in ticks] if numeric
+                   else [value_text(json.loads(c)) for c in categories])
+    log = numeric and min(xs_all) > 0 and max(xs_all) >= 10 * min(xs_all)
     axes = fig.subplots(1, len(SWEEP_METRICS), sharex=True)
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
         for i, s in enumerate(series):
             pts = [p for p in s["points"] if p[metric][0] is not None]
-            xs = [p["x"] if numeric else categories.index(json.dumps(p["x"])) for p in pts]
+            xs = [p["x"] if numeric else categories.index(json.dumps(p["x"], sort_keys=True)) for p in pts]
             ax.errorbar(xs, [p[metric][0] for p in pts], yerr=[p[metric][1] or 0.0 for p in pts],
-                        marker=MARKERS[i % len(MARKERS)], ms=5, color=PALETTE[i % len(PALETTE)], capsize=2,
-                        elinewidth=0.8, lw=1.2, label=s["label"])
+                        marker=MARKERS[i % len(MARKERS)], ls=LINESTYLES[i % len(LINESTYLES)], ms=5,
+                        color=spec.data["color"], capsize=2, elinewidth=0.8, lw=1.2, label=s["label"])
         ax.set_title(metric, fontsize=9.5)
         ax.margins(y=0.15)
         low, high = ax.get_ylim()
         if high - low < 2.0:  # a flat line: keep it mid-panel
             ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
         ax.set_xlabel(spec.data["param"], fontsize=8)
-        if numeric and min(xs_all) > 0 and max(xs_all) >= 10 * min(xs_all):
-            _plain_log_axis(ax)
-        elif not numeric:
-            ax.set_xticks(range(len(categories)), [json.loads(c) for c in categories], rotation=30)
+        if log:
+            ax.set_xscale("log")
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(ticks, tick_labels, rotation=30 if not numeric or len(ticks) > 6 else 0, fontsize=7.5)
     axes[0].set_ylabel("%")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6))
+
+
+def _draw_cd(fig: Any, spec: FigureSpec) -> None:
+    """Demšar's critical-difference diagram: the rank axis (1 = best, on the left), each method a
+    line down to its average rank, labelled at the side in its colour; the Nemenyi CD as a bar
+    above the axis; thick bars join the methods that are not significantly different."""
+    methods = spec.data["methods"]
+    k = len(methods)
+    cliques = spec.data["cliques"]
+    ax = fig.add_axes((0.0, 0.0, 1.0, 0.8))
+    ax.set_axis_off()
+    lo, hi = 1.0, float(max(k, 2))
+    span = (hi - lo) / 0.5  # the rank axis takes the middle half; labels the quarters beside it
+    ax.set_xlim(lo - 0.25 * span, hi + 0.25 * span)
+    half = math.ceil(k / 2)
+    top = 0.35 + 0.3 * len(cliques)  # the first label row sits below the clique bars
+    rows = max(half, k - half)
+    ax.set_ylim(-(top + rows), 1.7)
+    ax.plot([lo, hi], [0, 0], color="black", lw=1.0)
+    for tick in range(1, k + 1):
+        ax.plot([tick, tick], [0, 0.12], color="black", lw=0.8)
+        ax.text(tick, 0.22, str(tick), ha="center", va="bottom", fontsize=8)
+    cd = spec.data["cd"]
+    ax.plot([lo, lo + cd], [1.05, 1.05], color="black", lw=1.4)
+    for x in (lo, lo + cd):
+        ax.plot([x, x], [0.95, 1.15], color="black", lw=1.0)
+    ax.text(lo, 1.25, f"CD = {cd:.2f} (Nemenyi, α = {spec.data['alpha']:g}, {spec.data['n']} datasets)",
+            ha="left", va="bottom", fontsize=8)
+    left_x, right_x = lo - 0.04 * span, hi + 0.04 * span
+    for i, m in enumerate(methods):
+        left = i < half
+        level = -(top + (i if left else k - 1 - i))
+        x = m["rank"]
+        ax.plot([x, x, left_x if left else right_x], [0, level, level], color=m["color"], lw=1.2)
+        ax.text(left_x - 0.01 * span if left else right_x + 0.01 * span, level, f"{m['label']} ({x:.2f})",
+                color=m["color"], ha="right" if left else "left", va="center", fontsize=8.5)
+    for j, (first, last) in enumerate(cliques):
+        y = -0.25 - 0.3 * j
+        ax.plot([methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05], [y, y], color="black", lw=3.0,
+                solid_capstyle="butt")
 
 
 # --- reading the hash back (for --check) ------------------------------------------------------

@@ -28,7 +28,10 @@ def is_own_manifest(doc: Any) -> bool:
 
 def owned_files(manifest: Path) -> set[str] | None:
     """The files (relative to its folder, the manifest itself included) that the manifest at
-    ``manifest`` says zslbench leaderboard wrote; None when it is absent, unreadable or foreign."""
+    ``manifest`` says zslbench leaderboard wrote; None when it is absent, unreadable, foreign or
+    a link (never followed)."""
+    if Path(manifest).is_symlink():
+        return None
     try:
         doc = json.loads(Path(manifest).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):

@@ -7,6 +7,7 @@ aggregation of records, and every page marks them as *reported*.
 Format (schema 1)::
 
     {"schema": 1, "about": str,
+     "source": "the work the numbers are quoted from, as pages name it (\"Smith et al. (CVPR 2020)\")",
      "tables": {"main": {"title", "paper_table", "latex_label", "metrics": [...]}, ...},
      "references": {key: "full reference", ...},
      "rows": [{"table": "main" | "ablation" | "train_time" | "per_class",
@@ -30,15 +31,32 @@ from typing import Any
 
 from zslbench.errors import UserError
 
-DEFAULT_FILE = Path("reported") / "ye2022_icpr.json"
-#: The curated file in the clone zslbench runs from (an editable install, as the README says).
-CLONE_FILE = Path(__file__).resolve().parents[2] / "leaderboards" / DEFAULT_FILE
+#: The folder of the curated file, beside the board (the committed ``leaderboards/reported/``).
+DEFAULT_DIR = Path("reported")
+#: The same folder in the clone zslbench runs from (an editable install, as the README says).
+CLONE_DIR = Path(__file__).resolve().parents[2] / "leaderboards" / DEFAULT_DIR
 
 
 def default_reported(out_dir: Path) -> list[Path]:
-    """Where ``--reported`` is looked for when not given, in order: beside the output (the committed
-    ``leaderboards/``), then in the clone zslbench runs from."""
-    return [Path(out_dir) / DEFAULT_FILE, CLONE_FILE]
+    """Where ``--reported`` is looked for when not given, in order: the folders beside the output
+    (the committed ``leaderboards/reported/``) and in the clone zslbench runs from; the first that
+    holds a JSON file."""
+    return [Path(out_dir) / DEFAULT_DIR, CLONE_DIR]
+
+
+def find_reported(out_dir: Path) -> Path | None:
+    """The curated file of the first folder of :func:`default_reported` that holds one; a folder
+    holding several is refused (name the one to use)."""
+    for folder in default_reported(out_dir):
+        found = sorted(folder.glob("*.json")) if folder.is_dir() else []
+        if len(found) > 1:
+            raise UserError(f"{folder}: holds {len(found)} reported-numbers files",
+                            hint="pass the one to show with --reported FILE")
+        if found:
+            return found[0]
+    return None
+
+
 TABLES = ("main", "ablation", "train_time", "per_class")
 
 
@@ -63,6 +81,8 @@ class Reported:
 
     path: Path | None
     about: str = ""
+    #: The work the numbers are quoted from, as the pages name it.
+    source: str = ""
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     references: dict[str, str] = field(default_factory=dict)
     rows: tuple[ReportedRow, ...] = ()
@@ -147,5 +167,6 @@ def load_reported(path: Path) -> Reported:
             device=raw.get("device") or None,
             dataset=str(raw["dataset"]).upper() if raw.get("dataset") else None,
             classes=tuple(classes)))
-    return Reported(path=path, about=str(doc.get("about") or ""), tables=dict(doc.get("tables") or {}),
+    return Reported(path=path, about=str(doc.get("about") or ""), source=str(doc.get("source") or "").strip(),
+                    tables=dict(doc.get("tables") or {}),
                     references=references, rows=tuple(rows))

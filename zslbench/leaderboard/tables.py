@@ -1,42 +1,50 @@
-"""Leaderboard tables as plain data, built once and then written as Markdown, CSV and HTML.
+"""Leaderboard tables as plain data, built once and written as Markdown, CSV and HTML.
 
-Keeping the table model independent of the output format is what makes the three formats agree:
-the same rows, the same order, the same best-value marks.
+Keeping the table model independent of the output format is what makes the formats agree: the
+same rows, the same order, the same marks. The prose around a table (its caption) is written by
+the templates from the table's ``kind`` and ``params``.
 
 Rules the builders follow:
 
 * Measured rows come from aggregated records (:mod:`zslbench.leaderboard.collect`); reported rows
-  come from the curated file (:mod:`zslbench.leaderboard.reported`). A row is one or the other,
-  never a blend, and carries its :class:`Provenance`.
-* The best value of a column is marked among *comparable* rows only: measured rows on a standard
-  split and reported rows. Values are compared as displayed (1 decimal for accuracies), so two
-  cells that print the same are both marked.
-* Rows on a non-standard split stay in the table, labelled, but are never marked best.
+  from the curated file (:mod:`zslbench.leaderboard.reported`). A row is one or the other, never a
+  blend, and carries its :class:`Provenance`.
+* **Bold** is a statistical claim (:func:`mark`): in a column of H, A_T or AUSUC, the measured
+  row with the best mean and every measured row *not significantly worse* than it
+  (:func:`zslbench.stats.not_worse_than_best`: a t-test over seeds, paired by seed where the runs
+  share seeds, Holm-corrected over the column). No bold in a column with one method, none on A_U
+  or A_S (a method trades one for the other), and never on a reported row (a quoted number has no
+  spread to test).
+* Only *comparable* rows take part: a standard split and the compared data version of the
+  dataset; a row on a reduced schedule competes only when the column has no full-schedule row.
+  The others stay in the table, marked, never bold.
+* Training times are compared only on one device model (one table each); bold marks the fastest
+  median there, never a time taken on a busy machine.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from zslbench import stats
 from zslbench.leaderboard.collect import (
-    GZSL_METRICS,
     SWEEP_METRICS,
-    ZSL_METRICS,
+    TESTED_METRICS,
     dataset_label,
     dataset_order,
     measured,
-    per_class,
     value_sort_key,
 )
+from zslbench.leaderboard.markup import unique_slugs
 from zslbench.leaderboard.reported import Reported, ReportedRow
 
-METRIC_TITLES = {"A_T": "A_T", "A_U": "A_U", "A_S": "A_S", "H": "H", "AUSUC": "AUSUC"}
 MISSING = "–"
+SIGNIFICANCE = "significance"
+FASTEST = "fastest"
 
 
 def _finite(value: Any) -> float | None:
@@ -53,43 +61,61 @@ def time_decimals(seconds: float) -> int:
 
 @dataclass
 class Cell:
-    """One value: ``mean ± std`` over ``n`` seeds (measured) or a single quoted number (reported)."""
+    """One value: ``mean ± std`` over ``n`` seeds with a 95% interval ``[low, high]`` (measured,
+    with its values by seed in ``samples``), or a single quoted number (reported)."""
 
     mean: float | None = None
     std: float | None = None
     n: int | None = None
+    low: float | None = None
+    high: float | None = None
     decimals: int = 1
     unit: str = ""
     #: Free text instead of a number (a device name, "5 min" as the paper prints it).
     text_override: str | None = None
-    #: Value used for sorting and ranking, in the column's common unit (defaults to ``mean``).
+    #: Value used for sorting, in the column's common unit (defaults to ``mean``).
     sort_value: float | None = None
+    #: Values by seed, for the tests; None for a number that cannot be tested (reported).
+    samples: dict[int, float] | None = None
+    #: The test's verdict against the column's best (``stats.Verdict.status``), if tested.
+    status: str = ""
+    p: float | None = None
+    test: str = ""
+    #: "busy": a time from runs on an oversubscribed machine only.
+    flag: str = ""
     best: bool = False
 
     def __post_init__(self) -> None:
         self.mean, self.std = _finite(self.mean), _finite(self.std)
+        self.low, self.high = _finite(self.low), _finite(self.high)
         if self.sort_value is None:
             self.sort_value = self.mean
+
+    @classmethod
+    def of(cls, interval: stats.Interval, samples: dict[int, float] | None = None, **kw: Any) -> Cell:
+        return cls(interval.mean, interval.std, interval.n, interval.low, interval.high, samples=samples, **kw)
 
     @property
     def missing(self) -> bool:
         return self.text_override is None and self.mean is None
 
-    @property
-    def rank_value(self) -> float | None:
-        if self.sort_value is None:
-            return None
-        return round(self.sort_value, self.decimals)
-
-    def text(self) -> str:
+    def value_text(self) -> str:
         if self.text_override is not None:
             return self.text_override
-        if self.mean is None:
-            return MISSING
-        body = f"{self.mean:.{self.decimals}f}"
-        if self.std is not None:
-            body += f" ± {self.std:.{self.decimals}f}"
-        return body + self.unit
+        return MISSING if self.mean is None else f"{self.mean:.{self.decimals}f}{self.unit}"
+
+    def std_text(self) -> str:
+        return "" if self.std is None else f"± {self.std:.{self.decimals}f}"
+
+    def ci_text(self) -> str:
+        if self.low is None or self.high is None:
+            return ""
+        return f"{self.low:.{self.decimals}f}–{self.high:.{self.decimals}f}".replace("-", "−")
+
+    def text(self) -> str:
+        """``mean ± std`` as one string (mean only without a spread)."""
+        std = self.std_text()
+        return self.value_text() + (f" {std}" if std and self.text_override is None else "")
 
 
 @dataclass
@@ -108,20 +134,13 @@ class Provenance:
     #: (dataset label, [record links]) for measured rows, and the seed of each record.
     records: list[tuple[str, list[str]]] = field(default_factory=list)
     seed_of: dict[str, int] = field(default_factory=dict)
+    #: (dataset label, data fingerprint) of each dataset the row ran on.
+    data: list[tuple[str, str]] = field(default_factory=list)
     anchor: str = ""
     #: The configuration's full label (a sweep row shows only its values).
     label: str = ""
     citation: str = ""
     refs: list[str] = field(default_factory=list)
-
-    @property
-    def comparable(self) -> bool:
-        return self.source == "reported" or bool(self.standard)
-
-    def split_text(self) -> str:
-        if self.source == "reported":
-            return "paper's split"
-        return "standard split" if self.standard else "NON-STANDARD split (not comparable)"
 
     def dates(self) -> str:
         if self.date_first == self.date_last:
@@ -136,8 +155,9 @@ class Provenance:
         """One line: version, commit, date, device, split (measured) or the citation (reported)."""
         if self.source == "reported":
             return self.citation
+        split = "standard split" if self.standard else "NON-STANDARD split (not comparable)"
         return (f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {self.dates()} · "
-                f"{', '.join(self.devices)} · {self.split_text()}")
+                f"{', '.join(self.devices)} · {split}")
 
 
 @dataclass
@@ -146,11 +166,15 @@ class Column:
     title: str
     group: str = ""
     higher_better: bool = True
-    #: Ranked columns take part in best-value marking; descriptive ones (device, share) do not.
-    ranked: bool = True
+    #: How the column is marked: SIGNIFICANCE, FASTEST, or "" (never bold).
+    mark: str = ""
+    #: Whether the column's values can be compared with each other at all (per-class tables: a
+    #: method's column on a non-standard split is not).
     comparable: bool = True
     #: Text columns (a device name) read better left-aligned.
     align: str = "right"
+    #: Descriptive columns (share, test images) show no seed count.
+    descriptive: bool = False
 
 
 @dataclass
@@ -161,27 +185,35 @@ class Row:
     cells: dict[str, Cell]
     prov: Provenance | None = None
     method: str = ""
-    #: A warning shown with the row (runs on an oversubscribed machine left out of its times).
+    #: Why the row is never compared, one phrase each ("non-standard split", "other data version").
+    excluded: list[str] = field(default_factory=list)
+    #: "reduced" when its records ran a reduced schedule.
+    schedule: str = ""
+    #: A warning shown with the row (runs on a busy machine).
     note: str = ""
 
     @property
     def comparable(self) -> bool:
-        return self.prov.comparable if self.prov else True
+        return self.source == "measured" and not self.excluded
 
 
 @dataclass
 class Table:
     id: str
+    #: What the table is, for its caption: "h", "au-as", "zsl", "ablation-h", "ablation-au-as",
+    #: "time", "reported-time", "sweep", "perclass", "reported-perclass", "audit".
+    kind: str
     title: str
-    caption: str
     columns: list[Column]
     rows: list[Row]
     row_header: str = "Method"
-    #: "column": best row per column; "row": best column per row (per-class tables).
+    #: "column": marks per column; "row": per row (per-class tables: the best method per class).
     best_axis: str = "column"
     show_source: bool = True
-    #: The dataset label of a single-dataset table (per-class tables).
+    #: The dataset label of a single-dataset table (per-class and sweep tables).
     dataset: str = ""
+    #: Facts the caption states (a sweep's title, the device, the rules of a selection audit).
+    params: dict[str, Any] = field(default_factory=dict)
 
     def cell(self, row: Row, column: Column) -> Cell:
         return row.cells.get(column.key) or Cell()
@@ -196,63 +228,102 @@ class Table:
                 out.append((column.group, 1))
         return out
 
+    @property
+    def has_groups(self) -> bool:
+        return any(title for title, _ in self.groups())
 
-def mark_best(table: Table) -> Table:
-    """Set ``Cell.best`` on the best comparable value(s) of each column (or row)."""
+    def common_n(self) -> int | None:
+        """The number of seeds most measured cells have: said once, per cell only where it differs."""
+        counts: dict[int, int] = {}
+        for row in self.rows:
+            for cell in row.cells.values():
+                if cell.n is not None and not cell.missing:
+                    counts[cell.n] = counts.get(cell.n, 0) + 1
+        return max(sorted(counts), key=lambda n: counts[n]) if counts else None
+
+    @property
+    def tested(self) -> bool:
+        return any(c.mark == SIGNIFICANCE for c in self.columns)
+
+
+# --- marks ------------------------------------------------------------------------------------
+
+def mark(table: Table) -> Table:
+    """Set each cell's bold (``best``) and verdict, per the module's rules."""
     for row in table.rows:
         for cell in row.cells.values():
-            cell.best = False
+            cell.best, cell.status, cell.p, cell.test = False, "", None, ""
     if table.best_axis == "column":
-        for column in table.columns:
-            if not column.ranked:
-                continue
-            cells = [table.cell(r, column) for r in table.rows if r.comparable]
-            _mark(cells, column.higher_better)
+        for column in (c for c in table.columns if c.mark):
+            entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
+            if column.mark == SIGNIFICANCE:
+                _mark_significance(entries, column.higher_better)
+            else:
+                _mark_fastest([cell for cell, _ in entries])
     else:
-        ranked = [c for c in table.columns if c.ranked and c.comparable]
+        columns = [c for c in table.columns if c.mark == SIGNIFICANCE and c.comparable]
         for row in table.rows:
-            _mark([table.cell(row, c) for c in ranked], all(c.higher_better for c in ranked))
+            if row.source == "measured":
+                _mark_significance([(table.cell(row, c), "") for c in columns], True)
     return table
 
 
-def _mark(cells: list[Cell], higher_better: bool) -> None:
-    values = [c.rank_value for c in cells if c.rank_value is not None]
-    if not values:
+def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> None:
+    """Full-schedule cells compete; reduced ones only in a column without a full one."""
+    cells = [(c, s) for c, s in entries if c.samples]
+    if any(s != "reduced" for _, s in cells):
+        cells = [(c, s) for c, s in cells if s != "reduced"]
+    verdicts = stats.not_worse_than_best([c.samples or {} for c, _ in cells], higher_better=higher_better)
+    for (cell, _), verdict in zip(cells, verdicts, strict=True):
+        cell.status, cell.best = verdict.status, verdict.bold
+        cell.p = None if math.isnan(verdict.p) else verdict.p
+        cell.test = verdict.test
+
+
+def _mark_fastest(cells: list[Cell]) -> None:
+    """The fastest median of quiet runs (ties at display precision all marked); only with two or
+    more timed rows."""
+    timed = [c for c in cells if c.sort_value is not None and not c.flag]
+    if len(timed) < 2:
         return
-    best = max(values) if higher_better else min(values)
-    for cell in cells:
-        if cell.rank_value is not None and cell.rank_value == best:
-            cell.best = True
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+    best = min(round(c.sort_value, c.decimals) for c in timed)
+    for cell in timed:
+        cell.best = round(cell.sort_value, cell.decimals) == best
 
 
 # --- building rows ----------------------------------------------------------------------------
 
-def _measured_row(entry: Any, label: str | None = None) -> Row:
+def _excluded(entry: Any) -> list[str]:
+    out = []
+    if not entry.standard:
+        out.append("non-standard split")
+    if not entry.compared:
+        out.append("other data version")
+    return out
+
+
+def _measured_row(entry: Any, anchors: dict[Any, str], label: str | None = None) -> Row:
     prov = Provenance(source="measured", standard=bool(entry.standard), split_reason=entry.split_reason,
-                      anchor=f"prov-{slug(entry.label)}", label=entry.label)
+                      anchor=anchors[entry.row_key], label=entry.label)
     return Row(label=label or entry.label, name=entry.paper_name or entry.method, source="measured",
-               cells={}, prov=prov, method=entry.method)
+               cells={}, prov=prov, method=entry.method, excluded=_excluded(entry), schedule=entry.schedule)
 
 
-def measured_rows(agg: pd.DataFrame, kind: str, metrics: tuple[str, ...]) -> list[Row]:
-    """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
-    rows: dict[Any, Row] = {}
-    for entry in measured(agg, kind).itertuples(index=False):
-        row = rows.setdefault(entry.row_key, _measured_row(entry))
-        ds = dataset_label(entry.dataset, kind)
-        for metric in metrics:
-            row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
-        _extend_provenance(row.prov, entry, ds)
-    return list(rows.values())
+def row_anchors(agg: pd.DataFrame) -> dict[Any, str]:
+    """One HTML anchor per row key, from its label (labels are unique per kind, and
+    :func:`unique_slugs` parts any two that slug alike)."""
+    out: dict[Any, str] = {}
+    if agg.empty:
+        return out
+    for _kind, sub in agg.groupby("kind", sort=True):
+        labels = dict(zip(sub["row_key"], sub["label"], strict=True))
+        slugs = unique_slugs(labels.values(), prefix="prov-")
+        out.update({rk: slugs[label] for rk, label in labels.items()})
+    return out
 
 
 def _metric_cell(entry: Any, metric: str) -> Cell:
-    return Cell(getattr(entry, f"{metric}_mean"), getattr(entry, f"{metric}_std"),
-                int(getattr(entry, f"{metric}_n")))
+    return Cell.of(getattr(entry, metric), dict(getattr(entry, f"{metric}_samples")))
 
 
 def _extend_provenance(prov: Provenance, entry: Any, ds: str) -> None:
@@ -268,15 +339,31 @@ def _extend_provenance(prov: Provenance, entry: Any, ds: str) -> None:
         prov.split_reason = "; ".join(x for x in (prov.split_reason, entry.split_reason) if x)
     prov.records.append((ds, list(entry.links)))
     prov.seed_of.update(entry.seed_of)
+    prov.data.append((ds, entry.data_fp))
+
+
+def measured_rows(agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], anchors: dict[Any, str]) -> list[Row]:
+    """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
+    rows: dict[Any, Row] = {}
+    for entry in measured(agg, kind).itertuples(index=False):
+        row = rows.setdefault(entry.row_key, _measured_row(entry, anchors))
+        ds = dataset_label(entry.dataset, kind)
+        for metric in metrics:
+            row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
+        _extend_provenance(row.prov, entry, ds)
+    return list(rows.values())
+
+
+def _reported_prov(rep: ReportedRow) -> Provenance:
+    return Provenance(source="reported", citation=rep.citation, refs=list(rep.refs),
+                      devices=[rep.device] if rep.device else [])
 
 
 def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row]:
     out = []
     for rep in rows:
         cells = {f"{ds}:{m}": Cell(values.get(m)) for ds, values in rep.values.items() for m in metrics}
-        prov = Provenance(source="reported", citation=rep.citation, refs=list(rep.refs),
-                          devices=[rep.device] if rep.device else [])
-        out.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells, prov=prov,
+        out.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells, prov=_reported_prov(rep),
                        method=rep.zslbench_method or ""))
     return out
 
@@ -309,148 +396,155 @@ def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported | None) -> lis
 
 
 def metric_columns(datasets: list[str], metrics: tuple[str, ...]) -> list[Column]:
-    return [Column(key=f"{ds}:{m}", title=METRIC_TITLES[m], group=ds) for ds in datasets for m in metrics]
+    return [Column(key=f"{ds}:{m}", title=m, group=ds, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
+            for ds in datasets for m in metrics]
 
 
 # --- the tables -------------------------------------------------------------------------------
 
-def setting_tables(agg: pd.DataFrame, kind: str, reported: Reported | None) -> list[Table]:
-    """The GZSL and ZSL tables (methods × datasets). On the real page each of the paper's rows is
-    followed by the measured rows of the same method."""
+#: The measured tables of every page: (id suffix, kind, title, metrics). GZSL's headline metrics
+#: and its operating point are apart so that bold (H, AUSUC) never sits beside A_U / A_S, and so
+#: that each table, with its intervals, reads at 1400 px.
+SETTING_TABLES = (
+    ("h", "h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
+    ("zsl", "zsl", "Zero-shot learning: A_T", ("A_T",)),
+    ("au-as", "au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", ("A_U", "A_S")),
+)
+
+
+def setting_tables(agg: pd.DataFrame, kind: str, reported: Reported | None, anchors: dict[Any, str]) -> list[Table]:
+    """The methods × datasets tables. On the real page each of the paper's rows is followed by the
+    measured rows of the same method."""
     datasets = datasets_for(agg, kind, reported)
     main_rep = reported.rows_for("main") if (kind == "real" and reported) else []
-    info = reported.table_info("main") if reported else {}
-    ref = (f" Reported rows: {info.get('paper_table', 'the paper')} of Ye et al. (ICPR 2022), each followed "
-           "by our measured rows of the same method." if main_rep else "")
-    sweeps = " Runs of hyperparameter sweeps are in the sweep tables." if not measured(
-        agg, kind, sweeps=True).empty else ""
+    params = {"reported": bool(main_rep), "paper_table": reported.table_info("main").get("paper_table", "")
+              if main_rep and reported else "", "source": reported.source if main_rep and reported else "",
+              "sweeps": not measured(agg, kind, sweeps=True).empty}
     tables = []
-    for tid, title, metrics, what in (
-            ("gzsl", "Generalized ZSL", GZSL_METRICS,
-             "A_U / A_S: per-class top-1 accuracy (%) on unseen / seen test classes at the calibrated "
-             "operating point; H: their harmonic mean; AUSUC: area under the seen–unseen curve (%, "
-             "per-class accuracies, as Chao et al.; the per-image variant is in the CSV)."),
-            ("zsl", "Zero-shot learning (ZSL)", ZSL_METRICS,
-             "A_T: per-class top-1 accuracy (%) on unseen test images, unseen classes only.")):
-        rows = paired(reported_rows(main_rep, metrics), measured_rows(agg, kind, metrics))
-        caption = (f"{what} Cells: mean ± sample std over seeds, n = number of seeds. "
-                   f"Bold: best comparable value of the column.{ref}{sweeps}")
-        tables.append(mark_best(Table(id=f"{kind}-{tid}", title=title, caption=caption,
-                                      columns=metric_columns(datasets, metrics), rows=rows)))
+    for suffix, tkind, title, metrics in SETTING_TABLES:
+        rep_metrics = tuple(m for m in metrics if any(m in v for r in main_rep for v in r.values.values()))
+        rows = paired(reported_rows(main_rep, rep_metrics), measured_rows(agg, kind, metrics, anchors))
+        tables.append(mark(Table(id=f"{kind}-{suffix}", kind=tkind, title=title,
+                                 columns=metric_columns(datasets, metrics), rows=rows, params=params)))
     return tables
 
 
-def ablation_table(agg: pd.DataFrame, reported: Reported) -> Table | None:
+def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, str]) -> list[Table]:
     """The paper's model-structure ablation, each reported row next to the measured runs of it."""
     rep_rows = reported.rows_for("ablation")
     if not rep_rows:
-        return None
-    metrics = ("A_T", "A_U", "A_S", "H")
+        return []
     datasets = datasets_for(agg, "real", reported)
-    rows = [r for r in paired(reported_rows(rep_rows, metrics), measured_rows(agg, "real", metrics))
-            if r.source == "reported" or any(rep.zslbench_method == r.method for rep in rep_rows)]
     info = reported.table_info("ablation")
-    caption = ("The paper's model-structure ablation (its rows: reported) with our measured runs of the "
-               "same compositions directly below each. A_T in the ZSL setting; A_U, A_S, H in GZSL. "
-               f"Reported rows: {info.get('paper_table', 'ablation table')} of Ye et al. (ICPR 2022).")
-    return mark_best(Table(id="real-ablation", title="Ablation: model structure", caption=caption,
-                           columns=metric_columns(datasets, metrics), rows=rows))
+    tables = []
+    for suffix, title, metrics in (("h", "Ablation: H and A_T", ("H", "A_T")),
+                                   ("au-as", "Ablation: A_U and A_S", ("A_U", "A_S"))):
+        rows = [r for r in paired(reported_rows(rep_rows, metrics), measured_rows(agg, "real", metrics, anchors))
+                if r.source == "reported" or any(rep.zslbench_method == r.method for rep in rep_rows)]
+        tables.append(mark(Table(id=f"real-ablation-{suffix}", kind=f"ablation-{suffix}", title=title,
+                                 columns=metric_columns(datasets, metrics), rows=rows,
+                                 params={"paper_table": info.get("paper_table", ""), "source": reported.source})))
+    return tables
 
 
-TIME_CAPTION = (
-    "Training time: the record's `train` timing (everything before evaluation), the MEDIAN over the "
-    "seeds, on the device named. Runs taken on an oversubscribed machine (1-minute load average above "
-    "its cores at the start or end of the run) are left out of the medians, the best marks and the "
-    "H-vs-time figure: their wall times measure the other work too. Rows marked † had such runs; a "
-    "cell with none left shows –. Runs whose record has no load report count as unknown and are kept. ")
-
-
-def time_table(agg: pd.DataFrame, kind: str, reported: Reported | None) -> Table:
-    """Median ``train`` seconds per method × dataset with the device; the paper's minutes beside them."""
-    datasets = datasets_for(agg, kind, reported if kind == "real" else None)
-    rows: dict[Any, Row] = {}
-    over: dict[Any, list[int]] = {}
+def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
+    """Median ``train`` seconds per method × dataset, one table per device model."""
+    datasets = datasets_for(agg, kind, None)
+    by_device: dict[str, dict[Any, Row]] = {}
     for entry in measured(agg, kind).itertuples(index=False):
-        row = rows.setdefault(entry.row_key, _measured_row(entry))
         ds = dataset_label(entry.dataset, kind)
-        median = _finite(entry.train_median)
-        row.cells[ds] = Cell(median, None, int(entry.train_n), unit=" s",
-                             decimals=time_decimals(median) if median is not None else 1)
-        counts = over.setdefault(entry.row_key, [0, 0])
-        counts[0] += int(entry.train_oversubscribed)
-        counts[1] += int(entry.n)
-        _extend_provenance(row.prov, entry, ds)
-    out = list(rows.values())
-    for key, row in rows.items():
-        row.cells["device"] = Cell(text_override=", ".join(row.prov.devices))
-        bad, total = over[key]
-        if bad:
-            row.note = f"† {bad} of {total} runs on an oversubscribed machine, left out of the times"
-    rep_rows: list[Row] = []
-    if kind == "real" and reported is not None:
-        for rep in reported.rows_for("train_time"):
-            cells: dict[str, Cell] = {}
-            for ds, values in rep.values.items():
-                minutes = values.get("train_min")
-                cells[ds] = (Cell() if minutes is None else
-                             Cell(text_override=f"{minutes:g} min", sort_value=minutes * 60.0, decimals=1))
-            cells["device"] = Cell(text_override=rep.device or "")
-            rep_rows.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells,
-                                prov=Provenance(source="reported", citation=rep.citation, refs=list(rep.refs),
-                                                devices=[rep.device] if rep.device else []),
-                                method=rep.zslbench_method or ""))
+        for device, t in entry.times.items():
+            row = by_device.setdefault(device, {}).setdefault(entry.row_key, _measured_row(entry, anchors))
+            row.cells[ds] = Cell(t["median"], None, t["n"], unit=" s", decimals=time_decimals(t["median"]),
+                                 flag="busy" if t["busy_only"] else "")
+            if t["busy"]:
+                row.note = _busy_note(row.note, ds, t)
+            _extend_provenance(row.prov, entry, ds)
+    ids = unique_slugs(by_device, prefix=f"{kind}-time-")
+    tables = []
+    for device in sorted(by_device):
+        rows = list(by_device[device].values())
+        tables.append(mark(Table(id=ids[device], kind="time", title=f"Training time (median) on {device}",
+                                 columns=[Column(key=ds, title=ds, higher_better=False, mark=FASTEST)
+                                          for ds in datasets], rows=rows, params={"device": device})))
+    return tables
+
+
+def _busy_note(note: str, ds: str, t: dict[str, Any]) -> str:
+    part = (f"{ds}: all {t['runs']} runs on a busy machine, their median shown (marked)" if t["busy_only"] else
+            f"{ds}: {t['busy']} of {t['runs']} runs on a busy machine, left out of the median")
+    return f"{note}; {part}" if note else f"† {part}"
+
+
+def reported_time_table(reported: Reported) -> Table | None:
+    """The paper's training times in minutes, as printed, on its device."""
+    rep_rows = reported.rows_for("train_time")
+    if not rep_rows:
+        return None
+    datasets = sorted({ds for rep in rep_rows for ds in rep.values}, key=dataset_order)
+    rows = []
+    for rep in rep_rows:
+        cells: dict[str, Cell] = {}
+        for ds, values in rep.values.items():
+            minutes = values.get("train_min")
+            cells[ds] = (Cell() if minutes is None else
+                         Cell(text_override=f"{minutes:g} min", sort_value=minutes * 60.0))
+        cells["device"] = Cell(text_override=rep.device or "")
+        rows.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells, prov=_reported_prov(rep),
+                        method=rep.zslbench_method or ""))
     columns = [Column(key=ds, title=ds, higher_better=False) for ds in datasets]
-    columns.append(Column(key="device", title="Device", ranked=False, align="left"))
-    caption = (TIME_CAPTION
-               + ("Reported rows are the paper's averages in minutes, as printed (its training-time table), "
-                  "each followed by our runs of the same method. " if rep_rows else "")
-               + "Bold: fastest comparable. Times on different devices are not directly comparable.")
-    return mark_best(Table(id=f"{kind}-time", title="Training time (median)", caption=caption,
-                           columns=columns, rows=paired(rep_rows, out)))
+    columns.append(Column(key="device", title="Device", align="left", descriptive=True))
+    return Table(id="real-time-reported", kind="reported-time", title="Training time as reported (minutes)",
+                 columns=columns, rows=rows, params={"paper_table": reported.table_info("train_time").get(
+                     "paper_table", "")})
 
 
 def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]:
     """The sweeps of a page: one group per (method, swept parameters, other overrides, split,
-    device), as ``(title, its aggregated rows)``."""
+    device, schedule, data version), as ``(title, its aggregated rows)``."""
     sub = measured(agg, kind, sweeps=True)
     if sub.empty:
         return []
-    keys = ["method_rank", "method", "sweep_params", "overrides", "standard", "device_type"]
+    keys = ["method_rank", "method", "sweep_params", "overrides", "standard", "device_type", "schedule",
+            "compared"]
     out = []
     for key, group in sub.groupby(keys, sort=True):
-        _, method, params, overrides, standard, device = key
+        _, method, params, overrides, standard, device, schedule, compared = key
         title = f"{method} over {params}" + (f" [{overrides}]" if overrides else "")
         if not standard:
             title += " · non-standard split"
+        if schedule:
+            title += f" · {schedule}"
+        if not compared:
+            title += " · other data version"
         if sub["device_type"].nunique() > 1:
             title += f" · {device}"
         out.append((title, group))
     return out
 
 
-def sweep_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
-    """One table per sweep: rows are the swept values, columns the metrics per dataset."""
+def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
+    """One table per sweep and dataset: rows are the swept values, columns the metrics."""
     tables = []
-    for title, group in sweep_groups(agg, kind):
-        datasets = sorted({dataset_label(d, kind) for d in group["dataset"]},
-                          key=lambda label: dataset_order(label.lower()))
-        rows: dict[str, Row] = {}
-        values: dict[str, dict[str, Any]] = {}
-        for entry in group.itertuples(index=False):
-            row = rows.setdefault(entry.sweep, _measured_row(entry, label=entry.sweep))
-            values[entry.sweep] = entry.sweep_map
-            ds = dataset_label(entry.dataset, kind)
-            for metric in SWEEP_METRICS:
-                row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
-            _extend_provenance(row.prov, entry, ds)
-        order = sorted(rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())])
-        caption = (f"Sweep of {title}: one configuration per value, the other hyperparameters as the "
-                   "method sets them. Cells: mean ± sample std over seeds (n). Bold: best value of the "
-                   "column. The figure below plots the same numbers.")
-        tables.append(mark_best(Table(
-            id=f"{kind}-sweep-{slug(title)}", title=f"Sweep: {title}", caption=caption,
-            columns=metric_columns(datasets, SWEEP_METRICS), rows=[rows[k] for k in order],
-            row_header="Value", show_source=False)))
+    groups = sweep_groups(agg, kind)
+    ids = unique_slugs({f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-")
+    for title, group in groups:
+        for name in sorted(set(group["dataset"]), key=dataset_order):
+            ds = dataset_label(name, kind)
+            rows: dict[str, Row] = {}
+            values: dict[str, dict[str, Any]] = {}
+            for entry in group[group["dataset"] == name].itertuples(index=False):
+                row = rows.setdefault(entry.sweep, _measured_row(entry, anchors, label=entry.sweep))
+                values[entry.sweep] = entry.sweep_map
+                for metric in SWEEP_METRICS:
+                    row.cells[metric] = _metric_cell(entry, metric)
+                _extend_provenance(row.prov, entry, ds)
+            order = sorted(rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())])
+            columns = [Column(key=m, title=m, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
+                       for m in SWEEP_METRICS]
+            tables.append(mark(Table(id=ids[f"{title}\0{name}"], kind="sweep", title=f"Sweep: {title} on {ds}",
+                                     columns=columns, rows=[rows[k] for k in order], row_header="Value",
+                                     show_source=False, dataset=ds, params={"sweep": title})))
     return tables
 
 
@@ -458,38 +552,34 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
     """Per dataset: unseen classes (most frequent first) × methods, accuracy mean ± std."""
     sub = measured(agg, kind)
     tables = []
-    datasets = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
-    for name in datasets:
+    names = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
+    ids = unique_slugs(names, prefix=f"{kind}-perclass-")
+    for name in names:
         ds = dataset_label(name, kind)
-        groups = [g for g in sub.itertuples(index=False) if g.dataset == name and per_class(g.records)]
+        groups = [g for g in sub.itertuples(index=False) if g.dataset == name and g.per_class]
         if not groups:
             continue
-        columns = [Column(key="share", title="share of unseen images", ranked=False),
-                   Column(key="n_test", title="test images", ranked=False)]
-        classes: dict[str, dict[str, Any]] = {}
-        class_cells: dict[str, dict[str, Cell]] = {}
+        columns = [Column(key="share", title="share of unseen images", descriptive=True),
+                   Column(key="n_test", title="test images", descriptive=True)]
+        classes: dict[int, dict[str, Any]] = {}
+        class_cells: dict[int, dict[str, Cell]] = {}
         for g in groups:  # already in method order
             key = f"m:{g.label}"
-            columns.append(Column(key=key, title=g.label, comparable=bool(g.standard)))
-            for entry in per_class(g.records):
-                cname = str(entry["name"])
-                classes.setdefault(cname, entry)
-                class_cells.setdefault(cname, {})[key] = Cell(entry["mean"], entry["std"], entry["n"])
+            columns.append(Column(key=key, title=g.label, mark=SIGNIFICANCE, comparable=not _excluded(g)))
+            for entry in g.per_class:
+                classes.setdefault(entry["class"], entry)
+                class_cells.setdefault(entry["class"], {})[key] = Cell.of(entry["interval"], dict(entry["samples"]))
         rows = []
-        for cname, entry in sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[0])):
-            cells = class_cells[cname]
+        for cls, entry in sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0])):
+            cells = class_cells[cls]
             share = _finite(entry["share"])
             cells["share"] = Cell(None if share is None else 100 * share, unit=" %", decimals=2)
-            cells["n_test"] = Cell(text_override=str(entry["n_test"]) if entry["n_test"] is not None
-                                   else MISSING, sort_value=_finite(entry["n_test"]))
-            rows.append(Row(label=cname, name=cname, source="measured", cells=cells))
-        caption = (f"Unseen classes of {ds}, most frequent first. 'share of unseen images' is the class's "
-                   "share among the unseen classes' images (the paper's 'sample frequency'). Accuracy: "
-                   "per-class top-1 (%) in the GZSL setting at the calibrated operating point, mean ± std "
-                   "over seeds. Bold: best method for the class.")
-        tables.append(mark_best(Table(id=f"{kind}-perclass-{slug(name)}", title=f"Per-class unseen accuracy: {ds}",
-                                      caption=caption, columns=columns, rows=rows, row_header="Class",
-                                      best_axis="row", show_source=False, dataset=ds)))
+            cells["n_test"] = Cell(text_override=str(entry["n_test"]) if entry["n_test"] is not None else MISSING,
+                                   sort_value=_finite(entry["n_test"]))
+            rows.append(Row(label=entry["name"], name=entry["name"], source="measured", cells=cells))
+        tables.append(mark(Table(id=ids[name], kind="perclass", title=f"Per-class unseen accuracy: {ds}",
+                                 columns=columns, rows=rows, row_header="Class", best_axis="row",
+                                 show_source=False, dataset=ds)))
     return tables
 
 
@@ -499,13 +589,14 @@ def _share(entry: dict[str, Any]) -> float:
 
 
 def reported_per_class_tables(reported: Reported) -> list[Table]:
-    """The paper's per-class table, transposed like ours (classes as rows)."""
+    """The paper's per-class table, transposed like ours (classes as rows); never marked."""
     by_dataset: dict[str, list[ReportedRow]] = {}
     for row in reported.rows_for("per_class"):
         by_dataset.setdefault(row.dataset or "?", []).append(row)
     tables = []
+    ids = unique_slugs(by_dataset, prefix="real-perclass-reported-")
     for ds, rows in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
-        columns = [Column(key="share", title="share of unseen images", ranked=False)]
+        columns = [Column(key="share", title="share of unseen images", descriptive=True)]
         class_cells: dict[str, dict[str, Cell]] = {}
         shares: dict[str, float | None] = {}
         for rep in rows:
@@ -518,13 +609,39 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
         for cname in sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c)):
             cells = class_cells[cname]
             cells["share"] = Cell(shares.get(cname), unit=" %", decimals=2)
-            out_rows.append(Row(label=cname, name=cname, source="reported", cells=cells,
-                                prov=Provenance(source="reported", citation=rows[0].citation,
-                                                refs=list(rows[0].refs))))
-        caption = (f"Reported by {rows[0].citation}. Classes most frequent first; share as printed in "
-                   "the paper. Bold: best method for the class.")
-        tables.append(mark_best(Table(id=f"real-perclass-reported-{slug(ds)}",
-                                      title=f"Per-class unseen accuracy: {ds} (reported)", caption=caption,
-                                      columns=columns, rows=out_rows, row_header="Class", best_axis="row",
-                                      show_source=False, dataset=ds)))
+            out_rows.append(Row(label=cname, name=cname, source="reported", cells=cells, prov=_reported_prov(rows[0])))
+        tables.append(Table(id=ids[ds], kind="reported-perclass", title=f"Per-class unseen accuracy: {ds} (reported)",
+                            columns=columns, rows=out_rows, row_header="Class", best_axis="row",
+                            show_source=False, dataset=ds, params={"citation": rows[0].citation}))
     return tables
+
+
+def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table | None:
+    """Test-set selection inflation: per method and dataset, how much higher H would read had the
+    model been selected on the test set (``test_selected_H - clean_H``), over the seeds whose
+    records carry a selection audit. Never ranked, never marked: it is not a result."""
+    sub = measured(agg, kind)
+    if sub.empty or not any(sub["audits"].map(bool)):
+        return None
+    datasets = []
+    rows: dict[Any, Row] = {}
+    rules: set[str] = set()
+    for entry in sub.itertuples(index=False):
+        if not entry.audits:
+            continue
+        ds = dataset_label(entry.dataset, kind)
+        datasets.append(entry.dataset)
+        row = rows.setdefault(entry.row_key, _measured_row(entry, anchors))
+        gaps = {a["seed"]: a["test_selected_H"] - a["clean_H"] for a in entry.audits}
+        row.cells[ds] = Cell.of(stats.t_interval(list(gaps.values())))
+        epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
+        row.cells[f"{ds}:epoch"] = Cell(text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0]))
+        rules.update(a["rule"] for a in entry.audits if a["rule"])
+        _extend_provenance(row.prov, entry, ds)
+    labels = [dataset_label(d, kind) for d in sorted(set(datasets), key=dataset_order)]
+    columns = []
+    for ds in labels:
+        columns += [Column(key=ds, title="H gain", group=ds),
+                    Column(key=f"{ds}:epoch", title="epoch", group=ds, descriptive=True)]
+    return Table(id=f"{kind}-selection-audit", kind="audit", title="Test-set selection inflation (not a result)",
+                 columns=columns, rows=list(rows.values()), params={"rules": sorted(rules)})

@@ -1,0 +1,338 @@
+"""The page model: everything a board shows, as data, before any format.
+
+:func:`board` reads the records and the curated reported numbers once and returns a
+:class:`Board`: one :class:`Page` per dataset kind (real, synthetic, custom) holding its facts,
+tables (:mod:`~zslbench.leaderboard.tables`), cross-dataset ranking
+(:mod:`~zslbench.leaderboard.ranks`), figure specs (:mod:`~zslbench.leaderboard.figures`),
+provenance, the commands that reproduce it, and what it leaves out and why. The templates
+(:mod:`~zslbench.leaderboard.render`) and the CSV files (:mod:`~zslbench.leaderboard.csvs`) only
+format it, so the Markdown, HTML and CSV of a board never say different things.
+
+Nothing here reads a clock: the only dates on a board are the records' own ``finished_at``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from zslbench.leaderboard.collect import (
+    DataVersions,
+    aggregate,
+    dataset_label,
+    dataset_order,
+    dedupe,
+    load_runs,
+    value_sort_key,
+)
+from zslbench.leaderboard.figures import FigureSpec, figure_specs, method_colors
+from zslbench.leaderboard.markup import path_href, shell_command
+from zslbench.leaderboard.ranks import Ranking, rank_methods
+from zslbench.leaderboard.reported import EMPTY, Reported, load_reported
+from zslbench.leaderboard.tables import (
+    Row,
+    Table,
+    ablation_tables,
+    audit_table,
+    per_class_tables,
+    reported_per_class_tables,
+    reported_time_table,
+    row_anchors,
+    setting_tables,
+    sweep_groups,
+    sweep_tables,
+    time_tables,
+)
+from zslbench.results import value_text
+
+#: Dataset kinds in page order. Real and synthetic pages always exist (the committed board links
+#: them); a custom page only when there are runs on custom datasets.
+KINDS = ("real", "synthetic", "custom")
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where the records and the board are, as every page says it (one sentence, one place).
+
+    Links are relative to the output directory; command arguments are relative to the project
+    root (the git work tree holding the output, else the results dir's parent), so that the bytes
+    never depend on the current directory.
+    """
+
+    records_text: str
+    records_href: str
+    results_arg: str
+    out_arg: str
+    reported_text: str = ""
+    reported_href: str = ""
+
+    @property
+    def render_command(self) -> str:
+        return shell_command(["zslbench", "leaderboard", "--results-dir", self.results_arg, "--out", self.out_arg])
+
+
+@dataclass
+class Facts:
+    """What a page says about its runs, all derived from the records."""
+
+    records: int = 0
+    superseded: int = 0
+    methods: list[str] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)  # distinct N per cell
+    date_first: str = ""
+    date_last: str = ""
+    devices: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+    nonstandard: int = 0
+    oversubscribed: int = 0
+    load_unknown: int = 0
+    reduced: int = 0
+    audited: int = 0
+
+    def seeds_text(self) -> str:
+        if not self.seeds:
+            return "–"
+        return str(self.seeds[0]) if len(self.seeds) == 1 else f"{self.seeds[0]}–{self.seeds[-1]}"
+
+    def dates_text(self) -> str:
+        if not self.date_first:
+            return "–"
+        return self.date_first if self.date_first == self.date_last else f"{self.date_first} to {self.date_last}"
+
+
+@dataclass
+class Page:
+    """Everything one page (Markdown and HTML alike) shows."""
+
+    kind: str
+    facts: Facts
+    paths: Paths
+    #: The methods × datasets tables (H and AUSUC, A_T, A_U and A_S), the paper's ablation.
+    tables: list[Table]
+    time_tables: list[Table]
+    sweep_tables: list[Table]
+    per_class_tables: list[Table]
+    ranking: Ranking | None
+    #: Why there is no ranking (when there is none and there are measured runs).
+    ranking_note: str
+    audit: Table | None
+    figures: list[FigureSpec]
+    provenance_rows: list[Row]
+    references: dict[str, str]
+    commands: list[str]
+    #: The curated file's rows on the real page: its training times and per-class tables.
+    reported_time: Table | None = None
+    reported_per_class: list[Table] = field(default_factory=list)
+    #: The work the reported rows are quoted from ("" without them).
+    source: str = ""
+    #: Datasets whose records come from more than one data version.
+    data_versions: list[DataVersions] = field(default_factory=list)
+    #: The kinds that have a page in this output, for the links between pages.
+    kinds: tuple[str, ...] = ()
+    #: CSV file suffix ("" / "-train-time" / "-per-class") -> text (filled by build).
+    csv: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def has_measured(self) -> bool:
+        return self.facts.records > 0
+
+    @property
+    def ranking_table(self) -> Table | None:
+        return self.ranking.table(self.kind) if self.ranking else None
+
+    @property
+    def all_tables(self) -> list[Table]:
+        """Every table, in page order."""
+        out = list(self.tables)
+        if self.ranking_table is not None:
+            out.append(self.ranking_table)
+        out += self.time_tables + ([self.reported_time] if self.reported_time else [])
+        out += self.sweep_tables + ([self.audit] if self.audit else [])
+        return out + self.per_class_tables + self.reported_per_class
+
+    @property
+    def tests(self) -> dict[str, int]:
+        """How many comparisons behind the bold used each test (paired, Welch's)."""
+        out: dict[str, int] = {}
+        for table in self.tables + self.sweep_tables + self.per_class_tables:
+            for row in table.rows:
+                for cell in row.cells.values():
+                    if cell.test:
+                        out[cell.test] = out.get(cell.test, 0) + 1
+        return dict(sorted(out.items()))
+
+    @property
+    def busy_cells(self) -> int:
+        return sum(1 for t in self.time_tables for r in t.rows for c in r.cells.values() if c.flag == "busy")
+
+    def comparison(self) -> list[dict[str, Any]]:
+        """Measured H beside the reported H of the same method (real pages): each comparable
+        measured row and dataset once, as ``{"row", "dataset", "measured", "reported"}``."""
+        out: list[dict[str, Any]] = []
+        seen: set[tuple[str, str]] = set()
+        for table in (t for t in self.tables if t.kind in ("h", "ablation-h")):
+            reported = {r.method: r for r in table.rows if r.source == "reported" and r.method}
+            for row in (r for r in table.rows if r.comparable and r.method in reported):
+                for column in (c for c in table.columns if c.title == "H"):
+                    cell = table.cell(row, column)
+                    if cell.missing or (row.label, column.group) in seen:
+                        continue
+                    seen.add((row.label, column.group))
+                    out.append({"row": row, "dataset": column.group, "measured": cell,
+                                "reported": table.cell(reported[row.method], column)})
+        return out
+
+    @property
+    def excluded_rows(self) -> list[Row]:
+        """Measured rows shown but never compared (non-standard split, other data version)."""
+        return [r for r in (self.tables[0].rows if self.tables else []) if r.source == "measured" and r.excluded]
+
+
+@dataclass
+class Board:
+    pages: dict[str, Page]
+    figures: list[FigureSpec]
+    runs: int
+    superseded: int
+    #: (path, reason) of every JSON file under the results dir that is not a valid, intact record.
+    refused: list[tuple[str, str]]
+    reported: Reported
+    #: One row per configuration and dataset (:func:`~zslbench.leaderboard.collect.aggregate`).
+    agg: pd.DataFrame
+    #: One line per dataset whose records come from several data versions (the CLI warns).
+    warnings: list[str] = field(default_factory=list)
+
+
+def project_root(out_dir: Path, results_dir: Path) -> Path:
+    """The git work tree that holds ``out_dir``, else the results dir's parent."""
+    for folder in (out_dir.resolve(), *out_dir.resolve().parents):
+        if (folder / ".git").exists():
+            return folder
+    return results_dir.resolve().parent
+
+
+def _rel(target: Path | str, base: Path) -> str:
+    return Path(os.path.relpath(Path(target).resolve(), Path(base).resolve())).as_posix()
+
+
+def _arg(path: Path | str, root: Path) -> str:
+    """A path as a command argument: relative to the project root when inside it."""
+    resolved = Path(path).resolve()
+    return _rel(resolved, root) if resolved == root or root in resolved.parents else resolved.as_posix()
+
+
+def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) -> list[list[str]]:
+    """The commands that produce exactly these runs (each as its words, unquoted): one
+    ``zslbench run`` per group of methods sharing datasets, seeds, options and records folder
+    (never a method × dataset pair that was not run). A run from a configuration file names it
+    too; every option the records fix is given explicitly (on the command line it overrides the
+    file). A dataset opened from a file is named by its path."""
+    cells: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for e in runs.itertuples(index=False):
+        opts: tuple[str, ...] = (("--config", e.config_file) if e.config_file else ())
+        opts += ("--base-seed", str(e.base_seed)) if e.base_seed else ()
+        for k, v in sorted(e.overrides_map.items()):
+            opts += ("--set", f"{k}={value_text(v)}")
+        opts += (() if e.standard else ("--allow-nonstandard-split",)) + (
+            ("--device", "cuda") if e.device_type == "cuda" else ())
+        dataset = _arg(e.data_path, root) if e.data_path else e.dataset
+        slot = cells.setdefault((e.method, dataset, opts, e.sweep_params, e.folder), {"seeds": 0, "sweep": {}})
+        slot["seeds"] = max(slot["seeds"], int(e.repetition) + 1)
+        for param, value in e.sweep_map.items():
+            slot["sweep"].setdefault(param, {})[value_text(value)] = value
+    units: dict[tuple[Any, ...], dict[str, dict[str, str]]] = {}
+    for (method, dataset, opts, _, folder), slot in cells.items():
+        sweep: tuple[str, ...] = ()
+        for p, vals in sorted(slot["sweep"].items()):
+            sweep += ("--sweep", p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)))
+        unit = units.setdefault((opts + sweep, slot["seeds"], folder), {})
+        unit.setdefault(method, {})[dataset] = dataset
+    out: list[tuple[Any, list[str]]] = []
+    for (opts, seeds, folder), methods in units.items():
+        by_datasets: dict[tuple[str, ...], list[str]] = {}
+        for method, datasets in methods.items():
+            by_datasets.setdefault(tuple(sorted(datasets, key=dataset_order)), []).append(method)
+        for datasets, names in by_datasets.items():
+            names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
+            config, rest = (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
+            words = ["zslbench", "run", *config, "--method", ",".join(names), "--dataset", ",".join(datasets),
+                     "--seeds", str(seeds), *rest, "--results-dir", _arg(folder, root)]
+            out.append(((bool(config), min(ranks.get(m, 0) for m in names), words), words))
+    return [words for _, words in sorted(out, key=lambda t: (not t[0][0], t[0][1], t[0][2]))]
+
+
+def _facts(kept: pd.DataFrame, superseded: pd.DataFrame, agg: pd.DataFrame, kind: str) -> Facts:
+    runs = kept[kept["kind"] == kind] if not kept.empty else kept
+    old = superseded[superseded["kind"] == kind] if not superseded.empty else superseded
+    sub = agg[agg["kind"] == kind] if not agg.empty else agg
+    if runs.empty:
+        return Facts(superseded=len(old))
+    ranks = dict(zip(agg["method"], agg["method_rank"], strict=True))
+    days = sorted(d[:10] for d in runs["finished_at"] if d)
+    return Facts(records=len(runs), superseded=len(old), methods=sorted(set(runs["method"]), key=ranks.get),
+                 datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
+                 seeds=sorted(set(int(n) for n in sub["n"])),
+                 date_first=days[0] if days else "", date_last=days[-1] if days else "",
+                 devices=sorted(set(runs["device_name"])), versions=sorted(set(runs["version"])),
+                 commits=sorted(set(runs["commit"])), nonstandard=int((~runs["standard"].astype(bool)).sum()),
+                 oversubscribed=int(runs["oversubscribed"].astype(bool).sum()),
+                 load_unknown=int((~runs["load_known"].astype(bool)).sum()),
+                 reduced=int((runs["schedule"] == "reduced").sum()),
+                 audited=int(runs["selection_audit"].map(lambda a: a is not None).sum()))
+
+
+def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board:
+    """Read the records under ``results_dir`` (and the curated file) into the page model of a
+    board written to ``out_dir``."""
+    out_dir, results_dir = Path(out_dir), Path(results_dir)
+    reported = load_reported(reported_path) if reported_path else EMPTY
+    runs, refused = load_runs(results_dir, link_base=out_dir)
+    kept, superseded = dedupe(runs)
+    agg = aggregate(kept, reported.method_order())
+    root = project_root(out_dir, results_dir)
+    kinds = tuple(k for k in KINDS if k != "custom" or (not kept.empty and (kept["kind"] == "custom").any()))
+    anchors = row_anchors(agg)
+    colors = method_colors(sorted(set(agg["method"]), key=lambda m: (agg.loc[agg["method"] == m, "method_rank"]
+                                                                      .iloc[0], m)) if not agg.empty else [])
+    ranks = dict(zip(agg["method"], agg["method_rank"], strict=True)) if not agg.empty else {}
+    versions: list[DataVersions] = agg.attrs.get("data_versions", []) if not agg.empty else []
+    paths = Paths(records_text=_rel(results_dir, out_dir) + "/", records_href=path_href(_rel(results_dir, out_dir)) + "/",
+                  results_arg=_arg(results_dir, root), out_arg=_arg(out_dir, root),
+                  reported_text=_rel(reported.path, out_dir) if reported.path else "",
+                  reported_href=path_href(_rel(reported.path, out_dir)) if reported.path else "")
+    pages: dict[str, Page] = {}
+    all_figures: list[FigureSpec] = []
+    for kind in kinds:
+        rep = reported if kind == "real" else None
+        of_kind = kept[kept["kind"] == kind] if not kept.empty else kept
+        tables = setting_tables(agg, kind, rep, anchors)
+        if kind == "real":
+            tables += ablation_tables(agg, reported, anchors)
+        ranking, ranking_note = rank_methods(tables[0])
+        sweeps = sweep_tables(agg, kind, anchors)
+        specs = figure_specs(agg, kind, sweep_groups(agg, kind), colors, ranking)
+        all_figures += specs
+        per_class = per_class_tables(agg, kind)
+        reported_pc = reported_per_class_tables(reported) if kind == "real" else []
+        reported_time = reported_time_table(reported) if kind == "real" else None
+        shown = tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
+        used_refs = {ref for table in shown for row in table.rows
+                     if row.source == "reported" and row.prov for ref in row.prov.refs}
+        pages[kind] = Page(
+            kind=kind, facts=_facts(kept, superseded, agg, kind), paths=paths, tables=tables,
+            time_tables=time_tables(agg, kind, anchors), sweep_tables=sweeps, per_class_tables=per_class,
+            ranking=ranking, ranking_note=ranking_note, audit=audit_table(agg, kind, anchors), figures=specs,
+            provenance_rows=[r for t in tables[:1] + sweeps for r in t.rows if r.source == "measured" and r.prov],
+            references={k: reported.references.get(k, k) for k in sorted(used_refs)},
+            commands=[shell_command(words) for words in reproduce_commands(of_kind, root, ranks)],
+            reported_time=reported_time, reported_per_class=reported_pc,
+            source=(reported.source or "the curated reported file") if rep and reported.rows else "",
+            data_versions=[v for v in versions if v.kind == kind], kinds=kinds)
+    return Board(pages=pages, figures=all_figures, runs=len(kept), superseded=len(superseded), refused=refused,
+                 reported=reported, agg=agg, warnings=[v.warning() for v in versions])

@@ -1,0 +1,92 @@
+"""Across datasets: average ranks, Friedman's test and the Nemenyi critical difference.
+
+The view benchmark papers use to compare several methods over several datasets (Demšar, JMLR 7,
+2006): rank the methods on each dataset by mean H (1 = best, ties share the mean rank), average
+the ranks, test with Friedman's χ²_F (and Iman–Davenport's F_F) whether they differ at all, and
+draw a critical-difference diagram: two methods whose average ranks differ by less than the
+Nemenyi CD are not significantly different.
+
+The test needs a complete table, every method on every dataset. The block is chosen from the
+page's H table: its comparable measured rows (standard split, compared data version, full
+schedule unless every row is reduced), the datasets where at least two of them ran, then the rows
+that ran on all of those datasets; while fewer than two rows remain, the dataset with the fewest
+rows is dropped. Every row left out is named with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from zslbench import stats
+from zslbench.leaderboard.tables import Cell, Column, Row, Table
+
+METRIC = "H"
+
+
+@dataclass
+class Ranking:
+    """The result on one page: who was ranked on which datasets, and the tests."""
+
+    metric: str
+    datasets: list[str]
+    rows: list[Row]  # in rank order, best first
+    ranks: list[float]
+    per_dataset: list[list[float]]  # ranks[row][dataset]
+    friedman: stats.Friedman
+    cd: float
+    alpha: float
+    cliques: list[tuple[int, int]]
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (row label, why)
+
+    @property
+    def significant(self) -> bool:
+        return self.friedman.p_f < self.alpha
+
+    def table(self, kind: str) -> Table:
+        columns = [Column(key="rank", title="average rank", higher_better=False, descriptive=True)]
+        columns += [Column(key=f"r:{ds}", title=ds, higher_better=False, group="rank on", descriptive=True)
+                    for ds in self.datasets]
+        out_rows = []
+        for row, rank, ranks in zip(self.rows, self.ranks, self.per_dataset, strict=True):
+            cells = {"rank": Cell(rank, decimals=2)}
+            cells.update({f"r:{ds}": Cell(r, decimals=1) for ds, r in zip(self.datasets, ranks, strict=True)})
+            out_rows.append(Row(label=row.label, name=row.name, source="measured", cells=cells, prov=row.prov,
+                                method=row.method, schedule=row.schedule))
+        return Table(id=f"{kind}-ranks", kind="ranks", title=f"Average ranks across datasets ({self.metric})",
+                     columns=columns, rows=out_rows, show_source=False)
+
+
+def rank_methods(h_table: Table, alpha: float = stats.ALPHA) -> tuple[Ranking | None, str]:
+    """The ranking of the rows of a page's H table, or None and the reason it cannot be made."""
+    columns = [c for c in h_table.columns if c.title == METRIC]
+    pool = [r for r in h_table.rows if r.comparable]
+    if any(r.schedule != "reduced" for r in pool):
+        pool = [r for r in pool if r.schedule != "reduced"]
+    left_out = [(r.label, ", ".join(r.excluded) or "reduced schedule") for r in h_table.rows
+                if r.source == "measured" and r not in pool]
+
+    def has(row: Row, column: Column) -> bool:
+        return not h_table.cell(row, column).missing
+
+    datasets = [c for c in columns if sum(has(r, c) for r in pool) >= 2]
+    while True:
+        rows = [r for r in pool if all(has(r, c) for c in datasets)]
+        if len(rows) >= 2 or len(datasets) <= 1:
+            break
+        datasets.remove(min(datasets, key=lambda c: (sum(has(r, c) for r in pool), c.group)))
+    if len(datasets) < 2 or len(rows) < 3:
+        return None, (f"needs at least 3 methods that ran on the same 2 or more datasets (here {len(rows)} on "
+                      f"{len(datasets)})")
+    left_out += [(r.label, "not run on every ranked dataset") for r in pool if r not in rows]
+    scores = np.array([[h_table.cell(r, c).mean for r in rows] for c in datasets], dtype=float)
+    result = stats.friedman(scores)
+    per_dataset = [stats.average_ranks(scores[i:i + 1]) for i in range(len(datasets))]
+    order = sorted(range(len(rows)), key=lambda i: (result.ranks[i], i))
+    cd = stats.nemenyi_cd(len(rows), len(datasets), alpha)
+    ranks = [result.ranks[i] for i in order]
+    return Ranking(metric=METRIC, datasets=[c.group for c in datasets], rows=[rows[i] for i in order], ranks=ranks,
+                   per_dataset=[[float(per_dataset[d][i]) for d in range(len(datasets))] for i in order],
+                   friedman=result, cd=cd, alpha=alpha, cliques=stats.cliques(ranks, cd),
+                   left_out=left_out), ""

@@ -1,0 +1,343 @@
+"""Result records as one tidy table: :func:`load_results`, and the reader the leaderboard uses.
+
+Every record under a results directory becomes one row (:func:`read_runs`). The leaderboard and
+:func:`load_results` share this one reader, so a notebook sees exactly the numbers the board
+shows. A file that is not a valid, intact record is never a row: it is returned (leaderboard) or
+warned about (``load_results``) with the reason, named by its path.
+
+The reader is also the leaderboard's guard against damaged content. ``records.read_record``
+checks the schema; this module then takes from each record only plain, typed values (names as
+strings, numbers as finite floats, per-class entries and curves as checked tuples), so that no
+record content can crash or inject into a later stage: a record whose free-form fields are
+malformed (a non-finite number in its configuration, a ``per_class`` entry without a class, a
+curve with unequal lengths, ...) is refused like an invalid one.
+
+Fields newer than the record schema this zslbench reads (``selection_audit``, a configuration's
+``schedule``) are read through :func:`optional_field`, the one place that knows how to find them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from zslbench import records
+from zslbench.errors import UserError
+from zslbench.records import Record, RecordError
+
+METRICS = records.METRICS
+#: Optional metrics (absent in a record: not measured, NaN here).
+EXTRA_METRICS = records.EXTRA_METRICS
+
+#: The columns of :func:`load_results`, in order.
+COLUMNS = ["dataset", "dataset_kind", "method", "config_id", "config", "seed", "repetition", "base_seed",
+           *METRICS, *EXTRA_METRICS, "train_seconds", "device_type", "device_name", "data_fingerprint",
+           "standard", "oversubscribed", "schedule", "finished_at", "path"]
+
+#: Deepest nesting accepted in a free-form value (an override, a swept value).
+MAX_DEPTH = 16
+
+
+def load_results(results_dir: str | Path) -> pd.DataFrame:
+    """Every valid, intact record under ``results_dir`` (searched recursively) as one row.
+
+    Columns: ``dataset``, ``dataset_kind`` (a run on an embedded stand-in is never ``real``),
+    ``method``, ``config_id`` and ``config`` (the resolved configuration, a dict), ``seed``,
+    ``repetition``, ``base_seed``, the metrics ``A_T``, ``A_U``, ``A_S``, ``H``, ``AUSUC``,
+    ``AUSUC_per_image`` (percent; NaN where a record did not measure it), ``train_seconds``,
+    ``device_type``, ``device_name``, ``data_fingerprint``, ``standard`` (split),
+    ``oversubscribed`` (the machine was busy while timing), ``schedule`` (``"reduced"`` or
+    ``""``), ``finished_at`` and ``path``. A file that is not a valid record gives a
+    :class:`UserWarning` naming it and is left out; ``frame.attrs["refused"]`` lists them as
+    ``(path, reason)``.
+    """
+    frame, refused = read_runs(Path(results_dir))
+    for path, reason in refused:
+        warnings.warn(f"{path}: skipped, not a valid zslbench record: {reason}", UserWarning, stacklevel=2)
+    out = frame.rename(columns={"train": "train_seconds", "data_fp": "data_fingerprint", "kind": "dataset_kind"})
+    out = out[COLUMNS].reset_index(drop=True)
+    out.attrs["refused"] = list(refused)
+    return out
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+def record_files(results_dir: Path) -> list[Path]:
+    """Every ``*.json`` under ``results_dir``, sorted, without hidden files or folders (the
+    temporaries of atomic writes)."""
+    return [path for path in sorted(Path(results_dir).rglob("*.json"))
+            if not any(part.startswith(".") for part in path.relative_to(results_dir).parts)]
+
+
+def read_one(path: Path) -> Record | RecordError:
+    """The record at ``path``, or the error that refuses it. Any failure while reading is a
+    refusal naming the cause (a 100 000-deep JSON nesting, a NaN under the digest, ...), never an
+    exception that would stop a whole board."""
+    try:
+        return records.read_record(path)
+    except RecordError as exc:
+        return exc
+    except RecursionError:
+        return RecordError("is nested too deeply to read")
+    except ValueError as exc:
+        if "Out of range float" in str(exc):  # the digest is of JSON, which has no NaN
+            return RecordError("holds NaN or Infinity, which no valid record does")
+        return RecordError(f"cannot be read as a record (ValueError: {exc})")
+    except Exception as exc:  # noqa: BLE001 - the content is untrusted; refuse, naming why
+        return RecordError(f"cannot be read as a record ({type(exc).__name__}: {exc})")
+
+
+def read_runs(results_dir: Path, link_base: Path | None = None,
+              skip: Iterable[Path] = ()) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+    """Every valid, intact record under ``results_dir`` as one row (:func:`run_row`), in a
+    canonical order, and ``(path, reason)`` for each JSON file refused. ``link_base`` is the
+    folder links are made relative to (the leaderboard's output); ``skip`` are paths that are not
+    records (a board rendered inside the results directory)."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise UserError(f"{results_dir}: no such results directory",
+                        hint="run `zslbench run ... --results-dir DIR` first, or point --results-dir at the records")
+    skipped = {Path(p) for p in skip}
+    rows, refused = [], []
+    for path in record_files(results_dir):
+        if path in skipped:
+            continue
+        item = read_one(path)
+        if not isinstance(item, RecordError):
+            try:
+                rows.append(run_row(path, item, link_base if link_base is not None else results_dir))
+                continue
+            except RecordError as exc:
+                item = exc
+        refused.append((path.as_posix(), str(item)))
+    return runs_frame(rows), refused
+
+
+def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Rows from :func:`run_row` as a frame in a canonical order (never the disk's)."""
+    frame = pd.DataFrame(list(rows))
+    if frame.empty:
+        frame = pd.DataFrame(columns=[*ROW_FIELDS])
+    return frame.sort_values(["kind", "dataset", "method", "config_id", "seed", "finished_at", "path"],
+                             kind="mergesort").reset_index(drop=True)
+
+
+# -- one record -> one row ------------------------------------------------------------------------
+
+def optional_field(record: Record, name: str) -> Any:
+    """A field newer than the schema this zslbench reads (``selection_audit``): None when the
+    record type or the record lacks it. The one adapter between record schema versions."""
+    return getattr(record, name, None)
+
+
+def is_synthetic_name(name: str) -> bool:
+    """``toy`` and ``synth-*`` are the embedded stand-ins, whatever a record claims."""
+    return name == "toy" or name.startswith("synth-")
+
+
+def dataset_kind(record: Record) -> str:
+    """The record's ``dataset_kind``, except that a run on an embedded stand-in never counts as
+    real (fail safe)."""
+    if record.dataset_kind == "real" and is_synthetic_name(record.dataset):
+        return "synthetic"
+    return record.dataset_kind
+
+
+def value_text(value: Any) -> str:
+    """A hyperparameter value as typed on the command line (``adam``, ``4.0``, ``[1, 2]``)."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def assignments(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={value_text(v)}" for k, v in sorted(values.items()))
+
+
+def _refuse(field: str, problem: str) -> RecordError:
+    return RecordError(f"{field} {problem}")
+
+
+def _plain(value: Any, field: str, depth: int = 0) -> Any:
+    """A free-form value as plain JSON data: strings, booleans, None, finite numbers, lists and
+    objects of them, at most :data:`MAX_DEPTH` deep."""
+    if depth > MAX_DEPTH:
+        raise _refuse(field, "is nested too deeply")
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise _refuse(field, f"holds {value!r}, not a finite number")
+        return value
+    if isinstance(value, list):
+        return [_plain(v, field, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v, field, depth + 1) for k, v in value.items()}
+    raise _refuse(field, f"holds a {type(value).__name__}")
+
+
+def _mapping(value: Any, field: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _refuse(field, "is not an object")
+    return _plain(value, field)
+
+
+def _text(value: Any, field: str, default: str = "") -> str:
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        raise _refuse(field, "is not a string")
+    return value
+
+
+def _finite(value: Any, field: str, *, optional: bool = True) -> float:
+    if value is None and optional:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _refuse(field, f"is {value!r}, not a finite number")
+    return float(value)
+
+
+def _per_class(record: Record) -> tuple[tuple[int, str, float, float, int | None], ...]:
+    """The unseen classes' entries as ``(class, name, accuracy, frequency, n_test)``."""
+    raw = record.per_class
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        raise _refuse("per_class", "is not an object")
+    entries = raw.get("unseen") or []
+    if not isinstance(entries, list):
+        raise _refuse("per_class.unseen", "is not a list")
+    out, seen = [], set()
+    for i, entry in enumerate(entries):
+        where = f"per_class.unseen[{i}]"
+        if not isinstance(entry, dict):
+            raise _refuse(where, "is not an object")
+        cls = entry.get("class")
+        if isinstance(cls, bool) or not isinstance(cls, int) or cls in seen:
+            raise _refuse(f"{where}.class", "is not a distinct integer")
+        seen.add(cls)
+        n_test = entry.get("n_test")
+        if n_test is not None and (isinstance(n_test, bool) or not isinstance(n_test, int) or n_test < 0):
+            raise _refuse(f"{where}.n_test", "is not a count")
+        out.append((cls, _text(entry.get("name"), f"{where}.name", f"class {cls}"),
+                    _finite(entry.get("accuracy"), f"{where}.accuracy"),
+                    _finite(entry.get("frequency"), f"{where}.frequency"), n_test))
+    return tuple(out)
+
+
+def _curve(record: Record) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    raw = record.curve
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _refuse("curve", "is not an object")
+    a_u, a_s = raw.get("A_U"), raw.get("A_S")
+    if not a_u:
+        return None
+    if not isinstance(a_u, list) or not isinstance(a_s, list) or len(a_u) != len(a_s):
+        raise _refuse("curve", "does not hold two lists A_U and A_S of one length")
+    return (tuple(_finite(v, "curve.A_U", optional=False) for v in a_u),
+            tuple(_finite(v, "curve.A_S", optional=False) for v in a_s))
+
+
+def _selection_audit(record: Record) -> dict[str, Any] | None:
+    raw = optional_field(record, "selection_audit")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _refuse("selection_audit", "is not an object")
+    epoch = raw.get("test_selected_epoch")
+    if isinstance(epoch, bool) or not isinstance(epoch, int):
+        raise _refuse("selection_audit.test_selected_epoch", "is not an integer")
+    return {"clean_H": _finite(raw.get("clean_H"), "selection_audit.clean_H", optional=False),
+            "test_selected_H": _finite(raw.get("test_selected_H"), "selection_audit.test_selected_H",
+                                       optional=False),
+            "test_selected_epoch": epoch, "rule": _text(raw.get("rule"), "selection_audit.rule")}
+
+
+def _link(path: Path, link_base: Path) -> str:
+    """``path`` relative to the directory the pages are written to, with forward slashes."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(link_base).resolve())).as_posix()
+
+
+def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
+    """Flatten one record into plain, checked values (the columns in :data:`ROW_FIELDS`).
+
+    Fields the schema guarantees (``read_record`` checked them) are read directly; the free-form
+    objects (``config``, ``device``, ``data``, ``git``, ``load``) may lack a key, which reads as
+    unknown, and anything malformed in them raises :class:`RecordError`.
+    """
+    config = _mapping(record.config, "config")
+    sweep = _mapping(config.get("sweep"), "config.sweep")
+    overrides = {k: v for k, v in _mapping(config.get("overrides"), "config.overrides").items() if k not in sweep}
+    device = _mapping(record.device, "device")
+    source = record.data.get("source")
+    source = source if isinstance(source, dict) else {}
+    schedule = _text(config.get("schedule"), "config.schedule")
+    op = record.operating_point if isinstance(record.operating_point, dict) else {}
+    row = {
+        "kind": dataset_kind(record),
+        "dataset": record.dataset,
+        "method": record.method,
+        "paper_name": _text(record.paper_name, "paper_name"),
+        "config_id": record.config_id,
+        "config": config,
+        "overrides": assignments(overrides),
+        "overrides_map": overrides,
+        "sweep": assignments(sweep),
+        "sweep_params": ", ".join(sorted(sweep)),
+        "sweep_map": sweep,
+        "config_file": _text(config.get("config_file"), "config.config_file"),
+        "schedule": "reduced" if schedule == "reduced" else "",
+        "standard": record.standard,
+        "split_reason": _text(record.split.get("reason"), "split.reason"),
+        "data_fp": _text(record.data.get("fingerprint"), "data.fingerprint"),
+        # A dataset opened from a file is named by its path on the command line.
+        "data_path": _text(source.get("path"), "data.source.path"),
+        "device_type": _text(device.get("type"), "device.type", "unknown"),
+        "device_name": _text(device.get("name"), "device.name") or _text(device.get("type"), "device.type",
+                                                                          "unknown"),
+        "seed": record.seed,
+        "repetition": record.repetition,
+        "base_seed": record.base_seed,
+        "version": record.zslbench_version or "unknown",
+        "commit": _text(record.git.get("commit"), "git.commit", "unknown"),
+        "dirty": record.git.get("dirty") is True,
+        "started_at": _text(record.started_at, "started_at"),
+        "finished_at": _text(record.finished_at, "finished_at"),
+        "run_id": record.run_id,
+        "path": Path(path).as_posix(),
+        "folder": Path(path).parent.as_posix(),
+        "link": _link(path, link_base),
+        "train": float(record.timings["train"]),
+        # An empty ``load`` (a record that did not measure it) is unknown, not oversubscribed.
+        "oversubscribed": record.load.get("oversubscribed") is True,
+        "load_known": bool(record.load),
+        "per_class": _per_class(record),
+        "curve": _curve(record),
+        "op": (_finite(op.get("A_U"), "operating_point.A_U"), _finite(op.get("A_S"), "operating_point.A_S")),
+        "selection_audit": _selection_audit(record),
+    }
+    for metric in METRICS:
+        row[metric] = float(record.metrics[metric])
+    for metric in EXTRA_METRICS:  # optional: absent means not measured
+        row[metric] = _finite(record.metrics.get(metric), f"metrics.{metric}")
+    return row
+
+
+#: The columns of :func:`read_runs`' frame.
+ROW_FIELDS = ("kind", "dataset", "method", "paper_name", "config_id", "config", "overrides", "overrides_map",
+              "sweep", "sweep_params", "sweep_map", "config_file", "schedule", "standard", "split_reason",
+              "data_fp", "data_path", "device_type", "device_name", "seed", "repetition", "base_seed", "version",
+              "commit", "dirty", "started_at", "finished_at", "run_id", "path", "folder", "link", "train",
+              "oversubscribed", "load_known", "per_class", "curve", "op", "selection_audit",
+              *METRICS, *EXTRA_METRICS)
+
