@@ -245,7 +245,7 @@ def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, conve
     status = "hit"
     if entry.exists():
         try:
-            meta, arrays = _cache.open_entry(entry, mmap=mmap)
+            meta, arrays = _cache.open_entry(entry, mmap=mmap, require=_cache.REQUIRED_ARRAYS[kind])
             if meta.get("source_sha256") == src.sha256:
                 return arrays, meta, status
             status = "rebuilt (entry belongs to another file)"
@@ -261,7 +261,7 @@ def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, conve
     try:
         _cache.write_entry(entry, arrays, meta)
         _cache.remove_stale(cache_root, folder, kind, keep=entry)
-        meta, arrays = _cache.open_entry(entry, mmap=mmap)
+        meta, arrays = _cache.open_entry(entry, mmap=mmap, require=_cache.REQUIRED_ARRAYS[kind])
     except OSError as exc:  # read-only or full disk: serve from memory, say so
         status = f"disabled (cannot write {entry}: {exc.strerror or exc})"
     except _cache.CacheCorrupt as exc:  # e.g. removed by a concurrent process: use what we read
