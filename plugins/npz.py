@@ -56,18 +56,20 @@ A third-party plugin can register a name for a file (a relative path is looked u
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from zslbench.data.checks import FLOAT32_MAX, KINDS
-from zslbench.data.dataset import DatasetSpec, ZSLData, resolve_data_dir
+from zslbench.data.dataset import DatasetSpec, ZSLData, check_name, resolve_data_dir
 from zslbench.data.splits import format_examples, format_value
 from zslbench.errors import DataError
 from zslbench.hookspecs import hookimpl
@@ -110,10 +112,48 @@ class _Arrays:
                                 "does not load", hint="store strings as a unicode array "
                                 "(np.array(names, dtype=str)) and numbers as a numeric array") from None
             raise DataError(f"{self.path}: cannot read {key!r} ({exc})", hint=_HOW) from None
-        except (OSError, zipfile.BadZipFile, EOFError) as exc:
+        except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
             raise DataError(f"{self.path}: cannot read {key!r}, the file is truncated or corrupt "
                             f"({type(exc).__name__}: {exc})", hint=f"write it again; {_HOW}") from None
+        except MemoryError:
+            raise DataError(f"{self.path}: {key!r} does not fit in memory",
+                            hint="free memory, or store the features as a folder of .npy files "
+                            "(a float32 features.npy is memory-mapped, never read whole)") from None
         return np.asarray(value) if not isinstance(value, np.ndarray) else value
+
+
+def _check_header(path: Path, key: str, fh: BinaryIO, available: int) -> None:
+    """Refuse an array whose ``.npy`` header claims more bytes than the file holds, before numpy
+    allocates them (a corrupt header claiming a huge shape used to end in a MemoryError)."""
+    try:
+        version = np.lib.format.read_magic(fh)
+        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                else np.lib.format.read_array_header_2_0)
+        shape, _fortran, dtype = read(fh)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise DataError(f"{path}: the header of {key!r} is unreadable, the file is truncated or "
+                        f"corrupt ({exc})", hint=f"write it again; {_HOW}") from None
+    if dtype.hasobject:
+        return  # refused as a pickled array when read
+    need = math.prod(shape) * dtype.itemsize
+    data = available - fh.tell()
+    if need > data:
+        raise DataError(f"{path}: the header of {key!r} claims a {dtype} array of shape "
+                        f"{tuple(shape)} ({need:,} bytes) but the file holds {max(data, 0):,} bytes "
+                        "of it: the file is truncated or corrupt", hint=f"write it again; {_HOW}")
+
+
+def _check_member(path: Path, zf: zipfile.ZipFile, key: str) -> None:
+    """:func:`_check_header` for the member ``key`` of an ``.npz`` archive."""
+    name = key if key in zf.namelist() else f"{key}.npy"
+    info = zf.getinfo(name)
+    # Deflate expands at most 1032-fold: a larger claimed size is a corrupt directory entry.
+    if info.compress_type != zipfile.ZIP_STORED and info.file_size > 1032 * info.compress_size + 64:
+        raise DataError(f"{path}: the archive claims {info.file_size:,} bytes for {key!r}, more "
+                        f"than its {info.compress_size:,} compressed bytes can hold: the file is "
+                        "corrupt", hint=f"write it again; {_HOW}")
+    with zf.open(info) as fh:
+        _check_header(path, key, fh, info.file_size)
 
 
 @contextmanager
@@ -125,6 +165,8 @@ def _open(path: Path) -> Iterator[_Arrays]:
             raise DataError(f"{path} holds no .npy files", hint=f"save one <key>.npy per key; {_HOW}")
 
         def get(key: str) -> Any:
+            with open(files[key], "rb") as fh:
+                _check_header(files[key], key, fh, os.fstat(fh.fileno()).st_size)
             mmap = "r" if key == "features" else None  # a large features.npy is never copied whole
             return np.load(files[key], mmap_mode=mmap, allow_pickle=False)
 
@@ -133,16 +175,28 @@ def _open(path: Path) -> Iterator[_Arrays]:
     if not path.exists():
         raise DataError(f"{path} does not exist", hint=f"check the path; {_HOW}")
     try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})", hint=_HOW) from None
+    if magic == b"\x93NUMPY":  # never np.load it: that would read the whole array
+        raise DataError(f"{path} holds a single array, not an .npz archive of named arrays",
+                        hint=f"save every key in one archive: numpy.savez(path, features=..., "
+                        f"labels=..., ...); {_HOW}")
+    try:
         loaded = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"{path} is not an .npz file ({detail})", hint=_HOW) from None
     if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise DataError(f"{path} holds a single array, not an .npz archive of named arrays",
-                        hint=f"save every key in one archive: numpy.savez(path, features=..., "
-                        f"labels=..., ...); {_HOW}")
+        raise DataError(f"{path} is not an .npz archive of named arrays", hint=_HOW)
     with loaded:
-        yield _Arrays(path, list(loaded.files), loaded.__getitem__)
+
+        def member(key: str) -> Any:
+            _check_member(path, loaded.zip, key)
+            return loaded[key]
+
+        yield _Arrays(path, list(loaded.files), member)
 
 
 def _dict_arrays(path: Path, arrays: Mapping[str, Any]) -> _Arrays:
@@ -321,9 +375,19 @@ def _read(src: _Arrays, name: str) -> tuple[ZSLData, str]:
 
 
 def dataset_name(path: str | Path) -> str:
-    """The name a file's dataset is run and recorded under: ``path/to/mine.npz`` -> ``mine``."""
+    """The name a file's dataset is run and recorded under: ``path/to/mine.npz`` -> ``mine``.
+
+    The name becomes part of every record's file name and of the record: a file whose name
+    cannot be one (``.npz`` alone, a leading ``.``, control characters) is refused with one line
+    that says to rename it (:func:`zslbench.data.dataset.name_problem`).
+    """
     p = Path(path)
-    return p.name[: -len(SUFFIX)] if p.name.lower().endswith(SUFFIX) else p.name
+    name = p.name[: -len(SUFFIX)] if p.name.lower().endswith(SUFFIX) else p.name
+    if not name:
+        raise DataError(f"{p}: a file named {p.name!r} gives no dataset name (the name is what "
+                        f"comes before {SUFFIX})", hint=f"rename it, e.g. to mine{SUFFIX}")
+    return check_name(name, where=str(p), hint="rename the file: its name (without .npz) names "
+                      "the dataset in every record; use printable characters, no leading '.'")
 
 
 def load_npz(path: str | Path, *, name: str | None = None) -> ZSLData:

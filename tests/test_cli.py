@@ -40,8 +40,11 @@ def test_krr_on_toy_writes_a_complete_record(tmp_path):
     assert RECORD_KEYS <= set(rec)
     assert rec["dataset"] == "toy" and rec["method"] == "krr" and rec["dataset_kind"] == "synthetic"
     assert set(rec["metrics"]) == {"A_T", "A_U", "A_S", "H", "AUSUC", "AUSUC_per_image"}
-    # toy has 6 unseen classes: chance A_T is 16.7%; krr must clearly beat it.
-    assert rec["metrics"]["A_T"] > 30
+    # toy has 6 unseen classes: chance A_T is 100/6 = 16.7%; krr must clearly beat it. Its 480
+    # unseen test images put the std of a chance-level A_T near 1.7 points: 5 points above chance
+    # is about 3 std. (Generator v3's toy gives krr an A_T near 25; v2's gave 34-39, and the bound
+    # was 30.)
+    assert rec["metrics"]["A_T"] > 100 / 6 + 5
     assert rec["timings"]["train"] > 0
     assert {"embedder_fit", "regressor_fit", "search", "calibration", "fit_final",
             "evaluation"} <= set(rec["timings"])

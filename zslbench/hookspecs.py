@@ -41,7 +41,8 @@ def zslbench_datasets() -> list[DatasetSpec]:
 
     The loader is called exactly as ``spec.load(data_dir)`` (``data_dir``: a ``Path`` or None) and
     returns a ``ZSLData``. The harness then runs the same checks on every dataset, built-in or not,
-    before any training (``zslbench.data.checks``).
+    before any training (``zslbench.data.checks``). A published benchmark (``kind="real"``)
+    declares which one it is and what pins it (``benchmark=``, a ``zslbench.data.dataset.Benchmark``).
     """
 
 

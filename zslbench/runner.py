@@ -27,7 +27,7 @@ import numpy as np
 import zslbench
 from zslbench import provenance
 from zslbench.components import Component
-from zslbench.data.checks import check_dataset
+from zslbench.data.checks import check_dataset, declared_benchmarks
 from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame, blamed
 from zslbench.methods import OUTER_ROLES, MethodSpec
@@ -548,7 +548,13 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
         for dataset in request.datasets:
             emit("dataset", {"dataset": dataset})
             data, kind = load(dataset)
-            verdict = check_dataset(data, kind, allow_nonstandard=request.allow_nonstandard)
+            # The benchmark the dataset's plugin declares, and every declared one (to match a
+            # file that says it is real): the pins are the plugins', not the core's.
+            declared = registry.items["dataset"].get(dataset)
+            verdict = check_dataset(
+                data, kind, allow_nonstandard=request.allow_nonstandard,
+                benchmark=declared.obj.benchmark if declared is not None else None,
+                known=declared_benchmarks(p.obj for p in registry.items["dataset"].values()))
             verdicts[dataset] = verdict
             data_info[dataset] = {
                 "fingerprint": verdict.fingerprint, "features_hash": verdict.features_hash,

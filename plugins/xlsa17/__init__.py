@@ -6,7 +6,8 @@ nothing from here.
 
 * ``loader`` - ``<data-dir>/<NAME>/res101.mat`` + ``att_splits.mat`` in, ``ZSLData`` out;
 * ``checks`` - what only the xlsa17 files have to pass, and ``registry.json`` (the known files,
-  the archive);
+  the archive, and each benchmark's identity: its split fingerprint and the other pins that the
+  datasets declare to the runner, ``loader.benchmark``);
 * ``cache`` - the float32 cache, checked byte for byte on every load, and its temporaries;
 * ``download`` and ``cli`` - ``zslbench data download | verify | info``, added to the command line
   through the ``zslbench_commands`` hook.
@@ -19,15 +20,22 @@ from pathlib import Path
 from zslbench.data.dataset import DatasetSpec, ZSLData
 from zslbench.hookspecs import hookimpl
 from zslbench_plugins.xlsa17.checks import load_registry
-from zslbench_plugins.xlsa17.loader import DATASETS, load_xlsa17, missing_files, resolve_data_dir
+from zslbench_plugins.xlsa17.loader import (
+    DATASETS,
+    benchmark,
+    missing_files,
+    read_xlsa17,
+    resolve_data_dir,
+)
 
 
 def _loader(name: str):
     def load(data_dir: Path | None = None) -> ZSLData:
-        # The loader refuses what cannot be read; what is standard the runner decides.
-        return load_xlsa17(name, resolve_data_dir(data_dir), allow_nonstandard=True)
+        # The loader refuses what cannot be read; the split checks and what is standard are the
+        # runner's, once per load, against the benchmark declared below.
+        return read_xlsa17(name, resolve_data_dir(data_dir))
 
-    load.__doc__ = f"Load {name} from ``<data-dir>/{name.upper()}`` with Split V2.0 enforced."
+    load.__doc__ = f"Read {name} from ``<data-dir>/{name.upper()}`` (the runner checks its split)."
     return load
 
 
@@ -55,5 +63,6 @@ def zslbench_datasets() -> list[DatasetSpec]:
                 f"{e['n_unseen']} classes, {e['attribute_dim']}-d attributes, ResNet-101); "
                 f"needs `zslbench data download`")
         specs.append(DatasetSpec(name=name, load=_loader(name), kind="real", description=desc,
-                                 groups=("all",), missing=_missing(name)))
+                                 groups=("all",), missing=_missing(name),
+                                 benchmark=benchmark(name)))
     return specs

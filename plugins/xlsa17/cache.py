@@ -365,8 +365,18 @@ def write_entry(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str,
     return path
 
 
-def read_meta(path: Path) -> dict[str, Any]:
-    """An entry's ``meta.json``; :class:`CacheCorrupt` if absent, unreadable or of another format."""
+#: The arrays the loader needs from an entry of each source kind (``<kind>-<sha256[:20]>``).
+REQUIRED_ARRAYS = {"res101": ("features", "labels"),
+                   "att_splits": ("att", "trainval_loc", "test_seen_loc", "test_unseen_loc")}
+_ARRAY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def read_meta(path: Path, *, require: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An entry's ``meta.json``; :class:`CacheCorrupt` if absent, unreadable, of another format,
+    or if its file table is not one a complete entry has (each array with a size and a digest,
+    the arrays ``require`` names among them: :data:`REQUIRED_ARRAYS` of the entry's kind). A
+    damaged table is damage like any other: a load rebuilds the entry and ``data info`` calls it
+    damaged (an emptied table used to pass here and fail the load with a ``KeyError``)."""
     try:
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -375,15 +385,30 @@ def read_meta(path: Path) -> dict[str, Any]:
         raise CacheCorrupt(f"meta.json is unreadable ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != CACHE_FORMAT or "files" not in meta:
         raise CacheCorrupt(f"entry format is not {CACHE_FORMAT}")
+    files = meta["files"]
+    if not isinstance(files, dict):
+        raise CacheCorrupt("meta.json's file table is not a table")
+    for name, info in files.items():
+        if not _ARRAY_NAME.match(str(name)):
+            raise CacheCorrupt(f"meta.json lists a file named {name!r}")
+        if (not isinstance(info, dict) or not isinstance(info.get("size"), int)
+                or not isinstance(info.get("digest"), str)):
+            raise CacheCorrupt(f"meta.json has no size and digest for {name}.npy")
+    missing = [a for a in require if a not in files]
+    if missing or not files:
+        raise CacheCorrupt(f"meta.json lists no {(missing or ['array'])[0]}.npy (its file table is "
+                           "incomplete)")
     return meta
 
 
-def open_entry(path: Path, *, mmap: tuple[str, ...] = ()) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """Check every byte of an entry and return ``(meta, arrays)``; :class:`CacheCorrupt` if damaged.
+def open_entry(path: Path, *, mmap: tuple[str, ...] = (), require: tuple[str, ...] = ()
+               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Check every byte of an entry and return ``(meta, arrays)``; :class:`CacheCorrupt` if damaged
+    or without an array ``require`` names.
 
     Arrays named in ``mmap`` come back as read-only memory maps, the others are read into memory.
     """
-    meta = read_meta(path)
+    meta = read_meta(path, require=require)
     arrays: dict[str, np.ndarray] = {}
     for name, info in meta["files"].items():
         target = path / f"{name}.npy"
@@ -436,7 +461,7 @@ def list_entries(cache_root: Path) -> list[dict[str, Any]]:
     for folder in sorted(p for p in cache_root.iterdir() if p.is_dir()):
         for entry in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
             try:
-                meta = read_meta(entry)
+                meta = read_meta(entry, require=REQUIRED_ARRAYS.get(entry.name.split("-")[0], ()))
                 source = meta.get("source_path", "")
                 state = "ok"
             except CacheCorrupt as exc:
@@ -446,6 +471,7 @@ def list_entries(cache_root: Path) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["CACHE_FORMAT", "CacheCorrupt", "DIGEST_SCHEME", "HashStore", "SEGMENT", "WriterDir",
+__all__ = ["CACHE_FORMAT", "CacheCorrupt", "DIGEST_SCHEME", "HashStore", "REQUIRED_ARRAYS", "SEGMENT",
+           "WriterDir",
            "clean_stale", "disk_usage", "entry_dir", "file_digest", "list_entries", "list_temporaries",
            "open_entry", "read_meta", "remove_stale", "sha256_file", "write_entry"]

@@ -1,16 +1,16 @@
 """The xlsa17 files' own checks, and the registry of known xlsa17 files (``registry.json``).
 
-Every dataset also passes the core contract in the runner (``zslbench.data.checks``: structure,
-Split V2.0 policy via :func:`zslbench.data.splits.check_split`, official-benchmark match). What is
-here is what only the xlsa17 *files* have: 1-based labels that index the columns of ``att``, the
-2048-d ResNet-101 features of each benchmark, and the counts and split fingerprint of the official
-V2.0 files (``registry.json``). The loader runs these on the arrays it read, so that a problem is
-reported with the file that holds it (``res101.mat`` or ``att_splits.mat``) and the fix.
+Every dataset passes the core contract in the runner (``zslbench.data.checks``: structure, the
+split checks of :func:`zslbench.data.splits.check_split`, once per load, and the match with the
+benchmark its plugin declares). What is here is what only the xlsa17 *files* have: features,
+1-based labels that index the columns of ``att``, and an ``att`` as stored. The loader runs these
+on the arrays it read, so that a problem is reported with the file that holds it (``res101.mat``
+or ``att_splits.mat``) and the fix; every failure here is structural (the data cannot be read as a
+dataset at all).
 
-Checks come in two severities (:attr:`~zslbench.data.splits.Failure.structural`): structural
-failures are always refused; policy failures are refused unless ``allow_nonstandard`` (then the
-data loads and the reason is kept in ``source["loader_reason"]``; what is standard the runner
-decides).
+``registry.json`` lists the known files and, per dataset, its identity as a published benchmark:
+the split fingerprint and the other pins that ``zslbench_plugins.xlsa17.loader.benchmark``
+declares to the runner (:class:`zslbench.data.dataset.Benchmark`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from zslbench.data.splits import OVERRIDE_FLAG, Failure, format_examples, format_value
+from zslbench.data.splits import Failure, format_examples, format_value
 from zslbench.errors import DataError, SplitError
 
 
@@ -46,23 +46,23 @@ def registry_entry(name: str) -> dict[str, Any]:
     return load_registry()["datasets"][name]
 
 
-def check_features(file: str, shape: tuple[int, ...], n_labels: int, *, expected_dim: int | None,
+def check_features(file: str, shape: tuple[int, ...], n_labels: int, *,
                    nonfinite: tuple[int, int] | None,
                    beyond_float32: tuple[int, int, str] | None = None,
                    stored_class: str | None = None,
                    value_range: tuple[float, float] | list[float] | None = None) -> list[Failure]:
-    """Features (N, d) against the labels and the dataset's feature dimension.
+    """Features (N, d) as stored, against the labels.
 
     ``shape`` is the (N, d) shape after conversion, ``nonfinite`` the (image, dim) 0-based position
     of the first NaN/Inf or None, ``beyond_float32`` the position and value (as written) of the
     first finite value too large for float32, ``stored_class`` the MATLAB class in the file,
     ``value_range`` (min, max) of the values. Logical (bool), non-finite, out-of-range and constant
     features are structural, with the same words as the runner's contract
-    (``zslbench.data.checks``) but naming the file. A dimension other than ``expected_dim`` is a
-    policy failure (a user may knowingly run other features).
+    (``zslbench.data.checks``) but naming the file. (A dimension other than the benchmark's is the
+    runner's policy check: a user may knowingly run other features.)
     """
     out: list[Failure] = []
-    n, d = int(shape[0]), int(shape[1])
+    n = int(shape[0])
     if n != n_labels:
         out.append(Failure(file, "count",
                            f"features hold {n} images but labels hold {n_labels}: features/labels "
@@ -88,11 +88,6 @@ def check_features(file: str, shape: tuple[int, ...], n_labels: int, *, expected
                            f"{format_value(np.float32(value_range[0]))}: the features are constant",
                            "the feature file is empty or was not written; re-download it or "
                            "re-extract the features", True))
-    if expected_dim is not None and d != expected_dim:
-        out.append(Failure(file, "feature-dim",
-                           f"features are {d}-d but this dataset's xlsa17 ResNet-101 features are "
-                           f"{expected_dim}-d", f"use the official res101.mat, or pass {OVERRIDE_FLAG} "
-                           "to run other features as non-comparable", False))
     return out
 
 
@@ -131,13 +126,12 @@ def check_labels(file: str, labels: np.ndarray, n_classes: int, att_file: str) -
     return []
 
 
-def check_attributes(file: str, att_classes_by_attr: np.ndarray, *,
-                     expected_dim: int | None = None) -> list[Failure]:
+def check_attributes(file: str, att_classes_by_attr: np.ndarray) -> list[Failure]:
     """``att`` (attr x classes): finite, and no class whose attribute vector is all zeros.
 
     An all-zero class vector cannot be L2-normalised and makes the class indistinguishable, which
-    would quietly yield wrong numbers, so it is structural. A different attribute dimension than
-    the dataset's is a policy failure.
+    would quietly yield wrong numbers, so it is structural. (A different attribute dimension
+    than the benchmark's is the runner's policy check.)
     """
     att = np.asarray(att_classes_by_attr)
     out: list[Failure] = []
@@ -155,63 +149,18 @@ def check_attributes(file: str, att_classes_by_attr: np.ndarray, *,
                                f"att has an all-zero attribute row for class {format_examples(zero + 1)} "
                                "(1-based)", "a class needs a non-zero attribute vector; re-download "
                                "the file", True))
-    if expected_dim is not None and att.shape[0] != expected_dim:
-        out.append(Failure(file, "attribute-dim", f"att has {att.shape[0]} attributes but this "
-                           f"dataset has {expected_dim}", f"use the official att_splits.mat or pass "
-                           f"{OVERRIDE_FLAG}", False))
     return out
 
 
-def check_registry(file: str, name: str, entry: dict[str, Any], *, n_images: int, n_classes: int,
-                   n_seen: int | None, n_unseen: int | None, fingerprint: str) -> list[Failure]:
-    """Counts and fingerprint against the official V2.0 values in ``registry.json`` (policy)."""
-    out: list[Failure] = []
-    expect = {"n_images": n_images, "n_classes": n_classes, "n_seen": n_seen, "n_unseen": n_unseen}
-    wrong = [f"{k} {v} (official {entry[k]})" for k, v in expect.items()
-             if v is not None and entry.get(k) is not None and int(entry[k]) != int(v)]
-    if wrong:
-        out.append(Failure(file, "counts", f"{name} counts differ from the official xlsa17: "
-                           + ", ".join(wrong), f"use the official files or pass {OVERRIDE_FLAG}", False))
-    official = entry.get("split_fingerprint")
-    if official and fingerprint != official:
-        out.append(Failure(file, "fingerprint",
-                           f"Split V2.0 check 'fingerprint' failed: the index sets are not the official "
-                           f"{name} V2.0 ones (fingerprint {fingerprint[:12]}, official {official[:12]})",
-                           f"use the official att_splits.mat (zslbench data download --dataset {name}) "
-                           f"or pass {OVERRIDE_FLAG}", False))
-    return out
+def primary_error(failures: Sequence[Failure]) -> DataError | None:
+    """The one error that stands for ``failures`` (None when there are none): the first, with
+    the other failed checks named in parentheses, so that one line tells the whole story."""
+    if not failures:
+        return None
+    return _error(failures[0], [f.check for f in failures[1:]])
 
 
-def primary_error(failures: Sequence[Failure], *, allow_nonstandard: bool = False) -> DataError | None:
-    """The one error that stands for ``failures`` (None when they do not stop a load).
-
-    The first structural failure, else (unless ``allow_nonstandard``) the first policy failure;
-    the other failed checks are named in parentheses so that one line tells the whole story.
-    """
-    structural = [f for f in failures if f.structural]
-    if structural:
-        return _error(structural[0], [f.check for f in failures if f is not structural[0]])
-    if failures and not allow_nonstandard:
-        return _error(failures[0], [f.check for f in failures[1:]])
-    return None
-
-
-def enforce(failures: Sequence[Failure], *, allow_nonstandard: bool) -> tuple[bool, str]:
-    """Turn check results into a decision: ``(standard, reason)`` or a raised error.
-
-    The first structural failure is always raised. Policy failures raise the first one unless
-    ``allow_nonstandard``; then the data is non-standard and ``reason`` lists every failed check.
-    The error is a :class:`SplitError` for split/attribute checks, a :class:`DataError` otherwise.
-    """
-    err = primary_error(failures, allow_nonstandard=allow_nonstandard)
-    if err is not None:
-        raise err
-    if failures:
-        return False, "; ".join(f.line() for f in failures)
-    return True, ""
-
-
-_DATA_CHECKS = {"count", "dtype", "finite", "float32-range", "constant", "feature-dim", "labels",
+_DATA_CHECKS = {"count", "dtype", "finite", "float32-range", "constant", "labels",
                 "labels-range", "keys", "readable"}
 
 
@@ -226,5 +175,5 @@ def _error(failure: Failure, others: list[str]) -> DataError:
     return err
 
 
-__all__ = ["check_attributes", "check_features", "check_labels", "check_registry", "enforce",
-           "load_registry", "primary_error", "registry_entry"]
+__all__ = ["check_attributes", "check_features", "check_labels", "load_registry", "primary_error",
+           "registry_entry"]

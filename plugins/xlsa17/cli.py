@@ -26,7 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from zslbench.console import say_error
-from zslbench.errors import ConfigError
+from zslbench.errors import ConfigError, UserError
 from zslbench_plugins.xlsa17 import cache as _cache
 from zslbench_plugins.xlsa17 import checks as _checks
 from zslbench_plugins.xlsa17 import download as _dl
@@ -159,7 +159,8 @@ def _size(n: int | None) -> str:
               help="Also re-hash the source .mat files instead of trusting their remembered sha256 "
                    "(every cache file is checked in full either way).")
 def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> None:
-    """Check presence, sizes, hashes, shapes and the Split V2.0 fingerprint of each dataset.
+    """Check presence, sizes, hashes, shapes and the Split V2.0 fingerprint of each dataset, with
+    the same checks `zslbench run` makes.
 
     Prints a table, one problem per line on stderr, and exits 1 when anything is wrong. Every
     byte of the cache is checked; a damaged cache entry is rebuilt from the source (a note says
@@ -192,10 +193,17 @@ def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> 
             lines = missing if missing else [rep.error.one_line()]
             status = "missing" if missing else "FAIL: unreadable"
         else:
-            err = _checks.primary_error(rep.failures)
+            # The files' own checks, then exactly the checks `zslbench run` makes on the dataset.
+            err: UserError | None = _checks.primary_error(rep.failures)
+            failed = [f.check for f in rep.failures]
+            if err is None:
+                try:
+                    verdict = _x.check_xlsa17(_x.dataset_from(rep), allow_nonstandard=True)
+                    err, failed = verdict.refusal(), [f.check for f in verdict.problems]
+                except UserError as exc:  # the split cannot be evaluated at all
+                    err, failed = exc, ["split"]
             lines = [err.one_line()] if err is not None else []
-            status = "OK" if not rep.failures else "FAIL: " + ", ".join(
-                dict.fromkeys(f.check for f in rep.failures))
+            status = "OK" if err is None else "FAIL: " + ", ".join(dict.fromkeys(failed))
         problems += lines
         shapes = {"res101": f"{rep.features_shape[0]}×{rep.features_shape[1]}" if rep.features_shape else "-",
                   "att_splits": f"att {rep.att_shape[0]}×{rep.att_shape[1]}" if rep.att_shape else "-"}

@@ -9,11 +9,15 @@ The files are the ones of Xian et al.'s "Zero-Shot Learning — the Good, the Ba
   and ``allclasses_names``.
 
 Folders are upper case (``AWA1 AWA2 APY CUB SUN``); zslbench names are lower case. The loader goes
-through the cache (:mod:`zslbench_plugins.xlsa17.cache`) and runs every Split V2.0 check
-(:mod:`zslbench.data.splits`, :mod:`zslbench_plugins.xlsa17.checks`) before it returns, so no method ever trains on a split that was not
-checked. It converts to 0-based labels and indices; the official ``train_loc``/``val_loc`` images
-are never returned (they overlap test-seen in the 2018 originals), only the *classes* of
-``val_loc``, from which the protocol derives a leak-free validation split.
+through the cache (:mod:`zslbench_plugins.xlsa17.cache`) and refuses, naming the file, whatever
+cannot be read as a dataset (:mod:`zslbench_plugins.xlsa17.checks`). The split checks and the
+match with the official benchmark (:func:`benchmark`, the pins in ``registry.json``) are the
+runner's (:mod:`zslbench.data.checks`), once per load, on what :func:`read_xlsa17` returns; their
+messages name ``att_splits.mat`` and its 1-based ``*_loc`` (``ZSLData.split_naming``).
+:func:`load_xlsa17` runs both, for a script outside the runner. The loader converts to 0-based
+labels and indices; the official ``train_loc``/``val_loc`` images are never returned (they overlap
+test-seen in the 2018 originals), only the *classes* of ``val_loc``, from which the protocol
+derives a leak-free validation split.
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ import difflib
 import logging
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from zslbench.data import splits as _splits
-from zslbench.data.dataset import DATA_ENV, ZSLData, resolve_data_dir
+from zslbench.data.checks import DataCheck, check_dataset
+from zslbench.data.dataset import DATA_ENV, Benchmark, ZSLData, resolve_data_dir
 from zslbench.data.splits import format_value
 from zslbench.errors import ConfigError, DataError, UserError
 from zslbench_plugins.xlsa17 import cache as _cache
@@ -240,7 +245,7 @@ def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, conve
     status = "hit"
     if entry.exists():
         try:
-            meta, arrays = _cache.open_entry(entry, mmap=mmap)
+            meta, arrays = _cache.open_entry(entry, mmap=mmap, require=_cache.REQUIRED_ARRAYS[kind])
             if meta.get("source_sha256") == src.sha256:
                 return arrays, meta, status
             status = "rebuilt (entry belongs to another file)"
@@ -256,7 +261,7 @@ def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, conve
     try:
         _cache.write_entry(entry, arrays, meta)
         _cache.remove_stale(cache_root, folder, kind, keep=entry)
-        meta, arrays = _cache.open_entry(entry, mmap=mmap)
+        meta, arrays = _cache.open_entry(entry, mmap=mmap, require=_cache.REQUIRED_ARRAYS[kind])
     except OSError as exc:  # read-only or full disk: serve from memory, say so
         status = f"disabled (cannot write {entry}: {exc.strerror or exc})"
     except _cache.CacheCorrupt as exc:  # e.g. removed by a concurrent process: use what we read
@@ -299,6 +304,8 @@ class Inspection:
     #: Temporaries of killed cache builds that this inspection removed (their writer was gone).
     cleaned: list[str] = field(default_factory=list)
     arrays: dict[str, Any] = field(default_factory=dict)
+    #: The parsed 1-based index arrays (``trainval_loc`` ... and ``val_loc`` when present).
+    indices: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -369,13 +376,16 @@ def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: 
     rep.arrays = {"features": res["features"], "labels": res["labels"], **att,
                   "class_names": att_meta.get("class_names"),
                   "transposed": bool(res_meta.get("transposed"))}
-    rep.failures = _run_checks(rep, name, entry, res, res_meta, att, res_path, att_path)
+    rep.failures = _run_checks(rep, res, res_meta, att, res_path, att_path)
     return rep
 
 
-def _run_checks(rep: Inspection, name: str, entry: dict[str, Any], res: dict[str, np.ndarray],
-                res_meta: dict[str, Any], att: dict[str, np.ndarray], res_path: Path, att_path: Path
-                ) -> list[_splits.Failure]:
+def _run_checks(rep: Inspection, res: dict[str, np.ndarray], res_meta: dict[str, Any],
+                att: dict[str, np.ndarray], res_path: Path, att_path: Path) -> list[_splits.Failure]:
+    """What only the files can be checked for: features, labels and ``att`` as stored, and index
+    arrays that parse as indices. Where the indices point (the split checks) and whether the
+    content is the official benchmark are the runner's checks (``zslbench.data.checks``), which
+    run once per load on what :func:`read_xlsa17` returns."""
     features, labels = res["features"], res["labels"]
     n_images = int(features.shape[0])
     rep.features_shape = (n_images, int(features.shape[1]))
@@ -384,63 +394,55 @@ def _run_checks(rep: Inspection, name: str, entry: dict[str, Any], res: dict[str
     nonfinite = res_meta.get("nonfinite")
     beyond = res_meta.get("beyond_float32")
     fails = _checks.check_features(str(res_path), rep.features_shape, int(labels.size),
-                                   expected_dim=entry.get("feature_dim"),
                                    nonfinite=tuple(nonfinite) if nonfinite else None,
                                    beyond_float32=tuple(beyond) if beyond else None,
                                    stored_class=res_meta.get("stored_class"),
                                    value_range=res_meta.get("value_range"))
-    fails += _checks.check_attributes(str(att_path), a, expected_dim=entry.get("attribute_dim"))
+    fails += _checks.check_attributes(str(att_path), a)
     n_classes = int(a.shape[1]) if a.ndim == 2 else 0
-    label_fails = _checks.check_labels(str(res_path), labels, n_classes, str(att_path))
-    fails += label_fails
-    labels_ok = not any(f.structural for f in fails if f.check in ("count", "labels", "labels-range",
-                                                                    "attributes"))
-    labels0 = labels.astype(np.int64) - 1 if labels_ok else None
-    locs = {k: att.get(k) for k in _splits.SPLIT_KEYS}
+    fails += _checks.check_labels(str(res_path), labels, n_classes, str(att_path))
     if any(f.check == "count" for f in fails):
         return fails  # which images do the indices mean? nothing below would be meaningful
-    fails += _splits.check_split(str(att_path), n_images, labels0,
-                                 locs["trainval_loc"], locs["test_seen_loc"], locs["test_unseen_loc"],
-                                 train=att.get("train_loc"), val=att.get("val_loc"))
-    split_ok = not any(f.structural for f in fails)
-    if split_ok:
+    locs: dict[str, np.ndarray] = {}
+    for key in (*_splits.SPLIT_KEYS, "val_loc"):
+        if att.get(key) is None:
+            continue
+        arr, parse = _splits.index_array(str(att_path), key, att[key], n_images)
+        fails += parse
+        if arr is not None:
+            locs[key] = arr
+    val = locs.get("val_loc")
+    if val is not None and (val.min() < 1 or val.max() > n_images):
+        bad = val[(val < 1) | (val > n_images)]
+        fails.append(_splits.Failure(str(att_path), "index-range", f"val_loc has {bad.size} "
+                                     f"{'index' if bad.size == 1 else 'indices'} outside "
+                                     f"1..{n_images} (e.g. {_splits.format_examples(bad)})",
+                                     "the split file and res101.mat do not belong together", True))
+    if not fails:
+        rep.indices = locs
         rep.fingerprint = _splits.split_fingerprint(*(locs[k] for k in _splits.SPLIT_KEYS))
-        n_seen = n_unseen = None
-        if labels0 is not None:
-            tv = np.asarray(locs["trainval_loc"]).astype(np.int64).ravel() - 1
-            tu = np.asarray(locs["test_unseen_loc"]).astype(np.int64).ravel() - 1
-            n_seen = int(np.unique(labels0[tv]).size)
-            n_unseen = int(np.unique(labels0[tu]).size)
         rep.counts = {"n_images": n_images, "n_classes": n_classes,
-                      **{k.replace("_loc", ""): int(np.asarray(locs[k]).size) for k in _splits.SPLIT_KEYS},
-                      **({"n_seen": n_seen, "n_unseen": n_unseen} if n_seen is not None else {})}
-        fails += _checks.check_registry(str(att_path), name, entry, n_images=n_images,
-                                        n_classes=n_classes, n_seen=n_seen, n_unseen=n_unseen,
-                                        fingerprint=rep.fingerprint)
+                      **{k.replace("_loc", ""): int(locs[k].size) for k in _splits.SPLIT_KEYS}}
     return fails
 
 
-def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstandard: bool = False,
-                cache_dir: Path | None = None, use_cache: bool = True) -> ZSLData:
-    """Load one xlsa17 dataset with every Split V2.0 check enforced.
+def benchmark(name: str) -> Benchmark:
+    """The published benchmark dataset ``name`` is (xlsa17, Split V2.0) and what pins it, from
+    ``registry.json``: the declaration the runner's checks compare every load with."""
+    registry = _checks.load_registry()
+    entry = registry["datasets"][canonical_name(name)]
+    return Benchmark.from_mapping({**registry["benchmark"], **entry, "name": canonical_name(name),
+                                   "split": entry["split_fingerprint"]})
 
-    Returns 0-based labels and indices, float32 features (N, 2048) as a read-only memory map of
-    the cache, and attributes (classes, attr) float32. ``val_classes`` are the classes of the
-    official ``val_loc`` images (None when the file has no ``val_loc``). Raises
-    :class:`~zslbench.errors.DataError` / :class:`~zslbench.errors.SplitError` with one line naming
-    the file and the failed check; with ``allow_nonstandard=True`` a split failing only policy
-    checks (leaky, altered, other features) loads with ``standard=False`` and the reason recorded.
-    """
-    rep = inspect_xlsa17(name, data_dir, cache_dir=cache_dir, use_cache=use_cache)
-    if rep.error is not None:
-        raise rep.error
-    standard, reason = _checks.enforce(rep.failures, allow_nonstandard=allow_nonstandard)
+
+def dataset_from(rep: Inspection) -> ZSLData:
+    """The dataset an inspection without failures read: 0-based, read-only, its provenance."""
     arr = rep.arrays
     labels0 = np.asarray(arr["labels"]).astype(np.int64) - 1
-    idx = {k: np.asarray(arr[k]).astype(np.int64).ravel() - 1 for k in _splits.SPLIT_KEYS}
+    idx = {k: rep.indices[k] - 1 for k in _splits.SPLIT_KEYS}
     val_classes = None
-    if "val_loc" in arr:
-        val_classes = np.unique(labels0[np.asarray(arr["val_loc"]).astype(np.int64).ravel() - 1])
+    if "val_loc" in rep.indices:
+        val_classes = np.unique(labels0[rep.indices["val_loc"] - 1])
     features = arr["features"]
     if not isinstance(features, np.memmap):  # cache disabled: still hand out read-only data
         features = np.asarray(features)
@@ -469,11 +471,54 @@ def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstand
     return ZSLData(
         name=rep.name, features=features, labels=labels0, attributes=attributes,
         trainval_idx=idx["trainval_loc"], test_seen_idx=idx["test_seen_loc"],
-        test_unseen_idx=idx["test_unseen_loc"], val_classes=val_classes,
-        source={**source, "loader_standard": standard, "loader_reason": reason},
-        class_names=list(names) if names and len(names) == attributes.shape[0] else None)
+        test_unseen_idx=idx["test_unseen_loc"], val_classes=val_classes, source=source,
+        class_names=list(names) if names and len(names) == attributes.shape[0] else None,
+        split_naming=replace(_splits.XLSA17_NAMING, file=str(files["att_splits"].path),
+                             features_file=str(files["res101"].path)))
 
 
-__all__ = ["DATASETS", "DATA_ENV", "FileReport", "Inspection", "canonical_name", "dataset_folder",
-           "dataset_paths", "inspect_xlsa17", "load_xlsa17", "missing_files", "read_mat",
-           "resolve_data_dir"]
+def read_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: Path | None = None,
+                use_cache: bool = True) -> ZSLData:
+    """Read one xlsa17 dataset, refusing (one line naming the file) what cannot be read as one.
+
+    What the runner loads (the dataset's ``spec.load``): the split and the official-benchmark
+    checks are not run here but by the runner, once per load. Returns 0-based labels and
+    indices, float32 features (N, 2048) as a read-only memory map of the cache, and attributes
+    (classes, attr) float32. ``val_classes`` are the classes of the official ``val_loc`` images
+    (None when the file has no ``val_loc``).
+    """
+    rep = inspect_xlsa17(name, data_dir, cache_dir=cache_dir, use_cache=use_cache)
+    if rep.error is not None:
+        raise rep.error
+    err = _checks.primary_error(rep.failures)
+    if err is not None:
+        raise err
+    return dataset_from(rep)
+
+
+def check_xlsa17(data: ZSLData, *, allow_nonstandard: bool = False) -> DataCheck:
+    """The runner's checks (``zslbench.data.checks``) on a dataset :func:`read_xlsa17` returned,
+    against the benchmark it declares: what ``zslbench run`` and ``data verify`` decide."""
+    return check_dataset(data, "real", benchmark=benchmark(data.name),
+                         allow_nonstandard=allow_nonstandard)
+
+
+def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstandard: bool = False,
+                cache_dir: Path | None = None, use_cache: bool = True) -> ZSLData:
+    """Load one xlsa17 dataset with every check enforced, as a script outside the runner needs it.
+
+    :func:`read_xlsa17`, then the runner's checks against the official benchmark
+    (:func:`check_xlsa17`). Raises :class:`~zslbench.errors.DataError` /
+    :class:`~zslbench.errors.SplitError` with one line naming the file and the failed check; with
+    ``allow_nonstandard=True`` a dataset failing only policy checks (leaky, altered, other
+    features) loads, and ``source["standard"]`` / ``source["reason"]`` say why it is not standard.
+    """
+    data = read_xlsa17(name, data_dir, cache_dir=cache_dir, use_cache=use_cache)
+    verdict = check_xlsa17(data, allow_nonstandard=allow_nonstandard)
+    data.source.update(standard=verdict.standard, reason=verdict.reason)
+    return data
+
+
+__all__ = ["DATASETS", "DATA_ENV", "FileReport", "Inspection", "benchmark", "canonical_name",
+           "check_xlsa17", "dataset_folder", "dataset_from", "dataset_paths", "inspect_xlsa17", "load_xlsa17",
+           "missing_files", "read_mat", "read_xlsa17", "resolve_data_dir"]

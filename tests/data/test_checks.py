@@ -2,8 +2,8 @@
 
 Real AWA2 is built from the real split file (``../shared/data``) and the per-image labels
 reconstructed there, with random features (there are no real ones): it must match the official
-benchmark, and every alteration the fuzzer found (a permuted attribute matrix, changed labels, a
-removed or cut val_loc, a leaky split) must not.
+benchmark the xlsa17 plugin declares, and every alteration the fuzzer found (a permuted attribute
+matrix, changed labels, a removed or cut val_loc, a leaky split) must not.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ import pytest
 import scipy.io
 
 from tests.cli_helpers import run_cli
-from zslbench.data.checks import check_dataset, official_benchmarks
-from zslbench.data.dataset import ZSLData
+from zslbench.data.checks import check_dataset, content_parts, features_hash
+from zslbench.data.dataset import Benchmark, ZSLData
 from zslbench.errors import DataError, SplitError
+from zslbench_plugins.xlsa17.loader import benchmark
+
+AWA2 = benchmark("awa2")
 
 
 def real_awa2(shared_data, dim: int = 4) -> ZSLData:
@@ -36,16 +39,28 @@ def real_awa2(shared_data, dim: int = 4) -> ZSLData:
 
 
 def test_the_real_awa2_split_is_the_official_benchmark(shared_data):
-    verdict = check_dataset(real_awa2(shared_data, dim=2048), "real")
-    assert verdict.standard and verdict.official == "awa2" and verdict.unverified == ()
-    assert verdict.split_fingerprint == official_benchmarks()["awa2"]["split"]
+    verdict = check_dataset(real_awa2(shared_data, dim=2048), "real", benchmark=AWA2)
+    # Every part the declaration pins matches; the features are not pinned (no real res101.mat).
+    assert verdict.standard and verdict.official == "awa2" and verdict.unverified == ("features",)
+    assert verdict.revision == "Split V2.0" and verdict.split_fingerprint == AWA2.split
+    # A file claiming to be real, declaring nothing, is matched by its split among the declared.
+    verdict = check_dataset(real_awa2(shared_data, dim=2048), "real", known=[benchmark("apy"), AWA2])
+    assert verdict.standard and verdict.official == "awa2"
 
 
 def test_the_real_awa2_split_with_other_features_is_not_the_benchmark(shared_data):
     """Everything official but 4-d features (not ResNet-101's 2048): another benchmark."""
     with pytest.raises(SplitError, match="features are 4-d where the official awa2 features are "
                                          "2048-d"):
-        check_dataset(real_awa2(shared_data, dim=4), "real")
+        check_dataset(real_awa2(shared_data, dim=4), "real", benchmark=AWA2)
+
+
+def test_a_dataset_declared_as_one_benchmark_is_not_standard_as_another(shared_data):
+    """The declaration names the benchmark: AWA2's content loaded under AWA1's declaration (same
+    attributes, other split) is refused, where a split lookup would have called it AWA2."""
+    with pytest.raises(SplitError, match="check 'fingerprint' failed: the index sets are not the "
+                                         "official awa1 Split V2.0 ones"):
+        check_dataset(real_awa2(shared_data, dim=2048), "real", benchmark=benchmark("awa1"))
 
 
 def _altered(shared_data, how: str) -> ZSLData:
@@ -77,9 +92,10 @@ ALTERATIONS = ["attribute columns permuted", "one attribute changed",
 @pytest.mark.parametrize("how", ALTERATIONS)
 def test_altered_benchmark_data_is_refused_or_marked_nonstandard(shared_data, how):
     with pytest.raises(SplitError) as err:
-        check_dataset(_altered(shared_data, how), "real")
+        check_dataset(_altered(shared_data, how), "real", benchmark=AWA2)
     assert "--allow-nonstandard-split" in err.value.one_line()
-    verdict = check_dataset(_altered(shared_data, how), "real", allow_nonstandard=True)
+    verdict = check_dataset(_altered(shared_data, how), "real", benchmark=AWA2,
+                            allow_nonstandard=True)
     assert not verdict.standard and verdict.reason
 
 
@@ -134,7 +150,9 @@ def test_a_custom_benchmark_is_standard_and_its_fingerprint_covers_every_part():
 
 def test_a_real_claim_that_matches_no_benchmark_is_nonstandard():
     feats = np.random.default_rng(0).random((60, 3), dtype=np.float32)
-    with pytest.raises(SplitError, match="not those of any official benchmark"):
+    with pytest.raises(SplitError, match=r"not those of any declared benchmark \(awa2\)"):
+        check_dataset(_small(feats), "real", known=[AWA2])
+    with pytest.raises(SplitError, match=r"not those of any declared benchmark \(none is declared\)"):
         check_dataset(_small(feats), "real")
 
 
@@ -200,27 +218,55 @@ def test_finite_value_beyond_float32_is_named_without_warnings() -> None:
     assert "NaN" not in line and "\n" not in line
 
 
-def test_real_data_with_other_features_is_not_the_official_benchmark(monkeypatch) -> None:
+def _declaration(d: ZSLData, **pins) -> Benchmark:
+    """A benchmark declaring ``d``'s own content, every part pinned (``pins`` override)."""
+    parts = content_parts(d)
+    return Benchmark(**{"name": "mini", "title": "a miniature", "revision": "v1",
+                        "split": parts["split"], "attributes": parts["attributes"],
+                        "labels": parts["labels"], "val_classes": parts["val_classes"],
+                        "features": features_hash(d.features), "n_images": 12, "n_val_classes": 0,
+                        "n_classes": 4, "n_seen": 2, "n_unseen": 2, "attribute_dim": 3,
+                        "feature_dim": 5, **pins})
+
+
+def test_real_data_with_other_features_is_not_the_official_benchmark() -> None:
     """A dataset of kind ``real`` whose split, labels and semantics are the official ones but whose
     features have another dimension (CLIP instead of ResNet-101) is not the benchmark: it runs
     only as non-standard."""
-    from zslbench.data import checks
-
     d = _data(np.random.default_rng(0).standard_normal((12, 5)))
-    parts = checks.content_parts(d)
-    official = {"mini": {"split": parts["split"], "attributes": parts["attributes"],
-                         "labels": parts["labels"], "val_classes": parts["val_classes"],
-                         "n_val_classes": 0, "n_classes": 4, "n_seen": 2, "n_unseen": 2,
-                         "feature_dim": 5}}
-    monkeypatch.setattr(checks, "official_benchmarks", lambda: official)
-    verdict = check_dataset(d, "real")
-    assert verdict.standard and verdict.official == "mini"
-    official["mini"]["feature_dim"] = 2048
+    verdict = check_dataset(d, "real", benchmark=_declaration(d))
+    assert verdict.standard and verdict.official == "mini" and verdict.unverified == ()
+    other = _declaration(d, feature_dim=2048, features=None)
     with pytest.raises(SplitError, match="features are 5-d where the official mini features are "
                                          "2048-d"):
-        check_dataset(d, "real")
-    verdict = check_dataset(d, "real", allow_nonstandard=True)
-    assert not verdict.standard and "5-d" in verdict.reason
+        check_dataset(d, "real", benchmark=other)
+    verdict = check_dataset(d, "real", benchmark=other, allow_nonstandard=True)
+    assert not verdict.standard and "5-d" in verdict.reason and verdict.unverified == ("features",)
+
+
+@pytest.mark.parametrize("pin, says", [
+    ({"features": "0" * 64}, "the features differ from the official mini data"),
+    ({"n_images": 13}, "12 images where the official mini has 13"),
+    ({"attribute_dim": 4}, "attributes are 3-d where the official mini attributes are 4-d"),
+    ({"n_val_classes": 2}, "0 validation classes where the official mini has 2"),
+    ({"n_seen": 3, "n_unseen": 1}, r"2\+2 seen\+unseen classes where the official mini has 3\+1"),
+])
+def test_every_pin_of_a_declaration_is_compared(pin, says) -> None:
+    d = _data(np.random.default_rng(0).standard_normal((12, 5)))
+    with pytest.raises(SplitError, match=says):
+        check_dataset(d, "real", benchmark=_declaration(d, **pin))
+
+
+@pytest.mark.parametrize("bad, says", [
+    ({"split": "abc"}, "split must be a sha256"),
+    ({"labels": "XYZ"}, "labels must be a sha256"),
+    ({"n_images": -1}, "n_images must be a non-negative integer"),
+    ({"revision": ""}, "revision must be a non-empty string"),
+])
+def test_a_malformed_declaration_is_refused_when_made(bad, says) -> None:
+    d = _data(np.random.default_rng(0).standard_normal((12, 5)))
+    with pytest.raises(ValueError, match=says):
+        _declaration(d, **bad)
 
 
 @pytest.mark.parametrize("change, error, says", [

@@ -327,3 +327,102 @@ def test_negative_features_run_with_preprocessor_none(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     (rec,) = _records(tmp_path / "results")
     assert rec["dataset"] == "clipfeats" and rec["config"]["components"]["preprocessor"]["name"] == "none"
+
+
+# ----------------------------------------------------------- names and headers (issue 18 defects)
+
+@pytest.mark.parametrize("filename, says", [
+    (".npz", "a file named '.npz' gives no dataset name"),
+    (".hidden.npz", "the dataset name '.hidden' starts with '.'"),
+    ("...npz", "the dataset name '..' starts with '.'"),
+    ("tab\there.npz", "contains the control character '\\t'"),
+    ("new\nline.npz", "contains the control character '\\n'"),
+    ("x" * 120 + ".npz", "has 120 characters (at most 100)"),
+])
+def test_a_file_whose_name_cannot_name_a_dataset_is_refused(tmp_path: Path, filename: str,
+                                                            says: str) -> None:
+    """Issue 18: a file named ``.npz`` gave an empty dataset name, and zslbench refused its own
+    records; a leading '.' would hide them (hidden files are temporaries), and a control
+    character or an overlong name breaks the record's file name. Each is one line that names the
+    file and says to rename it, before anything runs."""
+    file = write_raw(tmp_path / "x.npz", arrays()).rename(tmp_path / filename)
+    res = invoke_main("run", "--method", "krr", "--dataset", str(file), "--results-dir",
+                      str(tmp_path / "r"))
+    assert res.exit_code == DataError.exit_code and "Traceback" not in res.output
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    shown = str(file).replace("\t", "\\t").replace("\n", "\\n")  # escaped: still one line
+    assert line.startswith(f"zslbench: error: {shown}: ") and says in line and "rename" in line
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(DataError, match="rename"):
+        npz.load_npz(file)
+
+
+def test_a_plugin_cannot_register_a_name_that_cannot_name_a_dataset(tmp_path: Path) -> None:
+    file = npz.save_npz(tmp_path / "mine.npz", **arrays())
+    for bad in ("", "a/b", "../up", ".hidden", "bell\a"):
+        with pytest.raises(DataError, match="the dataset name"):
+            npz.npz_dataset(bad, file)
+
+
+def test_a_file_datasets_record_keeps_its_full_path(tmp_path: Path) -> None:
+    """A file dataset is named by its stem; its record keeps the path it was read from, so that
+    whatever shows the record can name the file (a Reproduce line, say)."""
+    file = npz.save_npz(tmp_path / "odd name #1.npz", **arrays())
+    res = invoke_main("run", "--method", "krr", "--dataset", str(file), "--results-dir",
+                      str(tmp_path / "r"))
+    assert res.exit_code == 0, res.output
+    (rec,) = _records(tmp_path / "r")
+    assert rec["dataset"] == "odd name #1" and rec["data"]["source"]["path"] == str(file.resolve())
+
+
+def _claim_huge_shape(path: Path, key: str) -> None:
+    """Rewrite the .npy header of ``key`` in the archive at ``path`` to claim 10**12 rows."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    raw = members[f"{key}.npy"]
+    header_len = int.from_bytes(raw[8:10], "little")
+    header = raw[10:10 + header_len].decode("latin1")
+    start = header.index("'shape': (") + len("'shape': (")
+    end = header.index(")", start)
+    rows = header[start:end].split(",")
+    huge = header[:start] + ",".join(["1000000000000", *rows[1:]]) + header[end:]
+    huge = huge.rstrip(" \n")[: header_len - 1].ljust(header_len - 1) + "\n"
+    members[f"{key}.npy"] = raw[:10] + huge.encode("latin1") + raw[10 + header_len:]
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
+@pytest.mark.parametrize("key", ["features", "labels"])
+def test_a_header_claiming_a_huge_shape_is_refused_before_allocating(tmp_path: Path,
+                                                                      key: str) -> None:
+    """Issue 18: a corrupt .npz whose header claims a huge shape gave "internal error:
+    MemoryError". The header is checked against the bytes the file holds, first."""
+    file = write_raw(tmp_path / "mine.npz", arrays())
+    _claim_huge_shape(file, key)
+    with pytest.raises(DataError) as info:
+        npz.load_npz(file)
+    line = str(info.value)
+    assert line.startswith(f"{file}: the header of {key!r} claims a ") and "(1000000000000," in line
+    assert "truncated or corrupt" in line and "write it again" in line
+    res = invoke_main("run", "--method", "krr", "--dataset", str(file), "--results-dir",
+                      str(tmp_path / "r"))
+    assert res.exit_code == DataError.exit_code and "internal error" not in res.output
+
+
+def test_a_folder_npy_header_claiming_a_huge_shape_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    for key, value in arrays().items():
+        np.save(folder / f"{key}.npy", np.asarray(value, dtype=str) if isinstance(value, list)
+                else np.asarray(value))
+    raw = (folder / "labels.npy").read_bytes()
+    header_len = int.from_bytes(raw[8:10], "little")
+    header = raw[10:10 + header_len].decode("latin1").replace("(108,)", "(999999999999,)")
+    header = header.rstrip(" \n")[: header_len - 1].ljust(header_len - 1) + "\n"
+    (folder / "labels.npy").write_bytes(raw[:10] + header.encode("latin1") + raw[10 + header_len:])
+    with pytest.raises(DataError, match=r"labels.npy: the header of 'labels' claims a int64 array "
+                                        r"of shape \(999999999999,\)"):
+        npz.load_npz(folder)

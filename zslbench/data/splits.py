@@ -102,8 +102,12 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _as_index_array(file: str, key: str, values: Any, n_images: int
-                    ) -> tuple[np.ndarray | None, list[Failure]]:
+def index_array(file: str, key: str, values: Any, n_images: int
+                ) -> tuple[np.ndarray | None, list[Failure]]:
+    """``values`` as an int64 vector of indices, or None and the structural failure that stops it:
+    empty, not numbers, not integral, or too large to be an index (a value beyond any image count
+    would wrap around when cast to int64). A loader parses a file's index sets with it; where the
+    indices point (range, duplicates, policy) is :func:`check_split`'s."""
     arr = np.asarray(values).ravel()
     if arr.size == 0:
         return None, [Failure(file, "empty", f"{key} is empty", "every split needs at least one "
@@ -115,8 +119,7 @@ def _as_index_array(file: str, key: str, values: Any, n_images: int
                                   or not np.array_equal(arr, np.round(arr))):
         return None, [Failure(file, "index", f"{key} holds non-integer indices", "re-download the file",
                               True)]
-    # A value beyond any image count would wrap around when cast to int64 (1e20 -> -2**63):
-    # report it here, as it is written in the file.
+    # Report such a value here, as it is written in the file (int64 would make 1e20 -2**63).
     huge = (arr < -(2**53)) | (arr > 2**53)
     if np.any(huge):
         bad = arr[(arr < 1) | (arr > n_images)]
@@ -129,12 +132,13 @@ def _as_index_array(file: str, key: str, values: Any, n_images: int
 
 @dataclass(frozen=True)
 class SplitNaming:
-    """How :func:`check_split` names things in its messages: the three index sets, the base of the
-    indices and class ids it shows, and the fixes it suggests.
+    """How a dataset's format lays out its index sets, for :func:`check_split`: the file and keys
+    its messages name, the base of the indices and class ids they show, the fixes they suggest,
+    and whether the format puts every image in a set.
 
     The arrays passed in are always 1-based; only the messages follow the naming, so that a
-    dataset read from an xlsa17 file hears about ``trainval_loc`` and 1-based indices, and any
-    other dataset about its 0-based ``trainval_idx``.
+    dataset read from an xlsa17 file hears about ``trainval_loc`` in its ``att_splits.mat`` and
+    1-based indices, and any other dataset about its 0-based ``trainval_idx``.
     """
 
     keys: tuple[str, str, str] = SPLIT_KEYS
@@ -143,6 +147,14 @@ class SplitNaming:
     fix: str = "use the official V2.0 att_splits.mat"
     #: The fix of a damaged index set.
     refetch: str = "re-download the file"
+    #: The file that holds the index sets (and the class semantics), named by the runner's
+    #: messages about them ("": the dataset's name).
+    file: str = ""
+    #: The file that holds the features, named by messages about them ("": as ``file``).
+    features_file: str = ""
+    #: Every image is in one of the three sets (xlsa17's files): an image in none is a policy
+    #: failure. Not a contract every dataset has (a file of one's own may hold spare images).
+    complete: bool = True
 
 
 #: xlsa17's ``att_splits.mat``: ``*_loc`` keys, 1-based.
@@ -150,7 +162,7 @@ XLSA17_NAMING = SplitNaming()
 #: A loaded dataset (``ZSLData``): ``*_idx`` index sets, 0-based.
 DATASET_NAMING = SplitNaming(keys=("trainval_idx", "test_seen_idx", "test_unseen_idx"), base=0,
                              fix="fix the dataset's index sets",
-                             refetch="fix the dataset's loader or file")
+                             refetch="fix the dataset's loader or file", complete=False)
 
 
 def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: Any, test_seen: Any,
@@ -162,8 +174,8 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
     e.g. when only the split file is available). Structural: non-empty, integral, every index in
     ``1..n_images``, no duplicate within a set. Policy (Split V2.0): the three sets pairwise disjoint,
     test-seen classes among the trainval classes, no test-unseen class among the trainval classes,
-    every image in one of the sets, and the official validation classes among the seen classes.
-    ``naming`` says how the messages name the sets and number the indices (:class:`SplitNaming`).
+    every image in one of the sets (when ``naming.complete``), and the official validation classes
+    among the seen classes. ``naming`` says how the messages name the sets and number the indices (:class:`SplitNaming`).
     """
     base, shift = naming.base, naming.base - 1
     name = dict(zip(SPLIT_KEYS, naming.keys, strict=True))
@@ -171,7 +183,7 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
     out: list[Failure] = []
     sets: dict[str, np.ndarray] = {}
     for key, values in zip(SPLIT_KEYS, (trainval, test_seen, test_unseen), strict=True):
-        arr, fails = _as_index_array(file, name[key], values, n_images)
+        arr, fails = index_array(file, name[key], values, n_images)
         out += fails
         if arr is not None:
             sets[key] = arr
@@ -179,7 +191,7 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
     for key, values in (("train_loc", train), ("val_loc", val)):
         if values is None:
             continue
-        arr, fails = _as_index_array(file, key, values, n_images)
+        arr, fails = index_array(file, key, values, n_images)
         out += fails
         if arr is not None:
             optional[key] = arr
@@ -248,7 +260,7 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
                                    f"(e.g. class {format_examples(outside + base)}, {base}-based): "
                                    "validation would tune on unseen classes", policy_fix, False))
     used = np.concatenate([tv, ts, tu])
-    if np.unique(used).size < n_images:
+    if naming.complete and np.unique(used).size < n_images:
         unused = np.setdiff1d(np.arange(1, n_images + 1), used)
         hint = (f"only image {n_images} is unused: are the indices 0-based with image 0 dropped?"
                 if unused.size == 1 and unused[0] == n_images and base == 1 else policy_fix)
@@ -258,5 +270,5 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
 
 
 __all__ = ["DATASET_NAMING", "FINGERPRINT_SCHEME", "Failure", "OVERRIDE_FLAG", "SPLIT_KEYS",
-           "SplitNaming", "XLSA17_NAMING", "check_split",
+           "SplitNaming", "XLSA17_NAMING", "check_split", "index_array",
            "format_examples", "format_value", "split_fingerprint"]

@@ -21,32 +21,51 @@ Generative model (why it is informative but not trivial):
 
 A method that regresses prototypes well and suppresses the nuisance subspace (a learned embedding)
 beats one that does not, and every reasonable method beats chance by a wide margin.
+
+**The same bytes on every machine** (generator version 3). A dataset is identified by a hash of its
+bytes, so a stand-in that came out different on another CPU would split one method's results into
+rows that cannot be compared. Version 2 generated with float samplers and float matrix products:
+the last bits depended on the BLAS kernel (OpenBLAS picks one per CPU family) and its thread
+count, and pinning the threads could not fix the kernel. Version 3 is built so that rounding
+order cannot matter:
+
+* randomness comes only from the *integer* stream of ``numpy.random.Generator`` (``integers``,
+  ``permutation``); the float samplers call libm and NumPy's SIMD transcendental loops, which may
+  differ in the last bit between CPUs. Gaussians are approximated by centred binomials (the bit
+  count of random 16-bit words, :func:`_gauss`);
+* every matrix product multiplies integer-valued float64 matrices whose partial sums stay far below
+  2**53, so any BLAS, in any order, with or without FMA, returns the exact integer;
+* everything else is element-wise IEEE ``+ - * /`` and ``sqrt`` (correctly rounded everywhere),
+  ``rint``, ``maximum`` and clipping; ``tanh`` is replaced by a rational function (:func:`_soft_clip`);
+  no float reduction (``np.sum`` of floats) whose order NumPy may change: sums run over integers;
+* features end on a grid of 2**-8 (an exact scaling), so they are float32 values with few
+  significant bits and the cast to float32 is exact.
+
+``tests/data/test_synthetic.py`` pins the hash of every stand-in under one and two BLAS threads and
+under other OpenBLAS kernels.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from zslbench.data.dataset import ZSLData
 
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 FEATURE_DIM = 2048
-
-#: BLAS threads used while generating. The features come out of matrix products, and OpenBLAS
-#: rounds a product differently with one thread than with two (it splits the work differently):
-#: left to the environment, ``OMP_NUM_THREADS=1 zslbench run ... --dataset synth-apy`` (a one-CPU
-#: SLURM job, say) generated other last bits than the default, so the same dataset got another
-#: fingerprint and none of the committed board's records matched it. (Ray workers are not
-#: affected either way: the driver generates the data and shares it.) A fixed count gives the
-#: same bytes on any core count, a single core included. Why 2 and not 1: generator v2's committed
-#: records were made with 2 threads, and 2 reproduces them; a different OpenBLAS kernel (another
-#: CPU family) may still round differently, and ``features_hash`` in every record tells.
-GENERATOR_BLAS_THREADS = 2
+#: Images generated at a time: bounds the memory of the float64 temporaries. Part of the
+#: definition of the data (the random draws are made block by block), so never change it without
+#: a new :data:`GENERATOR_VERSION`.
+BLOCK_ROWS = 2048
+#: Features are multiples of 2**-FEATURE_GRID_BITS (exact in float32 below 2**(24 - 8)).
+FEATURE_GRID_BITS = 8
+#: One feature value in about this many gets a strong activation added (a "spike").
+SPIKE_EVERY = 5000
 
 
 @dataclass(frozen=True)
@@ -107,54 +126,90 @@ SHAPES: dict[str, SynthShape] = {
 }
 
 
+def _popcount16() -> np.ndarray:
+    """Number of set bits of every 16-bit word, as float64 (a lookup table built with integer
+    operations; float64 holds these small integers, and their sums, exactly)."""
+    byte = np.zeros(256, dtype=np.int64)
+    for i in range(1, 256):
+        byte[i] = byte[i >> 1] + (i & 1)
+    return (byte[:, None] + byte[None, :]).ravel().astype(np.float64)  # index hi * 256 + lo
+
+
+_POPCOUNT16 = _popcount16()
+
+
+def _gauss(rng: np.random.Generator, shape: tuple[int, ...], bits: int = 64) -> np.ndarray:
+    """Integer-valued float64 draws of a centred binomial: the number of set bits among ``bits``
+    random bits, minus ``bits / 2``. Mean 0, variance ``bits / 4`` (std 4 for 64 bits, 2 for 16),
+    within ``+-bits / 2``: a Gaussian stand-in drawn from the integer stream only."""
+    words = rng.integers(0, 2**16, size=(bits // 16, *shape), dtype=np.uint16)
+    out = _POPCOUNT16[words[0]]
+    for w in words[1:]:
+        out += _POPCOUNT16[w]  # sums of small integers: exact
+    out -= bits // 2
+    return out
+
+
+def _soft_clip(x: np.ndarray) -> np.ndarray:
+    """tanh's (3, 2) Pade approximant, clipped to [-1, 1]: smooth, odd, saturating, and made of
+    correctly rounded IEEE operations only (NumPy's SIMD ``tanh`` may differ by an ulp between
+    CPUs). Within 0.02 of tanh everywhere."""
+    x2 = x * x
+    return np.clip(x * (27.0 + x2) / (27.0 + 9.0 * x2), -1.0, 1.0)
+
+
 def _counts(rng: np.random.Generator, n: int, total: int, lo: int, hi: int,
             force_lo: bool, force_hi: bool) -> np.ndarray:
-    """Integer class sizes in [lo, hi] summing to ``total``, heavy-tailed when lo << hi."""
+    """Integer class sizes in [lo, hi] summing to ``total``, heavy-tailed when lo << hi.
+
+    Sizes are proportional to integer weights (the cube of a uniform integer: a long right tail,
+    the largest 64 times the smallest),
+    scaled until the clipped sizes add up to ``total`` (a bisection on an integer scale: exact
+    integer arithmetic throughout); the rounding remainder goes to the largest fractional parts.
+    """
     if not lo * n <= total <= hi * n:
         raise ValueError(f"cannot split {total} images over {n} classes within [{lo}, {hi}]")
-    w = rng.lognormal(0.0, 0.8 if hi > 2 * lo else 0.05, size=n)
+    if hi > 2 * lo:
+        w = rng.integers(100, 401, size=n).astype(np.int64) ** 3
+    else:  # a balanced benchmark: sizes within a few percent of each other
+        w = rng.integers(95, 106, size=n).astype(np.int64)
     fixed = np.zeros(n, dtype=bool)
-    counts = np.zeros(n)
+    base = np.zeros(n, dtype=np.int64)
     if force_hi and n > 1:
-        counts[0], fixed[0] = hi, True
+        base[0], fixed[0] = hi, True
     if force_lo and n > 2:
-        counts[1], fixed[1] = lo, True
+        base[1], fixed[1] = lo, True
     free = ~fixed
-    for _ in range(200):  # scale the free classes until the clipped sizes hit the total
-        remaining = total - counts[fixed].sum()
-        counts[free] = np.clip(w[free] / w[free].sum() * remaining, lo, hi)
-        if abs(counts.sum() - total) < 0.5:
-            break
-        w[free] = counts[free]
-    out = np.floor(counts).astype(np.int64)
-    order = np.argsort(-(counts - out))  # hand out the rounding remainder
+    shift = 32  # sizes are floor(w * scale / 2**shift), clipped to [lo, hi]
+
+    def sizes(scale: int) -> np.ndarray:
+        out = base.copy()
+        out[free] = np.clip((w[free] * scale) >> shift, lo, hi)
+        return out
+
+    low, high = 0, 2**36  # w < 2**26, so w * scale < 2**62 (no int64 overflow); w >= 2**19
+    # so sizes(high) >= 2**23: all hi
+    while high - low > 1:  # the largest scale whose sizes do not exceed the total
+        mid = (low + high) // 2
+        if int(sizes(mid).sum()) <= total:
+            low = mid
+        else:
+            high = mid
+    out = sizes(low)
+    remainder = (w * low) & ((1 << shift) - 1)
+    order = np.argsort(-remainder, kind="stable")
     i = 0
     while out.sum() < total:
         j = order[i % n]
         if free[j] and out[j] < hi:
             out[j] += 1
         i += 1
-    while out.sum() > total:
-        j = order[i % n]
-        if free[j] and out[j] > lo:
-            out[j] -= 1
-        i += 1
     return out
 
 
-def _unit_rows(a: np.ndarray) -> np.ndarray:
-    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-
-
 def generate(shape: SynthShape) -> ZSLData:
-    """The dataset ``shape`` describes, the same bytes for the same shape whatever the thread
-    settings (see :data:`GENERATOR_BLAS_THREADS`)."""
-    with threadpool_limits(limits=GENERATOR_BLAS_THREADS, user_api="blas"):
-        return _generate(shape)
-
-
-def _generate(shape: SynthShape) -> ZSLData:
-    """Generate one synthetic dataset deterministically from ``shape.data_seed``."""
+    """Generate one synthetic dataset from ``shape`` (its ``data_seed`` included): the same bytes
+    on every machine (see the module docstring)."""
     rng = np.random.default_rng(shape.data_seed)
     n_cls = shape.n_seen + shape.n_unseen
     d = shape.feature_dim
@@ -166,65 +221,78 @@ def _generate(shape: SynthShape) -> ZSLData:
     seen_counts = _counts(rng, shape.n_seen, seen_total, shape.min_per_class, shape.max_per_class,
                           force_lo=True, force_hi=not big_unseen)
     if shape.unseen_freq is not None:
-        freq = np.asarray(shape.unseen_freq, dtype=float)
-        unseen_counts = np.rint(freq / 100.0 * shape.test_unseen).astype(np.int64)
+        # The table's percentages in hundredths of a percent, then rounded shares: integers.
+        basis_points = np.array([round(f * 100) for f in shape.unseen_freq], dtype=np.int64)
+        unseen_counts = (basis_points * shape.test_unseen + 5000) // 10000
         # The table's percentages are rounded; absorb the difference in the most common small class.
-        order = np.argsort(-unseen_counts)
+        order = np.argsort(-unseen_counts, kind="stable")
         unseen_counts[order[1]] += shape.test_unseen - unseen_counts.sum()
     else:
         unseen_counts = _counts(rng, shape.n_unseen, shape.test_unseen, shape.min_per_class,
                                 shape.max_per_class, force_lo=False, force_hi=False)
     counts = np.concatenate([seen_counts, unseen_counts])
 
-    # Attributes: non-negative, l2-normalised read-outs of r latent concepts.
+    # Attributes: non-negative, l2-normalised read-outs of r latent concepts. ``read`` is
+    # z @ r / (16 sqrt(r)) (std 1), as integers on a grid of 2**-10 (1 is the 1e-3 floor that
+    # keeps every class vector non-zero), so that the products below are exact.
     r = 12
-    z = rng.standard_normal((n_cls, r))
-    read = rng.standard_normal((r, shape.att_dim)) / np.sqrt(r)
-    att = np.maximum(z @ read + 0.3 + 0.15 * rng.standard_normal((n_cls, shape.att_dim)), 0.0)
-    att = _unit_rows(att + 1e-3).astype(np.float32)
+    z = _gauss(rng, (n_cls, r))
+    read = (z @ _gauss(rng, (r, shape.att_dim))) / (16.0 * math.sqrt(r))
+    raw = read + 0.3 + 0.15 * _gauss(rng, (n_cls, shape.att_dim)) / 4.0
+    att_int = np.rint(np.maximum(raw, 0.0) * 1024.0) + 1.0
+    norm = np.sqrt((att_int.astype(np.int64) ** 2).sum(axis=1).astype(np.float64))[:, None]
+    att = (att_int / norm).astype(np.float32)
 
     # Class means: a smooth non-linear function of the attributes + an unpredictable part.
+    # pre = 0.75 att . w1 with w1 ~ N(0, 1) (std 0.75, as v2's 1.5 sqrt(a / 4) att . w1 / sqrt(a));
+    # the hidden layer is quantised to a grid of 1/64 so that its product with w2 is exact.
     hidden = 64
-    a_in = att * np.sqrt(shape.att_dim / 4.0)
-    w1 = rng.standard_normal((shape.att_dim, hidden)) / np.sqrt(shape.att_dim)
-    h = np.tanh(a_in @ w1 * 1.5)
-    w2 = rng.standard_normal((hidden, d)) / np.sqrt(hidden)
-    means = 0.45 + 0.9 * (h @ w2) + shape.class_noise * rng.standard_normal((n_cls, d))
+    pre = (att_int @ _gauss(rng, (shape.att_dim, hidden))) * (0.75 / 4.0) / norm
+    h_int = np.rint(_soft_clip(pre) * 64.0)
+    w2 = _gauss(rng, (hidden, d))  # std 4: w2 / 32 has v2's std 1 / sqrt(hidden)
+    # h @ (w2 / 32) with h = h_int / 64 is (h_int @ w2) / 2048.
+    means = 0.45 + 0.9 * ((h_int @ w2) / 2048.0) + shape.class_noise * (_gauss(rng, (n_cls, d))
+                                                                       / 4.0)
 
-    # Images: class mean + strong shared low-rank nuisance + isotropic noise, then ReLU.
-    labels = np.repeat(np.arange(n_cls), counts)
+    # Images in a shuffled order (indices carry no class information), generated block by block:
+    # class mean + strong shared low-rank nuisance + isotropic noise, then ReLU.
+    labels = rng.permutation(np.repeat(np.arange(n_cls), counts))
     n = labels.size
     rank = 24
-    basis = rng.standard_normal((rank, d)).astype(np.float32) / np.sqrt(rank)
-    feats = rng.standard_normal((n, rank), dtype=np.float32) @ (basis * np.float32(shape.nuisance))
-    feats += rng.standard_normal((n, d), dtype=np.float32) * np.float32(shape.noise)
-    feats += means.astype(np.float32)[labels]
-    feats += (rng.standard_normal((n, hidden), dtype=np.float32) * np.float32(shape.hidden_noise)) @ (
-        0.9 * w2).astype(np.float32)
-    np.maximum(feats, 0.0, out=feats)
-    # A few strong activations above the clip value, as in pooled ResNet features.
-    spikes = rng.random((n, d), dtype=np.float32) < 2e-4
-    feats[spikes] += rng.exponential(6.0, size=int(spikes.sum())).astype(np.float32)
+    basis = _gauss(rng, (rank, d))
+    c_nuisance = shape.nuisance / (16.0 * math.sqrt(rank))  # coefficient (std 4) @ basis (std 4)
+    c_hidden = 0.9 * shape.hidden_noise / 128.0  # N(0,1) @ 0.9 w2 = (std 4) @ (w2 / 32) / 4
+    c_noise = shape.noise / 2.0  # a 16-bit binomial has std 2
+    grid = float(2**FEATURE_GRID_BITS)
+    feats = np.empty((n, d), dtype=np.float32)
+    for start in range(0, n, BLOCK_ROWS):
+        rows = min(BLOCK_ROWS, n - start)
+        x = means[labels[start:start + rows]]
+        x += c_nuisance * (_gauss(rng, (rows, rank)) @ basis)
+        x += c_hidden * (_gauss(rng, (rows, hidden)) @ w2)
+        x += c_noise * _gauss(rng, (rows, d), bits=16)
+        np.maximum(x, 0.0, out=x)
+        # A few strong activations above the clip value, as in pooled ResNet features: uniform
+        # on the 1/8 grid in (0, 12] (mean 6, as v2's exponential).
+        spikes = rng.integers(0, rows * d, size=rows * d // SPIKE_EVERY)
+        np.add.at(x.reshape(-1), spikes, rng.integers(1, 97, size=spikes.size) / 8.0)
+        feats[start:start + rows] = np.rint(x * grid) / grid  # exact in float32
 
-    # Shuffle image order so indices carry no class information.
-    perm = rng.permutation(n)
-    feats = feats[perm]
-    labels = labels[perm]
-
-    # Split: per seen class, ~test_seen/seen_total of its images go to test_seen; exact totals.
+    # Split: per seen class, its share (test_seen / seen_total) of images go to test_seen; the
+    # totals are exact (integer quotas, the remainder to the largest fractional parts).
     seen_mask = labels < shape.n_seen
     seen_pos = np.flatnonzero(seen_mask)
-    frac = shape.test_seen / seen_total
-    quota = np.floor(seen_counts * frac).astype(np.int64)
-    quota[np.argsort(-(seen_counts * frac - quota))[: shape.test_seen - quota.sum()]] += 1
+    quota = seen_counts * shape.test_seen // seen_total
+    remainder = seen_counts * shape.test_seen % seen_total
+    quota[np.argsort(-remainder, kind="stable")[: shape.test_seen - quota.sum()]] += 1
     test_seen_parts = []
     for c in range(shape.n_seen):
         members = seen_pos[labels[seen_pos] == c]
-        test_seen_parts.append(rng.choice(members, size=quota[c], replace=False))
+        test_seen_parts.append(rng.permutation(members)[: quota[c]])
     test_seen_idx = np.sort(np.concatenate(test_seen_parts))
     trainval_idx = np.setdiff1d(seen_pos, test_seen_idx)
     test_unseen_idx = np.flatnonzero(~seen_mask)
-    val_classes = np.sort(rng.choice(shape.n_seen, size=shape.n_val_classes, replace=False))
+    val_classes = np.sort(rng.permutation(shape.n_seen)[: shape.n_val_classes])
 
     names = [f"seen_{c:03d}" for c in range(shape.n_seen)]
     if shape.name == "synth-apy":

@@ -16,6 +16,7 @@ command raises is printed by the one error handler exactly as a user sees it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import pytest
 import scipy.io
 
 from tests.cli_helpers import invoke_main
+from zslbench.data import checks as data_checks
 from zslbench.data import splits
 from zslbench_plugins.xlsa17 import checks
 
@@ -117,25 +119,34 @@ def loaded_split_fingerprint(d: Any) -> str:
 
 
 def loader_standard(d: Any) -> bool:
-    """Whether the xlsa17 loader's own checks all passed (the runner decides what is standard)."""
-    return bool(d.source["loader_standard"])
+    """Whether ``load_xlsa17`` found the dataset standard (the runner's checks, against the
+    benchmark the plugin declares)."""
+    return bool(d.source["standard"])
 
 
 def loader_reason(d: Any) -> str:
-    return str(d.source["loader_reason"])
+    return str(d.source["reason"])
 
 
 def registry_for(arrays: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    """A registry entry describing ``arrays`` (counts, dims, fingerprint), based on ``base``."""
+    """A registry entry describing ``arrays`` (counts, dims, every pinned fingerprint), based on
+    ``base``: the miniature declared as the official benchmark."""
     labels = np.asarray(arrays["labels"]).ravel().astype(int)
     tv, ts, tu = (np.asarray(arrays[k]).ravel().astype(int) for k in splits.SPLIT_KEYS)
+    val_loc = np.asarray(arrays["val_loc"] if "val_loc" in arrays else [], dtype=int).ravel()
+    val_classes = np.unique(labels[val_loc - 1] - 1)
     entry = dict(base)
     entry.update(n_images=int(labels.size), n_trainval=int(tv.size), n_test_seen=int(ts.size),
                  n_test_unseen=int(tu.size), n_classes=int(np.asarray(arrays["att"]).shape[1]),
                  n_seen=int(np.unique(labels[tv - 1]).size), n_unseen=int(np.unique(labels[tu - 1]).size),
                  attribute_dim=int(np.asarray(arrays["att"]).shape[0]),
                  feature_dim=int(np.asarray(arrays["features"]).shape[0]),
-                 split_fingerprint=splits.split_fingerprint(tv, ts, tu))
+                 split_fingerprint=splits.split_fingerprint(tv, ts, tu),
+                 attributes=data_checks.attributes_fingerprint(np.asarray(arrays["att"]).T),
+                 labels=data_checks.labels_fingerprint(labels - 1),
+                 val_classes=hashlib.sha256(data_checks.val_classes_text(val_classes).encode()
+                                            ).hexdigest(),
+                 n_val_classes=int(val_classes.size))
     return entry
 
 
@@ -223,16 +234,27 @@ def awa2_variant(awa2_full: Path, target: Path, att_splits: dict[str, Any] | Pat
     return target
 
 
-def plausible_labels(split: dict[str, Any], n_seen: int, n_unseen: int) -> np.ndarray:
+def plausible_labels(split: dict[str, Any], n_seen: int, n_unseen: int, n_val: int = 0) -> np.ndarray:
     """0-based labels consistent with a real split file whose per-image labels are unknown.
 
     Seen classes cycle over trainval and over test_seen, unseen classes over test_unseen, so
     every class has images and every Split V2.0 invariant that holds for the real labels holds.
+    With ``n_val``, the images of ``val_loc`` cycle over the first ``n_val`` seen classes and the
+    other seen images over the rest, so that the file's validation images make ``n_val``
+    validation classes, as with the real labels.
     """
     tv, ts, tu = (np.asarray(split[k]).ravel().astype(int) - 1 for k in splits.SPLIT_KEYS)
     labels = np.empty(tv.size + ts.size + tu.size, dtype=np.int64)
-    labels[tv] = np.arange(tv.size) % n_seen
-    labels[ts] = np.arange(ts.size) % n_seen
+    in_val = np.zeros(labels.size, dtype=bool)
+    if n_val and split.get("val_loc") is not None:
+        in_val[np.asarray(split["val_loc"]).ravel().astype(int) - 1] = True
+    else:
+        n_val = 0
+    for idx in (tv, ts):
+        val, other = idx[in_val[idx]], idx[~in_val[idx]]
+        if n_val:
+            labels[val] = np.arange(val.size) % n_val
+        labels[other] = n_val + np.arange(other.size) % (n_seen - n_val)
     labels[tu] = n_seen + np.arange(tu.size) % n_unseen
     return labels
 
@@ -255,7 +277,8 @@ def xlsa17_all(awa2_full: Path):
             (awa2_full / folder).mkdir()
             added.append(folder)
             write_awa2_res101(awa2_full / folder / "res101.mat",
-                              plausible_labels(split, e["n_seen"], e["n_unseen"]) + 1)
+                              plausible_labels(split, e["n_seen"], e["n_unseen"],
+                                               e["n_val_classes"]) + 1)
             os.symlink(shared / folder / "att_splits.mat", awa2_full / folder / "att_splits.mat")
         yield awa2_full
     finally:

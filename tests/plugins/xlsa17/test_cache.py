@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.cli_helpers import invoke_main
 from tests.plugins.xlsa17.helpers import (
     Mini,
     data_cli,
@@ -101,6 +103,40 @@ def test_damaged_entry_is_detected_and_rebuilt(mini: Mini, damage: str, caplog) 
     np.testing.assert_array_equal(d.features, mini.arrays["features"].T.astype(np.float32))
     assert load_xlsa17("awa2", mini.data_dir).source["cache"]["res101"] == "hit"
     assert "rebuilding it" in caplog.text
+
+
+@pytest.mark.parametrize("kind", ["res101", "att_splits"])
+def test_an_emptied_file_table_is_damage_for_run_verify_and_info(mini: Mini, kind: str,
+                                                                  tmp_path: Path) -> None:
+    """Issue 18: a ``meta.json`` whose file table was emptied passed as a valid entry: ``run`` and
+    ``data verify`` failed with "internal error: KeyError" while ``data info`` said "ok". All
+    three now see a damaged entry; the two that load rebuild it."""
+    load_xlsa17("awa2", mini.data_dir)
+
+    def empty_table() -> Path:
+        entry = _entry(mini, kind)
+        meta = json.loads((entry / "meta.json").read_text())
+        meta["files"] = {}
+        (entry / "meta.json").write_text(json.dumps(meta))
+        return entry
+
+    entry = empty_table()
+    info = data_cli(["info", "--data-dir", str(mini.data_dir)])
+    assert info.exit_code == 0 and "damaged: meta.json lists no" in info.stdout
+    res = data_cli(["verify", "--dataset", "awa2", "--data-dir", str(mini.data_dir)])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines() == [f"zslbench: warning: {entry}: meta.json lists no "
+                                       f"{cache.REQUIRED_ARRAYS[kind][0]}.npy (its file table is "
+                                       "incomplete); rebuilding it"]
+    empty_table()
+    # (the flag: this process's command line keeps the datasets it registered first, which
+    # declare the real AWA2, not the miniature the fixture declares)
+    run = invoke_main("run", "--method", "gp", "--dataset", "awa2", "--data-dir",
+                      str(mini.data_dir), "--results-dir", str(tmp_path / "res"),
+                      "--allow-nonstandard-split")
+    assert run.exit_code == 0, run.output
+    assert "internal error" not in run.output and "rebuilding it" in run.stderr
+    assert load_xlsa17("awa2", mini.data_dir).source["cache"][kind] == "hit"
 
 
 BLOCK = 64 * 1024

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +30,10 @@ from tests.plugins.xlsa17.helpers import (
 )
 from zslbench.data import splits
 from zslbench.data.checks import check_dataset
+from zslbench.data.dataset import ZSLData
 from zslbench.errors import SplitError
 from zslbench_plugins.xlsa17 import checks
-from zslbench_plugins.xlsa17.loader import load_xlsa17
+from zslbench_plugins.xlsa17.loader import benchmark, load_xlsa17
 
 REGISTRY = checks.load_registry()["datasets"]
 NAMES = list(FOLDERS)
@@ -113,23 +115,37 @@ def test_2018_train_val_contain_test_seen_images(name: str, leak: int) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_real_splits_pass_every_check(name: str) -> None:
+def test_real_splits_pass_every_check_against_the_declared_benchmark(name: str) -> None:
+    """Every real split file, as the runner sees it, is the benchmark the plugin declares: the
+    files' own checks pass, and the runner's checks find every pinned part (split, attribute
+    matrix, counts, dims; labels and validation classes where pinned) equal."""
     root = require_shared()
     e = REGISTRY[name]
     path = root / e["folder"] / "att_splits.mat"
     m = load_split_file(path)
     labels = (awa2_like_labels(root) - 1 if name == "awa2"
-              else plausible_labels(m, e["n_seen"], e["n_unseen"]))
-    n = labels.size
-    fails = splits.check_split(str(path), n, labels, *(m[k] for k in splits.SPLIT_KEYS),
-                               train=m.get("train_loc"), val=m.get("val_loc"))
-    fails += checks.check_attributes(str(path), m["att"], expected_dim=e["attribute_dim"])
-    fails += checks.check_labels("res101.mat", labels + 1, m["att"].shape[1], str(path))
-    tv, tu = m["trainval_loc"].ravel() - 1, m["test_unseen_loc"].ravel() - 1
-    fails += checks.check_registry(str(path), name, e, n_images=n, n_classes=m["att"].shape[1],
-                                   n_seen=len(np.unique(labels[tv])), n_unseen=len(np.unique(labels[tu])),
-                                   fingerprint=splits.split_fingerprint(*(m[k] for k in splits.SPLIT_KEYS)))
-    assert fails == []
+              else plausible_labels(m, e["n_seen"], e["n_unseen"], e["n_val_classes"]))
+    assert checks.check_attributes(str(path), m["att"]) == []
+    assert checks.check_labels("res101.mat", labels + 1, m["att"].shape[1], str(path)) == []
+    loc = {k: m[k].ravel().astype(np.int64) - 1 for k in (*splits.SPLIT_KEYS, "val_loc") if k in m}
+    data = ZSLData(name=name, features=np.ones((labels.size, 2048), np.float32) + np.eye(
+        labels.size, 2048, dtype=np.float32), labels=labels,
+        attributes=m["att"].T.astype(np.float32), trainval_idx=loc["trainval_loc"],
+        test_seen_idx=loc["test_seen_loc"], test_unseen_idx=loc["test_unseen_loc"],
+        val_classes=np.unique(labels[loc["val_loc"]]) if "val_loc" in loc else None,
+        split_naming=replace(splits.XLSA17_NAMING, file=str(path)))
+    declared = benchmark(name)
+    verdict = check_dataset(data, "real", benchmark=declared, allow_nonstandard=True)
+    assert verdict.official == name and verdict.revision == "Split V2.0"
+    # The one CUB file there is a 2019 re-save without train_loc/val_loc: it has no validation
+    # classes, where the benchmark has 50, so it runs only as non-standard.
+    assert [f.check for f in verdict.problems] == (["val-classes"] if name == "cub" else [])
+    # What the declaration pins was recomputed here from the real file; what it does not pin is
+    # what no real res101.mat could tell (labels of four datasets, their validation classes).
+    assert declared.attributes == verdict.parts["attributes"] == e["attributes"]
+    pinned = ("attributes", "labels", "val_classes") if name == "awa2" else ("attributes",)
+    assert verdict.unverified == tuple(p for p in ("attributes", "labels", "val_classes",
+                                                    "features") if p not in pinned)
 
 
 # ------------------------------------------------------------ the real AWA2 split, full loader
@@ -152,9 +168,10 @@ def test_real_awa2_loads_as_standard(awa2_full: Path) -> None:
     # the 0-based indices point at the same images as the file's 1-based ones
     m = load_split_file(awa2_full / "AWA2" / "att_splits.mat")
     assert np.array_equal(d.test_unseen_idx, m["test_unseen_loc"].ravel().astype(int) - 1)
-    # ... and the runner's contract takes it for the official AWA2, every pinned part equal
-    verdict = check_dataset(d, "real")
-    assert verdict.standard and verdict.official == "awa2" and verdict.unverified == ()
+    # ... and the runner's contract takes it for the official AWA2, every pinned part equal (the
+    # generated features are not the real ones, and the declaration does not pin features)
+    verdict = check_dataset(d, "real", benchmark=benchmark("awa2"))
+    assert verdict.standard and verdict.official == "awa2" and verdict.unverified == ("features",)
 
 
 def _real_awa2_split() -> dict:
@@ -203,14 +220,20 @@ def test_verify_real_awa2_prints_a_clean_table(awa2_full: Path) -> None:
     assert "23527/5882/7913" in res.stdout and "85×50" in res.stdout
 
 
-def test_verify_all_five_real_split_files_prints_a_clean_table(xlsa17_all: Path) -> None:
+def test_verify_all_five_real_split_files_says_what_run_would(xlsa17_all: Path) -> None:
     """The real split files of all five datasets, with generated full-size features."""
     res = data_cli(["verify", "--data-dir", str(xlsa17_all)])
-    assert res.exit_code == 0, res.output
-    assert res.stderr == ""
+    assert res.exit_code == 1, res.output
     for name in NAMES:
         e = REGISTRY[name]
         assert f"✓ official {e['split_fingerprint'][:12]}" in res.stdout
         assert f"{e['n_images']}×2048" in res.stdout
         assert f"{e['attribute_dim']}×{e['n_classes']}" in res.stdout
-    assert res.stdout.count(" OK ") == 5
+    # verify makes the checks `run` makes: the CUB file there lacks val_loc (see above), so it is
+    # not the complete benchmark; the other four are.
+    assert res.stdout.count(" OK ") == 4 and "FAIL: val-classes" in res.stdout
+    assert res.stderr.strip().splitlines() == [
+        f"zslbench: error: {xlsa17_all / 'CUB' / 'att_splits.mat'}: 0 validation classes where the "
+        "official cub has 50 (removed or cut?) — use the official data, or pass "
+        "--allow-nonstandard-split to run it as non-standard (a non-standard run's records are "
+        "kept off the standard leaderboard)"]
