@@ -294,7 +294,12 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
             runner_exec.shutdown()
 
     print_results(outcomes, dev)
-    if any(o.status == "failed" for o in outcomes):
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed:
+        say_error(f"{len(failed)} of {len(outcomes)} run(s) failed (reasons above, one line each, "
+                  f"also in {request.results_dir}/<run_id>.failed); every other run is recorded — "
+                  "fix the cause and re-run the same command: recorded runs are cached.",
+                  prefix="zslbench: ")
         raise SystemExit(1)
 
 

@@ -57,7 +57,7 @@ def blame(component: str, action: str) -> Iterator[None]:
     ``embedder 'bt' in fit (final fit)``."""
     try:
         yield
-    except Exception as exc:
+    except BaseException as exc:  # a plugin's sys.exit() or KeyboardInterrupt is named too
         chain = getattr(exc, "zslbench_blame", None)
         if chain is None:
             chain = []

@@ -1,4 +1,15 @@
-"""The Ray executor: one Ray task per run, for grids on many cores, GPUs or machines.
+"""How runs execute: failure isolation shared by every executor, and the Ray executor.
+
+A run fails alone, whatever failed in it (issue 16 item 6, issue 18): its data (the ``clip``
+preprocessor refusing negative features), a component, the model, or plugin code calling
+``sys.exit(0)`` or raising ``KeyboardInterrupt``. :func:`failure_reason` turns any of these into the
+one line that :func:`write_failure_note` keeps in ``<run_id>.failed`` next to where the record would
+go; the grid goes on and exits non-zero at the end. Only a real Ctrl-C (SIGINT) or ``kill``
+(SIGTERM, which the CLI turns into ``KeyboardInterrupt``) stops a grid: :func:`user_interrupts`
+counts those signals, so :func:`zslbench.runner.execute` tells them from a ``KeyboardInterrupt``
+that plugin code raised itself.
+
+The Ray executor: one Ray task per run, for grids on many cores, GPUs or machines.
 
 Optional (``pip install -e ".[ray]"``); the default local executor
 (``zslbench.runner.LocalExecutor``) never imports Ray. Why Ray: it schedules by declared
@@ -19,11 +30,92 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from zslbench.errors import ConfigError
+from zslbench.errors import ConfigError, UserError, blamed
+from zslbench.files import atomic_write_text
+
+#: Ctrl-C and kill signals received while :func:`user_interrupts` watched (a process-wide count).
+_user_signals = 0
+
+
+def user_signals() -> int:
+    """How many SIGINT/SIGTERM the user sent so far while :func:`user_interrupts` watched: a
+    ``KeyboardInterrupt`` raised while this count did not move came from code, not the user."""
+    return _user_signals
+
+
+@contextmanager
+def user_interrupts() -> Iterator[None]:
+    """Count SIGINT and SIGTERM before their usual handler raises ``KeyboardInterrupt``.
+
+    Only the main thread can set handlers, and only a Python handler is wrapped (the default
+    SIGINT one, or the CLI's SIGTERM one): a signal that kills the process still kills it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+        if callable(previous):
+            saved[sig] = previous
+            signal.signal(sig, _counting(previous))
+    try:
+        yield
+    finally:
+        for sig, previous in saved.items():
+            signal.signal(sig, previous)
+
+
+def _counting(previous: Callable[..., Any]) -> Callable[..., Any]:
+    def handler(signum: int, frame: Any) -> Any:
+        global _user_signals
+        _user_signals += 1
+        return previous(signum, frame)
+
+    return handler
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying what failed in a run: the component and stage when known (``regressor
+    'linear' in fit (validation fit)``), then what it raised; a plugin's ``sys.exit(0)`` and
+    ``KeyboardInterrupt`` are named as such, since neither says anything by itself."""
+    where = blamed(exc)
+    if isinstance(exc, SystemExit):
+        what = f"called sys.exit({exc.code!r})"
+    elif isinstance(exc, KeyboardInterrupt):
+        what = "raised KeyboardInterrupt (not a Ctrl-C from the user)"
+    elif isinstance(exc, UserError):
+        what = f"{type(exc).__name__}: {exc.one_line()}"
+    else:
+        what = f"{type(exc).__name__}: {exc}"
+    text = (f"{where}: " if where else "") + what
+    return " ".join(text.split())
+
+
+def failure_note_path(record_path: Path) -> Path:
+    """Where a failed run's note goes: ``<run_id>.failed`` beside its record's ``<run_id>.json``
+    (no reader of records globs it)."""
+    return Path(record_path).with_suffix(".failed")
+
+
+def write_failure_note(record_path: Path, reason: str) -> Path:
+    """Keep a failed run's one-line reason, atomically (a reader sees no note or the whole one)."""
+    path = failure_note_path(record_path)
+    atomic_write_text(path, reason.splitlines()[0] + "\n" if reason else "failed\n")
+    return path
+
+
+def clear_failure_note(record_path: Path) -> None:
+    """The run now has its record: its old failure no longer holds."""
+    failure_note_path(record_path).unlink(missing_ok=True)
 
 
 def _execute_remote(plan: Any, data: Any, threads: int) -> Any:

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 import zslbench
-from zslbench import provenance
+from zslbench import executors, provenance
 from zslbench.components import Component
 from zslbench.data.checks import check_dataset, declared_benchmarks
 from zslbench.data.dataset import ZSLData
-from zslbench.errors import ConfigError, UserError, blame, blamed
+from zslbench.errors import ConfigError, UserError, blame
 from zslbench.methods import OUTER_ROLES, MethodSpec
 from zslbench.protocol import Method, run_protocol
 from zslbench.records import SCHEMA_VERSION, Record, RecordError, read_record, write_record
@@ -330,6 +330,8 @@ class RunOutcome:
     error: str | None = None
     #: Why an existing file was not reused (a damaged or edited record), when it was not.
     replaced: str | None = None
+    #: A failed run's ``<run_id>.failed`` note (``executors.write_failure_note``).
+    note: Path | None = None
 
 
 @dataclass
@@ -437,21 +439,24 @@ def execute(plan: RunPlan, data: ZSLData,
             on_event: Callable[[str, dict[str, Any]], None] | None = None) -> RunResult:
     """Run one plan on ``data`` (in this process: the local executor, or a Ray worker).
 
-    A component that raises gives a ``RunResult`` with ``error`` naming the method, the dataset,
-    the seed, and the component and stage that failed; a user error (bad input) propagates.
+    Whatever fails in the run (its data, a component, the model, plugin code calling
+    ``sys.exit`` or raising ``KeyboardInterrupt``) gives a ``RunResult`` whose ``error`` is one
+    line naming the method, the dataset, the seed, and the component and stage that failed: the
+    run fails alone. Only the user's Ctrl-C or kill (``executors.user_interrupts``) propagates;
+    mistakes in the grid's configuration were refused by ``prepare_grid`` before anything ran.
     """
     started = datetime.now(timezone.utc)
     snapshot = provenance.load_snapshot()
     out = RunResult(plan, started_at=started.isoformat(timespec="seconds"))
+    signals = executors.user_signals()
     try:
         method = plan.prepared.instantiate(plan.seed, plan.device)
         out.result = run_protocol(data, method, plan.seed, plan.device, on_event=on_event)
-    except (UserError, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # a component raised: name it, write nothing
-        where = blamed(exc)
+    except BaseException as exc:  # the run failed: name what failed, write no record
+        if isinstance(exc, KeyboardInterrupt) and executors.user_signals() != signals:
+            raise  # the user's Ctrl-C: the grid stops
         out.error = (f"{plan.method} on {plan.dataset} (seed {plan.seed}): "
-                     + (f"{where}: " if where else "") + f"{type(exc).__name__}: {exc}")
+                     + executors.failure_reason(exc))
         if os.environ.get("ZSLBENCH_TRACEBACK"):
             import traceback
 
@@ -475,7 +480,9 @@ class LocalExecutor:
             for plan in plans:
                 emit("run", {"dataset": plan.dataset, "method": plan.method,
                              "repetition": plan.repetition, "seed": plan.seed})
-                yield execute(plan, data, on_event=emit)
+                with executors.user_interrupts():
+                    result = execute(plan, data, on_event=emit)
+                yield result
 
 
 def _combinations(sweeps: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -598,8 +605,14 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
             continue
         plan = res.plan
         if res.error is not None:
+            note = None
+            try:
+                note = executors.write_failure_note(plan.path, res.error)
+            except OSError as exc:
+                emit("warning", {"message": f"cannot write {executors.failure_note_path(plan.path)}"
+                                 f" ({exc.strerror or exc})"})
             yield RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "failed",
-                             error=res.error)
+                             error=res.error, note=note)
             continue
         record = make_record(plan, res, verdicts[plan.dataset], data_info[plan.dataset],
                              request.base_seed, code_fp, git)
@@ -610,6 +623,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
                             "record written before it is complete",
                             hint="free disk space or fix the results dir, then re-run the same "
                             "command to finish the rest") from None
+        executors.clear_failure_note(plan.path)
         yield RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "ran", record,
                          written)
     yield from drain()
