@@ -135,3 +135,20 @@ def test_a_failed_run_is_retried_and_its_note_removed_when_it_succeeds(
     out = invoke_main(*args)
     assert out.exit_code == 0, out.output
     assert not note.exists() and (res / note.name.replace(".failed", ".json")).exists()
+
+
+def test_on_ray_a_plugin_calling_sys_exit_fails_its_run_only(tmp_path):
+    """The same failure, note and exit status as the local executor (the worker runs the same
+    ``execute``; the driver writes the note)."""
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[ray]'")
+    from tests.cli_helpers import run_cli
+
+    (tmp_path / "zsl_failing_plugin.py").write_text(textwrap.dedent(FAILING))
+    res = tmp_path / "res"
+    proc = run_cli("-p", "zsl_failing_plugin", "run", "--method", "exit0,krr", "--dataset", "toy",
+                   *KRR, "--executor", "ray", "--results-dir", str(res),
+                   env={"PYTHONPATH": str(tmp_path)}, timeout=900)
+    assert proc.returncode == 1, proc.stderr
+    assert set(_records(res)) == {"krr"}
+    assert "called sys.exit(0)" in _notes(res)["exit0"]
+    assert "1 of 2 run(s) failed" in proc.stderr
