@@ -21,6 +21,7 @@ from rich.table import Table
 
 import zslbench
 from zslbench import threads
+from zslbench.config import EXECUTORS
 from zslbench.console import Reporter, err_console, print_results, say_error
 from zslbench.data.dataset import DATA_ENV, resolve_data_dir
 from zslbench.errors import ConfigError, UserError, blame, blamed
@@ -156,7 +157,7 @@ def list_cmd(state: State) -> None:
 @click.option("--sweep", "sweeps", multiple=True, metavar="COMPONENT.PARAM=V1,V2,...",
               help="Run one configuration per value (repeatable: the Cartesian product), e.g. "
                    "embedder.margin=1,2,4.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+@click.option("--executor", type=click.Choice(list(EXECUTORS)), default="local", show_default=True,
               help="local: one run after another here; ray: one Ray task per run "
                    "(pip install -e '.[ray]').")
 @click.option("--address", default=None, metavar="ADDR",

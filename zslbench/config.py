@@ -32,6 +32,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+#: The executors ``run`` knows (``--executor``, a config's ``executor``; zslbench.executors).
+EXECUTORS = ("local", "ray")
+
 KEYS = {
     "methods": (str, list), "datasets": (str, list), "seeds": (int,), "base_seed": (int,),
     "device": (str,), "results_dir": (str,), "data_dir": (str,), "executor": (str,),
@@ -72,6 +75,12 @@ def load_config(path: Path) -> dict[str, Any]:
         if key in raw and not all(isinstance(v, str) for v in raw[key]):
             raise ConfigError(f"--config {path}: {key} must list names (strings)",
                               hint=f'e.g. {key} = ["bt-gp", "krr"]')
+    if "seeds" in raw and raw["seeds"] < 1:
+        raise ConfigError(f"--config {path}: seeds = {raw['seeds']} must be at least 1 (it is the "
+                          "number of repetitions; 0 would run nothing)", hint="e.g. seeds = 3")
+    if "executor" in raw and raw["executor"] not in EXECUTORS:
+        raise ConfigError(f"--config {path}: executor = {raw['executor']!r} is not an executor",
+                          hint=f"valid: {', '.join(EXECUTORS)}")
     for key, values in raw.get("sweep", {}).items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"--config {path}: sweep {key!r} must be a non-empty list of values",

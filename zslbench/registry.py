@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pluggy
 
 from zslbench import hookspecs
+from zslbench.data.dataset import name_problem, printable
 from zslbench.errors import ConfigError, PluginError
 
 ENTRY_POINT_GROUP = "zslbench"
@@ -33,6 +35,9 @@ KINDS = {
     "zslbench_models": "model",
     "zslbench_methods": "method",
 }
+#: Kinds whose names become part of a record's file name (``<dataset>__<method>__...``): a name
+#: must be a safe file-name part (``zslbench.data.dataset.name_problem``).
+FILE_NAMED = ("dataset", "method")
 #: The distribution whose entry points are the built-ins: on a name clash they win.
 BUILTIN_DISTRIBUTION = "zslbench"
 
@@ -143,6 +148,10 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
             pm.register(module, name=name)
             registry.plugins[name] = dist
             registry.modules[name] = module
+    if extra_plugins and os.getcwd() not in sys.path and "" not in sys.path:
+        # `zslbench -p my_zsl.plugin` from the plugin's folder works without PYTHONPATH=., as
+        # pytest finds a rootdir's conftest; appended, so an installed module of the same name wins.
+        sys.path.append(os.getcwd())
     for path in extra_plugins:
         try:
             module = importlib.import_module(path)
@@ -165,6 +174,13 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
                 for obj in provided:
                     name = _item_name(kind, obj)
                     table = registry.items[kind]
+                    unsafe = name_problem(name) if kind in FILE_NAMED else None
+                    if unsafe is not None:  # "x/../../y" would write outside --results-dir
+                        dist = registry.plugins.get(plugin_name)
+                        problem(f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
+                                f"{kind} {printable(name)!r}, whose name {unsafe}; a {kind} name "
+                                "is part of every record's file name: ignoring it (rename it)")
+                        continue
                     if name in table:
                         first = table[name]
                         who = ("the built-in plugin" if first.distribution == BUILTIN_DISTRIBUTION

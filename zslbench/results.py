@@ -94,6 +94,20 @@ def read_one(path: Path) -> Record | RecordError:
         return RecordError(f"cannot be read as a record ({type(exc).__name__}: {exc})")
 
 
+def valid_record(path: Path) -> Record | RecordError:
+    """The record at ``path`` when the board would take it (:func:`read_one`, then every
+    free-form field checked as :func:`run_row` does), else the error that refuses it: ``run``
+    re-runs a damaged record rather than taking it from the cache."""
+    item = read_one(path)
+    if isinstance(item, RecordError):
+        return item
+    try:
+        run_row(path, item, Path(path).parent)
+    except RecordError as exc:
+        return exc
+    return item
+
+
 def read_runs(results_dir: Path, link_base: Path | None = None,
               skip: Iterable[Path] = ()) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """Every valid, intact record under ``results_dir`` as one row (:func:`run_row`), in a

@@ -32,7 +32,7 @@ from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame
 from zslbench.methods import OUTER_ROLES, MethodSpec
 from zslbench.protocol import Method, run_protocol
-from zslbench.records import SCHEMA_VERSION, Record, RecordError, read_record, write_record
+from zslbench.records import SCHEMA_VERSION, Record, RecordError, write_record
 from zslbench.registry import Registry, suggestion
 
 INJECTED = ("random_state", "device")
@@ -393,10 +393,11 @@ def _existing(path: Path, key: str) -> tuple[Record | None, str | None]:
     """(the record at ``path`` when it matches ``key``, why a present file cannot be reused)."""
     if not path.exists():
         return None, None
-    try:
-        record = read_record(path)
-    except RecordError as exc:
-        return None, f"{path}: {exc}; re-running it"
+    from zslbench.results import valid_record  # pandas: only when a record may be cached
+
+    record = valid_record(path)  # the board's checks: NaN, deep nesting, malformed fields
+    if isinstance(record, RecordError):
+        return None, f"{path}: {record}; re-running it"
     if record.key != key:
         return None, None
     return record, None
