@@ -15,7 +15,7 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 from zslbench.hookspecs import hookimpl  # noqa: E402  (the marker plugins import)
 
-__all__ = ["__version__", "hookimpl", "load_results"]
+__all__ = ["__version__", "hookimpl", "load_results", "run"]
 
 
 def __getattr__(name: str):
@@ -24,4 +24,8 @@ def __getattr__(name: str):
         from zslbench.results import load_results
 
         return load_results
+    if name == "run":
+        from zslbench.api import run
+
+        return run
     raise AttributeError(f"module 'zslbench' has no attribute {name!r}")

@@ -23,8 +23,8 @@ import zslbench
 from zslbench import threads
 from zslbench.config import EXECUTORS
 from zslbench.console import Reporter, err_console, print_results, say_error
-from zslbench.data.dataset import DATA_ENV, resolve_data_dir
-from zslbench.errors import ConfigError, UserError, blame, blamed
+from zslbench.data.dataset import DATA_ENV
+from zslbench.errors import UserError, blamed
 from zslbench.registry import Registry, load_registry
 
 # Tables go to stdout; when it is a file or pipe, do not squeeze them into 80 columns.
@@ -180,107 +180,43 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
         executor: str, address: str | None, cpus_per_run: float | None,
         gpus_per_run: float | None, force: bool, allow_nonstandard_split: bool) -> None:
     """Run methods on datasets and write one record per run."""
-    from zslbench import provenance
-    from zslbench.config import load_config
-    from zslbench.runner import (
-        GridRequest,
-        Overrides,
-        expand_datasets,
-        parse_overrides,
-        parse_sweeps,
-        run_grid,
-        split_names,
-    )
+    from zslbench import api
 
     state: State = ctx.obj
     reg = state.registry()
-    conf = load_config(config_file) if config_file is not None else {}
 
-    def given(name: str) -> bool:
+    def given(name: str, value: Any) -> Any:
+        """The option's value when the user gave it, else None (the config file's or the
+        default applies: ``api.grid_request``)."""
         source = ctx.get_parameter_source(name)
-        return source in (click.core.ParameterSource.COMMANDLINE,
-                          click.core.ParameterSource.ENVIRONMENT)
+        return value if source in (click.core.ParameterSource.COMMANDLINE,
+                                   click.core.ParameterSource.ENVIRONMENT) else None
 
-    def option(name: str, value: Any, key: str | None = None) -> Any:
-        key = key or name
-        return value if given(name) or key not in conf else conf[key]
-
-    method_names = split_names(methods if methods else conf.get("methods", []))
-    if not method_names:
-        raise ConfigError(f"--method {','.join(methods)!r} names no method" if methods else
-                          "no method given", hint="e.g. --method bt-gp, or a --config file "
-                          "that lists methods (see `zslbench list`)")
-    for name in method_names:
-        reg.get("method", name)
-    dataset_names = expand_datasets(split_names(datasets if datasets else
-                                                conf.get("datasets", [])), reg)
-    if not dataset_names:
-        raise ConfigError(f"--dataset {','.join(datasets)!r} names no dataset" if datasets else
-                          "no dataset given", hint="e.g. --dataset toy, or a --config file that "
-                          "lists datasets (see `zslbench list`)")
-    parsed = Overrides()
-    for key, value in conf.get("set", {}).items():
-        target, dot, param = key.partition(".")
-        if dot:
-            parsed.params.setdefault(target, {})[param] = value
-        else:
-            parsed.swaps[target] = str(value)
-    cli_sets = parse_overrides(overrides)
-    for target, params in cli_sets.params.items():
-        parsed.params.setdefault(target, {}).update(params)
-    parsed.swaps.update(cli_sets.swaps)
-    sweep_values = {k: list(v) for k, v in conf.get("sweep", {}).items()}
-    sweep_values.update(parse_sweeps(sweeps))
-    data_dir = option("data_dir", data_dir)
-    resolved_dir = resolve_data_dir(data_dir)
-    executor = option("executor", executor)
-
-    missing: list[str] = []
-    for name in dataset_names:
-        spec = reg.items["dataset"][name].obj
-        if spec.missing is not None:
-            missing += spec.missing(resolved_dir)
-    if missing:
-        for line in missing:
+    try:
+        request, executor = api.grid_request(
+            reg, methods=methods or None, datasets=datasets or None, config=config_file,
+            seeds=given("seeds", seeds), base_seed=given("base_seed", base_seed),
+            device=given("device", device), results_dir=given("results_dir", results_dir),
+            data_dir=given("data_dir", data_dir), sets=overrides, sweeps=sweeps,
+            executor=given("executor", executor),
+            allow_nonstandard_split=given("allow_nonstandard_split", allow_nonstandard_split),
+            force=force)
+    except api.MissingData as exc:
+        for line in exc.lines:
             say_error(line)
-        raise SystemExit(2)
-
-    dev = provenance.resolve_device(option("device", device))
-    request = GridRequest(
-        methods=method_names, datasets=dataset_names,
-        results_dir=Path(option("results_dir", results_dir)), data_dir=resolved_dir,
-        seeds=int(option("seeds", seeds)), base_seed=int(option("base_seed", base_seed)),
-        device=dev, overrides=parsed, sweeps=sweep_values, force=force,
-        allow_nonstandard=bool(option("allow_nonstandard_split", allow_nonstandard_split)),
-        config_file=config_file.as_posix() if config_file is not None else None)
-
-    def load(name: str) -> tuple[Any, str]:
-        spec = reg.items["dataset"][name].obj
-        with blame(f"dataset {name!r}", "load"):
-            return spec.load(resolved_dir), spec.kind
-
-    if executor == "ray":
-        from zslbench.executors import RayExecutor
-
-        runner_exec: Any = RayExecutor(address=address, cpus_per_run=cpus_per_run,
-                                       gpus_per_run=gpus_per_run, device=dev,
-                                       plugins=state.plugins)
-    else:
-        if address is not None or cpus_per_run is not None or gpus_per_run is not None:
-            raise ConfigError("--address, --cpus-per-run and --gpus-per-run need --executor ray",
-                              hint="add --executor ray, or drop them")
-        runner_exec = None
-
+        raise SystemExit(2) from None
+    dev = request.device
+    runner_exec = api.make_executor(executor, dev, address=address, cpus_per_run=cpus_per_run,
+                                    gpus_per_run=gpus_per_run, plugins=state.plugins)
     n_configs = 1
-    for values in sweep_values.values():
+    for values in request.sweeps.values():
         n_configs *= len(values)
-    total = len(dataset_names) * len(method_names) * request.seeds * n_configs
+    total = len(request.datasets) * len(request.methods) * request.seeds * n_configs
     outcomes: list[Any] = []
     reporter = Reporter(err_console, total)
     try:
         with reporter:
-            for outcome in run_grid(request, reg, load, on_event=reporter.event,
-                                    executor=runner_exec):
+            for outcome in api.outcomes(request, reg, runner_exec, on_event=reporter.event):
                 outcomes.append(outcome)
                 reporter.finished(outcome)
     except KeyboardInterrupt:
@@ -290,9 +226,6 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
         say_error(f"interrupted after {done}; every record on disk is complete — "
                   "re-run the same command to finish the rest.", prefix="zslbench: ")
         raise SystemExit(130) from None
-    finally:
-        if runner_exec is not None:
-            runner_exec.shutdown()
 
     print_results(outcomes, dev)
     failed = [o for o in outcomes if o.status == "failed"]

@@ -1,0 +1,117 @@
+"""The Python API (issue 16 item 7): ``zslbench.run`` takes the CLI's path and returns the
+records; ``zslbench.load_results`` is one tidy row per record; ``python -m zslbench`` works."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import zslbench
+from tests.cli_helpers import invoke_main
+from zslbench.api import RunsFailed
+from zslbench.errors import ConfigError
+
+SETS = {"krr.alpha": 0.1, "krr.width": 1.0, "eszsl.gamma": 1.0, "eszsl.lam": 1.0}
+
+
+def test_run_returns_the_records_the_cli_writes_and_load_results_tabulates_them(tmp_path):
+    records = zslbench.run(methods=["krr", "eszsl"], datasets=["toy"], seeds=2,
+                           results_dir=tmp_path / "api", sets=SETS)
+    assert [(r.method, r.repetition) for r in records] == [
+        ("krr", 0), ("krr", 1), ("eszsl", 0), ("eszsl", 1)]
+    on_disk = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "api").glob("*.json")}
+    assert {r.run_id for r in records} == set(on_disk)
+
+    # the same grid on the command line: the same runs, the same numbers
+    cli = invoke_main("run", "--method", "krr,eszsl", "--dataset", "toy", "--seeds", "2",
+                      *[a for k, v in SETS.items() for a in ("--set", f"{k}={v}")],
+                      "--results-dir", str(tmp_path / "cli"))
+    assert cli.exit_code == 0, cli.output
+    from_cli = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "cli").glob("*.json")}
+    assert from_cli.keys() == on_disk.keys()
+    for run_id, rec in on_disk.items():
+        assert rec["metrics"] == from_cli[run_id]["metrics"] and rec["key"] == from_cli[run_id]["key"]
+
+    again = zslbench.run(methods="krr,eszsl", datasets="toy", seeds=2, results_dir=tmp_path / "api",
+                         sets=SETS)
+    assert [r.digest for r in again] == [r.digest for r in records]  # cached, not re-run
+
+    frame = zslbench.load_results(tmp_path / "api")
+    assert len(frame) == 4
+    for column in ("dataset", "method", "config", "seed", "A_T", "A_U", "A_S", "H", "AUSUC",
+                   "train_seconds", "device_type", "device_name", "data_fingerprint"):
+        assert column in frame.columns
+    by_seed = frame.set_index(["method", "seed"])
+    for r in records:
+        row = by_seed.loc[(r.method, r.seed)]
+        assert row["H"] == r.metrics["H"] and row["dataset"] == "toy"
+        assert row["train_seconds"] == r.timings["train"]
+        assert row["data_fingerprint"] == r.data["fingerprint"] and r.data["fingerprint"][:8] in r.run_id
+        assert row["config"]["components"] == r.config["components"]
+
+
+def test_a_config_file_and_keywords_combine_as_on_the_command_line(tmp_path):
+    conf = tmp_path / "grid.toml"
+    conf.write_text('methods = ["krr"]\ndatasets = ["toy"]\nseeds = 3\n'
+                    '[set]\n"krr.alpha" = 10.0\n"krr.width" = 1.0\n')
+    records = zslbench.run(config=conf, seeds=1, sets={"krr.alpha": 0.1},
+                           results_dir=tmp_path / "res")
+    assert len(records) == 1  # the keyword wins over the file's seeds
+    params = records[0].config["components"]["regressor"]["params"]
+    assert params["alpha"] == 0.1 and params["width"] == 1.0
+    assert records[0].config["config_file"] == conf.as_posix()
+
+
+def test_grid_mistakes_raise_before_anything_runs(tmp_path):
+    with pytest.raises(ConfigError, match="at least 1"):
+        zslbench.run(methods="krr", datasets="toy", seeds=0, results_dir=tmp_path / "res")
+    with pytest.raises(ConfigError, match="unknown method 'krrr'"):
+        zslbench.run(methods="krrr", datasets="toy", results_dir=tmp_path / "res")
+    assert not (tmp_path / "res").exists()
+
+
+FAILING = """
+    from zslbench.hookspecs import hookimpl
+    from zslbench.methods import MethodSpec
+    from zslbench_plugins.krr import KRRRegressor
+
+
+    class Boom(KRRRegressor):
+        name = "api-boom-krr"
+
+        def fit(self, class_semantics, class_prototypes):
+            raise ValueError("exploded on purpose")
+
+
+    @hookimpl
+    def zslbench_regressors():
+        return [Boom]
+
+
+    @hookimpl
+    def zslbench_methods():
+        return [MethodSpec("api-boom", embedder="identity", regressor="api-boom-krr",
+                           params={"regressor": {"alpha": 0.1, "width": 1.0}})]
+"""
+
+
+def test_a_failed_run_raises_at_the_end_with_the_other_records(tmp_path, monkeypatch):
+    (tmp_path / "zsl_api_failing.py").write_text(textwrap.dedent(FAILING))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(RunsFailed) as info:
+        zslbench.run(methods=["api-boom", "krr"], datasets="toy", results_dir=tmp_path / "res",
+                     sets={"krr.alpha": 0.1, "krr.width": 1.0}, plugins=["zsl_api_failing"])
+    assert [r.method for r in info.value.records] == ["krr"]
+    assert len(info.value.failures) == 1 and "exploded on purpose" in info.value.failures[0]
+    assert "1 of 2 run(s) failed" in str(info.value)
+
+
+def test_python_dash_m_zslbench_is_the_command_line():
+    proc = subprocess.run([sys.executable, "-m", "zslbench", "--version"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("zslbench, version ")
