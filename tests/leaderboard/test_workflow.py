@@ -21,3 +21,20 @@ def test_workflow_runs_the_grid_renders_checks_and_opens_a_pr() -> None:
     assert flat.index("--check", render) > render
     assert "create-pull-request" in flat and "pull-requests: write" in flat
     assert "pip install torch==" in flat  # never an unpinned torch
+
+
+def test_a_test_workflow_runs_the_ci_script_on_push_and_pull_request() -> None:
+    """Issue 18: no workflow ran the tests on a push or a pull request."""
+    path = WORKFLOW.with_name("test.yml")
+    text = path.read_text()
+    assert "\t" not in text  # YAML forbids tabs
+    lines = [line.split("#", 1)[0].rstrip() for line in text.splitlines()]
+    on = lines.index("on:")
+    triggers = []
+    for line in lines[on + 1:]:
+        if line and not line.startswith(" "):
+            break
+        triggers.append(line.strip())
+    assert "push:" in triggers and "pull_request:" in triggers
+    assert "run: bash .ci/run" in [line.strip() for line in lines]
+    assert (path.parents[2] / ".ci" / "run").is_file()
