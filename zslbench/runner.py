@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.metadata
 import inspect
 import itertools
 import json
@@ -33,7 +34,7 @@ from zslbench.errors import ConfigError, UserError, blame
 from zslbench.methods import OUTER_ROLES, MethodSpec
 from zslbench.protocol import Method, run_protocol
 from zslbench.records import SCHEMA_VERSION, Record, RecordError, write_record
-from zslbench.registry import Registry, suggestion
+from zslbench.registry import BUILTIN_DISTRIBUTION, Registry, suggestion
 
 INJECTED = ("random_state", "device")
 
@@ -122,6 +123,18 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _distribution(name: str | None) -> dict[str, str]:
+    """A third-party component's provenance: the distribution that installed it and its version
+    (``{"distribution": "my-zsl", "version": "1.0"}``), so that a board row names the exact
+    package; nothing for the built-ins (zslbench's version is the record's) or a ``-p`` module."""
+    if not name or name == BUILTIN_DISTRIBUTION:
+        return {}
+    try:
+        return {"distribution": name, "version": importlib.metadata.version(name)}
+    except importlib.metadata.PackageNotFoundError:
+        return {"distribution": name}
+
+
 @dataclass
 class PreparedMethod:
     """A method resolved against the registry: the component of every role, its resolved
@@ -132,6 +145,9 @@ class PreparedMethod:
     plugins: dict[str, str]
     params: dict[str, dict[str, Any]]
     explicit: dict[str, set[str]]
+    #: role (and ``"method"``, for the MethodSpec) -> the installed distribution that provides
+    #: it (None for ``-p`` modules)
+    distributions: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def sub_roles(self) -> list[str]:
@@ -139,11 +155,16 @@ class PreparedMethod:
 
     def config(self, overrides: Overrides) -> dict[str, Any]:
         comps = {role: {"name": self.classes[role].name, "plugin": self.plugins[role],
-                        "params": _jsonable(self.params[role])} for role in self.classes}
+                        "params": _jsonable(self.params[role]),
+                        **_distribution(self.distributions.get(role))} for role in self.classes}
         flat = {f"{t}.{p}": _jsonable(v) for t, ps in sorted(overrides.params.items())
                 for p, v in sorted(ps.items())}
         flat.update({role: name for role, name in sorted(overrides.swaps.items())})
-        return {"method": self.spec.name, "components": comps, "overrides": flat}
+        out = {"method": self.spec.name, "components": comps, "overrides": flat}
+        method_dist = _distribution(self.distributions.get("method"))
+        if method_dist:  # a third-party method: which package, which version (board.py)
+            out["method_distribution"] = method_dist
+        return out
 
     def config_id(self) -> str:
         body = {role: [self.classes[role].name, _jsonable(self.params[role])]
@@ -253,7 +274,8 @@ def prepare_method(registry: Registry, name: str, overrides: Overrides | None = 
                    ) -> PreparedMethod:
     """Resolve method ``name`` with ``overrides``; every mistake is one ``ConfigError`` line."""
     overrides = overrides or Overrides()
-    spec: MethodSpec = registry.get("method", name).obj
+    provided_method = registry.get("method", name)
+    spec: MethodSpec = provided_method.obj
     roles = dict(spec.roles())
     model_cls = registry.get("model", overrides.swaps.get("model", roles["model"])).obj
     wanted = dict(getattr(model_cls, "components", {}))
@@ -270,6 +292,7 @@ def prepare_method(registry: Registry, name: str, overrides: Overrides | None = 
     kinds = {r: (r if r in OUTER_ROLES else wanted[r]) for r in roles}
     classes: dict[str, type[Component]] = {}
     plugins: dict[str, str] = {}
+    distributions: dict[str, str | None] = {"method": provided_method.distribution}
     params: dict[str, dict[str, Any]] = {}
     explicit: dict[str, set[str]] = {}
     by_target: dict[tuple[str, str], tuple[str, Any]] = {}
@@ -277,6 +300,7 @@ def prepare_method(registry: Registry, name: str, overrides: Overrides | None = 
         provided = registry.get(kinds[role], comp_name)
         cls = provided.obj
         classes[role], plugins[role] = cls, provided.plugin
+        distributions[role] = provided.distribution
         sig = inspect.signature(cls.__init__).parameters.values()
         subs = set(getattr(cls, "components", {}))
         defaults = {p.name: p.default for p in sig if p.name != "self"
@@ -305,7 +329,7 @@ def prepare_method(registry: Registry, name: str, overrides: Overrides | None = 
                 merged[key] = value
                 given.add(key)
         params[role], explicit[role] = merged, given
-    return PreparedMethod(spec, classes, plugins, params, explicit)
+    return PreparedMethod(spec, classes, plugins, params, explicit, distributions)
 
 
 def check_override_targets(overrides: Overrides, prepared: list[PreparedMethod]) -> None:

@@ -1,0 +1,85 @@
+"""Third-party methods onto the public board (issue 16 item 10): the leaderboard workflow's steps
+(``python -m zslbench.board install``, ``run``, then the render) on a tiny plugin package
+(tests/board_plugin) installed by pip from a path requirement, into a scratch folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zslbench.board import PLUGINS_FILE, load_plugins
+from zslbench.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "tests" / "board_plugin"
+WORKFLOW = REPO / ".github" / "workflows" / "leaderboard.yml"
+
+
+def board(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "zslbench.board", *args], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
+def test_the_committed_plugin_list_reads_and_the_workflow_runs_it():
+    load_plugins(REPO / PLUGINS_FILE)
+    flat = " ".join(WORKFLOW.read_text().split())
+    install, run = flat.index("python -m zslbench.board install"), flat.index("python -m zslbench.board run")
+    assert install < run < flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('[[plugin]]\nname = "x"\nrequirement = "x==1"\n', "exactly the keys"),
+    ('[[plugin]]\nname = "x"\nrequirement = "--index-url=evil"\nmethods = ["m"]\n', "requirement"),
+    ('[[plugin]]\nname = "x y"\nrequirement = "x==1"\nmethods = ["m"]\n', "not a distribution name"),
+    ('[[plugin]]\nname = "x"\nrequirement = "x==1"\nmethods = []\n', "methods must list"),
+    ('plugins = []\n', "unknown key"),
+])
+def test_a_bad_entry_is_one_line_naming_it(tmp_path, text, needle):
+    path = tmp_path / "plugins.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=needle) as info:
+        load_plugins(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
+    site, records = tmp_path / "site", tmp_path / "records"
+    demo = shutil.copytree(DEMO, tmp_path / "demo")  # a build leaves files beside the source
+    listing = tmp_path / "plugins.toml"
+    listing.write_text(f'[[plugin]]\nname = "zslbench-board-demo"\nrequirement = "{demo.as_posix()}"\n'
+                       'methods = ["board-demo"]\n')
+    # pip installs into a scratch folder (never this environment), without the network
+    pip_env = {"PIP_TARGET": str(site), "PIP_NO_DEPS": "1", "PIP_NO_BUILD_ISOLATION": "0",
+               "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    proc = board("install", "--plugins", str(listing), env=pip_env)
+    assert proc.returncode == 0, proc.stderr
+    assert (site / "zsl_board_demo").is_dir()
+
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    proc = board("run", "--plugins", str(listing), "--dataset", "toy", "--seeds", "1",
+                 "--results-dir", str(records / "synthetic"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    (path,) = (records / "synthetic").glob("*.json")
+    rec = json.loads(path.read_text())
+    assert rec["method"] == "board-demo"
+    assert rec["config"]["method_distribution"] == {"distribution": "zslbench-board-demo",
+                                                    "version": "0.3.1"}
+    assert "distribution" not in rec["config"]["components"]["regressor"]  # krr is a built-in
+
+    proc = board("render", "--results-dir", str(records), "--out", str(tmp_path / "lb"))
+    assert proc.returncode == 0, proc.stderr
+    assert "board-demo" in (tmp_path / "lb" / "synthetic.md").read_text()
+
+    # an entry cannot list a method another distribution provides (here a built-in)
+    listing.write_text('[[plugin]]\nname = "zslbench-board-demo"\nrequirement = "x"\n'
+                       'methods = ["board-demo", "krr"]\n')
+    proc = board("run", "--plugins", str(listing), "--dataset", "toy", "--results-dir",
+                 str(tmp_path / "other"), env=env)
+    assert proc.returncode == 2 and "'krr'" in proc.stderr and "zslbench provides" in proc.stderr
+    assert not (tmp_path / "other").exists()

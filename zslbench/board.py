@@ -1,0 +1,197 @@
+"""Third-party methods onto the public board (issue 16 item 10): ``leaderboards/plugins.toml``.
+
+A plugin's author adds an entry by pull request::
+
+    [[plugin]]
+    name = "my-zsl"                  # the distribution (as pip knows it)
+    requirement = "my-zsl==1.0.2"    # what pip installs: a pinned version, a URL or a path
+    methods = ["my-eszsl"]           # the methods it registers that the board shows
+
+and ``.github/workflows/leaderboard.yml`` runs, after the built-ins' grid::
+
+    python -m zslbench.board install      # pip install every requirement
+    python -m zslbench.board run          # their methods on the stand-ins (synth-all, 3 seeds)
+    python -m zslbench.board render       # zslbench leaderboard --results-dir ... --out ...
+
+``run`` goes through ``zslbench.run`` (the command line's own path: caching, records, failure
+isolation), and refuses a listed method that the named distribution does not provide, so an entry
+cannot put another package's method, or a built-in, under its name. Each record names the
+distribution and its version (``config.components.<role>.distribution`` / ``.version``). A plugin
+whose runs fail does not keep the others off the board: its failures are listed, and ``run``
+exits 1 after every plugin ran.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from zslbench.config import tomllib
+from zslbench.errors import ConfigError, UserError
+
+#: Where the board's list of third-party plugins lives (relative to the repository root).
+PLUGINS_FILE = Path("leaderboards/plugins.toml")
+#: What the board runs them on: the embedded stand-ins, as the built-ins' synthetic grid.
+DATASETS = "synth-all"
+SEEDS = 3
+RESULTS_DIR = Path("leaderboards/records/synthetic")
+KEYS = {"name", "requirement", "methods"}
+
+
+@dataclass(frozen=True)
+class BoardPlugin:
+    """One entry of ``plugins.toml``."""
+
+    name: str
+    requirement: str
+    methods: tuple[str, ...]
+
+
+def _canonical(name: str) -> str:
+    """PEP 503 normalisation: ``My_ZSL`` and ``my-zsl`` are one distribution."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def load_plugins(path: Path = PLUGINS_FILE) -> list[BoardPlugin]:
+    """The validated entries of ``path``; a mistake is one ``ConfigError`` naming the entry."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file", hint="see zslbench/board.py for its format") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})", hint="fix the line it names") from None
+    unknown = sorted(set(raw) - {"plugin"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}",
+                          hint="list plugins as [[plugin]] tables")
+    out: list[BoardPlugin] = []
+    for i, entry in enumerate(raw.get("plugin", [])):
+        where = f"{path}: plugin #{i + 1}"
+        if not isinstance(entry, dict) or set(entry) != KEYS:
+            raise ConfigError(f"{where} must have exactly the keys {', '.join(sorted(KEYS))}",
+                              hint='e.g. name = "my-zsl", requirement = "my-zsl==1.0", '
+                              'methods = ["my-eszsl"]')
+        name, req, methods = entry["name"], entry["requirement"], entry["methods"]
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            raise ConfigError(f"{where}: name {name!r} is not a distribution name",
+                              hint="the name pip knows the package by")
+        if not isinstance(req, str) or not req.strip() or req.lstrip().startswith("-"):
+            raise ConfigError(f"{where} ({name}): requirement {req!r} is not a requirement",
+                              hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)')
+        if (not isinstance(methods, list) or not methods
+                or not all(isinstance(m, str) and m for m in methods)):
+            raise ConfigError(f"{where} ({name}): methods must list method names",
+                              hint='e.g. methods = ["my-eszsl"]')
+        if any(_canonical(p.name) == _canonical(name) for p in out):
+            raise ConfigError(f"{where}: {name} is listed twice", hint="keep one entry")
+        out.append(BoardPlugin(name, req.strip(), tuple(methods)))
+    return out
+
+
+def install(plugins: list[BoardPlugin]) -> None:
+    """``pip install`` every requirement into this environment (one pip call)."""
+    if not plugins:
+        return
+    cmd = [sys.executable, "-m", "pip", "install", *(p.requirement for p in plugins)]
+    if subprocess.run(cmd, check=False).returncode != 0:
+        raise UserError("pip could not install the plugins of the board "
+                        f"({', '.join(p.requirement for p in plugins)})",
+                        hint="check each requirement in leaderboards/plugins.toml")
+
+
+def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SEEDS,
+        results_dir: Path = RESULTS_DIR) -> list[str]:
+    """Run every listed method on ``datasets``; the failures, one line each (empty: all ran)."""
+    import zslbench
+    from zslbench.api import RunsFailed
+    from zslbench.registry import load_registry
+
+    registry = load_registry()
+    for plugin in plugins:  # every entry is checked before anything runs
+        for method in plugin.methods:
+            provided = registry.get("method", method)
+            dist = provided.distribution
+            if dist is None or _canonical(dist) != _canonical(plugin.name):
+                raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method "
+                                  f"{method!r}, which {dist or 'no installed distribution'} "
+                                  "provides", hint=f"list only methods {plugin.name} registers")
+    failures: list[str] = []
+    for plugin in plugins:
+        try:
+            zslbench.run(methods=list(plugin.methods), datasets=datasets, seeds=seeds,
+                         results_dir=results_dir, device="cpu")
+        except RunsFailed as exc:
+            failures += [f"{plugin.name}: {line}" for line in exc.failures]
+    return failures
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Third-party plugins on the public board (leaderboards/plugins.toml)."""
+
+
+_plugins_option = click.option("--plugins", "plugins_file", type=click.Path(path_type=Path),
+                               default=PLUGINS_FILE, show_default=True)
+
+
+@main.command("install")
+@_plugins_option
+def install_cmd(plugins_file: Path) -> None:
+    """pip install every listed plugin."""
+    install(load_plugins(plugins_file))
+
+
+@main.command("run")
+@_plugins_option
+@click.option("--dataset", "datasets", default=DATASETS, show_default=True)
+@click.option("--seeds", type=click.IntRange(1), default=SEEDS, show_default=True)
+@click.option("--results-dir", type=click.Path(path_type=Path), default=RESULTS_DIR,
+              show_default=True)
+def run_cmd(plugins_file: Path, datasets: str, seeds: int, results_dir: Path) -> None:
+    """Run every listed method on the stand-ins (cached runs are not repeated)."""
+    failures = run(load_plugins(plugins_file), datasets=datasets, seeds=seeds,
+                   results_dir=results_dir)
+    for line in failures:
+        click.echo(f"zslbench board: failed: {line}", err=True)
+    if failures:
+        raise SystemExit(1)
+
+
+@main.command("render")
+@click.option("--results-dir", type=click.Path(path_type=Path),
+              default=Path("leaderboards/records"), show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=Path("leaderboards"),
+              show_default=True)
+def render_cmd(results_dir: Path, out: Path) -> None:
+    """Re-render the board (zslbench leaderboard), then check it."""
+    from zslbench.cli import main as zslbench_main
+
+    for extra in ([], ["--check"]):
+        try:
+            zslbench_main(["leaderboard", "--results-dir", str(results_dir), "--out", str(out),
+                           *extra])
+        except SystemExit as exc:
+            if exc.code not in (0, None):
+                raise
+
+
+def entry() -> None:
+    """``python -m zslbench.board``, with zslbench's one-line errors."""
+    try:
+        main(standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except UserError as exc:
+        click.echo(f"zslbench board: error: {exc.one_line()}", err=True)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    entry()
