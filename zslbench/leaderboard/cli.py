@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from zslbench import stats
+from zslbench.board import PLUGINS_FILE
 from zslbench.leaderboard import check as check_mod
 from zslbench.leaderboard.build import build
 from zslbench.leaderboard.collect import TESTED_METRICS, comparison_sides, dedupe, load_runs
@@ -59,6 +60,9 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     if reported_path is not None:
         here = reported_path.parent.resolve() == out_dir.resolve()
         inputs.append(reported_path if here else reported_path.parent)
+    # The board's list of third-party plugins (zslbench/board.py) lives beside it.
+    if (out_dir / PLUGINS_FILE.name).is_file():
+        inputs.append(out_dir / PLUGINS_FILE.name)
     # A UserError (a refused --out, ...) is printed by the one handler in zslbench.cli.main.
     # Refuse before the slow part (drawing).
     links = [] if check_only else check_mod.links_in(out_dir, inputs)
