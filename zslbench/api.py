@@ -179,19 +179,26 @@ def make_executor(name: str, device: str, *, address: str | None = None,
     return None
 
 
+def loader(registry: Registry, data_dir: Path | None) -> Callable[[str], tuple[Any, str]]:
+    """``load(name) -> (data, kind)`` for the grid: the dataset's plugin reads it from
+    ``data_dir``; a failure names the dataset (``dataset 'x' in load``)."""
+    def load(name: str) -> tuple[Any, str]:
+        spec = registry.items["dataset"][name].obj
+        with blame(f"dataset {name!r}", "load"):
+            return spec.load(data_dir), spec.kind
+
+    return load
+
+
 def outcomes(request: Any, registry: Registry, executor: Any = None,
              on_event: Callable[[str, dict[str, Any]], None] | None = None) -> Iterator[Any]:
     """Run the grid (``runner.run_grid``), one ``RunOutcome`` per run as it ends; the executor
     is shut down at the end, or when the caller stops (Ctrl-C)."""
     from zslbench.runner import run_grid
 
-    def load(name: str) -> tuple[Any, str]:
-        spec = registry.items["dataset"][name].obj
-        with blame(f"dataset {name!r}", "load"):
-            return spec.load(request.data_dir), spec.kind
-
     try:
-        yield from run_grid(request, registry, load, on_event=on_event, executor=executor)
+        yield from run_grid(request, registry, loader(registry, request.data_dir),
+                            on_event=on_event, executor=executor)
     finally:
         if executor is not None:
             executor.shutdown()
