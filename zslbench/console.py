@@ -76,7 +76,8 @@ class Reporter:
     # -- events ----------------------------------------------------------------------------------
     def _run_name(self) -> str:
         w = self.where
-        return f"{w.get('dataset')} · {w.get('method')} · r{w.get('repetition')}"
+        sweep = "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in (w.get("sweep") or {}).items())
+        return f"{w.get('dataset')} · {w.get('method')}{sweep} · r{w.get('repetition')}"
 
     def _describe(self) -> str:
         parts = [self._run_name()]
