@@ -35,7 +35,8 @@ from typing import Any
 
 #: Bump when a change to :data:`PROTOCOL_MODULES` or :func:`derive_seed` can change a number; every
 #: record made under another version is re-run ("protocol changed").
-#: 2: seeds no longer depend on the method (hash of base seed, dataset, repetition).
+#: 2: seeds no longer depend on the method (hash of base seed, dataset, repetition), and the
+#: ``refine`` search climbs until no full-resolution neighbour is better (it stopped after one step).
 PROTOCOL_VERSION = 2
 
 #: The core numerics every run shares; ``tests/test_identity.py`` pins their digest.
