@@ -142,6 +142,13 @@ def test_protocol_bump_config_change_and_force_each_say_so(cached_krr, monkeypat
     assert run.status == "run" and run.reason.startswith("protocol changed")
 
 
+def test_a_run_that_failed_before_says_so(tmp_path):
+    run = _plan(tmp_path)
+    assert run.reason == "new"
+    run.path.with_suffix(".failed").write_text("krr on toy (seed 1): regressor 'krr': boom\n")
+    assert _plan(tmp_path).reason == "failed before (krr on toy (seed 1): regressor 'krr': boom)"
+
+
 def test_a_damaged_record_is_rerun_with_the_reason(cached_krr, tmp_path):
     (src,) = cached_krr.glob("*.json")
     results = tmp_path / "res"

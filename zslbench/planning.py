@@ -5,7 +5,7 @@ are not; execution (:mod:`zslbench.runner`, :mod:`zslbench.executors`) only runs
 what the dry run says is what the run does. For every run that is not taken from the cache the
 plan gives one reason (:func:`zslbench.identity.difference`): ``new``, ``data changed``,
 ``config changed``, ``protocol changed``, ``code of `krr` changed``, ``--force``, ``damaged
-record``. An earlier run is found among the records of the results dir by (dataset, method,
+record``, ``failed before`` (a ``<run_id>.failed`` note beside the record's path). An earlier run is found among the records of the results dir by (dataset, method,
 device type, base seed, repetition, swept values), so a reason is given even when the new run's
 file name differs from the old one's (a new seed, config or data fingerprint is in the name).
 """
@@ -151,7 +151,10 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
             run = PlannedRun(dataset, prep.spec.name, rep, seed, run_id, key, config_id, config,
                              identity, path, "run", eta_seconds=eta, prepared=prep)
             existing = index.by_path.get(path.resolve())
-            if isinstance(existing, RecordError):
+            failed = _failure_note(path)
+            if failed is not None and not (isinstance(existing, Record) and existing.key == key):
+                run.reason = f"failed before ({failed})"
+            elif isinstance(existing, RecordError):
                 run.damaged = f"{path}: {existing}; re-running it"
                 run.reason = f"damaged record ({existing})"
             elif existing is not None and existing.key == key:
@@ -172,6 +175,18 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
                     run.reason = f"--force ({run.reason})"
             out.append(run)
     return out
+
+
+def _failure_note(path: Path) -> str | None:
+    """The one-line reason of this run's last failure: the ``<run_id>.failed`` note beside its
+    record's path (written by the runner when a run fails, removed when it succeeds)."""
+    note = path.with_suffix(".failed")
+    try:
+        text = note.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    first = text.splitlines()[0] if text else "no reason kept"
+    return first if len(first) <= 160 else first[:157] + "..."
 
 
 def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLData, str]],
