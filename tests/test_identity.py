@@ -149,6 +149,22 @@ def test_a_run_that_failed_before_says_so(tmp_path):
     assert _plan(tmp_path).reason == "failed before (krr on toy (seed 1): regressor 'krr': boom)"
 
 
+@pytest.mark.parametrize("damage", ["nan", "deep"])
+def test_an_unreadable_file_elsewhere_in_the_results_dir_does_not_stop_planning(
+        cached_krr, tmp_path, damage):
+    """Planning reads every record of the results dir (to say why a run re-runs): a file it
+    cannot read is skipped there, not a crash."""
+    results = tmp_path / "res"
+    results.mkdir()
+    for f in cached_krr.glob("*.json"):
+        (results / f.name).write_text(f.read_text())
+        text = f.read_text()
+    content = (text.replace('"validation": {', '"validation": {"x": NaN, ', 1) if damage == "nan"
+               else "[" * 100_000)
+    (results / "other__run.json").write_text(content)
+    assert _plan(results).status == "cached"
+
+
 def test_a_damaged_record_is_rerun_with_the_reason(cached_krr, tmp_path):
     (src,) = cached_krr.glob("*.json")
     results = tmp_path / "res"

@@ -21,7 +21,7 @@ from typing import Any
 from zslbench import identity as ident
 from zslbench.data.checks import check_dataset, declared_benchmarks
 from zslbench.data.dataset import ZSLData
-from zslbench.records import SCHEMA_VERSION, Record, RecordError, iter_records
+from zslbench.records import SCHEMA_VERSION, Record, RecordError, read_record
 
 derive_seed = ident.derive_seed
 
@@ -34,6 +34,20 @@ def _slot(dataset: str, method: str, dev_type: str | None, base_seed: int, repet
           sweep: Any) -> tuple[Any, ...]:
     return (dataset, method, dev_type, base_seed, repetition,
             repr(sorted((sweep or {}).items())))
+
+
+def _read(path: Path) -> Record | RecordError:
+    """A record, or why not: any file of the results dir is untrusted content, and one that
+    cannot be read (NaN under the digest, absurd nesting) is a refusal, never a crash of the
+    grid's planning."""
+    try:
+        return read_record(path)
+    except RecordError as exc:
+        return exc
+    except RecursionError:
+        return RecordError("is nested too deeply to read")
+    except Exception as exc:  # noqa: BLE001 - untrusted content: refuse, naming why
+        return RecordError(f"cannot be read as a record ({type(exc).__name__}: {exc})")
 
 
 @dataclass
@@ -49,7 +63,10 @@ class RecordIndex:
         index = cls()
         if not Path(results_dir).is_dir():
             return index
-        for path, rec in iter_records(Path(results_dir)):
+        for path in sorted(Path(results_dir).rglob("*.json")):
+            if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
+                continue  # temporaries of atomic writes
+            rec = _read(path)
             index.by_path[path.resolve()] = rec
             if isinstance(rec, Record):
                 slot = _slot(rec.dataset, rec.method, rec.device.get("type"), rec.base_seed,
