@@ -216,3 +216,19 @@ def test_the_committed_board_is_all_cached_at_head():
     lines = result.stdout.splitlines()
     assert lines[-1].startswith("75 run(s): 75 cached, 0 to run"), "\n".join(
         line for line in lines if not line.startswith("cached"))
+
+
+def test_the_eta_comes_from_earlier_runs_on_the_same_device_model(cached_krr):
+    from zslbench.planning import RecordIndex, dry_run_lines
+
+    index = RecordIndex.read(cached_krr)
+    (record,) = [r for recs in index.by_slot.values() for r in recs]
+    name = record.device["name"]
+    assert index.eta("toy", "krr", name) == record.load["wall_seconds"]
+    assert index.eta("toy", "krr", name + " (another model)") is None
+    assert index.eta("toy", "sae", name) is None
+    run = _plan(cached_krr, force=True)
+    assert run.eta_seconds == record.load["wall_seconds"]
+    lines = dry_run_lines([run], name)
+    assert lines[0].startswith("to run  toy · krr · r0") and "--force, ~" in lines[0]
+    assert lines[-1].startswith("1 run(s): 0 cached, 1 to run; ETA ~")

@@ -29,7 +29,7 @@ from zslbench.components import Component
 from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame, blamed
 from zslbench.methods import OUTER_ROLES, MethodSpec
-from zslbench.planning import RecordIndex, load_checked, plan_dataset
+from zslbench.planning import RecordIndex, dry_run_lines, load_checked, plan_dataset
 from zslbench.planning import derive_seed as derive_seed  # re-exported: its old home
 from zslbench.protocol import Method, run_protocol
 from zslbench.records import Record, write_record
@@ -531,11 +531,14 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
             data, kind, verdict, info = load_checked(request, registry, load, dataset)
             verdicts[dataset], data_info[dataset] = verdict, info
             plans = []
-            for run in plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
-                                    results_dir=request.results_dir, seeds=request.seeds,
-                                    base_seed=request.base_seed, device=request.device,
-                                    device_name=device_name, force=request.force, index=index,
-                                    config_file=request.config_file):
+            planned = plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
+                                   results_dir=request.results_dir, seeds=request.seeds,
+                                   base_seed=request.base_seed, device=request.device,
+                                   device_name=device_name, force=request.force, index=index,
+                                   config_file=request.config_file)
+            if any(run.status == "run" for run in planned):
+                emit("info", {"message": f"{dataset}: " + dry_run_lines(planned, device_name)[-1]})
+            for run in planned:
                 if run.status == "cached":
                     cached.append(RunOutcome(dataset, run.method, run.repetition, run.seed,
                                              "cached", run.record, run.path))
