@@ -18,3 +18,8 @@ def shared_data() -> Path:
         pytest.skip(f"real xlsa17 split files not found at {SHARED_DATA} "
                     "(set ZSLBENCH_SHARED_DATA to the folder holding AWA1/ AWA2/ APY/ CUB/ SUN/)")
     return SHARED_DATA
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="re-write tests/golden/toy.json from this run (tests/test_golden.py)")

@@ -58,3 +58,56 @@ def test_a_nan_H_never_wins():
 def test_bad_spaces_are_config_errors(space, strategy):
     with pytest.raises(ConfigError):
         search(space, strategy, bowl)
+
+
+def _neighbours(point, shape):
+    ranges = [range(max(0, c - 1), min(n, c + 2)) for c, n in zip(point, shape, strict=True)]
+    return list(itertools.product(*ranges))
+
+
+def _surfaces(kind, n=150):
+    """Random H surfaces on a 9 x 7 grid: rotated, stretched bowls (unimodal, not separable) or
+    noise (many local optima)."""
+    rng = np.random.default_rng(0)
+    for _ in range(n):
+        if kind == "bowl":
+            c = rng.uniform([-1, -1], [9, 7])
+            a = rng.normal(size=(2, 2))
+            m = a @ a.T + 0.05 * np.eye(2)
+            table = np.array([[-(np.array([i, j]) - c) @ m @ (np.array([i, j]) - c)
+                               for j in range(7)] for i in range(9)])
+        else:
+            table = rng.normal(size=(9, 7))
+        yield table
+
+
+@pytest.mark.parametrize("kind", ["bowl", "noise"])
+def test_refine_against_exhaustive_grid_on_random_surfaces(kind):
+    """What the docstring promises, checked against brute force: on any H, no full-resolution
+    neighbour of refine's pick is better; where the grid has one such local optimum (a unimodal
+    H), refine picks the exhaustive grid's optimum."""
+    space = {"a": list(range(9)), "b": list(range(7))}
+    unimodal = 0
+    for table in _surfaces(kind):
+        res = search(space, "refine", lambda p, t=table: (t[p["a"], p["b"]], None, None))
+        best = (res.chosen["a"], res.chosen["b"])
+        assert res.best_H == table[best]
+        assert all(table[q] <= table[best] for q in _neighbours(best, table.shape))
+        local_optima = [p for p in itertools.product(range(9), range(7))
+                        if all(table[q] <= table[p] for q in _neighbours(p, table.shape))]
+        if len(local_optima) == 1:
+            unimodal += 1
+            assert res.best_H == table.max()
+        assert len(res.tried) == len({tuple(t["params"].values()) for t in res.tried})
+    assert unimodal >= (100 if kind == "bowl" else 0)
+
+
+def test_the_search_names_each_candidate_to_the_progress_listener():
+    from zslbench.progress import listening
+
+    seen = []
+    with listening(lambda event, info: seen.append(info) if event == "candidate" else None):
+        res = search({"x": (1, 2, 3)}, "grid", lambda p: (p["x"], p, None))
+    assert [(i["params"], i["done"], i["total"]) for i in seen] == [
+        ({"x": 1}, 1, 3), ({"x": 2}, 2, 3), ({"x": 3}, 3, 3)]
+    assert res.chosen == {"x": 3}

@@ -170,6 +170,9 @@ def list_cmd(state: State) -> None:
               help="With --executor ray: GPUs (or a fraction) each run asks for, e.g. 0.25 "
                    "[default: 1 with --device cuda, else 0].")
 @click.option("--force", is_flag=True, help="Re-run even when a matching record exists.")
+@click.option("--dry-run", is_flag=True,
+              help="Plan only: list every run as cached or to run (with why, and an ETA from "
+                   "earlier records on this device model); nothing is trained or written.")
 @click.option("--allow-nonstandard-split", is_flag=True,
               help="Run data that fails the split policy or is not the official benchmark; its "
                    "records are marked non-standard.")
@@ -178,7 +181,8 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
         config_file: Path | None, data_dir: Path | None, results_dir: Path, seeds: int,
         base_seed: int, device: str, overrides: tuple[str, ...], sweeps: tuple[str, ...],
         executor: str, address: str | None, cpus_per_run: float | None,
-        gpus_per_run: float | None, force: bool, allow_nonstandard_split: bool) -> None:
+        gpus_per_run: float | None, force: bool, dry_run: bool,
+        allow_nonstandard_split: bool) -> None:
     """Run methods on datasets and write one record per run."""
     from zslbench import api
 
@@ -206,6 +210,14 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
             say_error(line)
         raise SystemExit(2) from None
     dev = request.device
+    if dry_run:
+        from zslbench import provenance
+        from zslbench.planning import dry_run_lines, plan_grid
+
+        planned = plan_grid(request, reg, api.loader(reg, request.data_dir))
+        for line in dry_run_lines(planned, str(provenance.device_info(dev)["name"])):
+            click.echo(line)
+        return
     runner_exec = api.make_executor(executor, dev, address=address, cpus_per_run=cpus_per_run,
                                     gpus_per_run=gpus_per_run, plugins=state.plugins)
     n_configs = 1

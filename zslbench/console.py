@@ -53,6 +53,7 @@ class Reporter:
         self.phase = ""
         self.stage = ""
         self.step: dict[str, Any] = {}
+        self.candidate = ""
         self.step_start = 0.0
         self.last_plain = 0.0
         self.done = 0
@@ -76,12 +77,15 @@ class Reporter:
     # -- events ----------------------------------------------------------------------------------
     def _run_name(self) -> str:
         w = self.where
-        return f"{w.get('dataset')} · {w.get('method')} · r{w.get('repetition')}"
+        sweep = "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in (w.get("sweep") or {}).items())
+        return f"{w.get('dataset')} · {w.get('method')}{sweep} · r{w.get('repetition')}"
 
     def _describe(self) -> str:
         parts = [self._run_name()]
         if self.phase:
             parts.append(PHASES.get(self.phase, self.phase))
+        if self.candidate:
+            parts.append(self.candidate)
         if self.stage:
             parts.append(self.stage)
         if self.step:
@@ -100,12 +104,17 @@ class Reporter:
             return
         if kind == "run":
             self.where = dict(info)
-            self.phase = self.stage = ""
+            self.phase = self.stage = self.candidate = ""
             self.step = {}
             self._show(self._describe(), plain=True, prefix=f"run {self.done + 1}/{self.total}: ")
             return
         if kind == "phase":
             self.phase, self.stage, self.step = info["phase"], "", {}
+            self.candidate = ""
+        elif kind == "candidate":
+            of = f"/{info['total']}" if info.get("total") else ""
+            params = " ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in info["params"].items())
+            self.candidate, self.stage, self.step = f"candidate {info['done']}{of}: {params}", "", {}
         elif kind == "stage_start":
             self.stage, self.step = info["stage"], {}
         elif kind == "stage_end":

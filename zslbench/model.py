@@ -79,8 +79,9 @@ class Model(Component):
       that the values come from hyperparameters (KRR's ``alpha_grid``); any component of a
       composite model may declare one too.
     * ``search_strategy``: ``"grid"`` (every combination) or ``"refine"`` (every other value of
-      each parameter first, then the full-resolution neighbours of the best point; for ordered
-      numeric grids, at a fraction of the cost).
+      each parameter first, then hill climbing over full-resolution neighbours; a local optimum
+      of the grid, the grid's optimum for a unimodal H, at a fraction of the cost; see
+      :mod:`zslbench.search`).
     * ``components``: ``{role: kind}`` for a composite model whose constructor takes registered
       components (``{"embedder": "embedder", "regressor": "regressor"}``).
     """

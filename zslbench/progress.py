@@ -78,5 +78,13 @@ def steps(label: str, total: int) -> Iterator[Callable[[int], None]]:
     yield advance
 
 
+def candidate(params: dict[str, Any], index: int, total: int | None) -> None:
+    """Report the search candidate about to be fitted (``total`` None when not known ahead, as
+    for the ``refine`` search), so that progress lines can name it."""
+    listener = _listener.get()
+    if listener is not None:
+        listener("candidate", {"params": dict(params), "done": index, "total": total})
+
+
 def _ignore(n: int = 1) -> None:
     return None

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import subprocess
 import time
 from importlib import metadata
 from pathlib import Path
-from types import ModuleType
 
 PACKAGES = ("zslbench", "torch", "gpytorch", "linear_operator", "numpy", "scipy", "pluggy",
             "click", "rich", "pandas", "matplotlib")
@@ -120,7 +118,8 @@ SOURCE_PATHS = ("zslbench", "plugins", "pyproject.toml", "configs")
 def git_state(start: Path | None = None) -> dict[str, object]:
     """Commit of the source tree zslbench runs from, and whether its source differs from it
     (tracked files under :data:`SOURCE_PATHS`, listed in ``dirty_paths``); None outside a
-    checkout. The record's ``code_fingerprint`` hashes the very source that ran, either way."""
+    checkout. Provenance only: the cache key is the run's per-component identity
+    (:mod:`zslbench.identity`), which a commit or a dirty tree does not change."""
     here = Path(start or Path(__file__).resolve().parent)
     try:
         def git(*args: str) -> str:
@@ -134,31 +133,3 @@ def git_state(start: Path | None = None) -> dict[str, object]:
         return {"commit": commit, "dirty": bool(paths), "dirty_paths": paths[:20]}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
-
-
-def code_fingerprint(modules: list[ModuleType]) -> str:
-    """Hash of the Python source of the given packages/modules.
-
-    Used in the cache key, so a record is reused only when the code that produced it is
-    byte-identical — stricter than a version number, and it works on a dirty tree.
-    """
-    digest = hashlib.sha256()
-    files: list[tuple[str, Path]] = []
-    for module in modules:
-        origin = getattr(module, "__file__", None)
-        if not origin:
-            continue
-        path = Path(origin)
-        if path.name == "__init__.py":
-            for f in sorted(path.parent.rglob("*.py")):
-                files.append((f"{module.__name__}/{f.relative_to(path.parent).as_posix()}", f))
-        else:
-            files.append((module.__name__, path))
-    for label, f in sorted(files):
-        digest.update(label.encode())
-        digest.update(b"\0")
-        digest.update(f.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-

@@ -67,6 +67,9 @@ class Record:
     per_class: dict[str, Any] | None = None
     search: dict[str, Any] | None = None
     validation: dict[str, Any] = field(default_factory=dict)
+    #: What the run's key covers, per component (:mod:`zslbench.identity`); empty in records made
+    #: before it was stored, which then digest as they did (the field is left out of ``body``).
+    identity: dict[str, Any] = field(default_factory=dict)
     schema: int = SCHEMA_VERSION
     digest: str = ""
 
@@ -74,6 +77,8 @@ class Record:
     def body(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("digest")
+        if not out["identity"]:
+            out.pop("identity")
         return out
 
     def compute_digest(self) -> str:
@@ -85,7 +90,9 @@ class Record:
         return self
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True, allow_nan=False) + "\n"
+        out = self.body()
+        out["digest"] = self.digest
+        return json.dumps(out, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
     @property
     def standard(self) -> bool:
@@ -146,8 +153,8 @@ def _check_types(raw: dict[str, Any]) -> None:
     timings = raw.get("timings")
     if not isinstance(timings, dict) or not _finite(timings.get("train")):
         raise RecordError("timings lack a finite 'train'")
-    for name in ("config", "split", "data", "device", "environment", "git"):
-        if not isinstance(raw.get(name), dict):
+    for name in ("config", "split", "data", "device", "environment", "git", "identity"):
+        if not isinstance(raw.get(name, {}), dict):
             raise RecordError(f"field {name!r} is not an object")
     if not isinstance(raw["split"].get("standard"), bool):
         raise RecordError("split.standard is not true or false")

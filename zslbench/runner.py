@@ -1,9 +1,9 @@
 """Run methods x datasets x seeds, one atomic record per run, skipping runs already recorded.
 
-Seeds follow benchopt: each run's seed is a hash of (base seed, dataset, method, repetition), so
-adding a method or a dataset never changes another run's numbers. A run is cached when a record with
-the same key exists; the key covers the resolved config, the data fingerprint, the seed, the device
-type and a hash of the code, so changing any hyperparameter or any line of code reruns it.
+What runs, with which seed and key, and why a run is not taken from the cache, is planned in
+:mod:`zslbench.planning` (keys: :mod:`zslbench.identity`); this module resolves methods and
+executes the plans. Seeds follow benchopt: each run's seed is a hash of (base seed, dataset,
+repetition), so adding a method never changes another's seeds, and methods pair up by seed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import itertools
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,23 +25,18 @@ from typing import Any
 import numpy as np
 
 import zslbench
-from zslbench import executors, provenance
+from zslbench import executors, identity, provenance
 from zslbench.components import Component
-from zslbench.data.checks import check_dataset, declared_benchmarks
 from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame
 from zslbench.methods import OUTER_ROLES, MethodSpec
+from zslbench.planning import RecordIndex, dry_run_lines, load_checked, plan_dataset
+from zslbench.planning import derive_seed as derive_seed  # re-exported: its old home
 from zslbench.protocol import Method, run_protocol
-from zslbench.records import SCHEMA_VERSION, Record, RecordError, write_record
+from zslbench.records import Record, write_record
 from zslbench.registry import BUILTIN_DISTRIBUTION, Registry, suggestion
 
 INJECTED = ("random_state", "device")
-
-
-def derive_seed(base_seed: int, dataset: str, method: str, repetition: int) -> int:
-    """A 31-bit seed that depends only on these four values."""
-    text = f"{base_seed}|{dataset}|{method}|{repetition}".encode()
-    return int.from_bytes(hashlib.sha256(text).digest()[:4], "big") & 0x7FFFFFFF
 
 
 def split_names(values: tuple[str, ...] | list[str] | str) -> list[str]:
@@ -376,11 +370,6 @@ class GridRequest:
     config_file: str | None = None
 
 
-def run_key(config_id: str, data_fp: str, seed: int, device_type: str, code_fp: str) -> str:
-    body = json.dumps([config_id, data_fp, seed, device_type, code_fp, SCHEMA_VERSION])
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
 def check_results_dir(path: Path) -> None:
     """Refuse, before any training, a results dir that cannot take records (one line naming it).
 
@@ -413,20 +402,6 @@ def check_results_dir(path: Path) -> None:
 MIN_FREE_BYTES = 4 * 2**20
 
 
-def _existing(path: Path, key: str) -> tuple[Record | None, str | None]:
-    """(the record at ``path`` when it matches ``key``, why a present file cannot be reused)."""
-    if not path.exists():
-        return None, None
-    from zslbench.results import valid_record  # pandas: only when a record may be cached
-
-    record = valid_record(path)  # the board's checks: NaN, deep nesting, malformed fields
-    if isinstance(record, RecordError):
-        return None, f"{path}: {record}; re-running it"
-    if record.key != key:
-        return None, None
-    return record, None
-
-
 @dataclass
 class RunPlan:
     """Everything needed to run one (dataset, method, configuration, seed): picklable, so that a
@@ -444,6 +419,10 @@ class RunPlan:
     prepared: PreparedMethod
     device: str
     path: Path
+    #: Why this run is not taken from the cache (``zslbench.planning``).
+    reason: str = ""
+    #: What its key covers (``zslbench.identity``), stored in its record.
+    identity: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -504,7 +483,8 @@ class LocalExecutor:
             yield None  # lets the driver report this dataset's cached runs before any fit
             for plan in plans:
                 emit("run", {"dataset": plan.dataset, "method": plan.method,
-                             "repetition": plan.repetition, "seed": plan.seed})
+                             "repetition": plan.repetition, "seed": plan.seed,
+                             "sweep": plan.config.get("sweep"), "reason": plan.reason})
                 with executors.user_interrupts():
                     result = execute(plan, data, on_event=emit)
                 yield result
@@ -554,7 +534,7 @@ def prepare_grid(request: GridRequest, registry: Registry
 
 def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tuple[ZSLData, str]],
              on_event: Callable[[str, dict[str, Any]], None] | None = None,
-             code_modules: list[Any] | None = None, executor: Any = None) -> Iterator[RunOutcome]:
+             executor: Any = None) -> Iterator[RunOutcome]:
     """Yield one outcome per (dataset, method, configuration, repetition).
 
     ``load(name)`` returns the dataset and its kind (called once per dataset); the dataset contract
@@ -562,16 +542,16 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
     the others go to ``executor`` (``LocalExecutor`` by default, in grid order; the Ray executor
     yields them as they finish). Records are written here, by the driver, atomically.
     ``on_event(kind, info)`` reports progress: ``"dataset"``, ``"run"``, ``"phase"``,
-    ``"stage_start"``/``"stage_end"``, ``"step"``, ``"warning"``.
+    ``"stage_start"``/``"stage_end"``, ``"step"``, ``"warning"``, ``"info"`` (for every run not
+    taken from the cache, the reason, before the dataset's first fit).
     """
     emit = on_event or (lambda kind, info: None)
     executor = executor or LocalExecutor()
     configs = prepare_grid(request, registry)
     check_results_dir(request.results_dir)
-    modules = code_modules if code_modules is not None else _code_modules(registry)
-    code_fp = provenance.code_fingerprint(modules)
     git = provenance.git_state()
-    device_type = "cuda" if request.device.startswith("cuda") else "cpu"
+    index = RecordIndex.read(request.results_dir)
+    device_name = str(provenance.device_info(request.device)["name"])
     verdicts: dict[str, Any] = {}
     data_info: dict[str, dict[str, Any]] = {}
     cached: list[RunOutcome] = []
@@ -579,45 +559,27 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
     def batches() -> Iterator[tuple[ZSLData, list[RunPlan]]]:
         for dataset in request.datasets:
             emit("dataset", {"dataset": dataset})
-            data, kind = load(dataset)
-            # The benchmark the dataset's plugin declares, and every declared one (to match a
-            # file that says it is real): the pins are the plugins', not the core's.
-            declared = registry.items["dataset"].get(dataset)
-            verdict = check_dataset(
-                data, kind, allow_nonstandard=request.allow_nonstandard,
-                benchmark=declared.obj.benchmark if declared is not None else None,
-                known=declared_benchmarks(p.obj for p in registry.items["dataset"].values()))
-            verdicts[dataset] = verdict
-            data_info[dataset] = {
-                "fingerprint": verdict.fingerprint, "features_hash": verdict.features_hash,
-                "n_images": int(data.features.shape[0]), "feature_dim": int(data.features.shape[1]),
-                "n_seen": int(len(data.seen_classes)), "n_unseen": int(len(data.unseen_classes)),
-                "source": data.source}
+            data, kind, verdict, info = load_checked(request, registry, load, dataset)
+            verdicts[dataset], data_info[dataset] = verdict, info
             plans = []
-            for prep, combo, overrides in configs:
-                config = prep.config(overrides)
-                if combo:
-                    config["sweep"] = _jsonable(combo)
-                if request.config_file:
-                    config["config_file"] = request.config_file
-                config_id = prep.config_id()
-                for rep in range(request.seeds):
-                    seed = derive_seed(request.base_seed, dataset, prep.spec.name, rep)
-                    # The data fingerprint is in the name: a non-standard copy never overwrites a
-                    # standard run.
-                    run_id = (f"{dataset}__{prep.spec.name}__{config_id[:8]}__"
-                              f"{verdict.fingerprint[:8]}__{device_type}__s{seed}")
-                    key = run_key(config_id, verdict.fingerprint, seed, device_type, code_fp)
-                    path = request.results_dir / f"{run_id}.json"
-                    existing, replaced = _existing(path, key)
-                    if existing is not None and not request.force:
-                        cached.append(RunOutcome(dataset, prep.spec.name, rep, seed, "cached",
-                                                 existing, path))
-                        continue
-                    if replaced:
-                        emit("warning", {"message": replaced})
-                    plans.append(RunPlan(dataset, kind, prep.spec.name, rep, seed, run_id, key,
-                                         config_id, config, prep, request.device, path))
+            planned = plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
+                                   results_dir=request.results_dir, seeds=request.seeds,
+                                   base_seed=request.base_seed, device=request.device,
+                                   device_name=device_name, force=request.force, index=index,
+                                   config_file=request.config_file)
+            if any(run.status == "run" for run in planned):
+                emit("info", {"message": f"{dataset}: " + dry_run_lines(planned, device_name)[-1]})
+            for run in planned:
+                if run.status == "cached":
+                    cached.append(RunOutcome(dataset, run.method, run.repetition, run.seed,
+                                             "cached", run.record, run.path))
+                    continue
+                if run.damaged:
+                    emit("warning", {"message": run.damaged})
+                emit("info", {"message": f"to run {run.label}: {run.reason}"})
+                plans.append(RunPlan(dataset, kind, run.method, run.repetition, run.seed,
+                                     run.run_id, run.key, run.config_id, run.config, run.prepared,
+                                     request.device, run.path, run.reason, run.identity))
             yield data, plans
 
     def drain() -> Iterator[RunOutcome]:
@@ -640,7 +602,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
                              error=res.error, note=note)
             continue
         record = make_record(plan, res, verdicts[plan.dataset], data_info[plan.dataset],
-                             request.base_seed, code_fp, git)
+                             request.base_seed, git)
         try:
             written = write_record(request.results_dir, record)
         except OSError as exc:
@@ -655,7 +617,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
 
 
 def make_record(plan: RunPlan, res: RunResult, verdict: Any, data_info: dict[str, Any],
-                base_seed: int, code_fp: str, git: dict[str, Any]) -> Record:
+                base_seed: int, git: dict[str, Any]) -> Record:
     """The record of a finished run (unsealed; ``write_record`` seals it)."""
     result = res.result
     ev = result.evaluation
@@ -663,7 +625,8 @@ def make_record(plan: RunPlan, res: RunResult, verdict: Any, data_info: dict[str
     if "AUSUC_per_image" in ev:
         metrics["AUSUC_per_image"] = float(ev["AUSUC_per_image"])
     return Record(
-        run_id=plan.run_id, key=plan.key, config_id=plan.config_id, code_fingerprint=code_fp,
+        run_id=plan.run_id, key=plan.key, config_id=plan.config_id,
+        code_fingerprint=identity.code_digest(plan.identity), identity=_jsonable(plan.identity),
         dataset=plan.dataset, dataset_kind=plan.kind, method=plan.method,
         paper_name=plan.prepared.spec.paper_name, repetition=plan.repetition,
         base_seed=base_seed, seed=plan.seed, metrics=metrics, gamma=result.gamma,
@@ -676,13 +639,3 @@ def make_record(plan: RunPlan, res: RunResult, verdict: Any, data_info: dict[str
         device=_jsonable(res.device), environment=_jsonable(res.environment),
         git=_jsonable(git), zslbench_version=zslbench.__version__,
         started_at=res.started_at, finished_at=res.finished_at)
-
-
-def _code_modules(registry: Registry) -> list[Any]:
-    """zslbench itself plus the top-level package of every plugin module (helpers included)."""
-    mods: dict[str, Any] = {"zslbench": zslbench}
-    for module in registry.modules.values():
-        top = module.__name__.split(".")[0]
-        mods.setdefault(top, sys.modules.get(top, module))
-    return list(mods.values())
-

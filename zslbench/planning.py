@@ -1,0 +1,277 @@
+"""Planning a grid: which runs it holds, their seeds and keys, which are cached, and why the others
+are not; execution (:mod:`zslbench.runner`, :mod:`zslbench.executors`) only runs the plans.
+
+``zslbench run`` and ``zslbench run --dry-run`` plan through the same :func:`plan_dataset`, so
+what the dry run says is what the run does. For every run that is not taken from the cache the
+plan gives one reason (:func:`zslbench.identity.difference`): ``new``, ``data changed``,
+``config changed``, ``protocol changed``, ``code of `krr` changed``, ``--force``, ``damaged
+record``, ``failed before`` (a ``<run_id>.failed`` note beside the record's path). An earlier run is found among the records of the results dir by (dataset, method,
+device type, base seed, repetition, swept values), so a reason is given even when the new run's
+file name differs from the old one's (a new seed, config or data fingerprint is in the name).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zslbench import identity as ident
+from zslbench.data.checks import check_dataset, declared_benchmarks
+from zslbench.data.dataset import ZSLData
+from zslbench.records import SCHEMA_VERSION, Record, RecordError
+
+derive_seed = ident.derive_seed
+
+
+def device_type(device: str) -> str:
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def _slot(dataset: str, method: str, dev_type: str | None, base_seed: int, repetition: int,
+          sweep: Any) -> tuple[Any, ...]:
+    return (dataset, method, dev_type, base_seed, repetition,
+            repr(sorted((sweep or {}).items())))
+
+
+def _read(path: Path) -> Record | RecordError:
+    """A record, or why not: any file of the results dir is untrusted content, and one that
+    cannot be read (NaN under the digest, absurd nesting) is a refusal, never a crash of the
+    grid's planning."""
+    from zslbench.results import valid_record  # pandas: only once there are records to read
+
+    try:
+        return valid_record(path)  # the board's checks too: malformed per_class, curve, overrides
+    except RecordError as exc:
+        return exc
+    except RecursionError:
+        return RecordError("is nested too deeply to read")
+    except Exception as exc:  # noqa: BLE001 - untrusted content: refuse, naming why
+        return RecordError(f"cannot be read as a record ({type(exc).__name__}: {exc})")
+
+
+@dataclass
+class RecordIndex:
+    """The records of a results dir, read once per grid: by file, and by run slot (dataset,
+    method, device type, base seed, repetition, sweep) to find the run a new one replaces."""
+
+    by_path: dict[Path, Record | RecordError] = field(default_factory=dict)
+    by_slot: dict[tuple[Any, ...], list[Record]] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, results_dir: Path) -> RecordIndex:
+        index = cls()
+        if not Path(results_dir).is_dir():
+            return index
+        for path in sorted(Path(results_dir).rglob("*.json")):
+            if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
+                continue  # temporaries of atomic writes
+            rec = _read(path)
+            index.by_path[path.resolve()] = rec
+            if isinstance(rec, Record):
+                slot = _slot(rec.dataset, rec.method, rec.device.get("type"), rec.base_seed,
+                             rec.repetition, rec.config.get("sweep"))
+                index.by_slot.setdefault(slot, []).append(rec)
+        return index
+
+    def previous(self, slot: tuple[Any, ...], config_id: str, data_fp: str) -> Record | None:
+        """The earlier run of this slot that best explains a change: same config and data
+        first, then same config, then same data, else the newest."""
+        found = self.by_slot.get(slot, [])
+        if not found:
+            return None
+
+        def rank(rec: Record) -> tuple[int, int, str]:
+            return (rec.config_id == config_id, rec.data.get("fingerprint") == data_fp,
+                    rec.finished_at)
+
+        return max(found, key=rank)
+
+    def eta(self, dataset: str, method: str, device_name: str) -> float | None:
+        """Median wall seconds of earlier runs of (dataset, method) on this device model, None
+        without any; runs on an oversubscribed machine are left out."""
+        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
+                 for recs in self.by_slot.values() for rec in recs
+                 if rec.dataset == dataset and rec.method == method
+                 and rec.device.get("name") == device_name
+                 and rec.load.get("oversubscribed") is not True]
+        return statistics.median(times) if times else None
+
+
+@dataclass
+class PlannedRun:
+    """One run of the grid as planned: ``status`` is ``"cached"`` (``record`` holds it) or
+    ``"run"``, with ``reason`` saying why it is not taken from the cache."""
+
+    dataset: str
+    method: str
+    repetition: int
+    seed: int
+    run_id: str
+    key: str
+    config_id: str
+    config: dict[str, Any]
+    identity: dict[str, Any]
+    path: Path
+    status: str
+    reason: str = ""
+    record: Record | None = None
+    eta_seconds: float | None = None
+    #: Why a file at ``path`` could not be read as a record (it is then re-run and replaced).
+    damaged: str | None = None
+    #: The resolved method (``runner.PreparedMethod``) that runs it.
+    prepared: Any = None
+
+    @property
+    def label(self) -> str:
+        sweep = self.config.get("sweep") or {}
+        extra = "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in sweep.items())
+        return f"{self.dataset} · {self.method}{extra} · r{self.repetition} (seed {self.seed})"
+
+
+def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset: str,
+                 data_fingerprint: str, results_dir: Path, seeds: int, base_seed: int,
+                 device: str, device_name: str, force: bool, index: RecordIndex,
+                 config_file: str | None = None) -> list[PlannedRun]:
+    """Plan every (configuration, repetition) of one dataset.
+
+    ``configs`` are ``(PreparedMethod, sweep combination, Overrides)`` from
+    ``runner.prepare_grid``. Component digests are computed once per component class.
+    """
+    from zslbench.runner import _jsonable
+
+    dev_type = device_type(device)
+    digests: dict[type, dict[str, Any]] = {}
+    out: list[PlannedRun] = []
+    for prep, combo, overrides in configs:
+        config = prep.config(overrides)
+        if combo:
+            config["sweep"] = _jsonable(combo)
+        if config_file:
+            config["config_file"] = config_file
+        config_id = prep.config_id()
+        components = {}
+        for role, cls in prep.classes.items():
+            if cls not in digests:
+                digests[cls] = ident.component_digest(cls)
+            components[role] = digests[cls]
+        eta = index.eta(dataset, prep.spec.name, device_name)
+        for rep in range(seeds):
+            seed = derive_seed(base_seed, dataset, rep)
+            # The data fingerprint is in the name: a non-standard copy never overwrites a
+            # standard run.
+            run_id = (f"{dataset}__{prep.spec.name}__{config_id[:8]}__"
+                      f"{data_fingerprint[:8]}__{dev_type}__s{seed}")
+            identity = ident.run_identity(config_id, data_fingerprint, seed, dev_type, components)
+            key = ident.run_key(identity, SCHEMA_VERSION)
+            path = Path(results_dir) / f"{run_id}.json"
+            run = PlannedRun(dataset, prep.spec.name, rep, seed, run_id, key, config_id, config,
+                             identity, path, "run", eta_seconds=eta, prepared=prep)
+            existing = index.by_path.get(path.resolve())
+            failed = _failure_note(path)
+            if failed is not None and not (isinstance(existing, Record) and existing.key == key):
+                run.reason = f"failed before ({failed})"
+            elif isinstance(existing, RecordError):
+                run.damaged = f"{path}: {existing}; re-running it"
+                run.reason = f"damaged record ({existing})"
+            elif existing is not None and existing.key == key:
+                run.record = existing
+                if force:
+                    run.reason = "--force"
+                else:
+                    run.status, run.eta_seconds = "cached", None
+            else:
+                if existing is None:
+                    existing = index.previous(
+                        _slot(dataset, prep.spec.name, dev_type, base_seed, rep, config.get("sweep")),
+                        config_id, data_fingerprint)
+                run.reason = ident.difference(
+                    ident.recorded_identity(existing) if existing is not None else None,
+                    identity)
+                if force:
+                    run.reason = f"--force ({run.reason})"
+            out.append(run)
+    return out
+
+
+def _failure_note(path: Path) -> str | None:
+    """The one-line reason of this run's last failure: the ``<run_id>.failed`` note beside its
+    record's path (written by the runner when a run fails, removed when it succeeds)."""
+    note = path.with_suffix(".failed")
+    try:
+        text = note.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    first = text.splitlines()[0] if text else "no reason kept"
+    return first if len(first) <= 160 else first[:157] + "..."
+
+
+def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLData, str]],
+                 dataset: str) -> tuple[ZSLData, str, Any, dict[str, Any]]:
+    """Load ``dataset`` and run the dataset contract on it (before any training, and for a dry
+    run): (data, kind, the checks' verdict, the record's ``data`` section)."""
+    data, kind = load(dataset)
+    # The benchmark the dataset's plugin declares, and every declared one (to match a file that
+    # says it is real): the pins are the plugins', not the core's.
+    declared = registry.items["dataset"].get(dataset)
+    verdict = check_dataset(
+        data, kind, allow_nonstandard=request.allow_nonstandard,
+        benchmark=declared.obj.benchmark if declared is not None else None,
+        known=declared_benchmarks(p.obj for p in registry.items["dataset"].values()))
+    info = {"fingerprint": verdict.fingerprint, "features_hash": verdict.features_hash,
+            "n_images": int(data.features.shape[0]), "feature_dim": int(data.features.shape[1]),
+            "n_seen": int(len(data.seen_classes)), "n_unseen": int(len(data.unseen_classes)),
+            "source": data.source}
+    return data, kind, verdict, info
+
+
+def plan_grid(request: Any, registry: Any, load: Callable[[str], tuple[ZSLData, str]]
+              ) -> list[PlannedRun]:
+    """The whole grid planned, without running anything (``zslbench run --dry-run``): every
+    dataset is loaded and checked, since its fingerprint is part of every key."""
+    from zslbench import provenance
+    from zslbench.runner import check_results_dir, prepare_grid
+
+    configs = prepare_grid(request, registry)
+    check_results_dir(request.results_dir)
+    index = RecordIndex.read(request.results_dir)
+    device_name = str(provenance.device_info(request.device)["name"])
+    out: list[PlannedRun] = []
+    for dataset in request.datasets:
+        _, _, verdict, _ = load_checked(request, registry, load, dataset)
+        out += plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
+                            results_dir=request.results_dir, seeds=request.seeds,
+                            base_seed=request.base_seed, device=request.device,
+                            device_name=device_name, force=request.force, index=index,
+                            config_file=request.config_file)
+    return out
+
+
+def fmt_seconds(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def dry_run_lines(runs: list[PlannedRun], device_name: str) -> list[str]:
+    """What ``zslbench run --dry-run`` prints: one line per run, then the grid's totals and ETA."""
+    lines = []
+    for run in runs:
+        if run.status == "cached":
+            lines.append(f"cached  {run.label}")
+            continue
+        eta = f", ~{fmt_seconds(run.eta_seconds)}" if run.eta_seconds is not None else ""
+        lines.append(f"to run  {run.label}: {run.reason}{eta}")
+    todo = [r for r in runs if r.status == "run"]
+    known = [r.eta_seconds for r in todo if r.eta_seconds is not None]
+    total = f"{len(runs)} run(s): {len(runs) - len(todo)} cached, {len(todo)} to run"
+    if todo:
+        total += f"; ETA ~{fmt_seconds(sum(known))}" if known else "; ETA unknown"
+        if len(known) < len(todo):
+            total += (f" ({len(todo) - len(known)} run(s) without an earlier record on "
+                      f"{device_name} not counted)")
+    lines.append(total)
+    return lines
