@@ -204,7 +204,7 @@ def _xavier_linear(d_in: int, d_out: int, generator: torch.Generator) -> nn.Line
     layer = nn.utils.skip_init(nn.Linear, d_in, d_out)
     bound = 0.5 * math.sqrt(6.0 / (d_in + d_out))
     with torch.no_grad():
-        layer.weight.copy_(torch.empty(d_out, d_in).uniform_(-bound, bound, generator=generator))
+        layer.weight.copy_(torch.empty(d_out, d_in, device="cpu").uniform_(-bound, bound, generator=generator))
         layer.bias.zero_()
     return layer
 
@@ -364,7 +364,7 @@ class CadaVAE(Model):
             # Generators and tensors must name the same device: "cuda" -> "cuda:<current>".
             device = torch.device("cuda", torch.cuda.current_device())
         seeds = self._seeds()
-        att = torch.as_tensor(inp.class_semantics, dtype=torch.float32).to(device)
+        att = torch.as_tensor(inp.class_semantics, dtype=torch.float32, device=device)
         key = (self._vae_key(), inp.class_semantics.tobytes(), inp.classes.tobytes(), seeds)
         cached = getattr(self, "_vae_cache", None)
         if (cached is not None and cached[0] is features and cached[1] is labels

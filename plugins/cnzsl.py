@@ -168,8 +168,8 @@ def _linear(d_in: int, d_out: int, generator: torch.Generator, device: torch.dev
     default = 1.0 / math.sqrt(d_in)
     wb = default if weight_bound is None else weight_bound
     with torch.no_grad():
-        layer.weight.copy_(torch.empty(d_out, d_in).uniform_(-wb, wb, generator=generator))
-        layer.bias.copy_(torch.empty(d_out).uniform_(-default, default, generator=generator))
+        layer.weight.copy_(torch.empty(d_out, d_in, device="cpu").uniform_(-wb, wb, generator=generator))
+        layer.bias.copy_(torch.empty(d_out, device="cpu").uniform_(-default, default, generator=generator))
     return layer
 
 
@@ -282,7 +282,7 @@ class CNZSLModel(Model):
         net.train()
         with steps("epochs", int(self.epochs)) as step:
             for epoch in range(int(self.epochs)):
-                order = torch.randperm(n, generator=generator).to(device)  # shuffle=True, nb:44
+                order = torch.randperm(n, generator=generator, device="cpu").to(device)  # shuffle=True, nb:44
                 for start in range(0, n, bs):
                     idx = order[start:start + bs]
                     protos = net(att_seen)

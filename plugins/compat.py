@@ -123,8 +123,8 @@ def rank_weights(n_classes: int, dtype: torch.dtype = torch.float64,
                  device: torch.device | str = "cpu") -> torch.Tensor:
     """``l_k = Σ_{i≤k} 1/i`` for ``k = 0 .. n_classes`` (``l_0 = 0``): ALE's rank weights
     (Akata et al. TPAMI 2016, eq. 8, with α_i = 1/i, "more weight to the top of the list")."""
-    k = torch.arange(1, n_classes + 1, dtype=torch.float64)
-    out = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(1.0 / k, 0)])
+    k = torch.arange(1, n_classes + 1, dtype=torch.float64, device="cpu")
+    out = torch.cat([torch.zeros(1, dtype=torch.float64, device="cpu"), torch.cumsum(1.0 / k, 0)])
     return out.to(dtype=dtype, device=device)
 
 
@@ -348,7 +348,7 @@ class CompatModel(Model):
             if state["epochs"]:
                 step(state["epochs"])
             for _ in range(state["epochs"], epochs):
-                order = torch.randperm(len(y), generator=generator)
+                order = torch.randperm(len(y), generator=generator, device="cpu")
                 sgd_epoch(W, X, y, phi, order, lr, self.loss, float(self.margin),
                           int(self.batch_size))
                 history.append(self._mean_loss(W, X, y, phi, weights))
@@ -379,11 +379,11 @@ class CompatModel(Model):
             self.mean_, self.scale_ = mean, scale
         state["X"] = self._normalise(x)
         # label -> index among the seen classes (columns of phi)
-        state["y"] = torch.as_tensor(np.searchsorted(seen_cols, inp.y)).to(device)
+        state["y"] = torch.as_tensor(np.searchsorted(seen_cols, inp.y), device=device)
         state["phi"] = torch.as_tensor(inp.class_semantics[seen_cols], dtype=torch.float32,
                                        device=device)
         d, a = x.shape[1], inp.class_semantics.shape[1]
-        w0 = torch.rand(d, a, generator=generator, dtype=torch.float32)
+        w0 = torch.rand(d, a, generator=generator, dtype=torch.float32, device="cpu")
         state["W"] = (w0 / w0.norm(dim=0, keepdim=True).clamp(min=1e-12)).to(device)
         state["generator"] = generator.get_state()
         return state
@@ -410,7 +410,7 @@ class CompatModel(Model):
         out = np.empty((len(features), proj.shape[1]), dtype=np.float64)
         for start in range(0, len(features), _SCORE_ROWS):
             x = torch.tensor(np.asarray(features[start:start + _SCORE_ROWS],
-                                           dtype=np.float32)).to(device)
+                                           dtype=np.float32), device=device)
             out[start:start + _SCORE_ROWS] = (self._normalise(x) @ proj).cpu().numpy()
         return out
 

@@ -259,7 +259,7 @@ class TripletEmbedder(_LinearTripletEmbedder):
                  features: torch.Tensor) -> Any:
         sampler = UniformSampler(len(y), int(self.batch_size))
         state = _batch_state(features, sampler, generator, sampler.batch_size)
-        state.labels = torch.as_tensor(y, dtype=torch.int64)
+        state.labels = torch.as_tensor(y, dtype=torch.int64, device="cpu")
         return state
 
     def _episode_loss(self, state: Any, linear: torch.nn.Linear) -> torch.Tensor:
@@ -310,11 +310,11 @@ class ClassBalancedSampler:
         table = np.where(pos < counts[:, None], order[np.minimum(starts[:, None] + pos, len(y) - 1)],
                          -1)
         self.n_cb = n_cb
-        self.counts = torch.as_tensor(counts)
-        self.members = torch.as_tensor(table)
-        self.big = torch.as_tensor(np.flatnonzero(counts >= n_cb))
-        self.small = torch.as_tensor(np.flatnonzero(counts < n_cb))
-        self.padding = torch.as_tensor(pos >= counts[self.big.numpy(), None])
+        self.counts = torch.as_tensor(counts, device="cpu")
+        self.members = torch.as_tensor(table, device="cpu")
+        self.big = torch.as_tensor(np.flatnonzero(counts >= n_cb), device="cpu")
+        self.small = torch.as_tensor(np.flatnonzero(counts < n_cb), device="cpu")
+        self.padding = torch.as_tensor(pos >= counts[self.big.numpy(), None], device="cpu")
         self.batch_size = n_classes * n_cb
 
     def expected_distinct(self) -> float:
@@ -325,13 +325,14 @@ class ClassBalancedSampler:
         return float(distinct.sum())
 
     def sample(self, generator: torch.Generator) -> torch.Tensor:
-        cols = torch.empty(len(self.counts), self.n_cb, dtype=torch.int64)
+        cols = torch.empty(len(self.counts), self.n_cb, dtype=torch.int64, device="cpu")
         if len(self.big):
-            keys = torch.rand(self.padding.shape, generator=generator)
+            keys = torch.rand(self.padding.shape, generator=generator, device="cpu")
             keys.masked_fill_(self.padding, 2.0)  # padding sorts last, never among the n_cb smallest
             cols[self.big] = keys.topk(self.n_cb, dim=1, largest=False, sorted=False).indices
         if len(self.small):
-            u = torch.rand(len(self.small), self.n_cb, generator=generator, dtype=torch.float64)
+            u = torch.rand(len(self.small), self.n_cb, generator=generator, dtype=torch.float64,
+                           device="cpu")
             cols[self.small] = (u * self.counts[self.small, None]).long()
         return self.members.gather(1, cols)
 
@@ -344,7 +345,7 @@ class UniformSampler:
         self.batch_size = min(batch_size, n)
 
     def sample(self, generator: torch.Generator) -> torch.Tensor:
-        return torch.randperm(self.n, generator=generator)[: self.batch_size]
+        return torch.randperm(self.n, generator=generator, device="cpu")[: self.batch_size]
 
 
 class _BatchState:
@@ -404,8 +405,8 @@ def _init_linear(d_in: int, d_out: int, generator: torch.Generator, device: torc
     linear = torch.nn.utils.skip_init(torch.nn.Linear, d_in, d_out, device=device)
     bound = 1.0 / math.sqrt(d_in)
     with torch.no_grad():
-        weight = torch.empty(d_out, d_in).uniform_(-bound, bound, generator=generator)
-        bias = torch.empty(d_out).uniform_(-bound, bound, generator=generator)
+        weight = torch.empty(d_out, d_in, device="cpu").uniform_(-bound, bound, generator=generator)
+        bias = torch.empty(d_out, device="cpu").uniform_(-bound, bound, generator=generator)
         linear.weight.copy_(weight)
         linear.bias.copy_(bias)
     return linear

@@ -111,8 +111,12 @@ def batched_model(
     (1e-12 relative) above it, since GPyTorch's constraint is open at the floor.
     """
     k = train_y.shape[0]
-    likelihood = gpytorch.likelihoods.GaussianLikelihood(batch_shape=torch.Size([k]))
-    model = _BatchIndependentGP(train_x, train_y, likelihood).to(train_x)
+    # GPyTorch's constructors create their parameters and constraint bounds with no device named:
+    # build them on the CPU, by name, then move the whole model to the data's device.
+    with torch.device("cpu"):
+        likelihood = gpytorch.likelihoods.GaussianLikelihood(batch_shape=torch.Size([k]))
+        model = _BatchIndependentGP(train_x, train_y, likelihood)
+    model = model.to(train_x)
     if lengthscale is not None:
         model.covar_module.base_kernel.lengthscale = lengthscale.to(train_x).view(k, 1, 1)
         model.covar_module.outputscale = outputscale.to(train_x).view(k)

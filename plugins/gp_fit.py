@@ -404,7 +404,7 @@ def _grid_start(d2, y, lo, hi, noise_floor, pmap):
     opts = {"dtype": torch.float64, "device": d2.device}
     log_low, log_high = float(lo[0, 0]), float(hi[0, 0])
     n_grid = max(2, math.ceil((log_high - log_low) / LOG_LENGTHSCALE_STEP) + 1)
-    grid = torch.linspace(log_low, log_high, n_grid, dtype=torch.float64).tolist()
+    grid = torch.linspace(log_low, log_high, n_grid, dtype=torch.float64, device="cpu").tolist()
 
     def coarse(log_l):
         lam, q = _eigenbasis(d2, log_l)

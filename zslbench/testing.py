@@ -21,7 +21,11 @@ broken rule:
   ``decision_function`` is pure - scoring other images in between, or the same images in another
   batch grouping, does not change any image's scores;
 * the unseen classes are scored: images of an unseen class are not all ranked below every seen
-  class (a model that ignores the unseen semantics fails here).
+  class (a model that ignores the unseen semantics fails here);
+* with ``device_discipline=True``: every tensor names its device. The model is fitted and scored
+  with ``device="cpu"`` while torch's default device is ``meta``, so a factory call that names no
+  device makes a tensor with no data and the fit fails. On a CPU such a tensor is silently right;
+  on a GPU it fails or copies data every step, and this check finds it without a GPU.
 """
 
 from __future__ import annotations
@@ -80,10 +84,11 @@ def _with_seed(model: Model, seed: int) -> Model:
 
 
 def check_model(model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None,
-                atol: float = 0.0) -> None:
+                atol: float = 0.0, device_discipline: bool = False) -> None:
     """Run every check on ``model`` (an unfitted instance); ``AssertionError`` on the first
     failure. ``atol`` allows tiny differences between repeated fits for models that use
-    non-deterministic kernels (keep it 0 on the CPU)."""
+    non-deterministic kernels (keep it 0 on the CPU). ``device_discipline`` adds the meta-device
+    check (module docstring)."""
     name = type(model).__name__
     assert isinstance(model, Model), f"{name} is not a zslbench.model.Model"
     assert isinstance(getattr(type(model), "name", None), str) and type(model).name, \
@@ -137,6 +142,40 @@ def check_model(model: Model, *, seed: int = 0, problem: dict[str, Any] | None =
     unseen_rows = labels >= n_seen
     top = s[unseen_rows].argmax(axis=1)
     assert (top >= n_seen).any(), f"{name} never ranks an unseen class first for unseen images"
+
+    if device_discipline:
+        check_device_discipline(model, seed=seed, problem=p)
+
+
+def check_device_discipline(model: Model, *, seed: int = 0,
+                            problem: dict[str, Any] | None = None) -> None:
+    """Fit and score ``model`` on the CPU with torch's default device set to ``meta``: a tensor
+    created without naming its device has no data there, so the fit fails, naming the call.
+    ``AssertionError`` says which model and what failed. The scores must equal a plain fit's up
+    to float noise."""
+    import torch
+
+    name = type(model).__name__
+    p = problem or toy_problem(seed)
+    test = _readonly(p["features"][p["test"]])
+    m = _with_seed(model, seed)
+    for comp in [m, *(v for v in m.get_params().values() if isinstance(v, Component))]:
+        if "device" in comp.get_params():
+            comp.set_params(device="cpu")
+    plain = np.asarray(_fit(m.clone(), p).decision_function(test))
+    try:
+        with torch.device("meta"):
+            scores = np.asarray(_fit(m.clone(), p).decision_function(test))
+    except (NotImplementedError, RuntimeError) as exc:
+        raise AssertionError(
+            f"{name}: a tensor names no device (under torch's default device 'meta' the fit "
+            f"failed: {type(exc).__name__}: {exc}); pass device= to every factory call "
+            f"(device='cpu' for CPU-side draws)") from exc
+    # float noise only: torch's device mode can route an op (e.g. lstsq) through another kernel
+    scale = float(np.abs(plain).max()) or 1.0
+    assert np.allclose(scores, plain, rtol=1e-5, atol=1e-6 * scale), \
+        (f"{name}: a tensor names no device (with torch's default device 'meta' the scores "
+         f"differ from a plain fit's); pass device= to every factory call")
 
 
 def _same_params(a: dict[str, Any], b: dict[str, Any]) -> bool:

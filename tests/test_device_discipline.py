@@ -1,0 +1,76 @@
+"""Device discipline (issue 19): every tensor names its device.
+
+On a CPU a tensor created without naming its device is silently right; on a GPU it fails or copies
+data every step. With torch's default device set to ``meta`` such a tensor has no data, so the run
+fails, naming the call: every built-in method must finish on ``toy`` with ``--device cpu`` there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.cli_helpers import invoke_main
+from zslbench.model import Model
+from zslbench.registry import BUILTIN_DISTRIBUTION, load_registry
+from zslbench.testing import check_device_discipline
+
+BUILTIN_METHODS = sorted(name for name, item in load_registry().items["method"].items()
+                         if item.distribution == BUILTIN_DISTRIBUTION)
+
+
+#: Shorter schedules for the slow generative methods: the check is about which device each tensor
+#: names, the same on every epoch, not about the numbers.
+SHORT = {"f-clswgan": ("model.nepoch=2", "model.pretrain_epochs=2", "model.ngh=64", "model.ndh=64"),
+         "cada-vae": ("model.epochs=3",)}
+
+
+def test_every_builtin_method_is_checked() -> None:
+    assert {"bt-gp", "gp", "krr", "cnzsl", "ale", "f-clswgan", "cada-vae"} <= set(BUILTIN_METHODS)
+
+
+@pytest.mark.parametrize("method", BUILTIN_METHODS)
+def test_a_builtin_method_runs_with_meta_as_the_default_device(method: str, tmp_path) -> None:
+    sets = [arg for value in SHORT.get(method, ()) for arg in ("--set", value)]
+    with torch.device("meta"):
+        out = invoke_main("run", "--method", method, "--dataset", "toy", "--device", "cpu",
+                          "--seeds", "1", "--results-dir", str(tmp_path), *sets)
+    assert out.exit_code == 0, out.output
+    assert len(list(tmp_path.glob("*.json"))) == 1, out.output
+
+
+class _Prototypes(Model):
+    """Nearest class mean projected on the attributes; ``named`` says whether its tensors name a
+    device (the bug this check exists to find when it is False)."""
+
+    name = "prototypes-for-device-check"
+
+    def __init__(self, named: bool = True, random_state: int | None = None) -> None:
+        self.named = named
+        self.random_state = random_state
+
+    def fit(self, features, labels, class_semantics, classes):
+        kw = {"device": "cpu"} if self.named else {}
+        x = torch.as_tensor(np.asarray(features), **kw)
+        s = torch.as_tensor(np.asarray(class_semantics), **kw)
+        seen = np.unique(labels)
+        onehot = torch.zeros(len(seen), len(labels), **kw)
+        onehot[torch.as_tensor(np.searchsorted(seen, labels), **kw),
+               torch.arange(len(labels), **kw)] = 1.0
+        means = (onehot @ x) / onehot.sum(1, keepdim=True)
+        cols = torch.as_tensor(np.searchsorted(np.asarray(classes), seen), **kw)
+        self.map_ = torch.linalg.lstsq(s[cols], means).solution.numpy()
+        self.protos_ = np.asarray(class_semantics) @ self.map_
+        self.classes_ = np.asarray(classes)
+        return self
+
+    def decision_function(self, features):
+        d = ((np.asarray(features)[:, None, :] - self.protos_[None]) ** 2).sum(-1)
+        return -d.astype(np.float64)
+
+
+def test_the_check_finds_a_tensor_that_names_no_device() -> None:
+    check_device_discipline(_Prototypes(named=True))
+    with pytest.raises(AssertionError, match="names no device"):
+        check_device_discipline(_Prototypes(named=False))
