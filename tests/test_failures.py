@@ -152,3 +152,21 @@ def test_on_ray_a_plugin_calling_sys_exit_fails_its_run_only(tmp_path):
     assert set(_records(res)) == {"krr"}
     assert "called sys.exit(0)" in _notes(res)["exit0"]
     assert "1 of 2 run(s) failed" in proc.stderr
+
+
+def test_a_dataset_that_fails_its_split_checks_fails_its_runs_and_the_grid_goes_on(tmp_path):
+    """A leaking file (a test-unseen image also in trainval) is refused by the split checks when
+    its turn comes; its runs fail with that line, the next dataset still runs, and the exit
+    status is 1 with the summary."""
+    a = arrays()
+    a["trainval_idx"] = np.concatenate([a["trainval_idx"], a["test_unseen_idx"][:1]])
+    bad = write_raw(tmp_path / "leaky.npz", a)
+    res = tmp_path / "res"
+    out = invoke_main("run", "--method", "krr", "--dataset", f"{bad},toy", *KRR, "--seeds", "2",
+                      "--allow-nonstandard-split", "--results-dir", str(res))
+    assert out.exit_code == 1, out.output
+    recs = [json.loads(p.read_text()) for p in res.glob("*.json")]
+    assert {r["dataset"] for r in recs} == {"toy"} and len(recs) == 2
+    assert "2 of 4 run(s) failed" in out.stderr, out.stderr
+    assert "leaky" in out.stderr and "its runs fail, the grid goes on" in out.stderr
+    assert "Traceback" not in out.output + out.stderr

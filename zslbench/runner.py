@@ -532,6 +532,13 @@ def prepare_grid(request: GridRequest, registry: Registry
     return out
 
 
+def _load_failure(exc: BaseException) -> str:
+    """One line for a dataset that could not be loaded or failed the split checks."""
+    if isinstance(exc, UserError):
+        return exc.one_line()
+    return "cannot be loaded: " + executors.failure_reason(exc)
+
+
 def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tuple[ZSLData, str]],
              on_event: Callable[[str, dict[str, Any]], None] | None = None,
              executor: Any = None) -> Iterator[RunOutcome]:
@@ -554,12 +561,27 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
     device_name = str(provenance.device_info(request.device)["name"])
     verdicts: dict[str, Any] = {}
     data_info: dict[str, dict[str, Any]] = {}
-    cached: list[RunOutcome] = []
+    #: Outcomes known without running: cached runs, and the runs of a dataset that failed to load.
+    ready: list[RunOutcome] = []
 
     def batches() -> Iterator[tuple[ZSLData, list[RunPlan]]]:
         for dataset in request.datasets:
             emit("dataset", {"dataset": dataset})
-            data, kind, verdict, info = load_checked(request, registry, load, dataset)
+            signals = executors.user_signals()
+            try:
+                data, kind, verdict, info = load_checked(request, registry, load, dataset)
+            except BaseException as exc:  # its runs fail, the grid goes on (as a failed run)
+                if isinstance(exc, KeyboardInterrupt) and executors.user_signals() != signals:
+                    raise  # the user's Ctrl-C: the grid stops
+                reason = _load_failure(exc).removeprefix(f"{dataset}: ")
+                emit("warning", {"message": f"{dataset}: {reason}; its runs fail, the grid goes on"})
+                for prep, _, _ in configs:
+                    for rep in range(request.seeds):
+                        ready.append(RunOutcome(
+                            dataset, prep.spec.name, rep,
+                            derive_seed(request.base_seed, dataset, rep), "failed",
+                            error=f"{prep.spec.name} on {dataset}: {reason}"))
+                continue
             verdicts[dataset], data_info[dataset] = verdict, info
             plans = []
             planned = plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
@@ -571,7 +593,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
                 emit("info", {"message": f"{dataset}: " + dry_run_lines(planned, device_name)[-1]})
             for run in planned:
                 if run.status == "cached":
-                    cached.append(RunOutcome(dataset, run.method, run.repetition, run.seed,
+                    ready.append(RunOutcome(dataset, run.method, run.repetition, run.seed,
                                              "cached", run.record, run.path))
                     continue
                 if run.damaged:
@@ -583,8 +605,8 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
             yield data, plans
 
     def drain() -> Iterator[RunOutcome]:
-        while cached:
-            yield cached.pop(0)
+        while ready:
+            yield ready.pop(0)
 
     for res in executor.run(batches(), emit):
         yield from drain()
@@ -613,6 +635,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
         executors.clear_failure_note(plan.path)
         yield RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "ran", record,
                          written)
+    yield from drain()  # a last dataset that failed to load has no batch to yield after it
     yield from drain()
 
 
