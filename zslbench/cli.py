@@ -149,7 +149,7 @@ def list_cmd(state: State) -> None:
 @click.option("--seeds", type=click.IntRange(1), default=1, show_default=True,
               help="Repetitions per (dataset, method, configuration).")
 @click.option("--base-seed", type=int, default=0, show_default=True,
-              help="Base of the per-run seeds (hash of base, dataset, method, repetition).")
+              help="Base of the per-run seeds (hash of base, dataset and repetition: every method gets the same seeds, so runs pair by seed).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--set", "overrides", multiple=True, metavar="COMPONENT.PARAM=VALUE",
               help="Set a hyperparameter (role or component name), e.g. embedder.latent_dim=64, "
