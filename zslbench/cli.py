@@ -123,7 +123,7 @@ def list_cmd(state: State) -> None:
     t = Table(title="Components", title_justify="left")
     for col in ("kind", "name", "class", "plugin", "distribution", "summary"):
         t.add_column(col)
-    for kind in ("model", "preprocessor", "embedder", "regressor", "calibrator"):
+    for kind in reg.component_kinds():
         for name in reg.names(kind):
             p = reg.items[kind][name]
             doc = (p.obj.__doc__ or "").strip().splitlines()

@@ -14,10 +14,18 @@ plugins, remembers which plugin gave each name, and on a clash keeps the built-i
 loaded) and names the plugin it ignored. Two hooks take arguments: ``zslbench_open_dataset``
 (a dataset named by a path) and ``zslbench_commands`` (extra CLI subcommands, as datasette's
 ``register_commands``).
+
+The kinds of component are open, as pytest's hooks are (``pytest_addhooks``): the core declares
+only the family-neutral ones (datasets, preprocessors, models, calibrators, methods). A plugin adds
+a kind, and the hook through which plugins register components of it, with
+``zslbench_add_kinds`` (the paper's prototype pipeline adds ``embedder`` and ``regressor`` this way,
+``plugins/prototype_kinds.py``); a composite model then names the kind of each sub-component in
+its ``components`` (``{"generator": "generator"}``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -25,7 +33,7 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from zslbench.components import Calibrator, Embedder, Preprocessor, Regressor
+    from zslbench.components import Calibrator, Preprocessor
     from zslbench.data.dataset import DatasetSpec
     from zslbench.methods import MethodSpec
     from zslbench.model import Model
@@ -33,6 +41,31 @@ if TYPE_CHECKING:
 PROJECT = "zslbench"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of component that a plugin adds (``zslbench_add_kinds``).
+
+    ``name`` is the kind (``"generator"``): a composite model's ``components`` names it, and
+    ``zslbench list`` lists its components. ``hook`` is the registering hook that the harness
+    declares for it (``"zslbench_generators"``): like the built-in ones it takes no arguments and
+    returns a list of classes, each with a ``name``. ``base``, when given, is the class every
+    registered component must subclass (checked at registration). ``doc`` says what a component
+    of the kind does; it becomes the hook's docstring.
+    """
+
+    name: str
+    hook: str
+    doc: str = ""
+    base: type | None = None
+
+
+@hookspec
+def zslbench_add_kinds() -> list[Kind]:
+    """Component kinds this plugin adds (``Kind`` objects), as pytest plugins add hooks with
+    ``pytest_addhooks``. Collected before any component is registered, from every loaded plugin;
+    a kind whose name or hook is already taken is refused with one line naming both plugins."""
 
 
 @hookspec
@@ -61,16 +94,6 @@ def zslbench_models() -> list[type[Model]]:
 @hookspec
 def zslbench_preprocessors() -> list[type[Preprocessor]]:
     """Preprocessor classes (``Preprocessor`` subclasses with a ``name`` class attribute)."""
-
-
-@hookspec
-def zslbench_embedders() -> list[type[Embedder]]:
-    """Embedder classes: ``fit(features, labels)`` then ``transform(features)`` -> latent vectors."""
-
-
-@hookspec
-def zslbench_regressors() -> list[type[Regressor]]:
-    """Regressor classes: ``fit(class_semantics, class_prototypes)`` then ``predict(class_semantics)``."""
 
 
 @hookspec

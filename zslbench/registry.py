@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -25,16 +26,17 @@ from zslbench.errors import ConfigError, PluginError
 ENTRY_POINT_GROUP = "zslbench"
 DISABLE_AUTOLOAD_ENV = "ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD"
 
-#: hook name -> registry kind
+#: hook name -> registry kind: the core's own, family-neutral kinds. Plugins add others
+#: (``hookspecs.zslbench_add_kinds``); a registry's ``kinds`` holds both.
 KINDS = {
     "zslbench_datasets": "dataset",
     "zslbench_preprocessors": "preprocessor",
-    "zslbench_embedders": "embedder",
-    "zslbench_regressors": "regressor",
     "zslbench_calibrators": "calibrator",
     "zslbench_models": "model",
     "zslbench_methods": "method",
 }
+#: A kind's name and its hook's name: lower-case identifiers.
+_KIND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 #: Kinds whose names become part of a record's file name (``<dataset>__<method>__...``): a name
 #: must be a safe file-name part (``zslbench.data.dataset.name_problem``).
 FILE_NAMED = ("dataset", "method")
@@ -66,6 +68,14 @@ class Registry:
     modules: dict[str, Any] = field(default_factory=dict)
     #: The plugin manager, for the hooks that take arguments (open_dataset, commands).
     pm: pluggy.PluginManager | None = field(default=None, repr=False)
+    #: hook name -> kind: the core's :data:`KINDS` and those plugins added.
+    kinds: dict[str, str] = field(default_factory=lambda: dict(KINDS))
+    #: kind -> the plugin that added it (absent for the core's own kinds) and its declaration.
+    added_kinds: dict[str, tuple[str, hookspecs.Kind]] = field(default_factory=dict)
+
+    def component_kinds(self) -> list[str]:
+        """The kinds of component (every kind but datasets and methods), core ones first."""
+        return [k for k in self.kinds.values() if k not in ("dataset", "method")]
 
     def get(self, kind: str, name: str) -> Provided:
         """Look a name up; an unknown name raises a ConfigError that suggests the closest one."""
@@ -86,6 +96,59 @@ class Registry:
         if spec is None:
             return None
         return Provided("dataset", spec.name, spec, "open_dataset", None)
+
+
+def _add_kinds(registry: Registry, pm: pluggy.PluginManager, problem: Any) -> None:
+    """Collect the kinds plugins add (``zslbench_add_kinds``) and declare each one's hook.
+
+    Called once every plugin is registered: pluggy accepts implementations of a hook before its
+    specification, and checks them against it when it is added here."""
+    for impl in pm.hook.zslbench_add_kinds.get_hookimpls():
+        plugin_name = pm.get_name(impl.plugin) or repr(impl.plugin)
+        dist = registry.plugins.get(plugin_name)
+        who = f"plugin {plugin_name!r} ({dist or 'loaded with -p'})"
+        try:
+            added = list(impl.function() or [])
+        except Exception as exc:
+            problem(f"plugin {plugin_name!r} failed in zslbench_add_kinds: "
+                    f"{type(exc).__name__}: {exc}")
+            continue
+        for kind in added:
+            if not isinstance(kind, hookspecs.Kind):
+                problem(f"{who} returned {kind!r} from zslbench_add_kinds, not a "
+                        "zslbench.hookspecs.Kind: ignoring it")
+                continue
+            if not (isinstance(kind.name, str) and _KIND_NAME.fullmatch(kind.name)
+                    and isinstance(kind.hook, str) and kind.hook.startswith("zslbench_")
+                    and _KIND_NAME.fullmatch(kind.hook)):
+                problem(f"{who} adds kind {kind.name!r} with hook {kind.hook!r}: a kind is a "
+                        "lower-case identifier and its hook one that starts with 'zslbench_' "
+                        "(e.g. Kind('generator', 'zslbench_generators')): ignoring it")
+                continue
+            taken = next((h for h, k in registry.kinds.items() if k == kind.name), None)
+            if taken is not None or kind.hook in registry.kinds or (
+                    kind.hook in pm.hook.__dict__ and
+                    getattr(pm.hook, kind.hook).spec is not None):
+                first = registry.added_kinds.get(kind.name, (None,))[0]
+                owner = f"plugin {first!r}" if first else "zslbench itself"
+                problem(f"{who} adds kind {kind.name!r} (hook {kind.hook!r}), but that kind or "
+                        f"hook is already declared by {owner}: ignoring it (rename it)")
+                continue
+            pm.add_hookspecs(_hook_namespace(kind))
+            registry.kinds[kind.hook] = kind.name
+            registry.added_kinds[kind.name] = (plugin_name, kind)
+            registry.items[kind.name] = {}
+
+
+def _hook_namespace(kind: hookspecs.Kind) -> Any:
+    """An object holding one hook specification, named ``kind.hook``, for ``add_hookspecs``."""
+
+    def spec() -> list[Any]:  # pragma: no cover - a specification, never called
+        return []
+
+    spec.__name__ = spec.__qualname__ = kind.hook
+    spec.__doc__ = kind.doc or f"{kind.name} classes (a kind added by a plugin)."
+    return type(f"{kind.name}_hookspec", (), {kind.hook: staticmethod(hookspecs.hookspec(spec))})
 
 
 def suggestion(name: str, choices: list[str], kind: str) -> str:
@@ -164,7 +227,8 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
             registry.plugins[path] = None
             registry.modules[path] = module
 
-    for hook_name, kind in KINDS.items():
+    _add_kinds(registry, pm, problem)
+    for hook_name, kind in registry.kinds.items():
         hook = getattr(pm.hook, hook_name)
         # get_hookimpls lists implementations in registration order: built-ins first.
         for impl in hook.get_hookimpls():
@@ -173,6 +237,14 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
                 provided = impl.function() or []
                 for obj in provided:
                     name = _item_name(kind, obj)
+                    base = registry.added_kinds.get(kind, (None, None))[1]
+                    if base is not None and base.base is not None and not (
+                            isinstance(obj, type) and issubclass(obj, base.base)):
+                        dist = registry.plugins.get(plugin_name)
+                        problem(f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
+                                f"{kind} {name!r}, which is not a subclass of "
+                                f"{base.base.__qualname__}: ignoring it")
+                        continue
                     table = registry.items[kind]
                     unsafe = name_problem(name) if kind in FILE_NAMED else None
                     if unsafe is not None:  # "x/../../y" would write outside --results-dir
