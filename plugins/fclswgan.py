@@ -47,6 +47,7 @@ objects seeded from ``random_state``; the global RNGs are never touched (modules
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,7 +59,8 @@ from zslbench.errors import ConfigError, DataError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.model import Model
-from zslbench.progress import stage, steps
+from zslbench.progress import steps
+from zslbench.stages import Stage, StagedModel
 
 WHO = "f-clswgan"
 
@@ -202,14 +204,29 @@ def train_softmax(x: torch.Tensor, y: torch.Tensor, n_classes: int, *, lr: float
 # The model
 # --------------------------------------------------------------------------------------------
 
-#: Hyperparameters the GAN stage depends on; a refit that changes none of them (a search over
-#: the classifier's hyperparameters) reuses the fitted generator.
-_GAN_PARAMS = ("nz", "ngh", "ndh", "lr", "beta1", "batch_size", "critic_iter", "lambda1",
-               "cls_weight", "nepoch", "pretrain_lr", "pretrain_epochs", "pretrain_batch_size",
-               "random_state", "device")
+#: Hyperparameters the GAN stage reads (besides the injected ``random_state`` and ``device``). The
+#: harness (``zslbench.stages``) reuses the fitted generator across the search's candidates while
+#: none of them changes, and stops the fit if the stage reads one not listed here.
+GAN_READS = ("nz", "ngh", "ndh", "lr", "beta1", "batch_size", "critic_iter", "lambda1",
+             "cls_weight", "nepoch", "pretrain_lr", "pretrain_epochs", "pretrain_batch_size")
+#: Hyperparameters the GZSL classifier stage reads.
+CLASSIFIER_READS = ("syn_num", "classifier_lr", "classifier_epochs", "classifier_batch_size",
+                    "beta1")
 
 
-class FCLSWGAN(Model):
+@dataclass
+class _Context:
+    """What every stage of one fit shares: the checked inputs, tensors on the device, seeds."""
+
+    inputs: Any
+    x: torch.Tensor
+    y: torch.Tensor
+    att: torch.Tensor
+    gan_seed: int
+    classifier_seed: int
+
+
+class FCLSWGAN(StagedModel):
     """f-CLSWGAN: conditional WGAN-GP feature generator + softmax over real seen and synthetic
     unseen features (see the module docstring for the pipeline and the sources).
 
@@ -247,13 +264,17 @@ class FCLSWGAN(Model):
     #: ``syn_num``: the official GZSL scripts' values (CUB 300, FLO 1200, AWA 1800; SUN's 400 is
     #: within a factor 1.3 of 300). ``classifier_epochs``: the official 25, or an early stop at 10
     #: (the official picks its best classifier epoch by *test* H; here validation chooses).
-    #: Six candidates, but each after the first only refits the final classifier: the GAN of the
-    #: first is reused (``_GAN_PARAMS``).
+    #: Six candidates, but each after the first only refits the final classifier: the harness
+    #: reuses the GAN stage (``stages``), which reads neither.
     search_space: ClassVar[dict[str, tuple[Any, ...]]] = {
         "syn_num": (300, 1200, 1800),
         "classifier_epochs": (10, 25),
     }
     search_strategy: ClassVar[str] = "grid"
+    stages: ClassVar[tuple[Stage, ...]] = (
+        Stage("gan", reads=GAN_READS),
+        Stage("classifier", reads=CLASSIFIER_READS, after=("gan",)),
+    )
 
     def __init__(self, nz: int | None = None, ngh: int = 4096, ndh: int = 4096,
                  lr: float = 1e-4, beta1: float = 0.5, batch_size: int = 64,
@@ -313,48 +334,42 @@ class FCLSWGAN(Model):
 
     # -- fit ----------------------------------------------------------------------------------
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> FCLSWGAN:
-        self.check_params()
-        inp = self.check_fit_inputs(features, labels, class_semantics, classes, who=WHO)
-        if len(inp.unseen_columns) == 0:
+    def begin_fit(self, inputs: Any) -> _Context:
+        if len(inputs.unseen_columns) == 0:
             raise DataError(f"{WHO}: every candidate class has training images; the method "
                             "synthesises features of unseen classes only",
                             hint="pass the unseen classes (without images) in classes")
         device = hp.torch_device(WHO, self.device)
         gan_seed, cls_seed = self._seeds()
-        x = torch.tensor(np.asarray(features, dtype=np.float32), device=device)
-        att = torch.tensor(inp.class_semantics, dtype=torch.float32, device=device)
-        y = torch.as_tensor(inp.y, device=device)
+        return _Context(
+            inputs, torch.tensor(np.asarray(inputs.features, dtype=np.float32), device=device),
+            torch.as_tensor(inputs.y, device=device),
+            torch.tensor(inputs.class_semantics, dtype=torch.float32, device=device),
+            gan_seed, cls_seed)
 
-        key = (repr({k: getattr(self, k) for k in _GAN_PARAMS}), inp.class_semantics.tobytes(),
-               inp.classes.tobytes())
-        cached = getattr(self, "_gan_cache", None)
-        if cached is not None and cached[0] is features and cached[1] is labels \
-                and cached[2] == key:
-            generator = cached[3]
-        else:
-            with stage("gan"):
-                generator = self._fit_gan(x, y, att, inp.seen_columns, gan_seed)
-            self._gan_cache = (features, labels, key, generator)
+    def fit_gan(self, ctx: _Context) -> Generator:
+        return self._fit_gan(ctx.x, ctx.y, ctx.att, ctx.inputs.seen_columns, ctx.gan_seed)
 
-        with stage("classifier"):
-            gen = torch.Generator(device=device).manual_seed(cls_seed)
-            unseen = torch.as_tensor(inp.unseen_columns, device=device)
-            syn_x = self._synthesise(generator, att, unseen, self.syn_num, gen)
-            train_x = torch.cat((x, syn_x))
-            train_y = torch.cat((y, unseen.repeat_interleave(self.syn_num)))
-            del syn_x
-            self.classifier_ = train_softmax(
-                train_x, train_y, len(inp.classes), lr=self.classifier_lr, beta1=self.beta1,
-                epochs=self.classifier_epochs,
-                batch_size=self.classifier_batch_size or self.syn_num, gen=gen,
-                label="classifier epochs")
-        self.generator_ = generator
-        self.classes_ = inp.classes
-        self.seen_mask_ = inp.seen_mask
-        self.att_dim_ = int(att.shape[1])
-        return self
+    def fit_classifier(self, ctx: _Context, gan: Generator) -> nn.Linear:
+        device = ctx.x.device
+        gen = torch.Generator(device=device).manual_seed(ctx.classifier_seed)
+        unseen = torch.as_tensor(ctx.inputs.unseen_columns, device=device)
+        syn_x = self._synthesise(gan, ctx.att, unseen, self.syn_num, gen)
+        train_x = torch.cat((ctx.x, syn_x))
+        train_y = torch.cat((ctx.y, unseen.repeat_interleave(self.syn_num)))
+        del syn_x
+        return train_softmax(
+            train_x, train_y, len(ctx.inputs.classes), lr=self.classifier_lr, beta1=self.beta1,
+            epochs=self.classifier_epochs,
+            batch_size=self.classifier_batch_size or self.syn_num, gen=gen,
+            label="classifier epochs")
+
+    def end_fit(self, ctx: _Context, outputs: Any) -> None:
+        self.generator_ = outputs["gan"]
+        self.classifier_ = outputs["classifier"]
+        self.classes_ = ctx.inputs.classes
+        self.seen_mask_ = ctx.inputs.seen_mask
+        self.att_dim_ = int(ctx.att.shape[1])
 
     def _fit_gan(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
                  seen_columns: np.ndarray, seed: int) -> Generator:
