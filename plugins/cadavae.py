@@ -102,15 +102,22 @@ from zslbench.errors import ConfigError, DataError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.model import Model
-from zslbench.progress import stage, steps
+from zslbench.progress import steps
+from zslbench.stages import Stage, StagedModel
 from zslbench_plugins.embedders import _to_tensor
 
 #: Rows encoded per block when building the classifier's samples and scoring images: bounds the
 #: device temporaries (a block of 2048-d images plus its 1560-d hidden layer) to ~60 MB.
 _BLOCK_ROWS = 4096
-#: The parameters that only the classifier stage reads: changing only these reuses a fitted VAE.
-_CLASSIFIER_PARAMS = ("seen_samples", "unseen_samples", "classifier_lr", "classifier_epochs",
-                      "classifier_batch_size")
+#: Hyperparameters the VAE stage reads (besides the injected ``random_state`` and ``device``).
+VAE_READS = ("latent_size", "image_encoder_hidden", "image_decoder_hidden",
+             "attribute_encoder_hidden", "attribute_decoder_hidden", "epochs", "batch_size", "lr",
+             "beta_factor", "beta_start", "beta_end", "cross_reconstruction_factor",
+             "cross_reconstruction_start", "cross_reconstruction_end", "distance_factor",
+             "distance_start", "distance_end", "noise")
+#: Hyperparameters the classifier stage reads: changing only these reuses the fitted VAE.
+CLASSIFIER_READS = ("seen_samples", "unseen_samples", "classifier_lr", "classifier_epochs",
+                    "classifier_batch_size", "noise")
 NOISES = ("official", "standard")
 
 
@@ -255,7 +262,18 @@ class _FittedVAE:
 # The model
 # --------------------------------------------------------------------------------------------
 
-class CadaVAE(Model):
+@dataclass
+class _Context:
+    """What both stages of one fit share: the checked inputs, the device, the four seeds and the
+    class semantics on the device."""
+
+    inputs: Any
+    device: torch.device
+    seeds: tuple[int, int, int, int]
+    att: torch.Tensor
+
+
+class CadaVAE(StagedModel):
     """CADA-VAE (see the module docstring for the method, the defaults' sources and the protocol
     differences).
 
@@ -279,6 +297,10 @@ class CadaVAE(Model):
     #: classifier fit.
     search_space: ClassVar[dict[str, tuple[Any, ...]]] = {"classifier_epochs": (21, 23, 29, 33)}
     search_strategy: ClassVar[str] = "grid"
+    stages: ClassVar[tuple[Stage, ...]] = (
+        Stage("vae", reads=VAE_READS),
+        Stage("classifier", reads=CLASSIFIER_READS, after=("vae",)),
+    )
 
     def __init__(self, latent_size: int = 64, image_encoder_hidden: int = 1560,
                  image_decoder_hidden: int = 1660, attribute_encoder_hidden: int = 1450,
@@ -340,10 +362,6 @@ class CadaVAE(Model):
         hp.seed(who, self.random_state)
         hp.torch_device(who, self.device)
 
-    def _vae_key(self) -> tuple[Any, ...]:
-        return tuple((k, v) for k, v in sorted(self.get_params().items())
-                     if k not in _CLASSIFIER_PARAMS)
-
     def _seeds(self) -> tuple[int, int, int, int]:
         """Four independent seeds (VAE init, VAE batches/noise, classifier init, classifier
         samples/batches) from ``random_state``; fresh entropy when it is None."""
@@ -353,44 +371,43 @@ class CadaVAE(Model):
 
     # ---------------------------------------------------------------- fit
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> CadaVAE:
-        self.check_params()
-        inp = self.check_fit_inputs(features, labels, class_semantics, classes, who=self.name)
-        if not inp.seen_mask.any():
+    def begin_fit(self, inputs: Any) -> _Context:
+        if not inputs.seen_mask.any():
             raise DataError(f"{self.name}: no training image", hint="pass the training images")
         device = hp.torch_device(self.name, self.device)
         if device.type == "cuda" and device.index is None:
             # Generators and tensors must name the same device: "cuda" -> "cuda:<current>".
             device = torch.device("cuda", torch.cuda.current_device())
-        seeds = self._seeds()
-        att = torch.as_tensor(inp.class_semantics, dtype=torch.float32, device=device)
-        key = (self._vae_key(), inp.class_semantics.tobytes(), inp.classes.tobytes(), seeds)
-        cached = getattr(self, "_vae_cache", None)
-        if (cached is not None and cached[0] is features and cached[1] is labels
-                and cached[2] == key):
-            x, y, vae = cached[3], cached[4], cached[5]
-        else:
-            x = _to_tensor(inp.features, device)
-            if not bool(torch.isfinite(x).all()):
-                raise DataError(f"{self.name}: the training features contain NaN or inf",
-                                hint="fix the feature file")
-            y = torch.as_tensor(inp.y, device=device)
-            with stage("vae"):
-                vae = self._fit_vae(x, y, att, seeds[0], seeds[1], device)
-            self._vae_cache = (features, labels, key, x, y, vae)
-        with stage("classifier"):
-            clf, history = self._fit_classifier(x, inp.y, att, inp.seen_mask, vae, seeds[2],
-                                                seeds[3], device)
+        att = torch.as_tensor(inputs.class_semantics, dtype=torch.float32, device=device)
+        return _Context(inputs, device, self._seeds(), att)
+
+    def fit_vae(self, ctx: _Context) -> tuple[torch.Tensor, torch.Tensor, _FittedVAE]:
+        """The training tensors and the fitted VAE (the tensors are kept with it, so that a
+        search's refits do not convert the features again)."""
+        x = _to_tensor(ctx.inputs.features, ctx.device)
+        if not bool(torch.isfinite(x).all()):
+            raise DataError(f"{self.name}: the training features contain NaN or inf",
+                            hint="fix the feature file")
+        y = torch.as_tensor(ctx.inputs.y, device=ctx.device)
+        return x, y, self._fit_vae(x, y, ctx.att, ctx.seeds[0], ctx.seeds[1], ctx.device)
+
+    def fit_classifier(self, ctx: _Context, vae: tuple[torch.Tensor, torch.Tensor, _FittedVAE]
+                       ) -> tuple[nn.Linear, np.ndarray]:
+        x, _, fitted = vae
+        return self._fit_classifier(x, ctx.inputs.y, ctx.att, ctx.inputs.seen_mask, fitted,
+                                    ctx.seeds[2], ctx.seeds[3], ctx.device)
+
+    def end_fit(self, ctx: _Context, outputs: Any) -> None:
+        vae = outputs["vae"][2]
+        clf, history = outputs["classifier"]
         self.image_encoder_ = vae.image_encoder
         self.attribute_encoder_ = vae.attribute_encoder
         self.classifier_ = clf
         self.vae_loss_history_ = vae.loss_history
         self.classifier_loss_history_ = history
-        self.classes_ = inp.classes
-        self.seen_mask_ = inp.seen_mask
-        self.n_features_in_ = int(inp.features.shape[1])
-        return self
+        self.classes_ = ctx.inputs.classes
+        self.seen_mask_ = ctx.inputs.seen_mask
+        self.n_features_in_ = int(ctx.inputs.features.shape[1])
 
     def _fit_vae(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor, init_seed: int,
                  train_seed: int, device: torch.device) -> _FittedVAE:
