@@ -22,6 +22,12 @@ broken rule:
   batch grouping, does not change any image's scores;
 * the unseen classes are scored: images of an unseen class are not all ranked below every seen
   class (a model that ignores the unseen semantics fails here);
+* a refit equals a fresh fit (``refit=True``, the default): on one fitted instance, each
+  hyperparameter in turn (every other value of the search space, and a nudge of every numeric
+  hyperparameter, sub-components' included) is changed with ``set_search_params`` and the model
+  refitted on the very same arrays, as the search does; its scores must equal those of a fresh
+  instance fitted with the same values. A cache that reuses fitted state it should have
+  recomputed (a stale stage) fails here, naming the hyperparameter;
 * with ``device_discipline=True``: every tensor names its device. The model is fitted and scored
   with ``device="cpu"`` while torch's default device is ``meta``, so a factory call that names no
   device makes a tensor with no data and the fit fails. On a CPU such a tensor is silently right;
@@ -84,11 +90,11 @@ def _with_seed(model: Model, seed: int) -> Model:
 
 
 def check_model(model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None,
-                atol: float = 0.0, device_discipline: bool = False) -> None:
+                atol: float = 0.0, device_discipline: bool = False, refit: bool = True) -> None:
     """Run every check on ``model`` (an unfitted instance); ``AssertionError`` on the first
     failure. ``atol`` allows tiny differences between repeated fits for models that use
     non-deterministic kernels (keep it 0 on the CPU). ``device_discipline`` adds the meta-device
-    check (module docstring)."""
+    check, ``refit`` the refit check (module docstring)."""
     name = type(model).__name__
     assert isinstance(model, Model), f"{name} is not a zslbench.model.Model"
     assert isinstance(getattr(type(model), "name", None), str) and type(model).name, \
@@ -143,8 +149,77 @@ def check_model(model: Model, *, seed: int = 0, problem: dict[str, Any] | None =
     top = s[unseen_rows].argmax(axis=1)
     assert (top >= n_seen).any(), f"{name} never ranks an unseen class first for unseen images"
 
+    if refit:
+        check_refit(model, seed=seed, problem=p, atol=atol)
     if device_discipline:
         check_device_discipline(model, seed=seed, problem=p)
+
+
+#: Hyperparameters a refit check leaves alone: the harness injects them.
+_INJECTED = ("random_state", "device")
+
+
+def _changes(model: Model) -> list[tuple[str, Any]]:
+    """``(key, new value)`` for the refit check: every other value of each searched
+    hyperparameter, then a nudge of each numeric one (``role.param`` for sub-components)."""
+    out: list[tuple[str, Any]] = []
+    for key, values in model.full_search_space().items():
+        role, dot, param = key.partition(".")
+        current = (getattr(getattr(model, role), param) if dot else getattr(model, key))
+        out += [(key, v) for v in values if not _same_value(v, current)][:2]
+    owners: list[tuple[str, Component]] = [("", model)]
+    owners += [(f"{role}.", getattr(model, role)) for role in type(model).components
+               if isinstance(getattr(model, role, None), Component)]
+    for prefix, comp in owners:
+        for param, value in comp.get_params().items():
+            if param in _INJECTED or isinstance(value, bool) or f"{prefix}{param}" in dict(out):
+                continue
+            if isinstance(value, int):
+                out.append((f"{prefix}{param}", value + 1))
+            elif isinstance(value, float):
+                out.append((f"{prefix}{param}", value * 1.5 if value else 0.5))
+    return out
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # arrays and the like
+        return a is b
+
+
+def check_refit(model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None,
+                atol: float = 0.0) -> None:
+    """A refit after changing one hyperparameter equals a fresh fit with that value, for every
+    change of :func:`_changes` that ``check_params`` accepts. The arrays are the same objects in
+    every fit, as in the harness's search, so that an identity-keyed cache is exercised."""
+    name = type(model).__name__
+    p = problem or toy_problem(seed)
+    x = _readonly(p["features"][p["train"]])
+    y = _readonly(p["labels"][p["train"]])
+    sem = _readonly(p["attributes"][p["classes"]])
+    cls = _readonly(p["classes"])
+    test = _readonly(p["features"][p["test"]])
+    m = _with_seed(model, seed)
+    m.fit(x, y, sem, cls)
+    for key, value in _changes(m):
+        role, dot, param = key.partition(".")
+        owner = getattr(m, role) if dot else m
+        before = getattr(owner, param if dot else key)
+        m.set_search_params(**{key: value})
+        try:
+            m.check_params()
+            for comp in (v for v in m.get_params().values() if isinstance(v, Component)):
+                comp.check_params()
+        except Exception:  # not a valid value for this model: try the next change
+            m.set_search_params(**{key: before})
+            continue
+        refitted = np.asarray(m.fit(x, y, sem, cls).decision_function(test))
+        fresh = np.asarray(m.clone().fit(x, y, sem, cls).decision_function(test))
+        assert np.allclose(refitted, fresh, rtol=0, atol=atol, equal_nan=True), (
+            f"{name}: after set_search_params({key}={value!r}), a refit of the fitted instance "
+            f"scores differently from a fresh fit: fitted state that depends on {key!r} was "
+            "reused (a stale stage or cache)")
 
 
 def check_device_discipline(model: Model, *, seed: int = 0,
