@@ -16,7 +16,7 @@ SPACE = {"a": tuple(range(9)), "b": (0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4)}
 def bowl(params):
     """A unimodal validation H with its maximum at a=5, b=0.8 (off the coarse grid in a)."""
     h = 60.0 - (params["a"] - 5) ** 2 - 3 * (np.log2(params["b"] / 0.8)) ** 2
-    return h, ("model", params), np.zeros((1, 1))
+    return h, np.full((1, 1), params["a"] * 10 + params["b"])
 
 
 def test_grid_tries_every_point_in_order_and_keeps_the_best():
@@ -25,7 +25,7 @@ def test_grid_tries_every_point_in_order_and_keeps_the_best():
     assert [t["params"] for t in res.tried] == [
         {"a": a, "b": b} for a, b in itertools.product(SPACE["a"], SPACE["b"])]
     assert res.chosen == {"a": 5, "b": 0.8} and res.best_H == 60.0
-    assert res.best_model == ("model", {"a": 5, "b": 0.8})
+    assert res.best_scores[0, 0] == 5 * 10 + 0.8  # the winner's scores, not the last tried
 
 
 def test_refine_finds_the_grid_optimum_with_fewer_fits():
@@ -39,18 +39,18 @@ def test_refine_finds_the_grid_optimum_with_fewer_fits():
 
 def test_a_choice_at_the_end_of_an_ordered_grid_is_flagged():
     res = search({"x": (1, 2, 3), "y": (1, 2, 3), "z": ("a", "b", "c")}, "grid",
-                 lambda p: (p["x"] - abs(p["y"] - 2), p, None))
+                 lambda p: (p["x"] - abs(p["y"] - 2), None))
     assert res.chosen["x"] == 3 and res.at_edge == ["x"]
     assert res.as_record()["at_edge"] == ["x"]
 
 
 def test_ties_go_to_the_first_candidate_tried():
-    res = search({"x": (1, 2, 3)}, "grid", lambda p: (50.0, p["x"], None))
+    res = search({"x": (1, 2, 3)}, "grid", lambda p: (50.0, None))
     assert res.chosen == {"x": 1}
 
 
 def test_a_nan_H_never_wins():
-    res = search({"x": (1, 2)}, "grid", lambda p: (float("nan") if p["x"] == 1 else 10.0, p, None))
+    res = search({"x": (1, 2)}, "grid", lambda p: (float("nan") if p["x"] == 1 else 10.0, None))
     assert res.chosen == {"x": 2}
 
 
@@ -89,7 +89,7 @@ def test_refine_against_exhaustive_grid_on_random_surfaces(kind):
     space = {"a": list(range(9)), "b": list(range(7))}
     unimodal = 0
     for table in _surfaces(kind):
-        res = search(space, "refine", lambda p, t=table: (t[p["a"], p["b"]], None, None))
+        res = search(space, "refine", lambda p, t=table: (t[p["a"], p["b"]], None))
         best = (res.chosen["a"], res.chosen["b"])
         assert res.best_H == table[best]
         assert all(table[q] <= table[best] for q in _neighbours(best, table.shape))
@@ -107,7 +107,7 @@ def test_the_search_names_each_candidate_to_the_progress_listener():
 
     seen = []
     with listening(lambda event, info: seen.append(info) if event == "candidate" else None):
-        res = search({"x": (1, 2, 3)}, "grid", lambda p: (p["x"], p, None))
+        res = search({"x": (1, 2, 3)}, "grid", lambda p: (p["x"], None))
     assert [(i["params"], i["done"], i["total"]) for i in seen] == [
         ({"x": 1}, 1, 3), ({"x": 2}, 2, 3), ({"x": 3}, 3, 3)]
     assert res.chosen == {"x": 3}

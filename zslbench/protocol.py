@@ -217,7 +217,7 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
         y_val = _columns(val_classes_all, data.n_classes)[labels[val_idx]]
         seen_mask = np.arange(len(val_classes_all)) < len(split.train_classes)
 
-        def evaluate(params: dict[str, Any]) -> tuple[float, Model, np.ndarray]:
+        def evaluate(params: dict[str, Any]) -> tuple[float, np.ndarray]:
             with blame(_who("model", method.model), f"search ({params})"):
                 model = candidate.set_search_params(**params)
                 model.fit(x_train, y_train, sem_val, val_classes_all)
@@ -228,7 +228,7 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
             in_seen = seen_mask[y_val]
             a_s, _ = per_class_accuracy(y_val[in_seen], pred[in_seen])
             a_u, _ = per_class_accuracy(y_val[~in_seen], pred[~in_seen])
-            return harmonic_mean(a_u, a_s), model, s_val
+            return harmonic_mean(a_u, a_s), s_val
 
         space = method.search_space()
         found = None
@@ -245,7 +245,7 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
                                          f"{found.chosen[name]!r}, an end of its grid "
                                          f"{list(space[name])}; the validation optimum may lie "
                                          "beyond it"})
-            model, s_val = found.best_model, found.best_scores
+            model, s_val = None, found.best_scores
         else:
             with timer.phase("fit_validation"), blame(_who("model", method.model),
                                                       "validation fit"):

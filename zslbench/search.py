@@ -46,8 +46,9 @@ class SearchResult:
     tried: list[dict[str, Any]] = field(default_factory=list)  # {"params": {...}, "H": float}
     chosen: dict[str, Any] = field(default_factory=dict)
     best_H: float = float("nan")
-    #: The fitted model of the winning candidate (so the protocol does not fit it again).
-    best_model: Any = None
+    #: The winning candidate's validation scores (so the protocol does not fit it again). There
+    #: is no ``best_model``: one instance walks every candidate (so that a model can keep the
+    #: stages a candidate does not change), and after the search it holds the last one's fit.
     best_scores: np.ndarray | None = None
 
     @property
@@ -75,8 +76,9 @@ def _coarse(n: int) -> list[int]:
 
 
 def search(space: Mapping[str, Sequence[Any]], strategy: str,
-           evaluate: Callable[[dict[str, Any]], tuple[float, Any, np.ndarray]]) -> SearchResult:
-    """Run the search; ``evaluate(params)`` fits one candidate and returns (H, model, scores)."""
+           evaluate: Callable[[dict[str, Any]], tuple[float, np.ndarray]]) -> SearchResult:
+    """Run the search; ``evaluate(params)`` fits one candidate and returns (H, its validation
+    scores)."""
     if strategy not in STRATEGIES:
         raise ConfigError(f"search strategy {strategy!r} is not one of {', '.join(STRATEGIES)}",
                           hint="declare search_strategy = 'grid' or 'refine' on the model")
@@ -96,13 +98,13 @@ def search(space: Mapping[str, Sequence[Any]], strategy: str,
             return
         params = {n: values[i][j] for i, (n, j) in enumerate(zip(names, point, strict=True))}
         candidate(params, len(seen) + 1, total)
-        h, model, scores = evaluate(params)
+        h, scores = evaluate(params)
         h = float(h)
         seen[point] = h
         result.tried.append({"params": params, "H": h})
         if best is None or (math.isfinite(h) and (not math.isfinite(best[0]) or h > best[0])):
             best = (h, point)
-            result.best_model, result.best_scores = model, scores
+            result.best_scores = scores
 
     if strategy == "grid":
         for point in itertools.product(*(range(len(v)) for v in values)):
