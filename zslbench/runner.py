@@ -573,6 +573,8 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
             except BaseException as exc:  # its runs fail, the grid goes on (as a failed run)
                 if isinstance(exc, KeyboardInterrupt) and executors.user_signals() != signals:
                     raise  # the user's Ctrl-C: the grid stops
+                if len(request.datasets) == 1:
+                    raise  # nothing else could run: the data error itself is the answer (exit 2)
                 reason = _load_failure(exc).removeprefix(f"{dataset}: ")
                 emit("warning", {"message": f"{dataset}: {reason}; its runs fail, the grid goes on"})
                 for prep, _, _ in configs:
