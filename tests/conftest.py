@@ -23,3 +23,16 @@ def shared_data() -> Path:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="re-write tests/golden/toy.json from this run (tests/test_golden.py)")
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for tests on tiny tensors (OpenMP barriers cost more than they give on a
+    shared machine); the previous count is restored after. Use with
+    ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

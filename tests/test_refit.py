@@ -8,20 +8,14 @@ plugins' own tests use the same values for ``check_model``)."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from tests.test_protocol import FAST
 from zslbench.registry import load_registry
 from zslbench.runner import parse_overrides, prepare_method
 from zslbench.testing import check_model
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+#: Tiny tensors: one thread avoids OpenMP barriers on a shared machine (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_every_builtin_method_is_checked_here():

@@ -35,13 +35,8 @@ TINY = dict(latent_size=8, image_encoder_hidden=48, image_decoder_hidden=48,
             classifier_epochs=3)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny matrices: one thread avoids OpenMP barriers on a shared machine (restored after)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+#: Tiny tensors: one thread avoids OpenMP barriers on a shared machine (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _gaussians(seed: int, n: int = 4, k: int = 3) -> list[torch.Tensor]:

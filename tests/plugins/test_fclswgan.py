@@ -30,13 +30,8 @@ TINY = dict(ngh=32, ndh=32, nepoch=5, lr=1e-2, batch_size=16, critic_iter=1, pre
             syn_num=20, classifier_epochs=5)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread avoids OpenMP barriers on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+#: Tiny tensors: one thread avoids OpenMP barriers on a shared machine (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _gen(seed: int = 0) -> torch.Generator:
