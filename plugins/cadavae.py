@@ -4,7 +4,7 @@ via Aligned Variational Autoencoders", CVPR 2019. Official code: edgarschnfld/CA
 
 ``fit``:
 
-1. **VAE stage** (``stage("vae")``). Two VAEs, one for image features and one for class attributes,
+1. **Generator stage** (component ``cada-vae``, :class:`VAEGenerator`). Two VAEs, one for image features and one for class attributes,
    share a ``latent_size``-dimensional latent space. Each batch draws ``batch_size`` training images
    (``model/data_loader.py:64``: a fresh random subset for every batch, ``ceil(n / batch_size)``
    batches per epoch, ``model/vaemodel.py:211``) and pairs each with its class's attribute vector.
@@ -18,7 +18,8 @@ via Aligned Variational Autoencoders", CVPR 2019. Official code: edgarschnfld/CA
    ``sqrt(||mu_x - mu_a||^2 + ||sigma_x - sigma_a||^2)`` (``sigma = exp(logvar / 2)``). Each
    factor warms up linearly with the (0-based) epoch ``e``:
    ``min(max((e - start) / (end - start) * factor, 0), factor)`` (``model/vaemodel.py:163-173``).
-2. **Classifier stage** (``stage("classifier")``). Latent training samples
+2. **Classifier stage** (the family's shared ``generative`` model, ``plugins/generative.py``,
+   with this method's official settings in ``VAEGenerator.classifier_defaults``). Latent training samples
    (``model/vaemodel.py:336-405``): for each seen class, ``seen_samples`` of its images (its images
    in the order given, repeated cyclically when it has fewer, then cut: ``features.repeat(k, 1)[:n]``)
    encoded *with* sampling noise; for each unseen class, ``unseen_samples`` noisy encodings of its
@@ -88,8 +89,6 @@ classifier's samples are batched by index instead of a per-sample ``DataLoader``
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -98,26 +97,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from zslbench import hyperparams as hp
-from zslbench.errors import ConfigError, DataError
+from zslbench.errors import ConfigError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
-from zslbench.model import Model
 from zslbench.progress import steps
-from zslbench.stages import Stage, StagedModel
-from zslbench_plugins.embedders import _to_tensor
+from zslbench_plugins.generative import FeatureGenerator, adam, seeded_linear
 
-#: Rows encoded per block when building the classifier's samples and scoring images: bounds the
-#: device temporaries (a block of 2048-d images plus its 1560-d hidden layer) to ~60 MB.
-_BLOCK_ROWS = 4096
-#: Hyperparameters the VAE stage reads (besides the injected ``random_state`` and ``device``).
-VAE_READS = ("latent_size", "image_encoder_hidden", "image_decoder_hidden",
-             "attribute_encoder_hidden", "attribute_decoder_hidden", "epochs", "batch_size", "lr",
-             "beta_factor", "beta_start", "beta_end", "cross_reconstruction_factor",
-             "cross_reconstruction_start", "cross_reconstruction_end", "distance_factor",
-             "distance_start", "distance_end", "noise")
-#: Hyperparameters the classifier stage reads: changing only these reuses the fitted VAE.
-CLASSIFIER_READS = ("seen_samples", "unseen_samples", "classifier_lr", "classifier_epochs",
-                    "classifier_batch_size", "noise")
 NOISES = ("official", "standard")
 
 
@@ -204,16 +189,10 @@ def vae_loss(img: torch.Tensor, att: torch.Tensor,
 # Networks
 # --------------------------------------------------------------------------------------------
 
-def _xavier_linear(d_in: int, d_out: int, generator: torch.Generator) -> nn.Linear:
-    """``nn.Linear`` initialised as the official ``weights_init`` (``model/models.py:6-11``):
-    Xavier-uniform weights with gain 0.5, zero bias; drawn on the CPU from ``generator`` so the
-    initialisation is the same on every device."""
-    layer = nn.utils.skip_init(nn.Linear, d_in, d_out)
-    bound = 0.5 * math.sqrt(6.0 / (d_in + d_out))
-    with torch.no_grad():
-        layer.weight.copy_(torch.empty(d_out, d_in, device="cpu").uniform_(-bound, bound, generator=generator))
-        layer.bias.zero_()
-    return layer
+def _xavier(d_in: int, d_out: int, generator: torch.Generator) -> nn.Linear:
+    """The official ``weights_init`` (``model/models.py:6-11``), drawn on the CPU from
+    ``generator`` so that the initialisation is the same on every device."""
+    return seeded_linear(d_in, d_out, torch.device("cpu"), generator, "xavier")
 
 
 class Encoder(nn.Module):
@@ -223,9 +202,9 @@ class Encoder(nn.Module):
 
     def __init__(self, d_in: int, hidden: int, latent: int, generator: torch.Generator) -> None:
         super().__init__()
-        self.hidden = _xavier_linear(d_in, hidden, generator)
-        mu = _xavier_linear(hidden, latent, generator)
-        logvar = _xavier_linear(hidden, latent, generator)
+        self.hidden = _xavier(d_in, hidden, generator)
+        mu = _xavier(hidden, latent, generator)
+        logvar = _xavier(hidden, latent, generator)
         self.heads = nn.utils.skip_init(nn.Linear, hidden, 2 * latent)
         with torch.no_grad():
             self.heads.weight.copy_(torch.cat([mu.weight, logvar.weight]))
@@ -242,65 +221,49 @@ class Decoder(nn.Module):
 
     def __init__(self, latent: int, hidden: int, d_out: int, generator: torch.Generator) -> None:
         super().__init__()
-        self.hidden = _xavier_linear(latent, hidden, generator)
-        self.out = _xavier_linear(hidden, d_out, generator)
+        self.hidden = _xavier(latent, hidden, generator)
+        self.out = _xavier(hidden, d_out, generator)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         return self.out(F.relu(self.hidden(z)))
 
 
-@dataclass
-class _FittedVAE:
-    image_encoder: Encoder
-    attribute_encoder: Encoder
-    image_decoder: Decoder
-    attribute_decoder: Decoder
-    loss_history: np.ndarray
-
-
 # --------------------------------------------------------------------------------------------
-# The model
+# The generator component
 # --------------------------------------------------------------------------------------------
 
-@dataclass
-class _Context:
-    """What both stages of one fit share: the checked inputs, the device, the four seeds and the
-    class semantics on the device."""
-
-    inputs: Any
-    device: torch.device
-    seeds: tuple[int, int, int, int]
-    att: torch.Tensor
-
-
-class CadaVAE(StagedModel):
-    """CADA-VAE (see the module docstring for the method, the defaults' sources and the protocol
-    differences).
+class VAEGenerator(FeatureGenerator):
+    """CADA-VAE's generator stage (step 1 of the module docstring): the aligned VAEs. Its
+    classifier space is the latent space: ``synthesise`` is a noisy encoding of the attributes,
+    ``embed_train`` a noisy encoding of an image, and ``embed`` (for scoring) the image posterior's
+    mean (``model/vaemodel.py:315``).
 
     Parameters: ``latent_size``; ``image_encoder_hidden``, ``image_decoder_hidden``,
     ``attribute_encoder_hidden``, ``attribute_decoder_hidden``; ``epochs``, ``batch_size``, ``lr``
     (VAE); ``beta_factor``/``beta_start``/``beta_end``, ``cross_reconstruction_factor``/``_start``/
-    ``_end``, ``distance_factor``/``_start``/``_end`` (warm-ups); ``seen_samples``,
-    ``unseen_samples``, ``classifier_lr``, ``classifier_epochs``, ``classifier_batch_size``
-    (classifier stage); ``noise`` (``"official"`` or ``"standard"`` reparameterisation);
-    ``random_state``, ``device``.
+    ``_end``, ``distance_factor``/``_start``/``_end`` (warm-ups); ``noise`` (``"official"`` or
+    ``"standard"`` reparameterisation). Defaults and sources: the module docstring.
 
-    Fitted state: ``image_encoder_`` and ``classifier_`` (torch modules on ``device``),
-    ``attribute_encoder_``, ``classes_``, ``seen_mask_``, ``vae_loss_history_`` (mean loss per
-    image, per epoch), ``classifier_loss_history_`` (mean NLL per epoch).
+    The GZSL classifier (``classifier_defaults``, step 2): ``seen_num`` 200 and ``syn_num`` 400
+    (``seen_samples``/``unseen_samples``), ``classifier_lr`` 1e-3, ``classifier_beta1`` 0.5,
+    ``classifier_batch_size`` 32, Xavier initialisation, a reshuffle per epoch dropping the last
+    batch, ``classifier_epochs`` 23 (CUB). Searched on validation (``classifier_search``):
+    ``classifier_epochs`` over the official per-dataset GZSL values, 21 (SUN), 23 (CUB), 29
+    (AWA2) and 33 (AWA1) (``model/single_experiment.py:70,90,100,80``). The official code does
+    not select on test in the runs it reports (module docstring), so there is no audit.
+
+    Fitted state: ``image_encoder_``, ``attribute_encoder_``, ``image_decoder_``,
+    ``attribute_decoder_`` (eval mode, on the device), ``loss_history_`` (mean loss per image, per
+    epoch).
     """
 
     name = "cada-vae"
-    #: The official per-dataset classifier epochs for GZSL (SUN, CUB, AWA2, AWA1;
-    #: ``model/single_experiment.py:70,90,100,80``), chosen among on the validation split. A refit
-    #: that changes only classifier settings reuses the fitted VAE, so each candidate costs one
-    #: classifier fit.
-    search_space: ClassVar[dict[str, tuple[Any, ...]]] = {"classifier_epochs": (21, 23, 29, 33)}
-    search_strategy: ClassVar[str] = "grid"
-    stages: ClassVar[tuple[Stage, ...]] = (
-        Stage("vae", reads=VAE_READS),
-        Stage("classifier", reads=CLASSIFIER_READS, after=("vae",)),
-    )
+    classifier_defaults: ClassVar[dict[str, Any]] = {
+        "syn_num": 400, "seen_num": 200, "classifier_lr": 0.001, "classifier_beta1": 0.5,
+        "classifier_epochs": 23, "classifier_batch_size": 32, "classifier_init": "xavier",
+        "classifier_batches": "reshuffle"}
+    classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
+        "classifier_epochs": (21, 23, 29, 33)}
 
     def __init__(self, latent_size: int = 64, image_encoder_hidden: int = 1560,
                  image_decoder_hidden: int = 1660, attribute_encoder_hidden: int = 1450,
@@ -309,10 +272,7 @@ class CadaVAE(StagedModel):
                  beta_end: int = 93, cross_reconstruction_factor: float = 2.37,
                  cross_reconstruction_start: int = 21, cross_reconstruction_end: int = 75,
                  distance_factor: float = 8.13, distance_start: int = 6, distance_end: int = 22,
-                 seen_samples: int = 200, unseen_samples: int = 400, classifier_lr: float = 0.001,
-                 classifier_epochs: int = 23, classifier_batch_size: int = 32,
-                 noise: str = "official", random_state: int | None = None,
-                 device: str = "cpu") -> None:
+                 noise: str = "official") -> None:
         self.latent_size = latent_size
         self.image_encoder_hidden = image_encoder_hidden
         self.image_decoder_hidden = image_decoder_hidden
@@ -330,26 +290,14 @@ class CadaVAE(StagedModel):
         self.distance_factor = distance_factor
         self.distance_start = distance_start
         self.distance_end = distance_end
-        self.seen_samples = seen_samples
-        self.unseen_samples = unseen_samples
-        self.classifier_lr = classifier_lr
-        self.classifier_epochs = classifier_epochs
-        self.classifier_batch_size = classifier_batch_size
         self.noise = noise
-        self.random_state = random_state
-        self.device = device
-
-    # ---------------------------------------------------------------- parameters
 
     def check_params(self) -> None:
         who = self.name
         for p in ("latent_size", "image_encoder_hidden", "image_decoder_hidden",
-                  "attribute_encoder_hidden", "attribute_decoder_hidden", "epochs", "batch_size",
-                  "seen_samples", "unseen_samples", "classifier_epochs",
-                  "classifier_batch_size"):
+                  "attribute_encoder_hidden", "attribute_decoder_hidden", "epochs", "batch_size"):
             hp.integer(who, p, getattr(self, p), 1)
         hp.real(who, "lr", self.lr)
-        hp.real(who, "classifier_lr", self.classifier_lr)
         for term in ("beta", "cross_reconstruction", "distance"):
             hp.real(who, f"{term}_factor", getattr(self, f"{term}_factor"), allow_low=True)
             start = hp.integer(who, f"{term}_start", getattr(self, f"{term}_start"), 0)
@@ -359,58 +307,14 @@ class CadaVAE(StagedModel):
                                   f"{who}.{term}_start={start}",
                                   hint=f"the warm-up rises from {term}_start to {term}_end")
         hp.choice(who, "noise", self.noise, NOISES)
-        hp.seed(who, self.random_state)
-        hp.torch_device(who, self.device)
 
-    def _seeds(self) -> tuple[int, int, int, int]:
-        """Four independent seeds (VAE init, VAE batches/noise, classifier init, classifier
-        samples/batches) from ``random_state``; fresh entropy when it is None."""
-        seq = np.random.SeedSequence(self.random_state)
-        s = seq.generate_state(4, dtype=np.uint64)
-        return tuple(int(v) & (2**63 - 1) for v in s)  # type: ignore[return-value]
-
-    # ---------------------------------------------------------------- fit
-
-    def begin_fit(self, inputs: Any) -> _Context:
-        if not inputs.seen_mask.any():
-            raise DataError(f"{self.name}: no training image", hint="pass the training images")
-        device = hp.torch_device(self.name, self.device)
-        if device.type == "cuda" and device.index is None:
-            # Generators and tensors must name the same device: "cuda" -> "cuda:<current>".
-            device = torch.device("cuda", torch.cuda.current_device())
-        att = torch.as_tensor(inputs.class_semantics, dtype=torch.float32, device=device)
-        return _Context(inputs, device, self._seeds(), att)
-
-    def fit_vae(self, ctx: _Context) -> tuple[torch.Tensor, torch.Tensor, _FittedVAE]:
-        """The training tensors and the fitted VAE (the tensors are kept with it, so that a
-        search's refits do not convert the features again)."""
-        x = _to_tensor(ctx.inputs.features, ctx.device)
-        if not bool(torch.isfinite(x).all()):
-            raise DataError(f"{self.name}: the training features contain NaN or inf",
-                            hint="fix the feature file")
-        y = torch.as_tensor(ctx.inputs.y, device=ctx.device)
-        return x, y, self._fit_vae(x, y, ctx.att, ctx.seeds[0], ctx.seeds[1], ctx.device)
-
-    def fit_classifier(self, ctx: _Context, vae: tuple[torch.Tensor, torch.Tensor, _FittedVAE]
-                       ) -> tuple[nn.Linear, np.ndarray]:
-        x, _, fitted = vae
-        return self._fit_classifier(x, ctx.inputs.y, ctx.att, ctx.inputs.seen_mask, fitted,
-                                    ctx.seeds[2], ctx.seeds[3], ctx.device)
-
-    def end_fit(self, ctx: _Context, outputs: Any) -> None:
-        vae = outputs["vae"][2]
-        clf, history = outputs["classifier"]
-        self.image_encoder_ = vae.image_encoder
-        self.attribute_encoder_ = vae.attribute_encoder
-        self.classifier_ = clf
-        self.vae_loss_history_ = vae.loss_history
-        self.classifier_loss_history_ = history
-        self.classes_ = ctx.inputs.classes
-        self.seen_mask_ = ctx.inputs.seen_mask
-        self.n_features_in_ = int(ctx.inputs.features.shape[1])
-
-    def _fit_vae(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor, init_seed: int,
-                 train_seed: int, device: torch.device) -> _FittedVAE:
+    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
+            seen_columns: torch.Tensor, seed: int) -> VAEGenerator:
+        """Train the two VAEs (``model/vaemodel.py:195-290``); initialisation and training draw
+        from two streams of ``seed``."""
+        device = x.device
+        init_seed, train_seed = (int(s) & (2**63 - 1) for s in
+                                 np.random.SeedSequence(seed).generate_state(2, np.uint64))
         g_init = torch.Generator().manual_seed(init_seed)
         g = torch.Generator(device=device).manual_seed(train_seed)
         k = int(self.latent_size)
@@ -419,10 +323,9 @@ class CadaVAE(StagedModel):
         dec_x = Decoder(k, int(self.image_decoder_hidden), x.shape[1], g_init).to(device)
         dec_a = Decoder(k, int(self.attribute_decoder_hidden), att.shape[1], g_init).to(device)
         modules = (enc_x, enc_a, dec_x, dec_a)
-        params = [p for m in modules for p in m.parameters()]
         # model/vaemodel.py:84
-        optimiser = torch.optim.Adam(params, lr=float(self.lr), betas=(0.9, 0.999), eps=1e-8,
-                                     weight_decay=0, amsgrad=True, fused=True)
+        optimiser = adam([p for m in modules for p in m.parameters()], float(self.lr), 0.9,
+                         amsgrad=True)
         n, bs = x.shape[0], int(self.batch_size)
         per_epoch = -(-n // bs)  # model/vaemodel.py:211: range(0, ntrain, batch_size)
         epochs = int(self.epochs)
@@ -460,102 +363,36 @@ class CadaVAE(StagedModel):
         for m in modules:
             m.eval()
             m.requires_grad_(False)
-        return _FittedVAE(enc_x, enc_a, dec_x, dec_a, history.cpu().numpy())
+        self.image_encoder_, self.attribute_encoder_ = enc_x, enc_a
+        self.image_decoder_, self.attribute_decoder_ = dec_x, dec_a
+        self.loss_history_ = history.cpu().numpy()
+        return self
 
-    def _fit_classifier(self, x: torch.Tensor, y: np.ndarray, att: torch.Tensor,
-                        seen_mask: np.ndarray, vae: _FittedVAE, init_seed: int, train_seed: int,
-                        device: torch.device) -> tuple[nn.Linear, np.ndarray]:
-        g_init = torch.Generator().manual_seed(init_seed)
-        g = torch.Generator(device=device).manual_seed(train_seed)
-        z, t = self._latent_samples(x, y, att, seen_mask, vae, g, device)
-        clf = _xavier_linear(z.shape[1], len(seen_mask), g_init).to(device)
-        # model/final_classifier.py:137
-        optimiser = torch.optim.Adam(clf.parameters(), lr=float(self.classifier_lr),
-                                     betas=(0.5, 0.999), fused=True)
-        n = z.shape[0]
-        bs = min(int(self.classifier_batch_size), n)
-        n_batches = n // bs  # DataLoader(drop_last=True), model/final_classifier.py:234
-        epochs = int(self.classifier_epochs)
-        history = torch.zeros(epochs, dtype=torch.float64, device=device)
-        with steps("cada-vae classifier epochs", epochs) as advance:
-            for epoch in range(epochs):
-                order = torch.randperm(n, generator=g, device=device)[:n_batches * bs]
-                batches = order.view(n_batches, bs)
-                total = torch.zeros((), dtype=torch.float64, device=device)
-                for i in range(n_batches):
-                    rows = batches[i]
-                    loss = F.cross_entropy(clf(z[rows]), t[rows])
-                    optimiser.zero_grad(set_to_none=True)
-                    loss.backward()
-                    optimiser.step()
-                    total += loss.detach()
-                history[epoch] = total / n_batches
-                advance()
-        clf.requires_grad_(False)
-        return clf, history.cpu().numpy()
+    def synthesise(self, att_rows: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        """A noisy encoding of each attribute row (``model/vaemodel.py:362-405``)."""
+        mu, lv = self.attribute_encoder_(att_rows)
+        return sample_latent(mu, lv, gen, self.noise)
 
-    def _latent_samples(self, x: torch.Tensor, y: np.ndarray, att: torch.Tensor,
-                        seen_mask: np.ndarray, vae: _FittedVAE, g: torch.Generator,
-                        device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """The classifier's training set (``model/vaemodel.py:336-405``): ``seen_samples`` noisy
-        encodings of each seen class's images (taken in order, repeated cyclically) and
-        ``unseen_samples`` noisy encodings of each unseen class's attributes."""
-        rows, row_labels = [], []
-        for c in np.flatnonzero(seen_mask):
-            members = np.flatnonzero(y == c)
-            rows.append(np.resize(members, int(self.seen_samples)))
-            row_labels.append(np.full(int(self.seen_samples), c))
-        seen_rows = torch.as_tensor(np.concatenate(rows), device=device)
-        unseen = np.flatnonzero(~seen_mask)
-        parts, labels = [], [np.concatenate(row_labels)]
-        with torch.no_grad():
-            for start in range(0, len(seen_rows), _BLOCK_ROWS):
-                mu, lv = vae.image_encoder(x[seen_rows[start:start + _BLOCK_ROWS]])
-                parts.append(sample_latent(mu, lv, g, self.noise))
-            if len(unseen):
-                mu, lv = vae.attribute_encoder(att[torch.as_tensor(unseen, device=device)])
-                reps = int(self.unseen_samples)
-                mu = mu.repeat_interleave(reps, dim=0)
-                lv = lv.repeat_interleave(reps, dim=0)
-                parts.append(sample_latent(mu, lv, g, self.noise))
-                labels.append(np.repeat(unseen, reps))
-        z = torch.cat(parts)
-        t = torch.as_tensor(np.concatenate(labels), dtype=torch.int64, device=device)
-        return z, t
+    def embed_train(self, x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        """A noisy encoding of each image (``model/vaemodel.py:336-360``)."""
+        mu, lv = self.image_encoder_(x)
+        return sample_latent(mu, lv, gen, self.noise)
 
-    # ---------------------------------------------------------------- scores
-
-    def decision_function(self, features: np.ndarray) -> np.ndarray:
-        """Log-probabilities (m, c) of the classifier on the posterior means, columns in the order
-        of ``classes_``; computed on ``device`` block by block (so an image's scores never depend
-        on the others)."""
-        if not hasattr(self, "classifier_"):
-            raise RuntimeError("CadaVAE.decision_function called before fit")
-        if not hasattr(features, "ndim") or features.ndim != 2 \
-                or features.shape[1] != self.n_features_in_:
-            raise DataError(f"{self.name}: features must be (images x {self.n_features_in_}), got "
-                            f"shape {getattr(features, 'shape', None)}",
-                            hint="score features of the kind the model was fitted on")
-        device = self.classifier_.weight.device
-        out = np.empty((features.shape[0], len(self.classes_)), dtype=np.float32)
-        with torch.no_grad():
-            for start in range(0, features.shape[0], _BLOCK_ROWS):
-                block = _to_tensor(features[start:start + _BLOCK_ROWS], device)
-                mu, _ = self.image_encoder_(block)
-                scores = torch.log_softmax(self.classifier_(mu), dim=1)
-                out[start:start + block.shape[0]] = scores.cpu().numpy()
-        return out
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """The image posterior's mean (``model/vaemodel.py:315``: no noise at test time)."""
+        return self.image_encoder_(x)[0]
 
 
 @hookimpl
-def zslbench_models() -> list[type[Model]]:
-    return [CadaVAE]
+def zslbench_generators() -> list[type[FeatureGenerator]]:
+    return [VAEGenerator]
 
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
     return [MethodSpec(
-        "cada-vae", model="cada-vae", preprocessor="minmax",
+        "cada-vae", model="generative", components={"generator": "cada-vae"},
+        preprocessor="minmax",
         description="Cross- and distribution-aligned VAEs for images and attributes, softmax "
                     "classifier on latent features (Schönfeld et al. 2019)",
         paper_name="CADA-VAE",

@@ -14,8 +14,11 @@ every image against every class.
    candidate classes on the real seen features plus the synthetic ones (the GZSL classifier of
    the official ``classifier2.py``).
 
-``decision_function`` returns that classifier's log-probabilities (the official model's
-``LogSoftmax`` output); the harness adds the calibrated seen-class penalty.
+Step 3 and the scores are the generative family's shared model (``plugins/generative.py``, model
+``generative``): this module is the generator component ``f-clswgan`` (steps 1-2), with the
+official GZSL classifier's settings (``classifier_defaults``). The scores are that classifier's
+log-probabilities (the official model's ``LogSoftmax`` output); the harness adds the calibrated
+seen-class penalty.
 
 Source of every default: the authors' PyTorch release (the ``cvpr18xian`` code from
 mpi-inf.mpg.de), as mirrored verbatim (README by the authors) in github.com/myaghmaei/f-CLSWGAN at
@@ -39,7 +42,7 @@ features in one batched forward, its input gradient for the penalty is computed 
 instead of by double backward, Adam uses the fused kernel, fake features for the critic are
 generated without an autograd graph, the generator step does not build the critic's parameter
 gradients, synthesis is one batched pass instead of a loop over classes, and minibatch indices come
-from one permutation stream per classifier run. All randomness comes from ``torch.Generator``
+from one permutation stream per classifier run (``generative.train_softmax``). All randomness comes from ``torch.Generator``
 objects seeded from ``random_state``; the global RNGs are never touched (modules are built with
 ``skip_init``).
 """
@@ -47,10 +50,8 @@ objects seeded from ``random_state``; the global RNGs are never touched (modules
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -58,36 +59,18 @@ from zslbench import hyperparams as hp
 from zslbench.errors import ConfigError, DataError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
-from zslbench.model import Model
 from zslbench.progress import steps
-from zslbench.stages import Stage, StagedModel
+from zslbench_plugins.generative import FeatureGenerator, adam, seeded_linear, train_softmax
 
 WHO = "f-clswgan"
 
-#: Rows per block when scaling features or scoring images: bounds temporaries to ~64 MB at 2048-d.
-_BLOCK_ROWS = 8192
 #: LeakyReLU slope of G and D (official ``model.py:215`` and ``model.py:107``: ``LeakyReLU(0.2)``).
 LEAKY_SLOPE = 0.2
-#: Initial weights ~ N(0, 0.02), biases 0 (official ``util.py:8-12``, applied to G, D and both
-#: classifiers).
-INIT_STD = 0.02
-#: Adam's second moment decay everywhere (official ``clswgan.py:144-145``, ``classifier.py:30``).
-ADAM_BETA2 = 0.999
 
 
 # --------------------------------------------------------------------------------------------
 # Networks
 # --------------------------------------------------------------------------------------------
-
-def _linear(n_in: int, n_out: int, device: torch.device, gen: torch.Generator) -> nn.Linear:
-    """``nn.Linear`` initialised as the official ``weights_init`` (N(0, 0.02), bias 0), from
-    ``gen``: ``skip_init`` keeps PyTorch's default initialisation from drawing on the global RNG."""
-    layer = torch.nn.utils.skip_init(nn.Linear, n_in, n_out, device=device)
-    with torch.no_grad():
-        layer.weight.normal_(0.0, INIT_STD, generator=gen)
-        layer.bias.zero_()
-    return layer
-
 
 class Generator(nn.Module):
     """``G(z, a) = ReLU(W2 LeakyReLU(W1 [z; a]))`` (official ``MLP_G``, ``model.py:210-225``): the
@@ -96,8 +79,8 @@ class Generator(nn.Module):
     def __init__(self, nz: int, att_dim: int, hidden: int, out_dim: int, device: torch.device,
                  gen: torch.Generator) -> None:
         super().__init__()
-        self.fc1 = _linear(nz + att_dim, hidden, device, gen)
-        self.fc2 = _linear(hidden, out_dim, device, gen)
+        self.fc1 = seeded_linear(nz + att_dim, hidden, device, gen)
+        self.fc2 = seeded_linear(hidden, out_dim, device, gen)
 
     def forward(self, noise: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
         h = nn.functional.leaky_relu(self.fc1(torch.cat((noise, att), 1)), LEAKY_SLOPE)
@@ -111,8 +94,8 @@ class Critic(nn.Module):
     def __init__(self, in_dim: int, att_dim: int, hidden: int, device: torch.device,
                  gen: torch.Generator) -> None:
         super().__init__()
-        self.fc1 = _linear(in_dim + att_dim, hidden, device, gen)
-        self.fc2 = _linear(hidden, 1, device, gen)
+        self.fc1 = seeded_linear(in_dim + att_dim, hidden, device, gen)
+        self.fc2 = seeded_linear(hidden, 1, device, gen)
 
     def forward(self, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
         h = nn.functional.leaky_relu(self.fc1(torch.cat((x, att), 1)), LEAKY_SLOPE)
@@ -158,77 +141,13 @@ def gradient_penalty(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
     return lambda1 * ((grad.norm(2, dim=1) - 1.0) ** 2).mean()
 
 
-def _adam(params: Any, lr: float, beta1: float) -> torch.optim.Adam:
-    """Adam with the official betas; the fused kernel where this torch has it (same update rule,
-    ~5x faster on a 2048 x 4096 critic on the CPU), else the default one."""
-    params = list(params)
-    try:
-        return torch.optim.Adam(params, lr=lr, betas=(beta1, ADAM_BETA2), fused=True)
-    except (RuntimeError, TypeError, ValueError):
-        return torch.optim.Adam(params, lr=lr, betas=(beta1, ADAM_BETA2))
-
-
-def _permutation_stream(n: int, batch_size: int, n_steps: int, gen: torch.Generator,
-                        device: torch.device) -> torch.Tensor:
-    """(n_steps, batch_size) indices: consecutive batches of a stream of random permutations of
-    ``range(n)`` — the official ``CLASSIFIER.next_batch`` (``classifier.py:63-95``), which
-    completes an epoch's last partial batch with the head of the next permutation."""
-    total = n_steps * batch_size
-    perms = [torch.randperm(n, generator=gen, device=device) for _ in range(-(-total // n))]
-    return torch.cat(perms)[:total].view(n_steps, batch_size)
-
-
-def train_softmax(x: torch.Tensor, y: torch.Tensor, n_classes: int, *, lr: float, beta1: float,
-                  epochs: int, batch_size: int, gen: torch.Generator, label: str) -> nn.Linear:
-    """A linear softmax classifier trained by Adam on the NLL, as the official ``CLASSIFIER``
-    (``classifier.py`` for the pre-trained one, ``classifier2.py`` for the GZSL one): ``epochs``
-    times ``ceil(n / batch_size)`` steps of exactly ``batch_size`` images each. Returns the layer
-    (logits); log-probabilities are ``log_softmax`` of its output."""
-    layer = _linear(x.shape[1], n_classes, x.device, gen)
-    opt = _adam(layer.parameters(), lr, beta1)
-    per_epoch = -(-len(x) // batch_size)
-    order = _permutation_stream(len(x), batch_size, epochs * per_epoch, gen, x.device)
-    with steps(label, epochs) as step:
-        for epoch in range(epochs):
-            for idx in order[epoch * per_epoch:(epoch + 1) * per_epoch]:
-                loss = nn.functional.cross_entropy(layer(x[idx]), y[idx])
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-            step()
-    layer.requires_grad_(False)
-    return layer
-
-
 # --------------------------------------------------------------------------------------------
-# The model
+# The generator component
 # --------------------------------------------------------------------------------------------
 
-#: Hyperparameters the GAN stage reads (besides the injected ``random_state`` and ``device``). The
-#: harness (``zslbench.stages``) reuses the fitted generator across the search's candidates while
-#: none of them changes, and stops the fit if the stage reads one not listed here.
-GAN_READS = ("nz", "ngh", "ndh", "lr", "beta1", "batch_size", "critic_iter", "lambda1",
-             "cls_weight", "nepoch", "pretrain_lr", "pretrain_epochs", "pretrain_batch_size")
-#: Hyperparameters the GZSL classifier stage reads.
-CLASSIFIER_READS = ("syn_num", "classifier_lr", "classifier_epochs", "classifier_batch_size",
-                    "beta1")
-
-
-@dataclass
-class _Context:
-    """What every stage of one fit shares: the checked inputs, tensors on the device, seeds."""
-
-    inputs: Any
-    x: torch.Tensor
-    y: torch.Tensor
-    att: torch.Tensor
-    gan_seed: int
-    classifier_seed: int
-
-
-class FCLSWGAN(StagedModel):
-    """f-CLSWGAN: conditional WGAN-GP feature generator + softmax over real seen and synthetic
-    unseen features (see the module docstring for the pipeline and the sources).
+class WGANGenerator(FeatureGenerator):
+    """f-CLSWGAN's generator stage: a conditional WGAN-GP with a classification loss (steps 1-2 of
+    the module docstring); ``synthesise`` draws ``G(z, a)``.
 
     Parameters (defaults: official code, file:line at myaghmaei/f-CLSWGAN@3ccae2e):
 
@@ -237,8 +156,8 @@ class FCLSWGAN(StagedModel):
     * ``ngh`` 4096, ``ndh`` 4096: hidden units of G and D (every script: ``--ngh 4096 --ndh 4096``;
       the paper's implementation details: one hidden layer of 4096 units).
     * ``lr`` 1e-4: Adam learning rate of G and D (``clswgan.py:40``; CUB script ``--lr 0.0001``).
-    * ``beta1`` 0.5: Adam beta1 of G, D (``clswgan.py:42``) and both classifiers
-      (``clswgan.py:177``, ``clswgan.py:258``).
+    * ``beta1`` 0.5: Adam beta1 of G, D (``clswgan.py:42``) and of the pre-trained classifier
+      (``clswgan.py:177``).
     * ``batch_size`` 64 (``clswgan.py:30``, every script).
     * ``critic_iter`` 5: critic updates per generator update (``clswgan.py:37``, every script).
     * ``lambda1`` 10: gradient-penalty weight (``clswgan.py:38``, every script; the paper
@@ -247,43 +166,39 @@ class FCLSWGAN(StagedModel):
       ``--cls_weight 0.01``; FLO uses 0.1).
     * ``nepoch`` 56: GAN epochs, each ``ceil(n / batch_size)`` generator updates
       (``clswgan.py:183-187``; CUB GZSL script ``--nepoch 56``; AWA 30, SUN 40, FLO 80).
-    * ``syn_num`` 300: synthetic features per unseen class (CUB GZSL script ``--syn_num 300``;
-      SUN 400, FLO 1200, AWA 1800). Searched on validation over ``SYN_NUM_GRID``.
-    * ``classifier_lr`` 1e-3 (``clswgan.py:41``, every GZSL script), ``classifier_epochs`` 25
-      (``clswgan.py:258``; searched over ``CLASSIFIER_EPOCHS_GRID``), ``classifier_batch_size``
-      None = ``syn_num`` (``clswgan.py:258`` passes ``opt.syn_num`` as the batch size).
     * ``pretrain_lr`` 1e-3, ``pretrain_epochs`` 50, ``pretrain_batch_size`` 100: the classifier of
       eq. 4 (``clswgan.py:177``); skipped when ``cls_weight`` is 0.
-    * ``random_state``, ``device``: injected by the harness.
 
-    Fitted state: ``generator_`` (on ``device``), ``classifier_`` (``nn.Linear``, logits over
-    ``classes_``), ``classes_``, ``seen_mask_``, ``att_dim_``.
+    The GZSL classifier (``classifier_defaults``): ``syn_num`` 300 (CUB GZSL script; SUN 400,
+    FLO 1200, AWA 1800), ``classifier_lr`` 1e-3 (``clswgan.py:41``), ``classifier_beta1`` 0.5
+    (``clswgan.py:258`` passes ``opt.beta1``), ``classifier_epochs`` 25 (``clswgan.py:258``),
+    ``classifier_batch_size`` None = ``syn_num`` (``clswgan.py:258`` passes ``opt.syn_num``),
+    N(0, 0.02) initialisation and a permutation stream of batches (``classifier2.py``).
+    Searched on validation (``classifier_search``): ``syn_num`` over the official scripts'
+    values (CUB 300, FLO 1200, AWA 1800; SUN's 400 is within a factor 1.3 of 300) and
+    ``classifier_epochs`` over the official 25 or an early stop at 10 (the official picks its best
+    classifier epoch by *test* H; here validation chooses). Six candidates, but each after the
+    first only refits the final classifier: the generator stage reads neither.
+
+    Fitted state: ``netG_`` (eval mode, on the device).
     """
 
     name = "f-clswgan"
-    #: ``syn_num``: the official GZSL scripts' values (CUB 300, FLO 1200, AWA 1800; SUN's 400 is
-    #: within a factor 1.3 of 300). ``classifier_epochs``: the official 25, or an early stop at 10
-    #: (the official picks its best classifier epoch by *test* H; here validation chooses).
-    #: Six candidates, but each after the first only refits the final classifier: the harness
-    #: reuses the GAN stage (``stages``), which reads neither.
-    search_space: ClassVar[dict[str, tuple[Any, ...]]] = {
-        "syn_num": (300, 1200, 1800),
-        "classifier_epochs": (10, 25),
-    }
-    search_strategy: ClassVar[str] = "grid"
-    stages: ClassVar[tuple[Stage, ...]] = (
-        Stage("gan", reads=GAN_READS),
-        Stage("classifier", reads=CLASSIFIER_READS, after=("gan",)),
-    )
+    classifier_defaults: ClassVar[dict[str, Any]] = {
+        "syn_num": 300, "seen_num": None, "classifier_lr": 1e-3, "classifier_beta1": 0.5,
+        "classifier_epochs": 25, "classifier_batch_size": None, "classifier_init": "normal",
+        "classifier_batches": "stream"}
+    classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
+        "syn_num": (300, 1200, 1800), "classifier_epochs": (10, 25)}
+    official_selection: ClassVar[str | None] = (
+        "best test H over the final classifier's epochs (official classifier2.py:81-109 keeps "
+        "the epoch of best test H; its GAN epochs per dataset were also chosen on test)")
 
     def __init__(self, nz: int | None = None, ngh: int = 4096, ndh: int = 4096,
                  lr: float = 1e-4, beta1: float = 0.5, batch_size: int = 64,
                  critic_iter: int = 5, lambda1: float = 10.0, cls_weight: float = 0.01,
-                 nepoch: int = 56, syn_num: int = 300, classifier_lr: float = 1e-3,
-                 classifier_epochs: int = 25, classifier_batch_size: int | None = None,
-                 pretrain_lr: float = 1e-3, pretrain_epochs: int = 50,
-                 pretrain_batch_size: int = 100, random_state: int | None = None,
-                 device: str = "cpu") -> None:
+                 nepoch: int = 56, pretrain_lr: float = 1e-3, pretrain_epochs: int = 50,
+                 pretrain_batch_size: int = 100) -> None:
         self.nz = nz
         self.ngh = ngh
         self.ndh = ndh
@@ -294,27 +209,17 @@ class FCLSWGAN(StagedModel):
         self.lambda1 = lambda1
         self.cls_weight = cls_weight
         self.nepoch = nepoch
-        self.syn_num = syn_num
-        self.classifier_lr = classifier_lr
-        self.classifier_epochs = classifier_epochs
-        self.classifier_batch_size = classifier_batch_size
         self.pretrain_lr = pretrain_lr
         self.pretrain_epochs = pretrain_epochs
         self.pretrain_batch_size = pretrain_batch_size
-        self.random_state = random_state
-        self.device = device
-
-    # -- parameters ---------------------------------------------------------------------------
 
     def check_params(self) -> None:
         if self.nz is not None:
             hp.integer(WHO, "nz", self.nz, 1)
-        for name in ("ngh", "ndh", "batch_size", "critic_iter", "nepoch", "syn_num",
-                     "classifier_epochs", "pretrain_epochs", "pretrain_batch_size"):
+        for name in ("ngh", "ndh", "batch_size", "critic_iter", "nepoch", "pretrain_epochs",
+                     "pretrain_batch_size"):
             hp.integer(WHO, name, getattr(self, name), 1)
-        if self.classifier_batch_size is not None:
-            hp.integer(WHO, "classifier_batch_size", self.classifier_batch_size, 1)
-        for name in ("lr", "classifier_lr", "pretrain_lr"):
+        for name in ("lr", "pretrain_lr"):
             hp.real(WHO, name, getattr(self, name))
         beta1 = hp.real(WHO, "beta1", self.beta1, low=0.0, allow_low=True, high=1.0)
         if beta1 >= 1.0:
@@ -322,68 +227,23 @@ class FCLSWGAN(StagedModel):
                               "decay)", hint=f"--set {WHO}.beta1=0.5 (official)")
         hp.real(WHO, "lambda1", self.lambda1, low=0.0, allow_low=True)
         hp.real(WHO, "cls_weight", self.cls_weight, low=0.0, allow_low=True)
-        hp.seed(WHO, self.random_state)
-        hp.torch_device(WHO, self.device)
 
-    def _seeds(self) -> tuple[int, int]:
-        """Independent seeds of the GAN stage and of the classifier stage: a search that reuses
-        the GAN gives exactly the numbers of a full refit."""
-        gan, cls = np.random.SeedSequence(self.random_state).spawn(2)
-        return (int(gan.generate_state(1, np.uint64)[0] >> np.uint64(1)),
-                int(cls.generate_state(1, np.uint64)[0] >> np.uint64(1)))
-
-    # -- fit ----------------------------------------------------------------------------------
-
-    def begin_fit(self, inputs: Any) -> _Context:
-        if len(inputs.unseen_columns) == 0:
+    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
+            seen_columns: torch.Tensor, seed: int) -> WGANGenerator:
+        """Steps 1-2 of the module docstring."""
+        if len(seen_columns) == len(att):
             raise DataError(f"{WHO}: every candidate class has training images; the method "
                             "synthesises features of unseen classes only",
                             hint="pass the unseen classes (without images) in classes")
-        device = hp.torch_device(WHO, self.device)
-        gan_seed, cls_seed = self._seeds()
-        return _Context(
-            inputs, torch.tensor(np.asarray(inputs.features, dtype=np.float32), device=device),
-            torch.as_tensor(inputs.y, device=device),
-            torch.tensor(inputs.class_semantics, dtype=torch.float32, device=device),
-            gan_seed, cls_seed)
-
-    def fit_gan(self, ctx: _Context) -> Generator:
-        return self._fit_gan(ctx.x, ctx.y, ctx.att, ctx.inputs.seen_columns, ctx.gan_seed)
-
-    def fit_classifier(self, ctx: _Context, gan: Generator) -> nn.Linear:
-        device = ctx.x.device
-        gen = torch.Generator(device=device).manual_seed(ctx.classifier_seed)
-        unseen = torch.as_tensor(ctx.inputs.unseen_columns, device=device)
-        syn_x = self._synthesise(gan, ctx.att, unseen, self.syn_num, gen)
-        train_x = torch.cat((ctx.x, syn_x))
-        train_y = torch.cat((ctx.y, unseen.repeat_interleave(self.syn_num)))
-        del syn_x
-        return train_softmax(
-            train_x, train_y, len(ctx.inputs.classes), lr=self.classifier_lr, beta1=self.beta1,
-            epochs=self.classifier_epochs,
-            batch_size=self.classifier_batch_size or self.syn_num, gen=gen,
-            label="classifier epochs")
-
-    def end_fit(self, ctx: _Context, outputs: Any) -> None:
-        self.generator_ = outputs["gan"]
-        self.classifier_ = outputs["classifier"]
-        self.classes_ = ctx.inputs.classes
-        self.seen_mask_ = ctx.inputs.seen_mask
-        self.att_dim_ = int(ctx.att.shape[1])
-
-    def _fit_gan(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-                 seen_columns: np.ndarray, seed: int) -> Generator:
-        """Steps 1-2 of the module docstring; returns the trained generator (eval mode)."""
         device = x.device
         gen = torch.Generator(device=device).manual_seed(seed)
         n, dim = x.shape
         nz = self.nz if self.nz is not None else att.shape[1]
-        bs = self.batch_size
+        bs = min(self.batch_size, n)
         # Position of each image's class among the seen classes (the pre-trained classifier's
         # outputs), as the official ``util.map_label(..., data.seenclasses)``.
         seen_pos = torch.full((att.shape[0],), -1, dtype=torch.long, device=device)
-        seen_pos[torch.as_tensor(seen_columns, device=device)] = torch.arange(
-            len(seen_columns), device=device)
+        seen_pos[seen_columns] = torch.arange(len(seen_columns), device=device)
         y_seen = seen_pos[y]
 
         pre = None
@@ -395,9 +255,9 @@ class FCLSWGAN(StagedModel):
 
         netG = Generator(nz, att.shape[1], self.ngh, dim, device, gen)
         netD = Critic(dim, att.shape[1], self.ndh, device, gen)
-        optD = _adam(netD.parameters(), self.lr, self.beta1)
-        optG = _adam(netG.parameters(), self.lr, self.beta1)
-        g_steps = -(-n // bs)  # official: for i in range(0, ntrain, batch_size)
+        optD = adam(netD.parameters(), self.lr, self.beta1)
+        optG = adam(netG.parameters(), self.lr, self.beta1)
+        g_steps = -(-n // self.batch_size)  # official: for i in range(0, ntrain, batch_size)
         with steps("gan epochs", self.nepoch) as step:
             for _ in range(self.nepoch):
                 for _ in range(g_steps):
@@ -430,55 +290,26 @@ class FCLSWGAN(StagedModel):
                     optG.step()
                 step()
         netG.eval().requires_grad_(False)
-        return netG
+        self.netG_ = netG
+        return self
 
-    @staticmethod
-    def _synthesise(generator: Generator, att: torch.Tensor, columns: torch.Tensor, num: int,
-                    gen: torch.Generator) -> torch.Tensor:
-        """``num`` generated features per class of ``columns``, grouped by class (official
-        ``generate_syn_feature``, ``clswgan.py:122-141``, as one batched pass)."""
-        nz = generator.fc1.in_features - att.shape[1]
-        a = att[columns].repeat_interleave(num, dim=0)
-        out = torch.empty((len(a), generator.fc2.out_features), device=att.device)
-        with torch.no_grad():
-            for start in range(0, len(a), _BLOCK_ROWS):
-                block = a[start:start + _BLOCK_ROWS]
-                noise = torch.randn(len(block), nz, generator=gen, device=att.device)
-                out[start:start + len(block)] = generator(noise, block)
-        return out
-
-    # -- scores -------------------------------------------------------------------------------
-
-    def decision_function(self, features: np.ndarray) -> np.ndarray:
-        """Log-probabilities of the GZSL softmax (float64, one column per class of ``classes_``),
-        computed on ``device``; each row depends on its image only."""
-        if not hasattr(self, "classifier_"):
-            raise RuntimeError("FCLSWGAN.decision_function called before fit")
-        layer = self.classifier_
-        if features.ndim != 2 or features.shape[1] != layer.in_features:
-            raise DataError(f"{WHO}: features have shape {features.shape}, expected "
-                            f"(n, {layer.in_features})", hint="score features of the fitted kind")
-        out = np.empty((len(features), layer.out_features), dtype=np.float64)
-        device = layer.weight.device
-        with torch.no_grad():
-            for start in range(0, len(features), _BLOCK_ROWS):
-                block = torch.tensor(np.asarray(features[start:start + _BLOCK_ROWS],
-                                                dtype=np.float32), device=device)
-                logp = torch.log_softmax(layer(block), dim=1)
-                out[start:start + len(block)] = logp.double().cpu().numpy()
-        return out
+    def synthesise(self, att_rows: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        """``G(z, a)`` for each row (official ``generate_syn_feature``, ``clswgan.py:122-141``)."""
+        nz = self.netG_.fc1.in_features - att_rows.shape[1]
+        noise = torch.randn(len(att_rows), nz, generator=gen, device=att_rows.device)
+        return self.netG_(noise, att_rows)
 
 
 @hookimpl
-def zslbench_models() -> list[type[Model]]:
-    return [FCLSWGAN]
+def zslbench_generators() -> list[type[FeatureGenerator]]:
+    return [WGANGenerator]
 
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
     return [MethodSpec(
-        "f-clswgan", model="f-clswgan", preprocessor="minmax",
-        paper_name="f-CLSWGAN",
+        "f-clswgan", model="generative", components={"generator": "f-clswgan"},
+        preprocessor="minmax", paper_name="f-CLSWGAN",
         description="Conditional WGAN-GP feature generator + softmax on real seen and synthetic "
                     "unseen features (Xian et al. 2018)",
         citation="Y. Xian, T. Lorenz, B. Schiele, Z. Akata. Feature Generating Networks for "
@@ -486,4 +317,4 @@ def zslbench_methods() -> list[MethodSpec]:
                  "(github.com/myaghmaei/f-CLSWGAN@3ccae2e mirror), CUB GZSL script.")]
 
 
-__all__ = ["FCLSWGAN", "Generator", "Critic", "gradient_penalty", "train_softmax"]
+__all__ = ["Critic", "Generator", "WGANGenerator", "gradient_penalty"]

@@ -22,8 +22,8 @@ BUILTIN_METHODS = sorted(name for name, item in load_registry().items["method"].
 
 #: Shorter schedules for the slow generative methods: the check is about which device each tensor
 #: names, the same on every epoch, not about the numbers.
-SHORT = {"f-clswgan": ("model.nepoch=2", "model.pretrain_epochs=2", "model.ngh=64", "model.ndh=64"),
-         "cada-vae": ("model.epochs=3",)}
+SHORT = {"f-clswgan": ("generator.nepoch=2", "generator.pretrain_epochs=2", "generator.ngh=64", "generator.ndh=64"),
+         "cada-vae": ("generator.epochs=3",)}
 
 
 def test_every_builtin_method_is_checked() -> None:

@@ -39,11 +39,11 @@ SETTINGS: dict[str, list[str]] = {
     "bt-gp": ["embedder.episodes=40"],
     "bt-krr": ["embedder.episodes=40"],
     "t-gp": ["embedder.episodes=40"],
-    "f-clswgan": ["model.ngh=128", "model.ndh=128", "model.nepoch=2", "model.pretrain_epochs=2",
+    "f-clswgan": ["generator.ngh=128", "generator.ndh=128", "generator.nepoch=2", "generator.pretrain_epochs=2",
                   "model.syn_num=50", "model.classifier_epochs=3"],
-    "cada-vae": ["model.image_encoder_hidden=128", "model.image_decoder_hidden=128",
-                 "model.attribute_encoder_hidden=128", "model.attribute_decoder_hidden=128",
-                 "model.epochs=3", "model.classifier_epochs=3"],
+    "cada-vae": ["generator.image_encoder_hidden=128", "generator.image_decoder_hidden=128",
+                 "generator.attribute_encoder_hidden=128", "generator.attribute_decoder_hidden=128",
+                 "generator.epochs=3", "model.classifier_epochs=3"],
 }
 
 

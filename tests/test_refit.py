@@ -27,15 +27,15 @@ def test_every_builtin_method_is_checked_here():
 AMEND = {
     "sae": ["model.lam=1.0"],
     "ale": ["model.lr=0.1", "model.epochs=3"],
-    "cada-vae": ["model.latent_size=8", "model.image_encoder_hidden=48",
-                 "model.image_decoder_hidden=48", "model.attribute_encoder_hidden=24",
-                 "model.attribute_decoder_hidden=24", "model.epochs=8", "model.batch_size=24",
-                 "model.beta_end=7", "model.cross_reconstruction_start=2",
-                 "model.cross_reconstruction_end=6", "model.distance_start=0",
-                 "model.distance_end=2", "model.seen_samples=40", "model.unseen_samples=80",
+    "cada-vae": ["generator.latent_size=8", "generator.image_encoder_hidden=48",
+                 "generator.image_decoder_hidden=48", "generator.attribute_encoder_hidden=24",
+                 "generator.attribute_decoder_hidden=24", "generator.epochs=8", "generator.batch_size=24",
+                 "generator.beta_end=7", "generator.cross_reconstruction_start=2",
+                 "generator.cross_reconstruction_end=6", "generator.distance_start=0",
+                 "generator.distance_end=2", "model.seen_num=40", "model.syn_num=80",
                  "model.classifier_epochs=3"],
-    "f-clswgan": ["model.ngh=32", "model.ndh=32", "model.nepoch=5", "model.lr=0.01",
-                  "model.batch_size=16", "model.critic_iter=1", "model.pretrain_epochs=3",
+    "f-clswgan": ["generator.ngh=32", "generator.ndh=32", "generator.nepoch=5", "generator.lr=0.01",
+                  "generator.batch_size=16", "generator.critic_iter=1", "generator.pretrain_epochs=3",
                   "model.syn_num=20", "model.classifier_epochs=5"],
 }
 

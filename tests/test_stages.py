@@ -14,7 +14,8 @@ import torch
 from zslbench.model import Model
 from zslbench.stages import Stage, StagedModel, StageReadError
 from zslbench.testing import check_refit, toy_problem
-from zslbench_plugins.fclswgan import FCLSWGAN
+from zslbench_plugins.fclswgan import WGANGenerator
+from zslbench_plugins.generative import GenerativeModel
 
 TINY = dict(ngh=16, ndh=16, nepoch=2, batch_size=16, critic_iter=1, pretrain_epochs=1,
             syn_num=10, classifier_epochs=2, random_state=0)
@@ -116,6 +117,10 @@ def test_check_refit_finds_a_stale_cache_and_names_the_hyperparameter():
         check_refit(AllowlistCache())
 
 
+def FCLSWGAN(generator: type = WGANGenerator, **params) -> GenerativeModel:  # noqa: N802
+    return GenerativeModel.with_generator(generator, **params)
+
+
 def test_fclswgan_refits_its_gan_for_a_gan_hyperparameter_and_not_for_a_classifier_one():
     torch.set_num_threads(1)
     x, y, sem, cls, test = _arrays()
@@ -124,34 +129,45 @@ def test_fclswgan_refits_its_gan_for_a_gan_hyperparameter_and_not_for_a_classifi
     gan = m.generator_
     m.set_params(syn_num=12).fit(x, y, sem, cls)
     assert m.generator_ is gan  # a classifier candidate reuses the GAN
-    m.set_params(lambda1=3.0).fit(x, y, sem, cls)
+    m.set_search_params(**{"generator.lambda1": 3.0}).fit(x, y, sem, cls)
     assert m.generator_ is not gan
     fresh = FCLSWGAN(**{**TINY, "syn_num": 12, "lambda1": 3.0}).fit(x, y, sem, cls)
     assert np.array_equal(m.decision_function(test), fresh.decision_function(test))
 
 
-def test_a_new_gan_hyperparameter_cannot_reuse_a_stale_gan():
+def test_a_new_generator_hyperparameter_cannot_reuse_a_stale_generator():
     """The allowlist of the old ``_gan_cache`` had to be kept by hand: a subclass that adds a
-    GAN hyperparameter and forgets it there got a stale GAN. Now it must declare it, or the fit
-    stops; declared, a change refits the GAN."""
-    class Forgot(FCLSWGAN):
-        def __init__(self, critic_scale: float = 1.0, **kw):
-            super().__init__(**kw)
+    GAN hyperparameter and forgets it there got a stale GAN. Now the generator stage reads the
+    whole generator component (its every constructor parameter), so a new one needs no
+    declaration: changing it refits the generator."""
+    class Scaled(WGANGenerator):
+        # explicit parameters, as the component contract asks (clone rebuilds from them)
+        def __init__(self, critic_scale: float = 1.0, ngh: int = 16, ndh: int = 16,
+                     nepoch: int = 2, batch_size: int = 16, critic_iter: int = 1,
+                     pretrain_epochs: int = 1):
+            super().__init__(ngh=ngh, ndh=ndh, nepoch=nepoch, batch_size=batch_size,
+                             critic_iter=critic_iter, pretrain_epochs=pretrain_epochs)
             self.critic_scale = critic_scale
 
-        def _fit_gan(self, *args):
-            return super()._fit_gan(*args) if self.critic_scale else None
-
-    x, y, sem, cls, _ = _arrays()
-    with pytest.raises(StageReadError, match="'critic_scale'"):
-        Forgot(**TINY).fit(x, y, sem, cls)
-
-    class Declared(Forgot):
-        stages = (Stage("gan", reads=(*FCLSWGAN.stages[0].reads, "critic_scale")),
-                  FCLSWGAN.stages[1])
-
-    m = Declared(**TINY)
+    x, y, sem, cls, test = _arrays()
+    m = FCLSWGAN(Scaled, **TINY)
     m.fit(x, y, sem, cls)
     gan = m.generator_
-    m.set_params(critic_scale=2.0).fit(x, y, sem, cls)
+    m.set_params(syn_num=11).fit(x, y, sem, cls)
+    assert m.generator_ is gan
+    m.set_search_params(**{"generator.critic_scale": 2.0}).fit(x, y, sem, cls)
     assert m.generator_ is not gan
+
+
+def test_a_classifier_stage_cannot_read_the_generator_hyperparameters():
+    """The classifier stage declares the classifier's settings only: reading ``generator``
+    inside it stops the fit, naming it."""
+    class Peeking(GenerativeModel):
+        def fit_classifier(self, ctx, generator):
+            _ = self.generator
+            return super().fit_classifier(ctx, generator)
+
+    x, y, sem, cls, _ = _arrays()
+    gen_params = {k: v for k, v in TINY.items() if k in WGANGenerator._param_names()}
+    with pytest.raises(StageReadError, match="'generator'"):
+        Peeking(WGANGenerator(**gen_params), syn_num=10).fit(x, y, sem, cls)

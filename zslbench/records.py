@@ -70,6 +70,10 @@ class Record:
     #: What the run's key covers, per component (:mod:`zslbench.identity`); empty in records made
     #: before it was stored, which then digest as they did (the field is left out of ``body``).
     identity: dict[str, Any] = field(default_factory=dict)
+    #: What the official code's selection on test would have reported
+    #: (``zslbench.protocol.selection_audit``); None for a method that has no such rule, and then
+    #: left out of ``body``, so that records made before the field existed keep their digest.
+    selection_audit: dict[str, Any] | None = None
     schema: int = SCHEMA_VERSION
     digest: str = ""
 
@@ -79,6 +83,8 @@ class Record:
         out.pop("digest")
         if not out["identity"]:
             out.pop("identity")
+        if out["selection_audit"] is None:
+            out.pop("selection_audit")
         return out
 
     def compute_digest(self) -> str:
@@ -175,6 +181,31 @@ def _check_types(raw: dict[str, Any]) -> None:
         raise RecordError("config.sweep is not an object of component.param keys")
     if not isinstance(raw["config"].get("config_file", ""), str):
         raise RecordError("config.config_file is not a string")
+    _check_audit(raw.get("selection_audit"), metrics)
+
+
+def _check_audit(audit: Any, metrics: dict[str, Any]) -> None:
+    """``selection_audit``: absent, or a rule, finite H values in [0, 100], an epoch within
+    ``H_by_epoch`` whose entry is the test-selected H, and ``clean_H`` equal to the record's H."""
+    if audit is None:
+        return
+    if not isinstance(audit, dict) or set(audit) != {"rule", "clean_H", "test_selected_H",
+                                                     "test_selected_epoch", "H_by_epoch"}:
+        raise RecordError("selection_audit is not an object of rule, clean_H, test_selected_H, "
+                          "test_selected_epoch and H_by_epoch")
+    if not isinstance(audit["rule"], str) or not audit["rule"]:
+        raise RecordError("selection_audit.rule is not a non-empty string")
+    hs = audit["H_by_epoch"]
+    if (not isinstance(hs, list) or not hs
+            or not all(_finite(h) and 0.0 <= h <= 100.0 for h in hs)):
+        raise RecordError("selection_audit.H_by_epoch is not a list of H values in [0, 100]")
+    epoch = audit["test_selected_epoch"]
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= len(hs):
+        raise RecordError("selection_audit.test_selected_epoch is not an epoch of H_by_epoch")
+    if audit["test_selected_H"] != hs[epoch - 1] or audit["test_selected_H"] != max(hs):
+        raise RecordError("selection_audit.test_selected_H is not the best of H_by_epoch")
+    if audit["clean_H"] != metrics.get("H"):
+        raise RecordError("selection_audit.clean_H differs from the record's H")
 
 
 # -- files --------------------------------------------------------------------------------------

@@ -659,6 +659,7 @@ def make_record(plan: RunPlan, res: RunResult, verdict: Any, data_info: dict[str
         load=_jsonable(res.load), curve=_jsonable(ev.get("curve")),
         operating_point=_jsonable(ev.get("operating_point")),
         per_class=_jsonable(ev.get("per_class")), search=_jsonable(result.search),
+        selection_audit=_jsonable(result.selection_audit),
         validation=_jsonable(result.validation), config=_jsonable(plan.config),
         split=_jsonable(verdict.as_record()), data=_jsonable(data_info),
         device=_jsonable(res.device), environment=_jsonable(res.environment),

@@ -27,7 +27,8 @@ def make_record(dataset: str = "synth-apy", method: str = "bt-gp", repetition: i
                 version: str = "0.1.0", commit: str = "0123456789abcdef0123456789abcdef01234567",
                 per_class_acc: list[float] | None = None, frequencies: list[float] | None = None,
                 class_names: list[str] | None = None, with_curve: bool = True,
-                data_fp: str = "datafp", config_id: str | None = None) -> Record:
+                data_fp: str = "datafp", config_id: str | None = None,
+                selection_audit: dict[str, Any] | None = None) -> Record:
     """A complete record. Unspecified metrics derive from fixed defaults; ``oversubscribed=None``
     gives a record without a ``load`` report (load unknown)."""
     seed = seed if seed is not None else 1000 + repetition
@@ -73,7 +74,7 @@ def make_record(dataset: str = "synth-apy", method: str = "bt-gp", repetition: i
         device={"type": device_type, "name": device_name, "threads": 2},
         environment={"python": "3.11.0", "platform": "test", "packages": {"zslbench": version}},
         git={"commit": commit, "dirty": False}, zslbench_version=version,
-        started_at=finished_at, finished_at=finished_at)
+        started_at=finished_at, finished_at=finished_at, selection_audit=selection_audit)
 
 
 def write_records(results_dir: Path, records: list[Record]) -> list[Path]:

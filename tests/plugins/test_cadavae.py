@@ -16,8 +16,8 @@ from tests.cli_helpers import run_cli
 from zslbench.errors import ConfigError
 from zslbench.testing import check_model, toy_problem
 from zslbench_plugins.cadavae import (
-    CadaVAE,
     Decoder,
+    VAEGenerator,
     cross_reconstruction_loss,
     gaussian_kl,
     sample_latent,
@@ -25,13 +25,19 @@ from zslbench_plugins.cadavae import (
     warmup_factor,
     wasserstein_distance,
 )
+from zslbench_plugins.generative import GenerativeModel
 from zslbench_plugins.preprocessors import MinMaxScale
+
+
+def CadaVAE(**params) -> GenerativeModel:  # noqa: N802 - reads as the model it builds
+    """CADA-VAE as the method builds it: the shared model with the aligned VAEs."""
+    return GenerativeModel.with_generator(VAEGenerator, **params)
 
 #: Small networks and a compressed schedule (warm-ups scaled to 8 epochs) for fast fits.
 TINY = dict(latent_size=8, image_encoder_hidden=48, image_decoder_hidden=48,
             attribute_encoder_hidden=24, attribute_decoder_hidden=24, epochs=8, batch_size=24,
             beta_end=7, cross_reconstruction_start=2, cross_reconstruction_end=6,
-            distance_start=0, distance_end=2, seen_samples=40, unseen_samples=80,
+            distance_start=0, distance_end=2, seen_num=40, syn_num=80,
             classifier_epochs=3)
 
 
@@ -157,7 +163,7 @@ def test_same_seed_same_scores_other_seed_other_scores_and_vae_reuse_is_exact() 
     x, y = p["features"][tr], p["labels"][tr]
     args = (x, y, p["attributes"], p["classes"])
 
-    def scores(m: CadaVAE) -> np.ndarray:
+    def scores(m: GenerativeModel) -> np.ndarray:
         return m.fit(*args).decision_function(p["features"][te])
 
     a = scores(CadaVAE(**TINY, random_state=3))
@@ -166,14 +172,14 @@ def test_same_seed_same_scores_other_seed_other_scores_and_vae_reuse_is_exact() 
     # A classifier-only change on the same arrays reuses the fitted VAE: same numbers as a refit.
     walker = CadaVAE(**TINY, random_state=3)
     walker.fit(*args)
-    vae = walker.image_encoder_
+    vae = walker.generator_
     walker.set_params(classifier_epochs=5).fit(*args)
-    assert walker.image_encoder_ is vae
+    assert walker.generator_ is vae
     fresh = CadaVAE(**{**TINY, "classifier_epochs": 5}, random_state=3)
     np.testing.assert_array_equal(walker.decision_function(p["features"][te]), scores(fresh))
     # A VAE change refits it.
-    walker.set_params(lr=0.001).fit(*args)
-    assert walker.image_encoder_ is not vae
+    walker.set_search_params(**{"generator.lr": 0.001}).fit(*args)
+    assert walker.generator_ is not vae
 
 
 def test_classifier_samples_per_class_follow_the_official_counts() -> None:
@@ -181,23 +187,20 @@ def test_classifier_samples_per_class_follow_the_official_counts() -> None:
     tr = p["train"]
     m = CadaVAE(**TINY, random_state=0).fit(p["features"][tr], p["labels"][tr], p["attributes"],
                                             p["classes"])
-    from zslbench_plugins.cadavae import _FittedVAE  # the fitted VAE, rebuilt for inspection
-
-    vae = _FittedVAE(m.image_encoder_, m.attribute_encoder_, None, None, np.zeros(0))
-    x = torch.as_tensor(p["features"][tr])
-    y = np.searchsorted(p["classes"], p["labels"][tr])
-    z, t = m._latent_samples(x, y, torch.as_tensor(p["attributes"]), m.seen_mask_, vae,
-                             torch.Generator().manual_seed(0), torch.device("cpu"))
+    inputs = m.check_fit_inputs(p["features"][tr], p["labels"][tr], p["attributes"],
+                                p["classes"])
+    ctx = m.begin_fit(inputs)
+    z, t = m._training_set(ctx, m.generator_, ctx.settings, torch.Generator().manual_seed(0))
     counts = np.bincount(t.numpy(), minlength=len(p["classes"]))
-    assert (counts[m.seen_mask_] == TINY["seen_samples"]).all()
-    assert (counts[~m.seen_mask_] == TINY["unseen_samples"]).all()
+    assert (counts[m.seen_mask_] == TINY["seen_num"]).all()
+    assert (counts[~m.seen_mask_] == TINY["syn_num"]).all()
     assert z.shape == (counts.sum(), TINY["latent_size"])
 
 
 @pytest.mark.parametrize("param,value", [
     ("latent_size", 0), ("epochs", 2.5), ("batch_size", True), ("lr", 0.0), ("lr", float("nan")),
     ("beta_factor", -1.0), ("cross_reconstruction_end", 21), ("distance_start", -1),
-    ("seen_samples", 0), ("classifier_epochs", "23"), ("classifier_lr", -0.1),
+    ("seen_num", 0), ("classifier_epochs", "23"), ("classifier_lr", -0.1),
     ("noise", "gaussian"), ("random_state", -1), ("device", "tpu"),
 ])
 def test_check_params_refuses_bad_values(param: str, value: object) -> None:
@@ -232,8 +235,10 @@ def test_cli_run_on_toy_exits_zero(tmp_path) -> None:
     # The search over classifier_epochs runs (the default space); the rest is tiny and short.
     cli = {**TINY, "epochs": 4, "batch_size": 64, "beta_end": 3, "cross_reconstruction_start": 1,
            "cross_reconstruction_end": 3, "distance_start": 0, "distance_end": 1,
-           "seen_samples": 20, "unseen_samples": 40}
-    sets = [f"model.{k}={v}" for k, v in cli.items() if k != "classifier_epochs"]
+           "seen_num": 20, "syn_num": 40}
+    own = set(VAEGenerator._param_names())
+    sets = [f"{'generator' if k in own else 'model'}.{k}={v}" for k, v in cli.items()
+            if k != "classifier_epochs"]
     args = ["run", "--method", "cada-vae", "--dataset", "toy", "--results-dir", str(tmp_path)]
     for s in sets:
         args += ["--set", s]
@@ -242,6 +247,6 @@ def test_cli_run_on_toy_exits_zero(tmp_path) -> None:
     (record,) = tmp_path.glob("*.json")
     rec = json.loads(record.read_text())
     assert rec["method"] == "cada-vae"
-    assert {"vae", "classifier"} <= set(rec["timings"])
+    assert {"generator", "classifier"} <= set(rec["timings"])
     assert rec["search"]["chosen"]["classifier_epochs"] in (21, 23, 29, 33)
     assert set(rec["metrics"]) == {"A_T", "A_U", "A_S", "H", "AUSUC", "AUSUC_per_image"}
