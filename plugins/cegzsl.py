@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 from zslbench import hyperparams as hp
 from zslbench.errors import ConfigError
@@ -70,15 +71,40 @@ def supcon_loss(z: torch.Tensor, labels: torch.Tensor, temperature: float) -> to
     return -(mean_pos * (1 - single)).sum() / (n - single.sum())
 
 
+#: Rows of ``h`` per block in :func:`class_level_loss`: bounds the (rows x classes x nhF)
+#: activations of one block to ~256 MB at 150 classes and nhF 2048.
+_PAIR_ROWS = 128
+
+
 def class_level_loss(h: torch.Tensor, labels: torch.Tensor, att_seen: torch.Tensor,
-                     comparator: nn.Module, temperature: float) -> torch.Tensor:
-    """The class-level loss (``CE_GZSL.py:189-201``): cross-entropy of the softmax over seen
-    classes ``c`` of ``F_ha([h; a_c]) / temperature``."""
-    n, c = h.shape[0], att_seen.shape[0]
-    pairs = torch.cat((h.unsqueeze(1).expand(n, c, h.shape[1]),
-                       att_seen.unsqueeze(0).expand(n, c, att_seen.shape[1])), 2)
-    scores = comparator(pairs.reshape(n * c, -1)).reshape(n, c) / temperature
-    return F.cross_entropy(scores, labels)
+                     comparator: Comparator, temperature: float) -> torch.Tensor:
+    """The class-level loss (``CE_GZSL.py:174-201``): cross-entropy of the softmax over seen
+    classes ``c`` of ``F_ha([h; a_c]) / temperature``.
+
+    The official code runs ``F_ha`` on every (image, class) pair, ``n c (d_h + d_a) nhF`` multiply-
+    adds for the first layer. That layer is linear, so here it is split: ``W [h; a] + b = W_h h +
+    (W_a a + b)``, one product per image and one per class, added pairwise (``n d_h nhF + c d_a
+    nhF``; ~100x fewer FLOPs on CUB). The pairwise part runs in blocks of rows under activation
+    checkpointing, so that memory stays bounded for SUN's 645 classes. Same function, same
+    gradient (``tests/plugins/test_cegzsl.py`` compares with the official loop)."""
+    w = comparator.fc1.weight
+    d = h.shape[1]
+    per_image = h @ w[:, :d].T  # (n, nhF)
+    per_class = att_seen @ w[:, d:].T + comparator.fc1.bias  # (c, nhF)
+    w2, b2 = comparator.fc2.weight[0], comparator.fc2.bias
+
+    def block_scores(a: torch.Tensor, c: torch.Tensor, w2: torch.Tensor,
+                     b2: torch.Tensor) -> torch.Tensor:
+        return F.leaky_relu(a[:, None, :] + c[None, :, :], SLOPE) @ w2 + b2
+
+    blocks = []
+    for s in range(0, len(h), _PAIR_ROWS):
+        a = per_image[s:s + _PAIR_ROWS]
+        if torch.is_grad_enabled() and (a.requires_grad or per_class.requires_grad):
+            blocks.append(checkpoint(block_scores, a, per_class, w2, b2, use_reentrant=False))
+        else:
+            blocks.append(block_scores(a, per_class, w2, b2))
+    return F.cross_entropy(torch.cat(blocks) / temperature, labels)
 
 
 class EmbeddingNet(nn.Module):

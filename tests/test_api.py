@@ -66,6 +66,27 @@ def test_a_config_file_and_keywords_combine_as_on_the_command_line(tmp_path):
     assert records[0].config["config_file"] == conf.as_posix()
 
 
+def test_a_reduced_schedule_config_marks_every_record_and_the_board(tmp_path):
+    """``schedule = "reduced"`` (configs/generative-reduced.toml) reaches each record's config,
+    and the leaderboard badges the row as reduced."""
+    from zslbench.records import read_record
+    from zslbench.results import run_row
+
+    conf = tmp_path / "reduced.toml"
+    conf.write_text('methods = ["krr"]\ndatasets = ["toy"]\nschedule = "reduced"\n'
+                    '[set]\n"krr.alpha" = 10.0\n"krr.width" = 1.0\n')
+    (record,) = zslbench.run(config=conf, results_dir=tmp_path / "res")
+    assert record.config["schedule"] == "reduced"
+    (path,) = (tmp_path / "res").glob("*.json")
+    assert run_row(path, read_record(path), tmp_path)["schedule"] == "reduced"
+    full = zslbench.run(methods="krr", datasets="toy", results_dir=tmp_path / "full",
+                        sets={"krr.alpha": 10.0, "krr.width": 1.0})
+    assert "schedule" not in full[0].config
+    conf.write_text('methods = ["krr"]\ndatasets = ["toy"]\nschedule = "short"\n')
+    with pytest.raises(ConfigError, match="schedule = 'short' is not a schedule"):
+        zslbench.run(config=conf, results_dir=tmp_path / "bad")
+
+
 def test_grid_mistakes_raise_before_anything_runs(tmp_path):
     with pytest.raises(ConfigError, match="at least 1"):
         zslbench.run(methods="krr", datasets="toy", seeds=0, results_dir=tmp_path / "res")

@@ -150,7 +150,8 @@ def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = No
         overrides=parsed, sweeps=sweep_values, force=force,
         allow_nonstandard=bool(_pick(allow_nonstandard_split, conf, "allow_nonstandard_split",
                                      False)),
-        config_file=Path(config).as_posix() if config is not None else None)
+        config_file=Path(config).as_posix() if config is not None else None,
+        schedule=conf.get("schedule"))
     return request, executor
 
 

@@ -15,7 +15,8 @@ except ``methods`` and ``datasets`` (in the file or on the command line)::
     "embedder.margin" = [0.25, 0.5, 1, 2, 3, 4, 5, 6, 7, 8]
 
 Keys: methods, datasets (string or list), seeds, base_seed, device, results_dir, data_dir,
-executor, allow_nonstandard_split, description (free text), [set], [sweep]. An unknown key is
+executor, allow_nonstandard_split, description (free text), schedule ("full" or "reduced"),
+[set], [sweep]. An unknown key is
 refused with one line naming the file and the key (a typo must not silently run another grid).
 """
 
@@ -39,7 +40,12 @@ KEYS = {
     "methods": (str, list), "datasets": (str, list), "seeds": (int,), "base_seed": (int,),
     "device": (str,), "results_dir": (str,), "data_dir": (str,), "executor": (str,),
     "allow_nonstandard_split": (bool,), "description": (str,), "set": (dict,), "sweep": (dict,),
+    "schedule": (str,),
 }
+#: ``schedule = "reduced"`` marks every record of the grid as a reduced schedule (fewer epochs
+#: than the paper, because the CPU requires it): the leaderboard badges such rows and ranks them
+#: only where no full-schedule row competes.
+SCHEDULES = ("full", "reduced")
 
 
 def load_config(path: Path) -> dict[str, Any]:
@@ -81,6 +87,9 @@ def load_config(path: Path) -> dict[str, Any]:
     if "executor" in raw and raw["executor"] not in EXECUTORS:
         raise ConfigError(f"--config {path}: executor = {raw['executor']!r} is not an executor",
                           hint=f"valid: {', '.join(EXECUTORS)}")
+    if "schedule" in raw and raw["schedule"] not in SCHEDULES:
+        raise ConfigError(f"--config {path}: schedule = {raw['schedule']!r} is not a schedule",
+                          hint=f"valid: {', '.join(SCHEDULES)}")
     for key, values in raw.get("sweep", {}).items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"--config {path}: sweep {key!r} must be a non-empty list of values",

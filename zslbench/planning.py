@@ -134,7 +134,8 @@ class PlannedRun:
 def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset: str,
                  data_fingerprint: str, results_dir: Path, seeds: int, base_seed: int,
                  device: str, device_name: str, force: bool, index: RecordIndex,
-                 config_file: str | None = None) -> list[PlannedRun]:
+                 config_file: str | None = None, schedule: str | None = None
+                 ) -> list[PlannedRun]:
     """Plan every (configuration, repetition) of one dataset.
 
     ``configs`` are ``(PreparedMethod, sweep combination, Overrides)`` from
@@ -151,6 +152,8 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
             config["sweep"] = _jsonable(combo)
         if config_file:
             config["config_file"] = config_file
+        if schedule == "reduced":
+            config["schedule"] = "reduced"
         config_id = prep.config_id()
         components = {}
         for role, cls in prep.classes.items():
@@ -245,7 +248,7 @@ def plan_grid(request: Any, registry: Any, load: Callable[[str], tuple[ZSLData, 
                             results_dir=request.results_dir, seeds=request.seeds,
                             base_seed=request.base_seed, device=request.device,
                             device_name=device_name, force=request.force, index=index,
-                            config_file=request.config_file)
+                            config_file=request.config_file, schedule=request.schedule)
     return out
 
 

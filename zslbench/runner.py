@@ -368,6 +368,8 @@ class GridRequest:
     allow_nonstandard: bool = False
     #: The TOML config file the request came from, recorded in every record.
     config_file: str | None = None
+    #: "reduced" (a config's ``schedule``): recorded in every record's ``config.schedule``.
+    schedule: str | None = None
 
 
 def check_results_dir(path: Path) -> None:
@@ -590,7 +592,8 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
                                    results_dir=request.results_dir, seeds=request.seeds,
                                    base_seed=request.base_seed, device=request.device,
                                    device_name=device_name, force=request.force, index=index,
-                                   config_file=request.config_file)
+                                   config_file=request.config_file,
+                                   schedule=request.schedule)
             if any(run.status == "run" for run in planned):
                 emit("info", {"message": f"{dataset}: " + dry_run_lines(planned, device_name)[-1]})
             for run in planned:

@@ -48,21 +48,26 @@ def test_supcon_matches_the_official_in_value_and_gradient():
     torch.testing.assert_close(torch.autograd.grad(ours, z)[0], torch.autograd.grad(ref, z)[0])
 
 
-def test_class_level_loss_matches_the_official_per_instance_loop():
+@pytest.mark.parametrize("n", [5, 300])  # 300 rows: several blocks of the split computation
+def test_class_level_loss_matches_the_official_per_instance_loop(n):
     g = _g(1)
     comp = Comparator(6 + 3, 8, torch.device("cpu"), g).double()
-    h = torch.randn(5, 6, generator=g, dtype=torch.float64)
+    h = torch.randn(n, 6, generator=g, dtype=torch.float64, requires_grad=True)
     att = torch.randn(4, 3, generator=g, dtype=torch.float64)
-    labels = torch.tensor([0, 3, 1, 1, 2])
+    labels = torch.randint(4, (n,), generator=g)
     rows = []
-    for i in range(5):  # CE_GZSL.py:174-186
+    for i in range(n):  # CE_GZSL.py:174-186
         rows.append(comp(torch.cat((h[i].repeat(4, 1), att), 1)).squeeze() / 0.1)
     scores = torch.stack(rows)
     norm = scores - scores.max(1, keepdim=True)[0].detach()
     log_scores = norm - torch.log(torch.exp(norm).sum(1, keepdim=True))
     mask = F.one_hot(labels, 4).double()
     ref = -((mask * log_scores).sum(1) / mask.sum(1)).mean()
-    torch.testing.assert_close(class_level_loss(h, labels, att, comp, 0.1), ref)
+    ours = class_level_loss(h, labels, att, comp, 0.1)
+    torch.testing.assert_close(ours, ref)
+    wrt = [h, *comp.parameters()]
+    for a, b in zip(torch.autograd.grad(ours, wrt), torch.autograd.grad(ref, wrt), strict=True):
+        torch.testing.assert_close(a, b)
 
 
 def test_check_model():
