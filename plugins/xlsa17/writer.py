@@ -39,7 +39,12 @@ def save_xlsa17(data: ZSLData, folder: str | Path, *, dtype: type = np.float32) 
     res = {"features": features.T, "labels": labels1.reshape(-1, 1).astype(np.float64)}
 
     def loc(idx: np.ndarray) -> np.ndarray:
-        return (np.sort(np.asarray(idx, dtype=np.int64)) + 1).reshape(-1, 1).astype(np.float64)
+        # integers, as in the released files (uint16 there): the official codes index with
+        # ``loc.squeeze() - 1`` directly, which a float array cannot do
+        one_based = np.sort(np.asarray(idx, dtype=np.int64)) + 1
+        kind = np.uint16 if one_based.size == 0 or one_based.max() <= np.iinfo(np.uint16).max \
+            else np.uint32
+        return one_based.reshape(-1, 1).astype(kind)
 
     att = {"att": np.asarray(data.attributes, dtype=np.float64).T,
            "trainval_loc": loc(data.trainval_idx), "test_seen_loc": loc(data.test_seen_idx),

@@ -34,3 +34,17 @@ def test_toy_in_the_xlsa17_layout_reads_back_as_the_same_dataset(toy, tmp_path: 
             == check_dataset(toy, "synthetic").fingerprint
             == check_dataset(npz.load_npz(npz.save_dataset(toy, tmp_path / "toy.npz")),
                              "custom").fingerprint)
+
+
+def test_locations_are_integers_as_in_the_released_files(toy, tmp_path: Path) -> None:
+    """The official peer codes index with ``mat["trainval_loc"].squeeze() - 1`` (TF-VAEGAN's
+    ``image_util.py:33-38``, FREE and CE-GZSL alike): the released files store uint16, and a
+    float location array makes that indexing fail."""
+    import scipy.io
+
+    _, att = save_xlsa17(toy, tmp_path / "TOY")
+    m = scipy.io.loadmat(att)
+    features = np.zeros((len(toy.labels), 1))
+    for key in ("trainval_loc", "test_seen_loc", "test_unseen_loc", "train_loc", "val_loc"):
+        assert m[key].dtype == np.uint16
+        assert len(features[m[key].squeeze() - 1]) == m[key].size
