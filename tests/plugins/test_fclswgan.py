@@ -212,3 +212,12 @@ def test_cli_run_on_toy(tmp_path):
     # only classifier_epochs is left to search (the rest was fixed with --set)
     assert [t["params"] for t in rec["search"]["tried"]] == [{"classifier_epochs": 10},
                                                             {"classifier_epochs": 25}]
+
+
+def test_a_batch_larger_than_the_training_set_is_the_whole_set():
+    """``batch_size`` above the number of training images used to crash (noise drawn for the
+    batch size, images for the whole set); now a batch is at most the whole set."""
+    p = toy_problem(0)
+    n = len(p["train"])
+    m = _fit(FCLSWGAN(random_state=0, **{**TINY, "batch_size": 4 * n}), p)
+    assert np.isfinite(m.decision_function(p["features"][p["test"]])).all()
