@@ -46,11 +46,11 @@ import numpy as np
 import torch
 
 from zslbench import hyperparams as hp
-from zslbench.components import Embedder
 from zslbench.errors import DataError
 from zslbench.hookspecs import hookimpl
 from zslbench.progress import steps
 from zslbench_plugins.losses import REDUCTIONS, balanced_triplet_loss, triplet_loss
+from zslbench_plugins.prototype_kinds import Embedder
 
 #: Map the whole training set in every episode (one GEMM over all n images, then pick the batch's
 #: rows of the result) instead of gathering the batch first, when a batch is expected to touch at

@@ -54,7 +54,6 @@ import numpy as np
 import torch
 
 from zslbench import hyperparams as hp
-from zslbench.components import Regressor
 from zslbench.hookspecs import hookimpl
 from zslbench_plugins.gp_fit import (
     NOISE_FLOOR,
@@ -62,6 +61,7 @@ from zslbench_plugins.gp_fit import (
     log_marginal_likelihood,
     worker_map,
 )
+from zslbench_plugins.prototype_kinds import Regressor
 from zslbench_plugins.regressor_inputs import (
     check_fit_inputs,
     check_predict_inputs,

@@ -24,8 +24,8 @@ import scipy.linalg
 
 from zslbench import hyperparams as hp
 from zslbench.classifier import squared_distances
-from zslbench.components import Regressor
 from zslbench.hookspecs import hookimpl
+from zslbench_plugins.prototype_kinds import Regressor
 from zslbench_plugins.regressor_inputs import (
     check_fit_inputs,
     check_predict_inputs,

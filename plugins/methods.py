@@ -18,15 +18,15 @@ from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 
 METHODS = [
-    MethodSpec("bt-gp", embedder="bt", regressor="gp", paper_name="L_BT + GP (ours)",
+    MethodSpec("bt-gp", model="prototype", components={"embedder": "bt", "regressor": "gp"}, paper_name="L_BT + GP (ours)",
                description="Class-balanced triplet embedding + per-dimension GP prototypes (Ye et al. 2022)"),
-    MethodSpec("t-gp", embedder="t", regressor="gp", paper_name="L_T + GP",
+    MethodSpec("t-gp", model="prototype", components={"embedder": "t", "regressor": "gp"}, paper_name="L_T + GP",
                description="Plain triplet embedding + per-dimension GP prototypes (ablation)"),
-    MethodSpec("gp", embedder="identity", regressor="gp", paper_name="GP",
+    MethodSpec("gp", model="prototype", components={"embedder": "identity", "regressor": "gp"}, paper_name="GP",
                description="GP prototypes on the raw feature space (ablation)"),
-    MethodSpec("krr", embedder="identity", regressor="krr", paper_name="KRR",
+    MethodSpec("krr", model="prototype", components={"embedder": "identity", "regressor": "krr"}, paper_name="KRR",
                description="Kernel ridge regression prototypes on the raw feature space (ablation)"),
-    MethodSpec("bt-krr", embedder="bt", regressor="krr", paper_name="L_BT + KRR",
+    MethodSpec("bt-krr", model="prototype", components={"embedder": "bt", "regressor": "krr"}, paper_name="L_BT + KRR",
                description="Class-balanced triplet embedding + kernel ridge regression (ablation)"),
 ]
 

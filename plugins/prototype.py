@@ -17,16 +17,16 @@ to every image before any model sees it, so that every method can swap it with `
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from zslbench.classifier import scores
-from zslbench.components import Embedder, Regressor
 from zslbench.errors import blame
 from zslbench.hookspecs import hookimpl
-from zslbench.model import Model
-from zslbench.progress import stage
+from zslbench.model import FitInputs, Model
+from zslbench.stages import Stage, StagedModel
+from zslbench_plugins.prototype_kinds import Embedder, Regressor
 
 
 def class_means(latent: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -37,7 +37,7 @@ def class_means(latent: np.ndarray, labels: np.ndarray, classes: np.ndarray) -> 
     return out
 
 
-class PrototypeModel(Model):
+class PrototypeModel(StagedModel):
     """Embedder + prototype regressor + nearest-prototype scores (the paper's method family).
 
     Parameters: ``embedder`` and ``regressor``, registered components (``bt``/``t``/``identity``,
@@ -47,9 +47,11 @@ class PrototypeModel(Model):
     Fitted state: ``embedder_`` and ``regressor_`` (fitted clones), ``prototypes_`` (c, k) float64
     in the order of ``classes_``, ``seen_mask_``.
 
+    Two stages (:mod:`zslbench.stages`): ``embedder_fit`` (fit the embedder, embed the training
+    images, average each seen class) reads the embedder; ``regressor_fit`` reads the regressor.
     When a search refits with only the regressor's hyperparameters changed, on the very same
-    training arrays, the fitted embedder and the seen prototypes are reused (as scikit-learn's
-    ``Pipeline(memory=...)`` reuses fitted transformers): the numbers are those of a full refit.
+    training arrays, the harness reuses the first stage: the numbers are those of a full refit
+    (``check_model`` checks it).
     """
 
     name = "prototype"
@@ -57,41 +59,43 @@ class PrototypeModel(Model):
     #: The only search space among the paper's components is KRR's two ordered grids, where
     #: successive refinement finds the grid optimum in ~70 fits instead of 221.
     search_strategy: ClassVar[str] = "refine"
+    stages: ClassVar[tuple[Stage, ...]] = (
+        Stage("embedder_fit", reads=("embedder",)),
+        Stage("regressor_fit", reads=("regressor",), after=("embedder_fit",)),
+    )
 
     def __init__(self, embedder: Embedder, regressor: Regressor) -> None:
         self.embedder = embedder
         self.regressor = regressor
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> PrototypeModel:
-        inp = self.check_fit_inputs(features, labels, class_semantics, classes, who="prototype")
-        seen_cols, unseen_cols = inp.seen_columns, inp.unseen_columns
-        seen_classes = inp.classes[seen_cols]
-        upstream = (repr(self.embedder.get_params()), seen_classes.tobytes())
-        cached = getattr(self, "_upstream", None)
-        if (cached is not None and cached[0] is features and cached[1] is labels
-                and cached[2] == upstream):
-            embedder, p_seen = cached[3], cached[4]
-        else:
-            with stage("embedder_fit"), blame(f"embedder {self.embedder.name!r}", "fit"):
-                embedder = self.embedder.clone().fit(features, labels)
-            with stage("regressor_fit"), blame(f"embedder {self.embedder.name!r}", "transform"):
-                z = embedder.transform(features)
-                p_seen = class_means(z, labels, seen_classes)
-            self._upstream = (features, labels, upstream, embedder, p_seen)
-        with stage("regressor_fit"), blame(f"regressor {self.regressor.name!r}", "fit"):
-            regressor = self.regressor.clone().fit(inp.class_semantics[seen_cols], p_seen)
-            protos = np.empty((len(inp.classes), p_seen.shape[1]), dtype=np.float64)
+    def fit_embedder_fit(self, inputs: FitInputs) -> tuple[Embedder, np.ndarray]:
+        """The fitted embedder and the seen classes' prototypes (mean embedding of their images)."""
+        with blame(f"embedder {self.embedder.name!r}", "fit"):
+            embedder = self.embedder.clone().fit(inputs.features, inputs.labels)
+        with blame(f"embedder {self.embedder.name!r}", "transform"):
+            z = embedder.transform(inputs.features)
+            p_seen = class_means(z, inputs.labels, inputs.classes[inputs.seen_columns])
+        return embedder, p_seen
+
+    def fit_regressor_fit(self, inputs: FitInputs, embedder_fit: tuple[Embedder, np.ndarray]
+                          ) -> tuple[Regressor, np.ndarray]:
+        """The fitted regressor and every class's prototype (unseen ones predicted)."""
+        _, p_seen = embedder_fit
+        seen_cols, unseen_cols = inputs.seen_columns, inputs.unseen_columns
+        with blame(f"regressor {self.regressor.name!r}", "fit"):
+            regressor = self.regressor.clone().fit(inputs.class_semantics[seen_cols], p_seen)
+            protos = np.empty((len(inputs.classes), p_seen.shape[1]), dtype=np.float64)
             protos[seen_cols] = p_seen
             if len(unseen_cols):
                 protos[unseen_cols] = np.asarray(
-                    regressor.predict(inp.class_semantics[unseen_cols]), dtype=np.float64)
-        self.embedder_ = embedder
-        self.regressor_ = regressor
-        self.prototypes_ = protos
-        self.classes_ = inp.classes
-        self.seen_mask_ = inp.seen_mask
-        return self
+                    regressor.predict(inputs.class_semantics[unseen_cols]), dtype=np.float64)
+        return regressor, protos
+
+    def end_fit(self, inputs: FitInputs, outputs: Any) -> None:
+        self.embedder_ = outputs["embedder_fit"][0]
+        self.regressor_, self.prototypes_ = outputs["regressor_fit"]
+        self.classes_ = inputs.classes
+        self.seen_mask_ = inputs.seen_mask
 
     def decision_function(self, features: np.ndarray) -> np.ndarray:
         """``-||embed(x) - mu_c||^2`` (float64, one column per class of ``classes_``)."""

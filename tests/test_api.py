@@ -115,7 +115,7 @@ FAILING = """
 
     @hookimpl
     def zslbench_methods():
-        return [MethodSpec("api-boom", embedder="identity", regressor="api-boom-krr",
+        return [MethodSpec("api-boom", model="prototype", components={"embedder": "identity", "regressor": "api-boom-krr"},
                            params={"regressor": {"alpha": 0.1, "width": 1.0}})]
 """
 

@@ -120,7 +120,7 @@ def test_missing_real_data_lists_every_file_and_points_to_synth_all(tmp_path):
 
 THIRD_PARTY = """
     import numpy as np
-    from zslbench.components import Regressor
+    from zslbench_plugins.prototype_kinds import Regressor
     from zslbench.hookspecs import hookimpl
     from zslbench.methods import MethodSpec
 
@@ -153,7 +153,7 @@ THIRD_PARTY = """
 
     @hookimpl
     def zslbench_methods():
-        return [MethodSpec("linear-proto", embedder="identity", regressor="linear",
+        return [MethodSpec("linear-proto", model="prototype", components={"embedder": "identity", "regressor": "linear"},
                            paper_name="third-party linear prototypes")]
 """
 
@@ -202,7 +202,7 @@ CLASH = """
 
     @hookimpl
     def zslbench_methods():
-        return [MethodSpec("krr", embedder="bt", regressor="gp")]
+        return [MethodSpec("krr", model="prototype", components={"embedder": "bt", "regressor": "gp"})]
 """
 
 

@@ -64,7 +64,7 @@ FAILING = """
     @hookimpl
     def zslbench_methods():
         fixed = {"regressor": {"alpha": 0.1, "width": 1.0}}
-        return [MethodSpec(n, embedder="identity", regressor=f"{n}-krr", params=fixed)
+        return [MethodSpec(n, model="prototype", components={"embedder": "identity", "regressor": f"{n}-krr"}, params=fixed)
                 for n in ("boom", "exit0", "exit3", "kbint")]
 """
 

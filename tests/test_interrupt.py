@@ -48,7 +48,7 @@ GATED = """
 
     @hookimpl
     def zslbench_methods():
-        return [MethodSpec("gated", embedder="identity", regressor="gated-krr",
+        return [MethodSpec("gated", model="prototype", components={"embedder": "identity", "regressor": "gated-krr"},
                            params={"regressor": {"alpha": 0.1, "width": 1.0}})]
 """
 

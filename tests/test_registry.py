@@ -50,7 +50,7 @@ def test_the_builtin_check_holds_with_a_third_party_plugin_installed(tmp_path, m
 
         @hookimpl
         def zslbench_methods():
-            return [MethodSpec("theirs", embedder="identity", regressor="krr")]
+            return [MethodSpec("theirs", model="prototype", components={"embedder": "identity", "regressor": "krr"})]
     """)
     real = registry_mod.entry_points
     monkeypatch.setattr(registry_mod, "entry_points", lambda group: [
@@ -73,7 +73,7 @@ def test_dash_p_loads_a_module_without_installing(tmp_path, monkeypatch):
 
         @hookimpl
         def zslbench_methods():
-            return [MethodSpec("extra", embedder="identity", regressor="krr")]
+            return [MethodSpec("extra", model="prototype", components={"embedder": "identity", "regressor": "krr"})]
     """)
     monkeypatch.setenv("ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD", "1")
     reg = load_registry([name])
@@ -106,10 +106,10 @@ def test_duplicate_names_are_reported_and_the_first_kept(tmp_path, monkeypatch):
 
         @hookimpl
         def zslbench_methods():
-            return [MethodSpec("krr", embedder="bt", regressor="gp")]
+            return [MethodSpec("krr", model="prototype", components={"embedder": "bt", "regressor": "gp"})]
     """)
     reg = load_registry([name])
-    assert reg.items["method"]["krr"].obj.embedder == "identity"
+    assert reg.items["method"]["krr"].obj.components["embedder"] == "identity"
     dup = [p for p in reg.problems if "zsl_dup_method" in p]
     assert len(dup) == 1 and "'krr'" in dup[0] and "built-in plugin" in dup[0]
     with pytest.raises(PluginError, match="krr"):
@@ -125,13 +125,13 @@ def test_an_installed_plugin_named_before_the_builtins_cannot_replace_one(tmp_pa
 
         @hookimpl
         def zslbench_methods():
-            return [MethodSpec("krr", embedder="bt", regressor="gp")]
+            return [MethodSpec("krr", model="prototype", components={"embedder": "bt", "regressor": "gp"})]
     """)
     real = registry_mod.entry_points
     monkeypatch.setattr(registry_mod, "entry_points", lambda group: [
         EntryPoint("aaa", module, group), *real(group=group)])
     reg = load_registry()
-    assert reg.items["method"]["krr"].obj.embedder == "identity"
+    assert reg.items["method"]["krr"].obj.components["embedder"] == "identity"
     assert reg.items["method"]["krr"].distribution == "zslbench"
     clash = [p for p in reg.problems if "'krr'" in p]
     assert len(clash) == 1 and clash[0].startswith("plugin 'aaa'") and "built-in" in clash[0]

@@ -49,7 +49,7 @@ ESCAPING = """
 
     @hookimpl
     def zslbench_methods():
-        return [MethodSpec(name, embedder="identity", regressor="krr",
+        return [MethodSpec(name, model="prototype", components={"embedder": "identity", "regressor": "krr"},
                            params={"regressor": {"alpha": 0.1, "width": 1.0}})
                 for name in ("x/../../escaped", "..", "back\\\\slash", "fine")]
 """
@@ -135,7 +135,7 @@ def test_dash_p_finds_a_plugin_in_the_current_folder_without_pythonpath(tmp_path
 
         @hookimpl
         def zslbench_methods():
-            return [MethodSpec("here-krr", embedder="identity", regressor="krr")]
+            return [MethodSpec("here-krr", model="prototype", components={"embedder": "identity", "regressor": "krr"})]
     """))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     exe = Path(sys.executable).with_name("zslbench")

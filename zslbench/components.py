@@ -1,6 +1,8 @@
 """Component contracts, after scikit-learn's estimator contract.
 
-A method is a composition of components: preprocessor -> embedder -> regressor -> calibrator.
+A method is a composition of components: preprocessor -> model -> calibrator, where a composite
+model is built from components of kinds that plugins add (the paper's prototype pipeline adds its
+own in ``zslbench_plugins.prototype_kinds``).
 Every component:
 
 * takes its hyperparameters as keyword arguments of ``__init__`` and stores them unchanged
@@ -73,30 +75,6 @@ class Preprocessor(Component):
         return self
 
     def transform(self, features: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-
-class Embedder(Component):
-    """Learns a map from image features (n, d) to a latent space (n, k)."""
-
-    def fit(self, features: np.ndarray, labels: np.ndarray) -> Embedder:
-        """Fit on training images; ``labels`` are class indices (0-based, any subset)."""
-        raise NotImplementedError
-
-    def transform(self, features: np.ndarray) -> np.ndarray:
-        """Latent vectors, float32 array of shape (n, k)."""
-        raise NotImplementedError
-
-
-class Regressor(Component):
-    """Learns a map from class semantics (attributes) to class prototypes in latent space."""
-
-    def fit(self, class_semantics: np.ndarray, class_prototypes: np.ndarray) -> Regressor:
-        """``class_semantics`` (c, a) and ``class_prototypes`` (c, k) of the seen classes."""
-        raise NotImplementedError
-
-    def predict(self, class_semantics: np.ndarray) -> np.ndarray:
-        """Predicted prototypes (m, k) for the given (m, a) class semantics."""
         raise NotImplementedError
 
 

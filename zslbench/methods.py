@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The roles every method has, around its model's own sub-components (for the prototype model:
-#: embedder, regressor). Each role is filled by a registered component of the same kind.
+#: The roles every method has, around its model's own sub-components (a composite model's
+#: ``components``). Each role is filled by a registered component of the same kind.
 OUTER_ROLES = ("preprocessor", "model", "calibrator")
 
 
@@ -15,18 +15,16 @@ OUTER_ROLES = ("preprocessor", "model", "calibrator")
 class MethodSpec:
     """What a ``zslbench_methods`` hook returns.
 
-    ``model`` names a registered model (default ``"prototype"``, the paper's pipeline). A composite
-    model's sub-components are named by role: ``embedder=`` and ``regressor=`` for the prototype
-    model, ``components={role: name}`` for any other. ``params`` maps a role (``"model"``,
+    ``model`` names a registered model. A composite model's sub-components are named by role in
+    ``components={role: name}`` (the paper's pipeline: ``model="prototype", components={"embedder":
+    "bt", "regressor": "gp"}``). ``params`` maps a role (``"model"``,
     ``"embedder"``, ...) to constructor values for that component; a value given here or with
     ``--set`` is fixed, the rest keep the component's documented default and a declared search
     space is searched. ``citation`` says where the method and its defaults come from.
     """
 
     name: str
-    model: str = "prototype"
-    embedder: str | None = None
-    regressor: str | None = None
+    model: str
     preprocessor: str = "clip"
     calibrator: str = "gamma"
     components: dict[str, str] = field(default_factory=dict)
@@ -37,10 +35,8 @@ class MethodSpec:
     citation: str = ""
 
     def sub_components(self) -> dict[str, str]:
-        """The model's own components by role (embedder/regressor for the prototype model)."""
-        out = {k: v for k, v in (("embedder", self.embedder), ("regressor", self.regressor)) if v}
-        out.update(self.components)
-        return out
+        """The model's own components by role."""
+        return dict(self.components)
 
     def roles(self) -> dict[str, str]:
         """Every role of the method and the registered name that fills it, in pipeline order."""

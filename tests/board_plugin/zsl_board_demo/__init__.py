@@ -7,6 +7,6 @@ from zslbench.methods import MethodSpec
 
 @hookimpl
 def zslbench_methods():
-    return [MethodSpec("board-demo", embedder="identity", regressor="krr",
+    return [MethodSpec("board-demo", model="prototype", components={"embedder": "identity", "regressor": "krr"},
                        params={"regressor": {"alpha": 0.1, "width": 1.0}},
                        paper_name="board demo (third-party)")]
