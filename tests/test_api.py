@@ -87,6 +87,30 @@ def test_a_reduced_schedule_config_marks_every_record_and_the_board(tmp_path):
         zslbench.run(config=conf, results_dir=tmp_path / "bad")
 
 
+def test_narrowing_a_config_file_keeps_only_the_chosen_methods_settings(tmp_path):
+    """``--method`` picks some of a config file's methods: the file's [set] for the others'
+    components is theirs, not a typo (``configs/generative-reduced.toml --method free`` failed
+    with "no selected method uses a component"); a record keeps only what applies to it, and
+    the board shows only that."""
+    from tests.leaderboard.lb_factory import make_record
+    from zslbench.records import read_record
+    from zslbench.results import run_row
+
+    conf = tmp_path / "two.toml"
+    conf.write_text('methods = ["krr", "sae"]\ndatasets = ["toy"]\n'
+                    '[set]\n"krr.alpha" = 10.0\n"krr.width" = 1.0\n"sae.lam" = 1.0\n')
+    (record,) = zslbench.run(config=conf, methods="krr", results_dir=tmp_path / "res")
+    assert record.config["overrides"] == {"krr.alpha": 10.0, "krr.width": 1.0}
+    with pytest.raises(ConfigError, match="no selected method uses a component 'saee'"):
+        zslbench.run(config=conf, methods="krr", sets=["saee.lam=2"], results_dir=tmp_path / "x")
+    # a record made before: another method's settings in its overrides are not shown
+    old = make_record(overrides={"cada-vae.epochs": 20, "embedder.latent_dim": 64}).sealed()
+    path = tmp_path / "old.json"
+    path.write_text(old.to_json())
+    assert run_row(path, read_record(path), tmp_path)["overrides_map"] == {
+        "embedder.latent_dim": 64}
+
+
 def test_grid_mistakes_raise_before_anything_runs(tmp_path):
     with pytest.raises(ConfigError, match="at least 1"):
         zslbench.run(methods="krr", datasets="toy", seeds=0, results_dir=tmp_path / "res")

@@ -122,6 +122,18 @@ def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = No
             parsed.params.setdefault(target, {})[param] = value
         else:
             parsed.swaps[target] = str(value)
+    if methods and conf.get("methods"):
+        # --method narrowed the file's grid: the file's [set] for components that none of the
+        # chosen methods uses is not a typo, it belongs to the methods left out
+        from zslbench.runner import prepare_method
+
+        used: set[str] = set()
+        for name in method_names:
+            prep = prepare_method(registry, name)
+            used |= set(prep.classes) | {cls.name for cls in prep.classes.values()}
+        given_here = {k.partition(".")[0] for k in (sets if isinstance(sets, Mapping) else {})}
+        for target in [t for t in parsed.params if t not in used and t not in given_here]:
+            del parsed.params[target]
     cli_sets = parse_overrides([] if sets is None or isinstance(sets, Mapping) else list(sets))
     for target, params in cli_sets.params.items():
         parsed.params.setdefault(target, {}).update(params)

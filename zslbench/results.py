@@ -291,7 +291,12 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
     """
     config = _mapping(record.config, "config")
     sweep = _mapping(config.get("sweep"), "config.sweep")
-    overrides = {k: v for k, v in _mapping(config.get("overrides"), "config.overrides").items() if k not in sweep}
+    components = _mapping(config.get("components"), "config.components")
+    # A target that is neither a role nor a component of this run (a grid's --set for another
+    # method, recorded before records kept only their own) says nothing about this run.
+    applies = set(components) | {c.get("name") for c in components.values() if isinstance(c, dict)}
+    overrides = {k: v for k, v in _mapping(config.get("overrides"), "config.overrides").items()
+                 if k not in sweep and (k.partition(".")[0] in applies or "." not in k)}
     device = _mapping(record.device, "device")
     source = record.data.get("source")
     source = source if isinstance(source, dict) else {}

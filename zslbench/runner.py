@@ -151,8 +151,11 @@ class PreparedMethod:
         comps = {role: {"name": self.classes[role].name, "plugin": self.plugins[role],
                         "params": _jsonable(self.params[role]),
                         **_distribution(self.distributions.get(role))} for role in self.classes}
+        # Only what applies to this method: a grid's --set for another method's component is
+        # not part of this one's configuration (nor of its row's label on the board).
+        applies = set(self.classes) | {cls.name for cls in self.classes.values()}
         flat = {f"{t}.{p}": _jsonable(v) for t, ps in sorted(overrides.params.items())
-                for p, v in sorted(ps.items())}
+                if t in applies for p, v in sorted(ps.items())}
         flat.update({role: name for role, name in sorted(overrides.swaps.items())})
         out = {"method": self.spec.name, "components": comps, "overrides": flat}
         method_dist = _distribution(self.distributions.get("method"))
