@@ -54,15 +54,16 @@ training but not test features (argmax-invariant, AUSUC-relevant); its final W i
 test, and keep the last epoch's W.
 
 Epochs are a searched hyperparameter (never early stopping: ``fit`` never sees validation data). A
-search walks the epochs grid in increasing order for each learning rate; when a fit differs from
-the previous one only by more epochs, on the very same training arrays, it continues from the
-stored state (W and the generator) instead of starting over: the iterates are those of a fresh fit
-of that many epochs, bit for bit (as ``PrototypeModel`` reuses its fitted embedder).
+search walks the epochs grid in increasing order for each learning rate; the SGD stage declares
+``epochs`` resumable (:mod:`zslbench.stages`), so when a fit differs from the previous one only by
+more epochs, on the very same training arrays, the harness continues it from the cached state (W
+and the random stream) instead of starting over: the iterates are those of a fresh fit of that
+many epochs, bit for bit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -73,7 +74,8 @@ from zslbench import hyperparams as hp
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.model import Model
-from zslbench.progress import stage, steps
+from zslbench.progress import steps
+from zslbench.stages import Stage, StagedModel
 
 LOSSES = ("ale", "devise", "sje")
 #: Feature normalisations (mvp18 ``*_gzsl.py`` ``--norm_type``: std, L2, None).
@@ -98,6 +100,17 @@ EPOCHS_GRID: tuple[int, ...] = (5, 10, 25)
 _BLOCK = 128
 #: Rows scored per matrix product in ``decision_function`` (bounds the temporaries).
 _SCORE_ROWS = 8192
+
+
+def _normalise(x: torch.Tensor, norm: str, mean: torch.Tensor | None,
+               scale: torch.Tensor | None) -> torch.Tensor:
+    """θ(x): ``l2`` row normalisation, ``std`` standardisation with the training images' ``mean``
+    and ``scale``, or ``none``."""
+    if norm == "l2":
+        return torch.nn.functional.normalize(x, dim=1)
+    if norm == "std":
+        return (x - mean) / scale
+    return x
 
 
 @contextmanager
@@ -235,7 +248,7 @@ def sgd_epoch(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, phi: torch.Tens
             W.addmm_(xb.T, torch.as_tensor(step_c, device=W.device) @ phi)
 
 
-class CompatModel(Model):
+class CompatModel(StagedModel):
     """Bilinear compatibility ``F(x, y) = θ(x)ᵀ W φ(y)`` trained by SGD on a ranking loss.
 
     One class for the three losses (``loss``): the papers differ only in the loss, and one trainer,
@@ -310,75 +323,33 @@ class CompatModel(Model):
         hp.torch_device(who, self.device)
 
     # -- fitting ------------------------------------------------------------------------------
-    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
-        if self.norm == "l2":
-            return torch.nn.functional.normalize(x, dim=1)
-        if self.norm == "std":
-            return (x - self.mean_) / self.scale_
-        return x
+    stages: ClassVar[tuple[Stage, ...]] = (
+        # the training tensors, the initial W and the seeded random stream
+        Stage("compat_prepare", reads=("norm",)),
+        # SGD; a refit with more epochs continues the cached one (module docstring)
+        Stage("compat_sgd", reads=("loss", "lr", "margin", "batch_size", "epochs"),
+              after=("compat_prepare",), resumes="epochs"),
+    )
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> CompatModel:
-        inp = self.check_fit_inputs(features, labels, class_semantics, classes, who="compat")
-        self.check_params()
-        device = hp.torch_device("compat", self.device)
-        seen_cols = inp.seen_columns
-        epochs, lr = int(self.epochs), float(self.lr)
-        key = (self.loss, float(self.margin), int(self.batch_size), self.norm, self.random_state,
-               str(device), lr, inp.classes.tobytes())
-        cached = getattr(self, "_warm", None)
-        if (cached is not None and cached["features"] is features and cached["labels"] is labels
-                and cached["semantics"] is class_semantics and cached["key"] == key
-                and cached["epochs"] <= epochs):
-            state = cached
-            W = state["W"].clone()
-            generator = torch.Generator().set_state(state["generator"])
-        else:
-            with stage("compat_prepare"):
-                state = self._prepare(inp, device, seen_cols)
-            W = state["W"].clone()
-            generator = torch.Generator().set_state(state["generator"])
-            state["epochs"] = 0
-            state["history"] = []
-        self.mean_, self.scale_ = state.get("mean"), state.get("scale")
-        X, y, phi = state["X"], state["y"], state["phi"]
-        weights = rank_weights(phi.shape[0], X.dtype, device) if self.loss == "ale" else None
-        history = list(state["history"])
-        with stage("compat_sgd"), steps("epochs", epochs) as step, _one_thread_on_cpu(device):
-            if state["epochs"]:
-                step(state["epochs"])
-            for _ in range(state["epochs"], epochs):
-                order = torch.randperm(len(y), generator=generator, device="cpu")
-                sgd_epoch(W, X, y, phi, order, lr, self.loss, float(self.margin),
-                          int(self.batch_size))
-                history.append(self._mean_loss(W, X, y, phi, weights))
-                step()
-        self._warm = {**state, "features": features, "labels": labels,
-                      "semantics": class_semantics, "key": key, "epochs": epochs,
-                      "W": W.clone(), "generator": generator.get_state(), "history": history}
-        self.W_ = W.cpu().numpy()
-        self.classes_ = inp.classes
-        self.seen_mask_ = inp.seen_mask
-        self.class_semantics_ = inp.class_semantics.astype(np.float32)
-        self.loss_history_ = torch.stack(history).cpu().numpy() if history else np.zeros(0)
-        self.random_state_ = state["seed"]
-        return self
+    def begin_fit(self, inputs: Any) -> tuple[Any, torch.device]:
+        return inputs, hp.torch_device("compat", self.device)
 
-    def _prepare(self, inp: Any, device: torch.device, seen_cols: np.ndarray) -> dict[str, Any]:
+    def fit_compat_prepare(self, context: tuple[Any, torch.device]) -> dict[str, Any]:
         """Training tensors on the device, the initial W and the seeded generator."""
+        inp, device = context
         seed = (int(self.random_state) if self.random_state is not None
                 else int(np.random.SeedSequence().entropy % (2**63)))
         generator = torch.Generator().manual_seed(seed)
         x = torch.tensor(np.asarray(inp.features, dtype=np.float32), device=device)
-        state: dict[str, Any] = {"seed": seed}
+        state: dict[str, Any] = {"seed": seed, "mean": None, "scale": None}
         if self.norm == "std":
             mean = x.mean(dim=0, keepdim=True)
             scale = x.std(dim=0, unbiased=False, keepdim=True)
             scale = torch.where(scale > 0, scale, torch.ones_like(scale))
             state["mean"], state["scale"] = mean, scale
-            self.mean_, self.scale_ = mean, scale
-        state["X"] = self._normalise(x)
+        state["X"] = _normalise(x, self.norm, state["mean"], state["scale"])
         # label -> index among the seen classes (columns of phi)
+        seen_cols = inp.seen_columns
         state["y"] = torch.as_tensor(np.searchsorted(seen_cols, inp.y), device=device)
         state["phi"] = torch.as_tensor(inp.class_semantics[seen_cols], dtype=torch.float32,
                                        device=device)
@@ -387,6 +358,45 @@ class CompatModel(Model):
         state["W"] = (w0 / w0.norm(dim=0, keepdim=True).clamp(min=1e-12)).to(device)
         state["generator"] = generator.get_state()
         return state
+
+    def fit_compat_sgd(self, context: tuple[Any, torch.device], compat_prepare: dict[str, Any],
+                       resume: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``epochs`` epochs of SGD from the initial W, or from ``resume`` (the state after
+        fewer epochs, left unmodified): the same iterates either way, as the random stream's
+        state travels with W."""
+        _, device = context
+        start = resume if resume is not None else {
+            "W": compat_prepare["W"], "generator": compat_prepare["generator"], "epochs": 0,
+            "history": []}
+        W = start["W"].clone()
+        generator = torch.Generator().set_state(start["generator"])
+        X, y, phi = compat_prepare["X"], compat_prepare["y"], compat_prepare["phi"]
+        epochs = int(self.epochs)
+        weights = rank_weights(phi.shape[0], X.dtype, device) if self.loss == "ale" else None
+        history = list(start["history"])
+        with steps("epochs", epochs) as step, _one_thread_on_cpu(device):
+            if start["epochs"]:
+                step(start["epochs"])
+            for _ in range(start["epochs"], epochs):
+                order = torch.randperm(len(y), generator=generator, device="cpu")
+                sgd_epoch(W, X, y, phi, order, float(self.lr), self.loss, float(self.margin),
+                          int(self.batch_size))
+                history.append(self._mean_loss(W, X, y, phi, weights))
+                step()
+        return {"W": W, "generator": generator.get_state(), "epochs": epochs,
+                "history": history}
+
+    def end_fit(self, context: tuple[Any, torch.device], outputs: Mapping[str, Any]) -> None:
+        inp, _ = context
+        prep, sgd = outputs["compat_prepare"], outputs["compat_sgd"]
+        self.mean_, self.scale_ = prep["mean"], prep["scale"]
+        self.W_ = sgd["W"].cpu().numpy().copy()  # a copy: the cached W stays untouched
+        self.classes_ = inp.classes
+        self.seen_mask_ = inp.seen_mask
+        self.class_semantics_ = inp.class_semantics.astype(np.float32)
+        history = sgd["history"]
+        self.loss_history_ = torch.stack(history).cpu().numpy() if history else np.zeros(0)
+        self.random_state_ = prep["seed"]
 
     def _mean_loss(self, W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, phi: torch.Tensor,
                    weights: torch.Tensor | None) -> torch.Tensor:
@@ -411,7 +421,8 @@ class CompatModel(Model):
         for start in range(0, len(features), _SCORE_ROWS):
             x = torch.tensor(np.asarray(features[start:start + _SCORE_ROWS],
                                            dtype=np.float32), device=device)
-            out[start:start + _SCORE_ROWS] = (self._normalise(x) @ proj).cpu().numpy()
+            out[start:start + _SCORE_ROWS] = (
+                _normalise(x, self.norm, self.mean_, self.scale_) @ proj).cpu().numpy()
         return out
 
 

@@ -90,6 +90,74 @@ def test_stages_must_come_after_declared_stages():
             stages = (Stage("b", after=("a",)), Stage("a"))
 
 
+class Walk(StagedModel):
+    """A seeded random walk of ``steps`` steps that can resume: its output carries the stream."""
+
+    name = "walk"
+    stages = (Stage("walk", reads=("steps", "size"), resumes="steps"),)
+
+    def __init__(self, steps: int = 3, size: float = 1.0, random_state: int | None = 0,
+                 resume_bug: bool = False) -> None:
+        self.steps = steps
+        self.size = size
+        self.random_state = random_state
+        self.resume_bug = resume_bug
+        self.log: list[tuple[int, int]] = []  # (resumed from, steps)
+
+    def fit_walk(self, inputs, resume=None):
+        if resume is None:
+            rng = np.random.default_rng(self.random_state)
+            start = {"pos": np.zeros(inputs.features.shape[1]), "rng": rng.bit_generator.state,
+                     "done": 0}
+        else:
+            start = resume
+        rng = np.random.default_rng()
+        rng.bit_generator.state = start["rng"]
+        pos = start["pos"].copy()
+        for _ in range(start["done"], int(self.steps)):
+            pos += self.size * rng.standard_normal(len(pos))
+        if self.__dict__["resume_bug"]:  # forgets the stream: a resumed fit drifts
+            rng = np.random.default_rng(self.random_state)
+        self.log.append((start["done"], int(self.steps)))
+        return {"pos": pos, "rng": rng.bit_generator.state, "done": int(self.steps)}
+
+    def end_fit(self, inputs, outputs):
+        self.w_ = outputs["walk"]["pos"]
+        self.classes_ = inputs.classes
+
+    def decision_function(self, features):
+        return np.outer(np.asarray(features, dtype=np.float64) @ self.w_,
+                        np.arange(1, len(self.classes_) + 1, dtype=np.float64))
+
+
+def test_a_resumable_stage_continues_from_fewer_iterations_and_equals_a_fresh_fit():
+    x, y, sem, cls, test = _arrays()
+    m = Walk(steps=2)
+    m.fit(x, y, sem, cls)
+    m.set_params(steps=5).fit(x, y, sem, cls)   # continues 2 -> 5
+    m.set_params(steps=5).fit(x, y, sem, cls)   # same count: reused, not refitted
+    m.set_params(steps=3).fit(x, y, sem, cls)   # fewer: a fresh fit
+    m.set_params(size=2.0).fit(x, y, sem, cls)  # another read changed: a fresh fit
+    m.fit(x.copy(), y, sem, cls)                # other arrays: a fresh fit
+    assert m.log == [(0, 2), (2, 5), (0, 3), (0, 3), (0, 3)]
+    m.set_params(size=1.0, steps=2).fit(x, y, sem, cls)
+    resumed = m.set_params(steps=7).fit(x, y, sem, cls).decision_function(test)
+    assert m.log[-1] == (2, 7)
+    np.testing.assert_array_equal(resumed, Walk(steps=7).fit(x, y, sem, cls).decision_function(test))
+
+
+def test_check_refit_finds_a_resume_that_is_not_a_fresh_fit():
+    with pytest.raises(AssertionError, match="'steps'"):
+        check_refit(Walk(steps=3, resume_bug=True))
+    check_refit(Walk(steps=3))
+
+
+def test_a_resumable_count_must_be_read():
+    with pytest.raises(TypeError, match="not among its reads"):
+        class Bad(StagedModel):  # noqa: F841
+            stages = (Stage("a", reads=("lr",), resumes="epochs"),)
+
+
 class AllowlistCache(Model):
     """A hand-rolled cache keyed on an allowlist that forgets ``offset``: the stale-stage bug."""
 

@@ -23,7 +23,17 @@ stages named in ``after``), and ``end_fit(context, outputs)`` (sets the fitted a
 A stage's output is reused when the training arrays are the *same objects* as in the previous
 fit (the search passes the very same arrays; a new array, even with equal contents, refits), the
 class semantics and class ids are equal, every hyperparameter it reads is equal, and every stage
-it comes after was reused. ``zslbench.testing.check_model`` checks that a refit after any
+it comes after was reused.
+
+A stage that trains for a number of iterations can declare that count as resumable
+(``Stage("sgd", reads=("lr", "epochs"), resumes="epochs")``). When a refit differs from the cached
+one only by a *larger* count, the harness calls ``fit_<stage>(context, resume=previous_output,
+**upstream)`` and the stage continues from there instead of starting over; with a smaller count it
+fits afresh (``resume=None``). Why: a search walks an epochs grid in increasing order, and
+continuing makes the whole grid cost its largest value once. The stage must then return exactly
+what a fresh fit of that count returns (its random stream included, so its output carries the
+stream's state), and must not modify ``previous_output``, which stays cached;
+``check_model``'s refit check compares a resumed fit with a fresh one. ``zslbench.testing.check_model`` checks that a refit after any
 hyperparameter change equals a fresh fit.
 """
 
@@ -46,12 +56,15 @@ IMPLICIT_READS = ("random_state", "device")
 @dataclass(frozen=True)
 class Stage:
     """One stage of a :class:`StagedModel`: its name (``fit_<name>`` fits it, and its wall time
-    is reported under that name), the hyperparameters it reads, and the stages whose outputs it
-    takes."""
+    is reported under that name), the hyperparameters it reads, the stages whose outputs it
+    takes, and optionally the iteration count it can resume from."""
 
     name: str
     reads: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
+    #: An integer hyperparameter among ``reads`` that counts the stage's iterations: a refit
+    #: with a larger count continues the cached output (module docstring).
+    resumes: str | None = None
 
 
 class StageReadError(RuntimeError):
@@ -87,6 +100,9 @@ class StagedModel(Model):
             if unknown:
                 raise TypeError(f"{cls.__name__}: stage {st.name!r} comes after {unknown}, "
                                 "which are not declared before it")
+            if st.resumes is not None and st.resumes not in st.reads:
+                raise TypeError(f"{cls.__name__}: stage {st.name!r} resumes {st.resumes!r}, "
+                                "which is not among its reads")
             seen.add(st.name)
 
     def __getattribute__(self, name: str) -> Any:
@@ -112,23 +128,28 @@ class StagedModel(Model):
         reused: dict[str, bool] = {}
         for st in self.stages:
             reads = tuple(dict.fromkeys((*st.reads, *IMPLICIT_READS)))
-            key = (data_key, tuple((r, repr(params.get(r))) for r in reads))
+            keyed = tuple(r for r in reads if r != st.resumes)
+            key = (data_key, tuple((r, repr(params.get(r))) for r in keyed))
+            count = None if st.resumes is None else int(params[st.resumes])
             hit = cache_.get(st.name)
-            if (hit is not None and hit[0] is features and hit[1] is labels and hit[2] == key
-                    and all(reused[a] for a in st.after)):
+            same = (hit is not None and hit[0] is features and hit[1] is labels and hit[2] == key
+                    and all(reused[a] for a in st.after))
+            if same and hit[4] == count:
                 outputs[st.name], reused[st.name] = hit[3], True
                 continue
+            kwargs = {a: outputs[a] for a in st.after}
+            if st.resumes is not None:
+                kwargs["resume"] = hit[3] if same and hit[4] < count else None
             self.__dict__["_stage_allowed"] = frozenset(reads)
             self.__dict__["_stage_running"] = st.name
             try:
                 with progress_stage(st.name):
-                    out = getattr(self, f"fit_{st.name}")(
-                        context, **{a: outputs[a] for a in st.after})
+                    out = getattr(self, f"fit_{st.name}")(context, **kwargs)
             finally:
                 self.__dict__.pop("_stage_allowed", None)
                 self.__dict__.pop("_stage_running", None)
             # the arrays are kept alive with the output, so their ids are never reused
-            cache_[st.name] = (features, labels, key, out)
+            cache_[st.name] = (features, labels, key, out, count)
             outputs[st.name], reused[st.name] = out, False
         self.end_fit(context, outputs)
         return self

@@ -170,13 +170,21 @@ def test_determinism_under_a_seed() -> None:
 
 
 @pytest.mark.parametrize("loss", LOSSES)
-def test_more_epochs_continue_exactly(loss: str) -> None:
-    """A search's next epoch count continues from the stored state: same W as a fresh fit."""
+def test_more_epochs_continue_exactly(loss: str, monkeypatch) -> None:
+    """A search's next epoch count continues from the stored state (the SGD stage resumes
+    ``epochs``, ``zslbench.stages``): 2 then 3 more epochs run, not 2 then 5, and W is a fresh
+    fit's."""
+    import zslbench_plugins.compat as compat
+
+    ran: list[int] = []
+    real = compat.sgd_epoch
+    monkeypatch.setattr(compat, "sgd_epoch", lambda *a, **k: (ran.append(1), real(*a, **k)))
     p = toy_problem(1)
     x, y = p["features"][p["train"]], p["labels"][p["train"]]
     sem, cls = p["attributes"], p["classes"]
     walked = CompatModel(loss=loss, lr=0.1, epochs=2, random_state=3).fit(x, y, sem, cls)
     walked.set_params(epochs=5).fit(x, y, sem, cls)
+    assert len(ran) == 5
     fresh = CompatModel(loss=loss, lr=0.1, epochs=5, random_state=3).fit(x, y, sem, cls)
     assert np.array_equal(walked.W_, fresh.W_)
     assert np.array_equal(walked.loss_history_, fresh.loss_history_)
