@@ -47,7 +47,7 @@ from zslbench.errors import ConfigError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.progress import steps
-from zslbench_plugins.fclswgan import Critic, gradient_penalty
+from zslbench_plugins.fclswgan import Critic, critic_terms
 from zslbench_plugins.generative import FeatureGenerator, adam, seeded_linear
 
 SLOPE = 0.2
@@ -254,10 +254,8 @@ class CEGZSLGenerator(FeatureGenerator):
                         noise = torch.randn(bs, nz, generator=gen, device=device)
                         with torch.no_grad():
                             fake = G(noise, ab)
-                        alpha = torch.rand(bs, 1, generator=gen, device=device)
-                        scores = D(torch.cat((xb, fake)), torch.cat((ab, ab)))
-                        cost = (scores[bs:].mean() - scores[:bs].mean()
-                                + gradient_penalty(D, xb, fake, ab, alpha, self.lambda1)
+                        wasserstein, gp = critic_terms(D, xb, fake, ab, self.lambda1, gen)
+                        cost = (wasserstein + gp
                                 + supcon_loss(z_real, lab, self.ins_temp)
                                 + class_level_loss(h_real, lab, att_seen, comp, self.cls_temp))
                         cost.backward()

@@ -75,8 +75,8 @@ Protocol differences from the official code (zslbench's protocol is the same for
 
 Speed: the features' normalisation does not depend on the parameters, so it is done once per fit
 instead of once per batch; batches are drawn by indexing one tensor instead of collating a list
-of arrays (nb:42-44); Adam runs fused (see :func:`_adam`). The number and content of the
-optimisation steps are the official ones.
+of arrays (nb:42-44); Adam runs fused (:func:`zslbench_plugins.optim.adam`). The number and
+content of the optimisation steps are the official ones.
 All randomness (initialisation, shuffling) comes from one ``torch.Generator`` seeded by
 ``random_state``, drawn on the CPU so that a seed gives the same run on every device; the global
 RNG is never touched.
@@ -97,6 +97,7 @@ from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.model import Model
 from zslbench.progress import steps
+from zslbench_plugins.optim import adam
 
 #: The three modes of the CN layers (see the module docstring).
 CLASS_NORMS = ("var", "std", "none")
@@ -274,7 +275,7 @@ class CNZSLModel(Model):
 
         net = _AttributeNet(att.shape[1], int(self.hid_dim), x_ns.shape[1], self.class_norm,
                             bool(self.proper_init), generator, device)
-        optimiser = _adam(list(net.parameters()), float(self.lr), float(self.weight_decay))
+        optimiser = adam(net.parameters(), float(self.lr), weight_decay=float(self.weight_decay))
         scheduler = torch.optim.lr_scheduler.StepLR(optimiser, step_size=int(self.lr_step),
                                                     gamma=float(self.lr_decay))
         n, bs, scale = x_ns.shape[0], int(self.batch_size), float(self.scale)
@@ -321,18 +322,6 @@ class CNZSLModel(Model):
                 s = cosine_logits(x, protos, float(self.scale))
                 out[start:start + SCORE_CHUNK] = s.cpu().numpy()
         return out
-
-
-def _adam(params: list[torch.nn.Parameter], lr: float, weight_decay: float
-          ) -> torch.optim.Adam:
-    """The official optimiser (nb:120), in PyTorch's fused implementation where this build has it
-    (CUDA; CPU since torch 2.4): the same update, one kernel per step instead of one per
-    operation and tensor - ~4.5x faster per step on the CPU for these ~3M parameters, with results
-    equal to the default implementation's up to float rounding (1e-7)."""
-    try:
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, fused=True)
-    except (RuntimeError, TypeError, ValueError):
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
 
 
 def _features_tensor(features: np.ndarray, device: torch.device) -> torch.Tensor:

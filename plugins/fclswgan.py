@@ -141,6 +141,21 @@ def gradient_penalty(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
     return lambda1 * ((grad.norm(2, dim=1) - 1.0) ** 2).mean()
 
 
+def critic_terms(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                 real: torch.Tensor, fake: torch.Tensor, att: torch.Tensor, lambda1: float,
+                 gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two terms of a WGAN-GP critic loss on one batch: ``mean D(fake) - mean D(real)``
+    (real and fake scored in one pass) and :func:`gradient_penalty` at interpolates whose
+    ``alpha ~ U(0, 1)`` per row is drawn from ``gen`` here. Shared by f-CLSWGAN and its
+    descendants (TF-VAEGAN and FREE scale both by ``gammaD``; CE-GZSL adds its contrastive
+    terms), which draw ``alpha`` after the fake batch, as here."""
+    bs = len(real)
+    alpha = torch.rand(bs, 1, generator=gen, device=real.device)
+    scores = critic(torch.cat((real, fake)), torch.cat((att, att)))
+    return (scores[bs:].mean() - scores[:bs].mean(),
+            gradient_penalty(critic, real, fake, att, alpha, lambda1))
+
+
 # --------------------------------------------------------------------------------------------
 # The generator component
 # --------------------------------------------------------------------------------------------
@@ -269,12 +284,9 @@ class WGANGenerator(FeatureGenerator):
                         noise = torch.randn(bs, nz, generator=gen, device=device)
                         with torch.no_grad():
                             fake = netG(noise, a)
-                        alpha = torch.rand(bs, 1, generator=gen, device=device)
-                        scores = netD(torch.cat((real, fake)), torch.cat((a, a)))
-                        d_real, d_fake = scores[:bs].mean(), scores[bs:].mean()
-                        gp = gradient_penalty(netD, real, fake, a, alpha, self.lambda1)
+                        wasserstein, gp = critic_terms(netD, real, fake, a, self.lambda1, gen)
                         optD.zero_grad(set_to_none=True)
-                        (d_fake - d_real + gp).backward()
+                        (wasserstein + gp).backward()
                         optD.step()
                     # generator update on the last critic batch's classes (official: no new
                     # sample() before the G step, clswgan.py:231-243)
@@ -317,4 +329,4 @@ def zslbench_methods() -> list[MethodSpec]:
                  "(github.com/myaghmaei/f-CLSWGAN@3ccae2e mirror), CUB GZSL script.")]
 
 
-__all__ = ["Critic", "Generator", "WGANGenerator", "gradient_penalty"]
+__all__ = ["Critic", "Generator", "WGANGenerator", "critic_terms", "gradient_penalty"]

@@ -69,7 +69,7 @@ from zslbench.errors import ConfigError, DataError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.progress import steps
-from zslbench_plugins.fclswgan import Critic, gradient_penalty
+from zslbench_plugins.fclswgan import Critic, critic_terms
 from zslbench_plugins.generative import FeatureGenerator, adam, seeded_linear
 
 #: LeakyReLU slope of every network here (``nn.LeakyReLU(0.2, True)`` throughout both codes).
@@ -220,8 +220,12 @@ def _normalise_rows(att: torch.Tensor) -> torch.Tensor:
     return att / att.pow(2).sum(1, keepdim=True).sqrt()
 
 
-def _adapt_lambda(lambda1: float, gp_mean: float) -> float:
-    """The official adaptive WGAN-GP weight (``train_images.py:193-197``)."""
+def _adapt_lambda(lambda1: float, gp_sum: float, gamma_d: float, critic_iter: int) -> float:
+    """The official adaptive WGAN-GP weight (``train_images.py:193-197``; FREE
+    ``train_free.py:274-278``): ``gp_sum`` is the sum over the critic iterations of
+    ``gamma_d * penalty``, so ``gp_mean`` is the mean of ``mean_i (||grad||_2 - 1)^2``; ``lambda1``
+    grows by 1.1 above 1.05 and shrinks by 1.1 below 1.001."""
+    gp_mean = gp_sum / (gamma_d * lambda1 * critic_iter) if gamma_d * lambda1 > 0 else 1.0
     if gp_mean > 1.05:
         return lambda1 * 1.1
     if gp_mean < 1.001:
@@ -399,17 +403,14 @@ class TFVAEGANGenerator(_VAEGANBase):
                             with torch.no_grad():
                                 fake = self._fake(G, dec, fb, noise_for(xb, ab), ab, feedback,
                                                   self.a1)
-                            alpha = torch.rand(bs, 1, generator=gen, device=device)
-                            scores = D(torch.cat((xb, fake)), torch.cat((ab, ab)))
-                            gp = self.gammaD * gradient_penalty(D, xb, fake, ab, alpha, lambda1)
+                            wasserstein, gp = critic_terms(D, xb, fake, ab, lambda1, gen)
+                            gp = self.gammaD * gp
                             opt_d.zero_grad(set_to_none=True)
-                            (self.gammaD * (scores[bs:].mean() - scores[:bs].mean()) + gp
-                             ).backward()
+                            (self.gammaD * wasserstein + gp).backward()
                             opt_d.step()
                             gp_sum += float(gp.detach())
-                        lambda1 = _adapt_lambda(
-                            lambda1, gp_sum / (self.gammaD * lambda1 * int(self.critic_iter))
-                            if self.gammaD * lambda1 > 0 else 1.0)
+                        lambda1 = _adapt_lambda(lambda1, gp_sum, self.gammaD,
+                                                int(self.critic_iter))
                         # encoder, generator, feedback (and decoder) on the last critic batch
                         D.requires_grad_(False)
                         frozen = self.recons_weight > 0 and self.freeze_dec
@@ -580,17 +581,14 @@ class FREEGenerator(_VAEGANBase):
                             cost.backward()  # the centres' gradient is never zeroed (official)
                             opt_fr.step()
                             opt_c.step()
-                            alpha = torch.rand(bs, 1, generator=gen, device=device)
-                            scores = D(torch.cat((xb, fake)), torch.cat((ab, ab)))
-                            gp = self.gammaD * gradient_penalty(D, xb, fake, ab, alpha, lambda1)
+                            wasserstein, gp = critic_terms(D, xb, fake, ab, lambda1, gen)
+                            gp = self.gammaD * gp
                             opt_d.zero_grad(set_to_none=True)
-                            (self.gammaD * (scores[bs:].mean() - scores[:bs].mean()) + gp
-                             ).backward()
+                            (self.gammaD * wasserstein + gp).backward()
                             opt_d.step()
                             gp_sum += float(gp.detach())
-                        lambda1 = _adapt_lambda(
-                            lambda1, gp_sum / (self.gammaD * lambda1 * int(self.critic_iter))
-                            if self.gammaD * lambda1 > 0 else 1.0)
+                        lambda1 = _adapt_lambda(lambda1, gp_sum, self.gammaD,
+                                                int(self.critic_iter))
                         D.requires_grad_(False)
                         frozen = self.recons_weight > 0 and self.freeze_dec
                         fr.requires_grad_(not frozen)

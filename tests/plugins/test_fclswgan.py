@@ -16,7 +16,13 @@ import torch
 from tests.cli_helpers import run_cli
 from zslbench.errors import ConfigError
 from zslbench.testing import check_model, toy_problem
-from zslbench_plugins.fclswgan import Critic, Generator, WGANGenerator, gradient_penalty
+from zslbench_plugins.fclswgan import (
+    Critic,
+    Generator,
+    WGANGenerator,
+    critic_terms,
+    gradient_penalty,
+)
 from zslbench_plugins.generative import GenerativeModel, permutation_stream
 
 
@@ -100,6 +106,27 @@ def test_gradient_penalty_of_a_linear_critic_is_closed_form():
 
 
 # -- networks ------------------------------------------------------------------------------------
+
+def test_critic_terms_are_the_wasserstein_estimate_and_the_penalty_at_alpha_from_gen():
+    """The shared critic step (f-CLSWGAN, TF-VAEGAN, FREE, CE-GZSL): mean D(fake) - mean D(real)
+    scored separately, and the penalty at the alpha the next draw of ``gen`` gives."""
+    g = _gen(3)
+    critic = Critic(5, 3, 7, torch.device("cpu"), g).double()
+    real, fake = torch.rand(6, 5, generator=g).double(), torch.rand(6, 5, generator=g).double()
+    att = torch.rand(6, 3, generator=g).double()
+    w, gp = critic_terms(critic, real, fake, att, 10.0, _gen(11))
+    alpha = torch.rand(6, 1, generator=_gen(11)).double()
+    want_w = critic(fake, att).mean() - critic(real, att).mean()
+    assert w.item() == pytest.approx(want_w.item(), rel=1e-12)
+    assert gp.item() == pytest.approx(
+        gradient_penalty(critic, real, fake, att, alpha, 10.0).item(), rel=1e-12)
+    # and it consumed exactly one (6, 1) draw: the caller's stream continues as the official's
+    after = _gen(11)
+    torch.rand(6, 1, generator=after)
+    nxt = _gen(11)
+    critic_terms(critic, real, fake, att, 10.0, nxt)
+    assert torch.equal(torch.rand(3, generator=nxt), torch.rand(3, generator=after))
+
 
 def test_generator_conditions_on_noise_then_attributes():
     g = _gen(3)

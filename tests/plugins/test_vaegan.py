@@ -99,9 +99,17 @@ def test_center_loss_matches_the_official_loops(kind):
 
 
 def test_lambda_adapts_as_the_official_rule():
-    assert _adapt_lambda(10.0, 1.2) == pytest.approx(11.0)
-    assert _adapt_lambda(10.0, 0.5) == pytest.approx(10.0 / 1.1)
-    assert _adapt_lambda(10.0, 1.02) == 10.0
+    """train_images.py:193-197: gp_sum (of gammaD-scaled penalties over the critic iterations)
+    divided by gammaD * lambda1 * critic_iter, against 1.05 and 1.001."""
+    def gp_sum(gp_mean, lambda1=10.0, gamma_d=10.0, critic_iter=5):
+        return gp_mean * gamma_d * lambda1 * critic_iter
+
+    assert _adapt_lambda(10.0, gp_sum(1.2), 10.0, 5) == pytest.approx(11.0)
+    assert _adapt_lambda(10.0, gp_sum(0.5), 10.0, 5) == pytest.approx(10.0 / 1.1)
+    assert _adapt_lambda(10.0, gp_sum(1.02), 10.0, 5) == 10.0
+    assert _adapt_lambda(10.0, gp_sum(1.2, critic_iter=1), 10.0, 1) == pytest.approx(11.0)
+    # gammaD = 0 (the official divides by zero there): the mean is taken as 1.0, below 1.001
+    assert _adapt_lambda(10.0, 123.0, 0.0, 5) == pytest.approx(10.0 / 1.1)
 
 
 # -- the model ----------------------------------------------------------------------------------
