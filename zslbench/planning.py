@@ -103,7 +103,8 @@ class RecordIndex:
 @dataclass
 class PlannedRun:
     """One run of the grid as planned: ``status`` is ``"cached"`` (``record`` holds it) or
-    ``"run"``, with ``reason`` saying why it is not taken from the cache."""
+    ``"run"``, with ``reason`` saying why it is not taken from the cache. A run to do is handed
+    as is to an executor (``runner.execute``): it is picklable, so that a Ray worker can run it."""
 
     dataset: str
     method: str
@@ -123,6 +124,10 @@ class PlannedRun:
     damaged: str | None = None
     #: The resolved method (``runner.PreparedMethod``) that runs it.
     prepared: Any = None
+    #: The dataset's kind (``synthetic``, ``real``, ...), stored in its record.
+    kind: str = ""
+    #: The torch device it runs on (``cpu``, ``cuda``, ``cuda:1``).
+    device: str = "cpu"
 
     @property
     def label(self) -> str:
@@ -134,8 +139,8 @@ class PlannedRun:
 def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset: str,
                  data_fingerprint: str, results_dir: Path, seeds: int, base_seed: int,
                  device: str, device_name: str, force: bool, index: RecordIndex,
-                 config_file: str | None = None, schedule: str | None = None
-                 ) -> list[PlannedRun]:
+                 config_file: str | None = None, schedule: str | None = None,
+                 kind: str = "") -> list[PlannedRun]:
     """Plan every (configuration, repetition) of one dataset.
 
     ``configs`` are ``(PreparedMethod, sweep combination, Overrides)`` from
@@ -171,7 +176,8 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
             key = ident.run_key(identity, SCHEMA_VERSION)
             path = Path(results_dir) / f"{run_id}.json"
             run = PlannedRun(dataset, prep.spec.name, rep, seed, run_id, key, config_id, config,
-                             identity, path, "run", eta_seconds=eta, prepared=prep)
+                             identity, path, "run", eta_seconds=eta, prepared=prep,
+                             kind=kind, device=device)
             existing = index.by_path.get(path.resolve())
             failed = _failure_note(path)
             if failed is not None and not (isinstance(existing, Record) and existing.key == key):

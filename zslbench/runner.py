@@ -30,7 +30,13 @@ from zslbench.components import Component
 from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame
 from zslbench.methods import OUTER_ROLES, MethodSpec
-from zslbench.planning import RecordIndex, dry_run_lines, load_checked, plan_dataset
+from zslbench.planning import (
+    PlannedRun,
+    RecordIndex,
+    dry_run_lines,
+    load_checked,
+    plan_dataset,
+)
 from zslbench.planning import derive_seed as derive_seed  # re-exported: its old home
 from zslbench.protocol import Method, run_protocol
 from zslbench.records import Record, write_record
@@ -408,33 +414,10 @@ MIN_FREE_BYTES = 4 * 2**20
 
 
 @dataclass
-class RunPlan:
-    """Everything needed to run one (dataset, method, configuration, seed): picklable, so that a
-    Ray worker can run it."""
-
-    dataset: str
-    kind: str
-    method: str
-    repetition: int
-    seed: int
-    run_id: str
-    key: str
-    config_id: str
-    config: dict[str, Any]
-    prepared: PreparedMethod
-    device: str
-    path: Path
-    #: Why this run is not taken from the cache (``zslbench.planning``).
-    reason: str = ""
-    #: What its key covers (``zslbench.identity``), stored in its record.
-    identity: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
 class RunResult:
     """What a run produced, wherever it ran; the driver turns it into a record."""
 
-    plan: RunPlan
+    plan: PlannedRun
     result: Any = None  # ProtocolResult
     error: str | None = None
     load: dict[str, Any] = field(default_factory=dict)
@@ -444,7 +427,7 @@ class RunResult:
     finished_at: str = ""
 
 
-def execute(plan: RunPlan, data: ZSLData,
+def execute(plan: PlannedRun, data: ZSLData,
             on_event: Callable[[str, dict[str, Any]], None] | None = None) -> RunResult:
     """Run one plan on ``data`` (in this process: the local executor, or a Ray worker).
 
@@ -482,7 +465,7 @@ class LocalExecutor:
 
     name = "local"
 
-    def run(self, batches: Iterable[tuple[ZSLData, list[RunPlan]]],
+    def run(self, batches: Iterable[tuple[ZSLData, list[PlannedRun]]],
             emit: Callable[[str, dict[str, Any]], None]) -> Iterator[RunResult | None]:
         for data, plans in batches:
             yield None  # lets the driver report this dataset's cached runs before any fit
@@ -569,7 +552,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
     #: Outcomes known without running: cached runs, and the runs of a dataset that failed to load.
     ready: list[RunOutcome] = []
 
-    def batches() -> Iterator[tuple[ZSLData, list[RunPlan]]]:
+    def batches() -> Iterator[tuple[ZSLData, list[PlannedRun]]]:
         for dataset in request.datasets:
             emit("dataset", {"dataset": dataset})
             signals = executors.user_signals()
@@ -596,7 +579,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
                                    base_seed=request.base_seed, device=request.device,
                                    device_name=device_name, force=request.force, index=index,
                                    config_file=request.config_file,
-                                   schedule=request.schedule)
+                                   schedule=request.schedule, kind=kind)
             if any(run.status == "run" for run in planned):
                 emit("info", {"message": f"{dataset}: " + dry_run_lines(planned, device_name)[-1]})
             for run in planned:
@@ -607,9 +590,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
                 if run.damaged:
                     emit("warning", {"message": run.damaged})
                 emit("info", {"message": f"to run {run.label}: {run.reason}"})
-                plans.append(RunPlan(dataset, kind, run.method, run.repetition, run.seed,
-                                     run.run_id, run.key, run.config_id, run.config, run.prepared,
-                                     request.device, run.path, run.reason, run.identity))
+                plans.append(run)
             yield data, plans
 
     def drain() -> Iterator[RunOutcome]:
@@ -647,7 +628,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
     yield from drain()
 
 
-def make_record(plan: RunPlan, res: RunResult, verdict: Any, data_info: dict[str, Any],
+def make_record(plan: PlannedRun, res: RunResult, verdict: Any, data_info: dict[str, Any],
                 base_seed: int, git: dict[str, Any]) -> Record:
     """The record of a finished run (unsealed; ``write_record`` seals it)."""
     result = res.result
