@@ -263,6 +263,19 @@ class _VAEGANBase(FeatureGenerator):
                             hint="use the minmax preprocessor (--set preprocessor=minmax), as "
                                  "the official code does")
 
+    def _critic_step(self, D: Critic, opt_d: torch.optim.Optimizer, xb: torch.Tensor,
+                     fake: torch.Tensor, ab: torch.Tensor, lambda1: float,
+                     gen: torch.Generator) -> float:
+        """One critic update on ``gammaD * (Wasserstein estimate + penalty)`` (TF-VAEGAN
+        ``train_images.py:159-191``, FREE ``train_free.py:251-266``); returns the scaled penalty,
+        which the adaptive ``lambda1`` sums over the critic iterations."""
+        wasserstein, gp = critic_terms(D, xb, fake, ab, lambda1, gen)
+        gp = self.gammaD * gp
+        opt_d.zero_grad(set_to_none=True)
+        (self.gammaD * wasserstein + gp).backward()
+        opt_d.step()
+        return float(gp.detach())
+
     @staticmethod
     def _batches(n: int, bs: int, gen: torch.Generator, device: torch.device) -> torch.Tensor:
         """A fresh random subset of ``bs`` training rows (official ``next_seen_batch``)."""
@@ -403,12 +416,7 @@ class TFVAEGANGenerator(_VAEGANBase):
                             with torch.no_grad():
                                 fake = self._fake(G, dec, fb, noise_for(xb, ab), ab, feedback,
                                                   self.a1)
-                            wasserstein, gp = critic_terms(D, xb, fake, ab, lambda1, gen)
-                            gp = self.gammaD * gp
-                            opt_d.zero_grad(set_to_none=True)
-                            (self.gammaD * wasserstein + gp).backward()
-                            opt_d.step()
-                            gp_sum += float(gp.detach())
+                            gp_sum += self._critic_step(D, opt_d, xb, fake, ab, lambda1, gen)
                         lambda1 = _adapt_lambda(lambda1, gp_sum, self.gammaD,
                                                 int(self.critic_iter))
                         # encoder, generator, feedback (and decoder) on the last critic batch
@@ -581,12 +589,7 @@ class FREEGenerator(_VAEGANBase):
                             cost.backward()  # the centres' gradient is never zeroed (official)
                             opt_fr.step()
                             opt_c.step()
-                            wasserstein, gp = critic_terms(D, xb, fake, ab, lambda1, gen)
-                            gp = self.gammaD * gp
-                            opt_d.zero_grad(set_to_none=True)
-                            (self.gammaD * wasserstein + gp).backward()
-                            opt_d.step()
-                            gp_sum += float(gp.detach())
+                            gp_sum += self._critic_step(D, opt_d, xb, fake, ab, lambda1, gen)
                         lambda1 = _adapt_lambda(lambda1, gp_sum, self.gammaD,
                                                 int(self.critic_iter))
                         D.requires_grad_(False)
