@@ -32,9 +32,10 @@ one only by a *larger* count, the harness calls ``fit_<stage>(context, resume=pr
 fits afresh (``resume=None``). Why: a search walks an epochs grid in increasing order, and
 continuing makes the whole grid cost its largest value once. The stage must then return exactly
 what a fresh fit of that count returns (its random stream included, so its output carries the
-stream's state), and must not modify ``previous_output``, which stays cached;
-``check_model``'s refit check compares a resumed fit with a fresh one. ``zslbench.testing.check_model`` checks that a refit after any
-hyperparameter change equals a fresh fit.
+stream's state), and must not modify ``previous_output``, which stays cached.
+
+``zslbench.testing.check_model`` checks that a refit after any hyperparameter change equals a
+fresh fit, resumed refits included.
 """
 
 from __future__ import annotations
