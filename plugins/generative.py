@@ -26,8 +26,9 @@ Each generator declares the official settings of its paper's GZSL classifier
 model's classifier hyperparameters default to None, meaning "the generator's official value", and a
 value given with ``--set model.PARAM=...`` is used instead (and not searched).
 
-One copy of the helpers every generative method needs: :func:`seeded_linear`, :func:`adam`,
-:func:`permutation_stream`, :func:`train_softmax`.
+One copy of the helpers every generative method needs: :func:`seeded_linear`,
+:func:`permutation_stream`, :func:`train_softmax`, and :func:`adam` (re-exported from
+:mod:`zslbench_plugins.optim`, which CN-ZSL shares).
 """
 
 from __future__ import annotations
