@@ -15,6 +15,8 @@ from zslbench.records import read_record, write_record
 from zslbench.registry import load_registry
 from zslbench.runner import GridRequest, parse_overrides, run_grid
 
+REPO = Path(__file__).resolve().parents[1]
+
 #: The digest of the core numerics (identity.PROTOCOL_MODULES and derive_seed) at the pinned
 #: PROTOCOL_VERSION. When this test fails you changed the core: if the change can move any number,
 #: bump identity.PROTOCOL_VERSION (every record re-runs, "protocol changed") and add a CHANGES.md
@@ -56,6 +58,102 @@ def test_a_component_digest_follows_its_plugin_imports_only():
     assert "zslbench_plugins.krr" in mods and "zslbench_plugins.regressor_inputs" in mods
     assert not any(m.startswith("zslbench.") for m in mods)  # the core is PROTOCOL_VERSION's
     assert "zslbench_plugins.cnzsl" not in mods
+
+
+# -- one digest on every Python ----------------------------------------------------------------
+
+#: Source that touches the fields whose ``ast.dump`` text differs between Pythons: optional fields
+#: left ``None`` (returns, kind, asname, ...), a ``None`` constant, empty lists where 3.12 adds
+#: ``type_params`` and 3.13 drops empty fields, and a docstring to strip.
+_CORPUS = '''"""Module doc."""
+from . import sibling
+import os.path as osp, sys
+X: int
+Y = None
+def f(a, /, b: int = 1, *args, c=None, **kw) -> None:
+    """Doc."""
+    global Z
+    for i in range(3):
+        if i and not a: continue
+    with open(a) as fh, open(b): pass
+    try:
+        raise ValueError("x") from None
+    except (KeyError, ValueError) as err: return err
+    finally: pass
+    return [x ** 2 for x in args if x][::2], {k: v for k, v in kw.items()}, lambda q=1: q
+class C(dict, metaclass=type):
+    attr: "str" = f"{Y!r:>{X}}"
+    async def g(self): yield; await self; return
+match Y:
+    case [1, *rest] if rest: pass
+    case {"k": v, **others}: pass
+    case C(attr=_) | None: pass
+'''
+
+#: sha256 of Python 3.11's ``ast.dump(tree, include_attributes=False)`` of :data:`_CORPUS`
+#: without its docstrings: what every Python must give (:func:`identity.stable_dump`).
+_CORPUS_DIGEST = "ea5b6d61b22c31b224cb3916546e402e6bfe6ac481328c1738d44dba3f50cbe4"
+
+
+def test_source_digest_is_python_311s_ast_dump_on_this_python():
+    assert identity.source_digest(_CORPUS) == _CORPUS_DIGEST
+    import ast
+    import sys
+
+    if sys.version_info[:2] == (3, 11):  # the reference itself: every project file
+        for path in sorted(REPO.glob("[zpt]*/**/*.py")):
+            tree = identity._strip_docstrings(ast.parse(path.read_text(encoding="utf-8")))
+            assert identity.stable_dump(tree) == ast.dump(tree, include_attributes=False), path
+
+
+def _interpreters() -> dict[str, str]:
+    """{"3.x": path} of the supported Pythons present here (pyenv's versions, or on PATH)."""
+    import os
+    import shutil
+    import subprocess
+
+    found: dict[str, str] = {}
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for minor in ("3.10", "3.11", "3.12", "3.13"):
+        candidates = [*sorted(root.glob(f"{minor}*/bin/python{minor}")), shutil.which(f"python{minor}")]
+        for exe in filter(None, candidates):
+            ok = subprocess.run([str(exe), "-c", "import sys; print(sys.version_info[:2])"],
+                                capture_output=True, text=True, timeout=60)
+            if ok.returncode == 0 and ok.stdout.strip() == str(tuple(map(int, minor.split(".")))):
+                found[minor] = str(exe)
+                break
+    return found
+
+
+_DIGEST_ALL = """
+import importlib.util, json, pathlib, sys
+spec = importlib.util.spec_from_file_location("ident", sys.argv[1])
+ident = importlib.util.module_from_spec(spec); spec.loader.exec_module(ident)
+root = pathlib.Path(sys.argv[2])
+print(json.dumps({str(p.relative_to(root)): ident.source_digest(p.read_text(encoding="utf-8"))
+                  for p in sorted(root.glob("[zp]*/**/*.py"))}))
+"""
+
+
+def test_every_source_file_has_one_digest_under_every_python_present():
+    """Records made on 3.10, 3.11, 3.12 and 3.13 share cache keys: the digest of each file of
+    the project is the same under each interpreter found here (at least this one)."""
+    import json
+    import subprocess
+    import sys
+
+    pythons = _interpreters()
+    pythons.setdefault(f"{sys.version_info[0]}.{sys.version_info[1]}", sys.executable)
+    digests = {}
+    for minor, exe in sorted(pythons.items()):
+        out = subprocess.run([exe, "-c", _DIGEST_ALL, identity.__file__, str(REPO)],
+                             capture_output=True, text=True, timeout=300, check=True)
+        digests[minor] = json.loads(out.stdout)
+    reference = digests[f"{sys.version_info[0]}.{sys.version_info[1]}"]
+    assert len(reference) > 50
+    for minor, got in digests.items():
+        differ = sorted(k for k in reference if got.get(k) != reference[k])
+        assert not differ, f"Python {minor} digests {len(differ)} files otherwise: {differ[:5]}"
 
 
 # -- a cached krr run on toy, and what an edit does to it ----------------------------------------
@@ -196,7 +294,6 @@ def test_a_record_from_before_identities_says_data_changed_or_old_key(cached_krr
 
 # -- the committed board: at HEAD, its grid is all cached ----------------------------------------
 
-REPO = Path(__file__).resolve().parents[1]
 BOARD = REPO / "leaderboards" / "records" / "synthetic"
 
 
