@@ -441,7 +441,9 @@ def execute(plan: PlannedRun, data: ZSLData,
     snapshot = provenance.load_snapshot()
     out = RunResult(plan, started_at=started.isoformat(timespec="seconds"))
     signals = executors.user_signals()
+    startup = 0.0
     try:
+        startup = provenance.warm_device(plan.device)
         method = plan.prepared.instantiate(plan.seed, plan.device)
         out.result = run_protocol(data, method, plan.seed, plan.device, on_event=on_event)
     except BaseException as exc:  # the run failed: name what failed, write no record
@@ -455,6 +457,8 @@ def execute(plan: PlannedRun, data: ZSLData,
             out.error += "\n" + "".join(traceback.format_exception(exc))
     out.load = provenance.load_report(snapshot)
     out.device = provenance.device_info(plan.device)
+    if startup:
+        out.device["startup_seconds"] = startup
     out.environment = provenance.environment()
     out.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return out

@@ -38,3 +38,16 @@ def test_a_test_workflow_runs_the_ci_script_on_push_and_pull_request() -> None:
     assert "push:" in triggers and "pull_request:" in triggers
     assert "run: bash .ci/run" in [line.strip() for line in lines]
     assert (path.parents[2] / ".ci" / "run").is_file()
+
+
+def test_the_test_workflow_covers_every_supported_python_with_the_cpu_torch() -> None:
+    """Issue 26: CI ran Python 3.11 only; users run 3.10-3.13. The torch line that ``.ci/run``
+    shares with the README names the CPU index, so no job downloads a CUDA build."""
+    path = WORKFLOW.with_name("test.yml")
+    lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
+    assert 'python: ["3.10", "3.11", "3.12", "3.13"]' in lines
+    assert "python-version: ${{ matrix.python }}" in lines
+    ci = (path.parents[2] / ".ci" / "run").read_text()
+    readme = (path.parents[2] / "README.md").read_text()
+    torch_line = "pip install torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu"
+    assert torch_line in ci.splitlines() and torch_line in readme
