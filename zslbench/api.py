@@ -78,7 +78,7 @@ def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = No
                  sets: Mapping[str, Any] | Sequence[str] | None = None,
                  sweeps: Mapping[str, Sequence[Any]] | Sequence[str] | None = None,
                  executor: str | None = None, allow_nonstandard_split: bool | None = None,
-                 force: bool = False) -> tuple[Any, str]:
+                 force: bool = False, recheck: bool = False) -> tuple[Any, str]:
     """The resolved ``GridRequest`` and the executor's name; every mistake is one
     ``ConfigError`` line, and nothing has run yet.
 
@@ -159,7 +159,7 @@ def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = No
         results_dir=Path(_pick(results_dir, conf, "results_dir", "results")),
         data_dir=resolved_dir, seeds=n_seeds, base_seed=int(_pick(base_seed, conf, "base_seed", 0)),
         device=provenance.resolve_device(_pick(device, conf, "device", "auto")),
-        overrides=parsed, sweeps=sweep_values, force=force,
+        overrides=parsed, sweeps=sweep_values, force=force, recheck=recheck,
         allow_nonstandard=bool(_pick(allow_nonstandard_split, conf, "allow_nonstandard_split",
                                      False)),
         config_file=Path(config).as_posix() if config is not None else None,

@@ -170,6 +170,9 @@ def list_cmd(state: State) -> None:
               help="With --executor ray: GPUs (or a fraction) each run asks for, e.g. 0.25 "
                    "[default: 1 with --device cuda, else 0].")
 @click.option("--force", is_flag=True, help="Re-run even when a matching record exists.")
+@click.option("--recheck", is_flag=True,
+              help="Re-run the cached runs here without replacing their records, and keep how far "
+                   "each moved in <run_id>.rechecks beside it (bit-reproducible across machines?).")
 @click.option("--dry-run", is_flag=True,
               help="Plan only: list every run as cached or to run (with why, and an ETA from "
                    "earlier records on this device model); nothing is trained or written.")
@@ -181,7 +184,7 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
         config_file: Path | None, data_dir: Path | None, results_dir: Path, seeds: int,
         base_seed: int, device: str, overrides: tuple[str, ...], sweeps: tuple[str, ...],
         executor: str, address: str | None, cpus_per_run: float | None,
-        gpus_per_run: float | None, force: bool, dry_run: bool,
+        gpus_per_run: float | None, force: bool, recheck: bool, dry_run: bool,
         allow_nonstandard_split: bool) -> None:
     """Run methods on datasets and write one record per run."""
     from zslbench import api
@@ -204,7 +207,7 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
             data_dir=given("data_dir", data_dir), sets=overrides, sweeps=sweeps,
             executor=given("executor", executor),
             allow_nonstandard_split=given("allow_nonstandard_split", allow_nonstandard_split),
-            force=force)
+            force=force, recheck=recheck)
     except api.MissingData as exc:
         for line in exc.lines:
             say_error(line)

@@ -160,7 +160,7 @@ class Reporter:
             return
         rec = outcome.record
         flag = "" if rec.load.get("oversubscribed") is not True else " (machine oversubscribed)"
-        verb = "cached" if outcome.status == "cached" else "done"
+        verb = {"cached": "cached", "rechecked": "rechecked"}.get(outcome.status, "done")
         self._print(f"{verb} {name}: H {rec.metrics['H']:.1f}, train "
                     f"{rec.timings['train']:.1f} s{flag} -> {outcome.path}")
 

@@ -125,6 +125,24 @@ def warm_device(device: str) -> float:
     return round(time.perf_counter() - start, 3)
 
 
+def reset_peak_memory(device: str) -> None:
+    """Start counting a run's peak GPU memory (nothing on a CPU)."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_memory_mib(device: str) -> float | None:
+    """The peak GPU memory torch allocated since :func:`reset_peak_memory`, in MiB (None on a
+    CPU, where the process's peak RSS would also count earlier runs)."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+
+
 def device_info(device: str) -> dict[str, object]:
     import torch
 

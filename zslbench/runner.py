@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 import zslbench
-from zslbench import executors, identity, provenance
+from zslbench import executors, identity, provenance, rechecks
 from zslbench.components import Component
 from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame
@@ -374,6 +374,9 @@ class GridRequest:
     #: ``{"embedder.margin": [1, 4]}``: one configuration per combination of swept values.
     sweeps: dict[str, list[Any]] = field(default_factory=dict)
     force: bool = False
+    #: Re-run cached runs, keep their records, and write what moved beside each record
+    #: (:mod:`zslbench.rechecks`).
+    recheck: bool = False
     allow_nonstandard: bool = False
     #: The TOML config file the request came from, recorded in every record.
     config_file: str | None = None
@@ -444,6 +447,7 @@ def execute(plan: PlannedRun, data: ZSLData,
     startup = 0.0
     try:
         startup = provenance.warm_device(plan.device)
+        provenance.reset_peak_memory(plan.device)
         method = plan.prepared.instantiate(plan.seed, plan.device)
         out.result = run_protocol(data, method, plan.seed, plan.device, on_event=on_event)
     except BaseException as exc:  # the run failed: name what failed, write no record
@@ -459,6 +463,9 @@ def execute(plan: PlannedRun, data: ZSLData,
     out.device = provenance.device_info(plan.device)
     if startup:
         out.device["startup_seconds"] = startup
+    peak = provenance.peak_memory_mib(plan.device)
+    if peak is not None:
+        out.device["peak_memory_mib"] = peak
     out.environment = provenance.environment()
     out.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return out
@@ -581,7 +588,8 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
             planned = plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
                                    results_dir=request.results_dir, seeds=request.seeds,
                                    base_seed=request.base_seed, device=request.device,
-                                   device_name=device_name, force=request.force, index=index,
+                                   device_name=device_name,
+                                   force=request.force or request.recheck, index=index,
                                    config_file=request.config_file,
                                    schedule=request.schedule, kind=kind)
             if any(run.status == "run" for run in planned):
@@ -618,6 +626,12 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
             continue
         record = make_record(plan, res, verdicts[plan.dataset], data_info[plan.dataset],
                              request.base_seed, git)
+        if request.recheck and plan.record is not None:  # the recorded run stays as it is
+            entry = rechecks.compare(plan.record, record)
+            emit("info", {"message": rechecks.line(entry)})
+            yield RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "rechecked",
+                             record, rechecks.append(plan.path, entry))
+            continue
         try:
             written = write_record(request.results_dir, record)
         except OSError as exc:
