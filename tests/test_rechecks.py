@@ -54,3 +54,18 @@ def test_recheck_reruns_a_cached_run_keeps_its_record_and_writes_the_move(tmp_pa
     (entry,) = json.loads(record.with_suffix(".rechecks").read_text())
     assert entry["bit_identical"] is True and entry["run_id"] == record.stem
     assert list(res.glob("*.json")) == [record]
+
+
+def test_the_leaderboard_lists_rechecks_per_method_with_names_escaped(tmp_path):
+    from zslbench.leaderboard import reproducibility
+
+    assert reproducibility.page(tmp_path) is None  # no rechecks, no page
+    moved = rechecks.compare(_record("AMD EPYC", 30.91), _record("Intel | Xeon", 29.83))
+    moved["method"] = "t-gp|<b>"
+    rechecks.append(tmp_path / "a.json", moved)
+    rechecks.append(tmp_path / "b.json", rechecks.compare(_record("A", 1.0), _record("B", 1.0)))
+    text = reproducibility.page(tmp_path)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows[0].startswith("| t-gp | 1 | 1 | 0.00 | 0.00 |")
+    assert "| 1 | 0 | 1.08 | 1.08 |" in rows[1] and "<b>" not in rows[1]
+    assert "Intel \\| Xeon" in rows[1]

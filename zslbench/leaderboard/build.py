@@ -11,6 +11,7 @@ Layout of the output directory::
     synthetic.md, synthetic.html   embedded synthetic stand-ins only, titled as such
     custom.md, custom.html    the user's own datasets (only when there are such runs)
     {kind}.csv, {kind}-train-time.csv, {kind}-per-class.csv, ({kind}-selection-audit.csv)
+    reproducibility.md        per method, the runs made again on another machine and how far they moved
     figures/*.png, figures/*.svg
     manifest.json             what was rendered (and so may be replaced); figures with their data hash
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zslbench.leaderboard import csvs, render
+from zslbench.leaderboard import csvs, render, reproducibility
 from zslbench.leaderboard.figures import FigureSpec, embedded_hash, render_figure
 from zslbench.leaderboard.manifest import GENERATOR, MANIFEST, owned_files
 from zslbench.leaderboard.model import Board, board
@@ -78,7 +79,11 @@ def build(results_dir: Path, out_dir: Path, reported_path: Path | None, *, draw:
     """Render everything. With ``draw=False`` figures are specified (and hashed) but not drawn."""
     out_dir = Path(out_dir)
     b = board(Path(results_dir), out_dir, reported_path)
-    artefacts = [Artefact(path, text.encode("utf-8")) for path, text in sorted(texts(b).items())]
+    pages = texts(b)
+    rechecked = reproducibility.page(Path(results_dir))
+    if rechecked is not None:
+        pages[reproducibility.FILE] = rechecked
+    artefacts = [Artefact(path, text.encode("utf-8")) for path, text in sorted(pages.items())]
     owned = owned_files(out_dir / MANIFEST) or set()
     for spec in b.figures:
         kept_files = _current_figure(out_dir, spec, owned) if draw else None

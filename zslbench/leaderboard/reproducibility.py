@@ -1,0 +1,39 @@
+"""``reproducibility.md``: which methods gave the same numbers when their runs were made again on
+another machine (``zslbench run --recheck``, :mod:`zslbench.rechecks`), and how far the others
+moved. Written only when the results dir holds rechecks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zslbench import rechecks
+from zslbench.leaderboard.markup import md_escape
+
+FILE = "reproducibility.md"
+
+
+def page(results_dir: Path) -> str | None:
+    """The page's Markdown, or None when no run under ``results_dir`` was rechecked."""
+    rows = rechecks.summary(rechecks.read_all(Path(results_dir)))
+    if not rows:
+        return None
+    lines = [
+        "# The same runs on other machines",
+        "",
+        "A record is keyed by what the run computes, not by the machine, so the board gathers "
+        "records from many machines. `zslbench run ... --recheck` made some of them again on "
+        "another machine and kept the records as they were; this table says, per method, how many "
+        "of those rechecks gave bit-identical numbers and how far the others moved (percentage "
+        "points). A method trained by many small steps can land elsewhere when another CPU, BLAS "
+        "kernel or thread count rounds one product otherwise: its seed-to-seed spread on the "
+        "board is the scale to read such a move against.",
+        "",
+        "| method | rechecks | bit-identical | largest move of H | largest move of any metric "
+        "| machines |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        machines = "; ".join(md_escape(m) for m in row["machines"])
+        lines.append(f"| {md_escape(row['method'])} | {row['rechecks']} | {row['bit_identical']} "
+                     f"| {row['max_abs_dH']:.2f} | {row['max_abs_d']:.2f} | {machines} |")
+    return "\n".join(lines) + "\n"
