@@ -23,6 +23,31 @@ def shared_data() -> Path:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="re-write tests/golden/toy.json from this run (tests/test_golden.py)")
+    parser.addoption("--add-golden-environment", action="store_true", default=False,
+                     help="add this machine's numbers to tests/golden/toy.json, compared exactly "
+                          "from then on (refused outside the per-method bands)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The suite's expectations were made on CPUs: ``--device auto`` means the CPU here, also on a
+    # machine with a GPU (and in the CLI subprocesses the tests start). GPU tests say ``cuda``.
+    os.environ.setdefault("ZSLBENCH_DEVICE", "cpu")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (pytest -m gpu); skipped without one")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` skip, saying why, where torch sees no CUDA device."""
+    marked = [item for item in items if item.get_closest_marker("gpu")]
+    if not marked:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU: torch {torch.__version__} sees none "
+                                   "(torch.cuda.is_available() is False)")
+    for item in marked:
+        item.add_marker(skip)
 
 
 @pytest.fixture

@@ -42,12 +42,20 @@ def cpu_name() -> str:
 
 
 def resolve_device(requested: str) -> str:
-    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``. ``cuda`` without a GPU is an error."""
+    """``auto`` -> ``$ZSLBENCH_DEVICE`` when set, else ``cuda`` when torch sees a GPU, else
+    ``cpu``. ``cuda`` without a GPU is an error.
+
+    ``ZSLBENCH_DEVICE`` lets a machine pin what ``auto`` means: the test suite sets ``cpu``, so
+    that its expectations, made on CPUs, hold on a machine with a GPU too (the GPU tests name
+    ``cuda`` explicitly)."""
     import torch
 
     from zslbench.hyperparams import torch_device
 
     if requested == "auto":
+        pinned = os.environ.get("ZSLBENCH_DEVICE", "").strip()
+        if pinned and pinned != "auto":
+            return str(torch_device("ZSLBENCH_DEVICE", pinned))
         return "cuda" if torch.cuda.is_available() else "cpu"
     return str(torch_device("--device", requested))
 

@@ -253,7 +253,7 @@ def test_cuda_without_a_gpu_is_a_config_error() -> None:
         BalancedTripletEmbedder(device="cuda").fit(features, labels)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.gpu
 @pytest.mark.parametrize("cls", TRAINED)
 def test_cuda_trains_the_same_map_as_the_cpu(cls: type) -> None:
     features, labels = toy_problem(1, n_per=20)

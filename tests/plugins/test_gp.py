@@ -327,7 +327,7 @@ def test_cuda_without_a_gpu_is_a_config_error():
         GPRegressor(device="cuda").fit(p.seen_semantics, p.seen_prototypes)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.gpu
 def test_cuda_gives_the_cpu_result():
     p = make_shaped("CUB", 8, seed=4)
     cpu = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
