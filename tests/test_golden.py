@@ -1,20 +1,44 @@
 """Numbers never change silently: every built-in method's metrics on ``toy``, pinned.
 
 ``tests/golden/toy.json`` holds, for every method the built-in plugins register, the metrics
-(A_T, A_U, A_S, H, AUSUC) and the calibrated gamma of one run on ``toy`` (seed 0, CPU) with the
-small settings in :data:`SETTINGS` (fewer epochs and episodes, and the slow methods' searched
-values fixed, so that the whole file is made in well under a minute; the numbers still go through
-every component, the search of the methods that keep one, calibration and the metrics).
+(A_T, A_U, A_S, H, AUSUC) and the calibrated gamma of one run on ``toy`` (seed 0) with the small
+settings in :data:`SETTINGS` (fewer epochs and episodes, and the slow methods' searched values
+fixed; the numbers still go through every component, the search of the methods that keep one,
+calibration and the metrics).
 
-A change of any number fails this test. If the change is intended, re-write the file with
-``pytest tests/test_golden.py --update-golden`` and say why in ``CHANGES.md``, in the same commit.
+How exact, as chosen:
 
-Exactness, as chosen: the file records the machine it was made on (:func:`environment`: CPU model,
-BLAS library and kernel, thread counts, numpy/scipy/torch versions). On the same environment the
-comparison is exact (float equality of every value; the runs are deterministic there). On another
-one, BLAS kernels and thread counts may round differently, so the comparison allows
-:data:`OTHER_MACHINE_TOLERANCE` percentage points on metrics and a relative 1e-3 on gamma, and the
-failure message says the environments differ.
+- **On an environment the file holds: exact.** A float can change with the CPU's instruction
+  set, the BLAS library and kernel, the thread count and the numpy/scipy/torch versions
+  (:func:`environment`). The file keeps the numbers of every environment it was made or checked
+  on (``environments``; the first is the reference), and on any of them every value must be equal
+  to the last bit.
+- **Elsewhere: a band per method.** Some methods train by many small steps (Adam on a network or
+  on GP hyperparameters), and there a different rounding in one product grows into another
+  trajectory: t-gp's A_S moved 2.8 points between an AMD and an Intel CPU with the same wheels.
+  No fixed tolerance holds across machines for them and still means something. So a method that
+  is stable on every environment the file holds (:data:`STABLE_MOVE`) is compared within
+  :data:`STABLE_TOLERANCE` points (and gamma within a relative 1e-3); a method that is not is
+  compared within :data:`BAND_SDS` standard deviations of its training noise, never less than
+  :data:`STABLE_TOLERANCE`. The training noise is the spread over the model's own random draws
+  (initialisation, batches: ``model_seed`` :data:`SPREAD_SEEDS`) with the split fixed, on the
+  reference environment, stored as ``spread`` for these methods only: a trajectory that diverged
+  through rounding is another draw of the same kind. (The spread over whole run seeds would also
+  vary the validation split, and be several times wider.) Such a band still fails on a change that
+  moves a number by more than the method's training noise; a smaller change is caught on every
+  environment the file holds.
+- **A GPU** is one more environment: ``tests/test_gpu.py`` compares ``--device cuda`` with the
+  reference through the same bands.
+
+Commands:
+
+- ``pytest tests/test_golden.py --update-golden``: an intended change. Re-writes the file from this
+  machine alone and drops every other environment, whose numbers the change made stale: seed 0 with
+  this machine's threads and with one thread (two environments; a method whose numbers differ
+  between them is float-sensitive), and the spread seeds of the float-sensitive methods. Say why
+  in ``CHANGES.md``, in the same commit.
+- ``pytest tests/test_golden.py --add-golden-environment``: this machine's numbers join the file,
+  so that it is compared exactly from then on. Refused when they are outside the bands.
 """
 
 from __future__ import annotations
@@ -22,8 +46,11 @@ from __future__ import annotations
 import json
 import math
 import platform
+import statistics
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from zslbench.protocol import run_protocol
 from zslbench.registry import load_registry
@@ -31,8 +58,17 @@ from zslbench.runner import parse_overrides, prepare_method
 
 GOLDEN = Path(__file__).parent / "golden" / "toy.json"
 SEED = 0
+SPREAD_SEEDS = (0, 1, 2, 3, 4)
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
-OTHER_MACHINE_TOLERANCE = 0.05
+STABLE_TOLERANCE = 0.05
+BAND_SDS = 3.0
+#: A method whose metrics moved at most this much (points) between the stored environments is
+#: stable: rounding in a computation that does not amplify it (bt-gp's AUSUC moved 4e-4 with
+#: torch's default, non-SIMD kernels). A trajectory that diverged moves by a sizeable part of its
+#: seed spread (t-gp: 2.8 points of A_S). Gamma is left out of that test: it is a float32
+#: threshold chosen on validation scores, and its last bits move (~2e-5 seen) where every metric
+#: is identical.
+STABLE_MOVE = STABLE_TOLERANCE / 2
 
 #: Small settings per method (``--set`` syntax); methods not listed run at their defaults.
 SETTINGS: dict[str, list[str]] = {
@@ -55,7 +91,7 @@ SETTINGS: dict[str, list[str]] = {
 
 
 def environment() -> dict[str, Any]:
-    """What can change the last bits of a float on CPU: the exact comparison needs all equal."""
+    """What can change the last bits of a float on a CPU: the exact comparison needs all equal."""
     import numpy
     import scipy
     import torch
@@ -71,48 +107,215 @@ def environment() -> dict[str, Any]:
     except ImportError:  # pragma: no cover - threadpoolctl comes with the dependencies
         pass
     return {"cpu": cpu_name(), "machine": platform.machine(), "blas": blas,
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "torch_threads": torch.get_num_threads(), "numpy": numpy.__version__,
             "scipy": scipy.__version__, "torch": torch.__version__}
 
 
-def compute() -> dict[str, dict[str, float]]:
+def compute(seed: int = SEED, device: str = "cpu", methods: list[str] | None = None,
+            model_seed: int | None = None) -> dict[str, dict[str, float]]:
+    """Every built-in method's numbers on toy at ``seed`` (or only ``methods``); ``model_seed``
+    replaces the seed of the model's own draws (initialisation, batches) and keeps the split's."""
     reg = load_registry()
     data = reg.get("dataset", "toy").obj.load(None)
     builtin = sorted(p.name for p in reg.items["method"].values()
                      if reg.plugins.get(p.plugin) == "zslbench")
     out = {}
-    for name in builtin:
+    for name in methods if methods is not None else builtin:
         prep = prepare_method(reg, name, parse_overrides(SETTINGS.get(name, [])))
-        result = run_protocol(data, prep.instantiate(seed=SEED, device="cpu"), SEED)
+        method = prep.instantiate(seed=seed if model_seed is None else model_seed, device=device)
+        result = run_protocol(data, method, seed, device)
         out[name] = {**{k: float(result.evaluation[k]) for k in METRICS},
                      "gamma": float(result.gamma)}
     return out
+
+
+def builtin_methods() -> list[str]:
+    reg = load_registry()
+    return sorted(p.name for p in reg.items["method"].values()
+                  if reg.plugins.get(p.plugin) == "zslbench")
+
+
+# -- the comparison (pure: tests/test_golden.py tests it on made-up files) ---------------------
+
+def matching_environment(golden: dict[str, Any], env: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored environment ``env`` is, if any: every key the stored one has is equal (an
+    entry written before a key was added still matches on the keys it has)."""
+    for entry in golden["environments"]:
+        if all(env.get(k) == v for k, v in entry["environment"].items()):
+            return entry
+    return None
+
+
+def reproducibility(golden: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per method: bit-identical on every stored environment or not, stable (every metric within
+    :data:`STABLE_MOVE`) or float-sensitive, and how far its values moved between them (the
+    largest difference from the reference, per key)."""
+    envs = golden["environments"]
+    ref = envs[0]["methods"]
+    out = {}
+    for method, values in ref.items():
+        moved = {k: max(abs(e["methods"][method][k] - v) for e in envs) for k, v in values.items()}
+        out[method] = {"bit_identical": all(m == 0.0 for m in moved.values()),
+                       "stable": all(m <= STABLE_MOVE for k, m in moved.items() if k != "gamma"),
+                       "environments": len(envs), "moved": moved}
+    return out
+
+
+def band(golden: dict[str, Any], method: str, key: str) -> float:
+    """How far ``key`` of ``method`` may move on an environment the file does not hold: from its
+    training noise when the file keeps one (a float-sensitive method), else the fixed tolerance."""
+    if method not in golden["spread"]:
+        ref = golden["environments"][0]["methods"][method][key]
+        return abs(ref) * 1e-3 if key == "gamma" else STABLE_TOLERANCE
+    values = golden["spread"][method][key]
+    return max(STABLE_TOLERANCE, BAND_SDS * statistics.stdev(values))
+
+
+def differences(golden: dict[str, Any], got: dict[str, dict[str, float]],
+                env: dict[str, Any]) -> tuple[str, list[str]]:
+    """(how it compared, one line per value out of bounds) for ``got`` made on ``env``."""
+    entry = matching_environment(golden, env)
+    ref = (entry or golden["environments"][0])["methods"]
+    if sorted(got) != sorted(ref):
+        return "methods", [f"methods changed: {sorted(ref)} -> {sorted(got)}"]
+    out = []
+    for method, values in got.items():
+        for key, value in values.items():
+            want = ref[method][key]
+            if entry is not None:
+                if value != want:
+                    out.append(f"{method} {key}: {want!r} -> {value!r} (exact: same environment)")
+            elif not abs(value - want) <= band(golden, method, key):
+                out.append(f"{method} {key}: {want!r} -> {value!r} (band ±"
+                           f"{band(golden, method, key):.3g})")
+    how = ("exact, on the stored environment " + json.dumps(entry["environment"]) if entry
+           else f"within per-method bands: this environment {json.dumps(env)} is not in the file")
+    return how, out
+
+
+def _write(body: dict[str, Any]) -> None:
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+
+
+def _one_thread_numbers() -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    """This machine's environment and numbers with one thread (torch, BLAS and OpenMP)."""
+    import threadpoolctl
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpoolctl.threadpool_limits(1):
+            return environment(), compute()
+    finally:
+        torch.set_num_threads(before)
+
+
+def update_golden(got: dict[str, dict[str, float]], env: dict[str, Any]) -> dict[str, Any]:
+    """The file made anew on this machine: its numbers, the same with one thread (a second
+    environment, and the test of which methods are float-sensitive: a method whose numbers move
+    with the thread count gets a band from its seed spread), and that spread."""
+    environments = [{"environment": env, "methods": got}]
+    env1, got1 = _one_thread_numbers()
+    if env1 != env:
+        environments.append({"environment": env1, "methods": got1})
+    body: dict[str, Any] = {
+        "about": "tests/test_golden.py: --update-golden (and a CHANGES.md line), or "
+                 "--add-golden-environment", "seed": SEED, "settings": SETTINGS,
+        "spread_seeds": list(SPREAD_SEEDS), "spread": {}, "environments": environments}
+    # Float-sensitive: moved with the thread count here, or known to be from the file it replaces
+    # (ALE moved only with AVX2 kernels, which this machine may not show).
+    before = json.loads(GOLDEN.read_text()).get("spread", {}) if GOLDEN.exists() else {}
+    sensitive = sorted({m for m, row in reproducibility(body).items() if not row["stable"]}
+                       | (set(before) & set(got)))
+    spread = {m: {k: [v] for k, v in got[m].items()} for m in sensitive}
+    for seed in SPREAD_SEEDS[1:]:
+        for m, values in (compute(SEED, methods=sensitive, model_seed=seed)
+                          if sensitive else {}).items():
+            for k, v in values.items():
+                spread[m][k].append(v)
+    body["spread"] = spread
+    return body
 
 
 def test_every_builtin_method_on_toy_matches_the_golden_file(request):
     got = compute()
     env = environment()
     if request.config.getoption("--update-golden"):
-        GOLDEN.parent.mkdir(exist_ok=True)
-        body = {"about": "tests/test_golden.py; update with --update-golden and a CHANGES.md line",
-                "seed": SEED, "settings": SETTINGS, "environment": env, "methods": got}
-        GOLDEN.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+        _write(update_golden(got, env))
         return
     assert GOLDEN.exists(), f"{GOLDEN} is missing: run pytest {__file__} --update-golden"
     golden = json.loads(GOLDEN.read_text())
     assert golden["settings"] == SETTINGS, "SETTINGS changed: --update-golden, and CHANGES.md"
-    same = golden["environment"] == env
-    where = "" if same else (f" (environment differs from the golden file's, compared within "
-                             f"{OTHER_MACHINE_TOLERANCE} points: {golden['environment']} vs {env})")
-    assert sorted(got) == sorted(golden["methods"]), f"methods changed{where}"
-    diffs = []
-    for method, values in got.items():
-        for key, value in values.items():
-            want = golden["methods"][method][key]
-            ok = value == want if same else (
-                math.isclose(value, want, rel_tol=1e-3) if key == "gamma"
-                else abs(value - want) <= OTHER_MACHINE_TOLERANCE)
-            if not ok:
-                diffs.append(f"{method} {key}: {want!r} -> {value!r}")
-    assert not diffs, ("numbers changed" + where + ":\n  " + "\n  ".join(diffs) + "\nIf intended: "
-                       "pytest tests/test_golden.py --update-golden, and a CHANGES.md section")
+    how, diffs = differences(golden, got, env)
+    assert not diffs, ("numbers changed (compared " + how + "):\n  " + "\n  ".join(diffs)
+                       + "\nIf intended: pytest tests/test_golden.py --update-golden, and a "
+                       "CHANGES.md section")
+    if request.config.getoption("--add-golden-environment") and \
+            matching_environment(golden, env) is None:
+        golden["environments"].append({"environment": env, "methods": got})
+        _write(golden)
+
+
+# -- the comparison itself fails where it should ------------------------------------------------
+
+def _made_up() -> dict[str, Any]:
+    ref = {"closed": {"H": 30.0, "gamma": 0.5}, "trained": {"H": 20.0, "gamma": 1.0}}
+    other = {"closed": {"H": 30.001, "gamma": 0.5 + 1e-16}, "trained": {"H": 19.0, "gamma": 1.2}}
+    return {"environments": [{"environment": {"cpu": "A", "threads": 2}, "methods": ref},
+                             {"environment": {"cpu": "B", "threads": 2}, "methods": other}],
+            "spread": {"trained": {"H": [20.0, 21.0, 19.0, 20.5, 19.5], "gamma": [1.0] * 5}}}
+
+
+def test_on_a_stored_environment_any_change_fails():
+    golden = _made_up()
+    got = json.loads(json.dumps(golden["environments"][1]["methods"]))
+    assert differences(golden, got, {"cpu": "B", "threads": 2, "new_key": 1})[1] == []
+    got["closed"]["H"] = 30.001 + 1e-12
+    how, diffs = differences(golden, got, {"cpu": "B", "threads": 2})
+    assert how.startswith("exact") and diffs == ["closed H: 30.001 -> 30.001000000001 (exact: "
+                                                 "same environment)"]
+
+
+def test_elsewhere_a_bit_identical_method_keeps_its_tight_tolerance_and_a_trained_one_its_band():
+    golden = _made_up()
+    rep = reproducibility(golden)
+    assert rep["closed"]["stable"] and not rep["closed"]["bit_identical"]  # rounding only
+    assert not rep["trained"]["stable"] and not rep["trained"]["bit_identical"]
+    assert rep["trained"]["moved"] == {"H": 1.0, "gamma": pytest.approx(0.2)}
+    sd = statistics.stdev([20.0, 21.0, 19.0, 20.5, 19.5])
+    assert band(golden, "trained", "H") == pytest.approx(BAND_SDS * sd)
+    assert band(golden, "trained", "gamma") == STABLE_TOLERANCE  # no spread: the floor
+    assert band(golden, "closed", "H") == STABLE_TOLERANCE
+    new = {"cpu": "C", "threads": 1}
+    within = {"closed": {"H": 30.04, "gamma": 0.5004}, "trained": {"H": 20.0 - BAND_SDS * sd * 0.99,
+                                                                   "gamma": 1.04}}
+    assert differences(golden, within, new)[1] == []
+    beyond = {"closed": {"H": 30.06, "gamma": 0.5}, "trained": {"H": 20.0 + BAND_SDS * sd * 1.01,
+                                                                "gamma": 1.0}}
+    assert [d.split(":")[0] for d in differences(golden, beyond, new)[1]] == ["closed H",
+                                                                            "trained H"]
+
+
+def test_the_committed_file_knows_every_builtin_method_and_the_noise_of_the_sensitive_ones():
+    golden = json.loads(GOLDEN.read_text())
+    methods = builtin_methods()
+    for entry in golden["environments"]:
+        assert sorted(entry["methods"]) == methods, entry["environment"]
+    moved = sorted(m for m, row in reproducibility(golden).items() if not row["stable"])
+    assert set(moved) <= set(golden["spread"]), "a method that moved needs its training noise"
+    for method in golden["spread"]:
+        assert sorted(golden["spread"][method]) == sorted([*METRICS, "gamma"])
+        assert all(len(v) == len(SPREAD_SEEDS) for v in golden["spread"][method].values())
+        ref = golden["environments"][0]["methods"][method]
+        assert {k: v[0] for k, v in golden["spread"][method].items()} == ref  # seed 0 is the ref
+    for entry in golden["environments"][1:]:  # every environment passes the reference's bands
+        assert differences(golden, entry["methods"], {"cpu": "not stored"})[1] == []
+
+
+def test_a_nan_is_never_within_a_band():
+    golden = _made_up()
+    got = {"closed": {"H": math.nan, "gamma": 0.5}, "trained": {"H": 20.0, "gamma": 1.0}}
+    assert [d.split(":")[0] for d in differences(golden, got, {"cpu": "Z"})[1]] == ["closed H"]
