@@ -69,3 +69,12 @@ def test_the_leaderboard_lists_rechecks_per_method_with_names_escaped(tmp_path):
     assert rows[0].startswith("| t-gp | 1 | 1 | 0.00 | 0.00 |")
     assert "| 1 | 0 | 1.08 | 1.08 |" in rows[1] and "<b>" not in rows[1]
     assert "Intel \\| Xeon" in rows[1]
+
+
+def test_recheck_runs_nothing_that_has_no_current_record(tmp_path):
+    res = tmp_path / "res"
+    out = invoke_main("run", "--method", "krr", "--dataset", "toy", "--device", "cpu",
+                      "--results-dir", str(res), "--recheck")
+    assert out.exit_code == 0, out.output
+    assert "not rechecked toy · krr · r0" in out.output and "(new)" in out.output
+    assert not res.exists() or not any(res.iterdir())

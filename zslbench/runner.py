@@ -599,6 +599,10 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
                     ready.append(RunOutcome(dataset, run.method, run.repetition, run.seed,
                                              "cached", run.record, run.path))
                     continue
+                if request.recheck and run.record is None:  # nothing recorded to compare with
+                    emit("info", {"message": f"not rechecked {run.label}: no current record "
+                                             f"({run.reason}); run it without --recheck first"})
+                    continue
                 if run.damaged:
                     emit("warning", {"message": run.damaged})
                 emit("info", {"message": f"to run {run.label}: {run.reason}"})
