@@ -9,7 +9,6 @@ repetition), so adding a method never changes another's seeds, and methods pair 
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib.metadata
 import inspect
 import itertools
@@ -25,7 +24,7 @@ from typing import Any
 import numpy as np
 
 import zslbench
-from zslbench import executors, identity, provenance
+from zslbench import claims, executors, identity, provenance, records
 from zslbench.components import Component
 from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame
@@ -170,9 +169,8 @@ class PreparedMethod:
         return out
 
     def config_id(self) -> str:
-        body = {role: [self.classes[role].name, _jsonable(self.params[role])]
-                for role in self.classes}
-        return hashlib.sha256(json.dumps([self.spec.name, body], sort_keys=True).encode()).hexdigest()
+        return records.config_id(self.spec.name, {
+            role: (self.classes[role].name, _jsonable(self.params[role])) for role in self.classes})
 
     def _make(self, role: str, seed: int, device: str, **extra: Any) -> Component:
         cls = self.classes[role]
@@ -545,7 +543,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
     configs = prepare_grid(request, registry)
     check_results_dir(request.results_dir)
     git = provenance.git_state()
-    index = RecordIndex.read(request.results_dir)
+    index = RecordIndex.read(request.results_dir, claims.declared_datasets(registry))
     device_name = str(provenance.device_info(request.device)["name"])
     verdicts: dict[str, Any] = {}
     data_info: dict[str, dict[str, Any]] = {}
