@@ -126,8 +126,11 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     width = max(len(method_a), len(method_b), 14) + 13
     click.echo(f"  {'metric':<7} {method_a + ' (mean ± std)':>{width}} {method_b + ' (mean ± std)':>{width}} "
                f"{'A - B':>7} {'95% CI':>17} {'p':>8}")
+    seeds, _ = stats.pairing(a.samples["H"], b.samples["H"])
+    if seeds and len(seeds) < max(len(a.seeds), len(b.seeds)):
+        click.echo(f"  means over the {len(seeds)} paired seeds, as A - B")
     for m in TESTED_METRICS:
-        ia, ib = stats.t_interval(list(a.samples[m].values())), stats.t_interval(list(b.samples[m].values()))
+        ia, ib = (stats.t_interval(values) for values in stats.compared_values(a.samples[m], b.samples[m]))
         d = diffs[m]
         if d is None:
             tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
