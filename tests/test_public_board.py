@@ -48,6 +48,54 @@ def test_a_bad_entry_is_one_line_naming_it(tmp_path, text, needle):
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
+def test_a_plugins_file_that_is_not_utf8_is_one_line(tmp_path):
+    """Issue 27 item 4: a UnicodeDecodeError traceback before."""
+    path = tmp_path / "plugins.toml"
+    path.write_bytes(b'[[plugin]]\nname = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match="not UTF-8 text") as info:
+        load_plugins(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+    proc = board("run", "--plugins", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"zslbench board: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"]
+
+
+def test_an_entry_named_zslbench_cannot_list_a_built_in(tmp_path):
+    """Issue 27 item 6: ``name = "zslbench"`` passed the distribution check for ``krr``."""
+    path = tmp_path / "plugins.toml"
+    path.write_text('[[plugin]]\nname = "ZSLBench"\nrequirement = "zslbench"\nmethods = ["krr"]\n')
+    with pytest.raises(ConfigError, match="is zslbench itself") as info:
+        load_plugins(path)
+    assert str(path) in str(info.value)
+    from zslbench.board import BoardPlugin, run
+
+    with pytest.raises(ConfigError, match="'krr'"):  # and run refuses it too, whatever the file
+        run([BoardPlugin("zslbench", "zslbench", ("krr",))], results_dir=tmp_path / "res")
+    assert not (tmp_path / "res").exists()
+
+
+def test_board_run_names_the_registry_problem_of_a_refused_method(tmp_path, monkeypatch):
+    """Issue 27 item 5: only "unknown method" before; ``zslbench list`` said why."""
+    from zslbench import registry as registry_mod
+    from zslbench.board import BoardPlugin, run
+
+    real = registry_mod.load_registry
+
+    def with_problem(*args, **kwargs):
+        reg = real(*args, **kwargs)
+        reg.problems.append("plugin 'demo' (zsl-demo) registers method 'x/y', whose name contains a "
+                            "path separator ('/' or '\\'): ignoring it (rename it)")
+        return reg
+
+    monkeypatch.setattr(registry_mod, "load_registry", with_problem)
+    with pytest.raises(ConfigError) as info:
+        run([BoardPlugin("zsl-demo", "zsl-demo==1", ("x/y",))], results_dir=tmp_path / "res")
+    message = info.value.one_line()
+    assert "zsl-demo lists method 'x/y', which is not registered" in message
+    assert "whose name contains a path separator" in message and "\n" not in message
+
+
 def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
     site, records = tmp_path / "site", tmp_path / "records"
     demo = shutil.copytree(DEMO, tmp_path / "demo")  # a build leaves files beside the source

@@ -33,6 +33,7 @@ import click
 
 from zslbench.config import tomllib
 from zslbench.errors import ConfigError, UserError
+from zslbench.registry import BUILTIN_DISTRIBUTION
 
 #: Where the board's list of third-party plugins lives (relative to the repository root).
 PLUGINS_FILE = Path("leaderboards/plugins.toml")
@@ -64,6 +65,12 @@ def load_plugins(path: Path = PLUGINS_FILE) -> list[BoardPlugin]:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file", hint="see zslbench/board.py for its format") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})",
+                          hint="save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})",
+                          hint="point --plugins at the plugins.toml file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})", hint="fix the line it names") from None
     unknown = sorted(set(raw) - {"plugin"})
@@ -88,6 +95,9 @@ def load_plugins(path: Path = PLUGINS_FILE) -> list[BoardPlugin]:
                 or not all(isinstance(m, str) and m for m in methods)):
             raise ConfigError(f"{where} ({name}): methods must list method names",
                               hint='e.g. methods = ["my-eszsl"]')
+        if _canonical(name) == BUILTIN_DISTRIBUTION:
+            raise ConfigError(f"{where}: {name} is zslbench itself, whose built-in methods the board "
+                              "already runs", hint="list only third-party distributions")
         if any(_canonical(p.name) == _canonical(name) for p in out):
             raise ConfigError(f"{where}: {name} is listed twice", hint="keep one entry")
         out.append(BoardPlugin(name, req.strip(), tuple(methods)))
@@ -115,9 +125,16 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
     registry = load_registry()
     for plugin in plugins:  # every entry is checked before anything runs
         for method in plugin.methods:
-            provided = registry.get("method", method)
-            dist = provided.distribution
-            if dist is None or _canonical(dist) != _canonical(plugin.name):
+            if method not in registry.items["method"]:
+                problems = [line for line in registry.problems
+                            if repr(method) in line or _canonical(plugin.name) in _canonical(line)]
+                why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
+                raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method {method!r}, "
+                                  f"which is not registered: {why}",
+                                  hint=f"fix {plugin.name}, or run `zslbench list` to see its problems")
+            dist = registry.items["method"][method].distribution
+            if (dist is None or _canonical(dist) != _canonical(plugin.name)
+                    or _canonical(dist) == BUILTIN_DISTRIBUTION):
                 raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method "
                                   f"{method!r}, which {dist or 'no installed distribution'} "
                                   "provides", hint=f"list only methods {plugin.name} registers")
