@@ -58,7 +58,7 @@ def load_results(results_dir: str | Path) -> pd.DataFrame:
     :class:`UserWarning` naming it and is left out; ``frame.attrs["refused"]`` lists them as
     ``(path, reason)``.
     """
-    frame, refused = read_runs(Path(results_dir))
+    frame, refused = read_runs(Path(results_dir), skip=board_files(Path(results_dir)))
     for path, reason in refused:
         warnings.warn(f"{path}: skipped, not a valid zslbench record: {reason}", UserWarning, stacklevel=2)
     out = frame.rename(columns={"train": "train_seconds", "data_fp": "data_fingerprint", "kind": "dataset_kind"})
@@ -74,6 +74,22 @@ def record_files(results_dir: Path) -> list[Path]:
     temporaries of atomic writes)."""
     return [path for path in sorted(Path(results_dir).rglob("*.json"))
             if not any(part.startswith(".") for part in path.relative_to(results_dir).parts)]
+
+
+def board_files(results_dir: Path) -> set[Path]:
+    """The files of a leaderboard rendered inside ``results_dir`` (``zslbench leaderboard``'s
+    default ``--out`` is ``RESULTS_DIR/leaderboard``): every file its manifest lists, and the
+    manifest itself. They are not records, and reading them is no reason to warn."""
+    from zslbench.leaderboard.manifest import MANIFEST, owned_files
+
+    own: set[Path] = set()
+    if Path(results_dir).is_dir():
+        for path in record_files(Path(results_dir)):
+            if path.name == MANIFEST:
+                listed = owned_files(path)
+                if listed is not None:
+                    own.update(path.parent / name for name in listed)
+    return own
 
 
 def read_one(path: Path, datasets: claims.Declarations | None = None) -> Record | RecordError:
