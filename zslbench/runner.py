@@ -14,6 +14,7 @@ import inspect
 import itertools
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -329,8 +330,32 @@ def prepare_method(registry: Registry, name: str, overrides: Overrides | None = 
                 by_target[(role, key)] = (target, value)
                 merged[key] = value
                 given.add(key)
-        params[role], explicit[role] = merged, given
+        hints = {p.name: p.annotation for p in sig}
+        params[role] = {k: canonical_number(v, hints.get(k)) for k, v in merged.items()}
+        explicit[role] = given
     return PreparedMethod(spec, classes, plugins, params, explicit, distributions)
+
+
+def canonical_number(value: Any, annotation: Any) -> Any:
+    """``value`` as the hyperparameter's declared type holds it, so that ``--set krr.alpha=1`` and
+    ``=1.0`` are one configuration (one id, one record): an integer given for a ``float``
+    hyperparameter (``float``, ``float | None``) becomes a float, and so do the integers of a
+    ``tuple[float, ...]``. Values of any other type, and of hyperparameters declared as ints or
+    not annotated, are kept as given."""
+    if annotation is None or annotation is inspect.Parameter.empty:
+        return value
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None) \
+        if isinstance(annotation, type) else str(annotation)
+    words = set(re.findall(r"[A-Za-z_]+", text or ""))
+    if "float" not in words or "int" in words:
+        return value
+
+    def number(v: Any) -> Any:
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    if words & {"tuple", "list", "Sequence"}:
+        return type(value)(number(v) for v in value) if isinstance(value, (list, tuple)) else value
+    return number(value)
 
 
 def check_override_targets(overrides: Overrides, prepared: list[PreparedMethod]) -> None:
