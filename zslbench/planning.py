@@ -61,6 +61,7 @@ class RecordIndex:
 
     by_path: dict[Path, Record | RecordError] = field(default_factory=dict)
     by_slot: dict[tuple[Any, ...], list[Record]] = field(default_factory=dict)
+    _configs: set[tuple[str, str, str]] | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, results_dir: Path, datasets: Any = None) -> RecordIndex:
@@ -79,6 +80,13 @@ class RecordIndex:
                              rec.repetition, rec.config.get("sweep"))
                 index.by_slot.setdefault(slot, []).append(rec)
         return index
+
+    def has_config(self, dataset: str, method: str, config_id: str) -> bool:
+        """Whether a record of ``method`` on ``dataset`` in configuration ``config_id`` is here."""
+        if self._configs is None:
+            self._configs = {(rec.dataset, rec.method, rec.config_id)
+                             for recs in self.by_slot.values() for rec in recs}
+        return (dataset, method, config_id) in self._configs
 
     def previous(self, slot: tuple[Any, ...], config_id: str, data_fp: str) -> Record | None:
         """The earlier run of this slot that best explains a change: same config and data
@@ -158,6 +166,10 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
     claimed: dict[Path, tuple[str, str]] = {}
     out: list[PlannedRun] = []
     for prep, combo, overrides in configs:
+        # recorded before numbers were canonical (``--sweep margin=1,2`` kept integers): the
+        # record keeps its id, and a re-run of it runs the values as it recorded them
+        prep = next((old for old in prep.legacy()
+                     if index.has_config(dataset, prep.spec.name, old.config_id())), prep)
         config = prep.config(overrides)
         if combo:
             config["sweep"] = _jsonable(combo)
