@@ -192,3 +192,12 @@ def test_load_results_does_not_warn_about_the_leaderboard_rendered_inside(tmp_pa
     (res / "leaderboard" / "stray.json").write_text("{}")  # a file the board did not write is
     with pytest.warns(UserWarning, match="stray.json: skipped"):  # still named
         zslbench.load_results(res)
+
+
+def test_the_reduced_schedule_of_cada_vae_learns_on_toy(tmp_path):
+    """Issue 27: configs/generative-reduced.toml gave CADA-VAE H 0.0 on toy (20 epochs)."""
+    (record,) = zslbench.run(config="configs/generative-reduced.toml", methods="cada-vae", seeds=1,
+                             results_dir=tmp_path / "res")
+    assert record.config["schedule"] == "reduced"
+    assert record.config["components"]["generator"]["params"]["epochs"] == 50
+    assert record.metrics["A_S"] > 20.0 and record.metrics["H"] > 10.0, record.metrics
