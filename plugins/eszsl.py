@@ -26,7 +26,8 @@ Where each choice comes from:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg
@@ -34,8 +35,8 @@ import scipy.linalg
 from zslbench import hyperparams as hp
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
-from zslbench.model import Model
-from zslbench.progress import stage
+from zslbench.model import FitInputs, Model
+from zslbench.stages import Stage, StagedModel
 
 #: The paper's grid for both regularisers (Sec. 5; runExperiment.m lines 4-5): 10^-3 ... 10^3.
 #: Kept as published, although on raw ResNet-101 features gamma's optimum often lies at its top
@@ -44,7 +45,7 @@ from zslbench.progress import stage
 GRID: tuple[float, ...] = tuple(10.0**e for e in range(-3, 4))
 
 
-class ESZSL(Model):
+class ESZSL(StagedModel):
     """Closed-form bilinear compatibility ``x^T V s_c`` (see the module docstring).
 
     Parameters: ``gamma=1.0`` and ``lam=1.0`` (the paper's gamma and lambda; 1.0 is the middle of
@@ -52,9 +53,16 @@ class ESZSL(Model):
     value of ``Y`` off an image's class: 0 in the authors' code, -1 in the paper's text).
 
     Fitted state: ``V_`` (d x a) float64, ``class_semantics_`` (c x a) and ``classes_``.
+
+    Two stages (:mod:`zslbench.stages`): ``statistics`` (``X X^T`` and ``X Y``, which do not
+    depend on gamma and lam) and ``closed_form``; the search's refits reuse the first.
     """
 
     name = "eszsl"
+    stages: ClassVar[tuple[Stage, ...]] = (
+        Stage("statistics", reads=("negative_label",)),
+        Stage("closed_form", reads=("gamma", "lam"), after=("statistics",)),
+    )
     search_space: ClassVar[dict[str, tuple[float, ...]]] = {"gamma": GRID, "lam": GRID}
     search_strategy: ClassVar[str] = "refine"
 
@@ -68,35 +76,30 @@ class ESZSL(Model):
         hp.real("eszsl", "lam", self.lam)
         hp.real("eszsl", "negative_label", self.negative_label, low=-1.0, allow_low=True, high=0.0)
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> ESZSL:
-        """Compute ``V`` with two symmetric positive definite solves (no explicit inverse)."""
-        self.check_params()
-        inp = self.check_fit_inputs(features, labels, class_semantics, classes, who="eszsl")
+    def fit_statistics(self, inp: FitInputs) -> tuple[np.ndarray, np.ndarray]:
+        """``X X^T`` (d x d) and ``X Y`` (d x z): they do not depend on gamma and lam, so the
+        search's refits for other values reuse them (:mod:`zslbench.stages`)."""
         seen = inp.seen_columns
-        # X X^T and X Y do not depend on gamma and lam, and the harness's search refits this very
-        # instance on the very same arrays for every candidate: compute them once per arrays
-        # (compared by identity; ``_arrays`` keeps them alive, so an id is never reused).
-        arrays = (features, labels, classes, self.negative_label)
-        if tuple(map(id, getattr(self, "_arrays", ()))) != tuple(map(id, arrays)):
-            with stage("statistics"):
-                y = np.full((len(inp.y), len(seen)), float(self.negative_label))
-                y[np.arange(len(inp.y)), np.searchsorted(seen, inp.y)] = 1.0
-                x = np.asarray(inp.features, dtype=np.float64).T  # d x n
-                self._statistics = (x @ x.T, x @ y)  # X X^T (d x d), X Y (d x z)
-            self._arrays = arrays
-        xx, xy = self._statistics
-        s = inp.class_semantics[seen].T  # a x z
-        with stage("closed_form"):
-            xx = xx + self.gamma * np.eye(len(xx))
-            ss = s @ s.T + self.lam * np.eye(len(s))
-            v = scipy.linalg.solve(xx, xy @ s.T, assume_a="pos")  # (X X^T + gamma I)^-1 X Y S^T
-            # right-multiplying by the inverse of the symmetric S S^T + lam I: solve its transpose
-            v = scipy.linalg.solve(ss, v.T, assume_a="pos").T
-        self.V_ = v
+        y = np.full((len(inp.y), len(seen)), float(self.negative_label))
+        y[np.arange(len(inp.y)), np.searchsorted(seen, inp.y)] = 1.0
+        x = np.asarray(inp.features, dtype=np.float64).T  # d x n
+        return x @ x.T, x @ y
+
+    def fit_closed_form(self, inp: FitInputs, statistics: tuple[np.ndarray, np.ndarray]
+                        ) -> np.ndarray:
+        """``V`` with two symmetric positive definite solves (no explicit inverse)."""
+        xx, xy = statistics
+        s = inp.class_semantics[inp.seen_columns].T  # a x z
+        xx = xx + self.gamma * np.eye(len(xx))
+        ss = s @ s.T + self.lam * np.eye(len(s))
+        v = scipy.linalg.solve(xx, xy @ s.T, assume_a="pos")  # (X X^T + gamma I)^-1 X Y S^T
+        # right-multiplying by the inverse of the symmetric S S^T + lam I: solve its transpose
+        return scipy.linalg.solve(ss, v.T, assume_a="pos").T
+
+    def end_fit(self, inp: FitInputs, outputs: Mapping[str, Any]) -> None:
+        self.V_ = outputs["closed_form"]
         self.class_semantics_ = inp.class_semantics
         self.classes_ = inp.classes
-        return self
 
     def decision_function(self, features: np.ndarray) -> np.ndarray:
         """``x^T V s_c`` for every image and every class of ``classes_`` (float64, (m, c))."""

@@ -24,7 +24,8 @@ registered through the ``zslbench_generators`` hook that this module adds with
 Each generator declares the official settings of its paper's GZSL classifier
 (``classifier_defaults``) and what the harness searches on validation (``classifier_search``); the
 model's classifier hyperparameters default to None, meaning "the generator's official value", and a
-value given with ``--set model.PARAM=...`` is used instead (and not searched).
+value given with ``--set model.PARAM=...`` is used instead (and not searched). Every record holds the
+values that ran (``config.components.model.resolved``, :meth:`GenerativeModel.resolved_params`).
 
 One copy of the helpers every generative method needs: :func:`seeded_linear`,
 :func:`permutation_stream`, :func:`train_softmax`, and :func:`adam` (re-exported from
@@ -288,6 +289,12 @@ class GenerativeModel(StagedModel):
         if out["classifier_batch_size"] is None:
             out["classifier_batch_size"] = out["syn_num"]
         return out
+
+    def resolved_params(self) -> dict[str, Any]:
+        """Every classifier setting as it runs (:meth:`_settings`): the harness records them under
+        ``config.components.model.resolved`` (``zslbench.runner``), since the hyperparameters
+        themselves say None for "the generator's official value"."""
+        return self._settings()
 
     def check_params(self) -> None:
         who = self.name

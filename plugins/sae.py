@@ -53,6 +53,7 @@ the same ``W`` to 3e-13. Where both ``a_i`` and ``b_j`` vanish the equation leav
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -60,8 +61,8 @@ import numpy as np
 from zslbench import hyperparams as hp
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
-from zslbench.model import Model
-from zslbench.progress import stage
+from zslbench.model import FitInputs, Model
+from zslbench.stages import Stage, StagedModel
 
 #: lambda grid (ours): 10^-2 ... 10^7 in half decades (19 values). It spans both normalisations:
 #: with ``normalize="dimension"`` the official values grow with the number of training images
@@ -74,7 +75,7 @@ NORMALIZATIONS = ("dimension", "image")
 _TINY = 1e-10
 
 
-class SAE(Model):
+class SAE(StagedModel):
     """Semantic AutoEncoder with cosine nearest-class scores (see the module docstring).
 
     Parameters: ``lam=500000.0`` (official ``awa_demo.m`` line 31; searched over ``lam_grid``
@@ -84,10 +85,18 @@ class SAE(Model):
     Fitted state: ``W_`` (a x d) the Sylvester solution, ``projection_`` (d x k) applied to the
     images scored (``v2s``: the row-normalised ``W`` transposed, ``s2v``: None), ``targets_`` (c, k)
     the unit-norm class targets compared with them, ``classes_``.
+
+    Three stages (:mod:`zslbench.stages`): ``eigendecomposition`` (independent of lambda, so the
+    search's refits reuse it), ``sylvester_solve`` and ``class_targets``.
     """
 
     name = "sae"
     search_strategy: ClassVar[str] = "refine"
+    stages: ClassVar[tuple[Stage, ...]] = (
+        Stage("eigendecomposition", reads=("normalize",)),
+        Stage("sylvester_solve", reads=("lam",), after=("eigendecomposition",)),
+        Stage("class_targets", reads=("direction",), after=("sylvester_solve",)),
+    )
 
     def __init__(self, lam: float = 500000.0, direction: str = "v2s",
                  normalize: str = "dimension",
@@ -108,32 +117,28 @@ class SAE(Model):
         hp.choice("sae", "normalize", self.normalize, NORMALIZATIONS)
         hp.reals("sae", "lam_grid", self.lam_grid)
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> SAE:
-        self.check_params()
-        inp = self.check_fit_inputs(features, labels, class_semantics, classes, who="sae")
-        # The decomposition does not depend on lambda, and the harness's search refits this very
-        # instance on the very same arrays for every candidate: compute it once per arrays
-        # (compared by identity; ``_arrays`` keeps them alive, so an id is never reused).
-        arrays = (features, labels, class_semantics, classes, self.normalize)
-        if tuple(map(id, getattr(self, "_arrays", ()))) != tuple(map(id, arrays)):
-            with stage("eigendecomposition"):
-                self._decomposition = _decompose(inp.features, inp.class_semantics[inp.y],
-                                                 self.normalize)
-            self._arrays = arrays
-        with stage("sylvester_solve"):
-            self.W_ = solve_sae(*self._decomposition, lam=float(self.lam))
-        with stage("class_targets"):
-            w_unit = _unit_rows(self.W_)  # awa_demo.m lines 41 and 47: NormalizeFea(W)
-            sem = _unit_columns(inp.class_semantics)  # NormalizeFea(S')' over the classes
-            if self.direction == "v2s":
-                self.projection_: np.ndarray | None = w_unit.T
-                self.targets_ = _unit_rows(sem)
-            else:
-                self.projection_ = None
-                self.targets_ = _unit_rows(_unit_columns(sem @ w_unit))
+    def fit_eigendecomposition(self, inp: FitInputs) -> tuple[np.ndarray, ...]:
+        """What the Sylvester solve needs for any lambda (:func:`_decompose`): the search's
+        refits for other lambdas reuse it (:mod:`zslbench.stages`)."""
+        return _decompose(inp.features, inp.class_semantics[inp.y], self.normalize)
+
+    def fit_sylvester_solve(self, inp: FitInputs, eigendecomposition: tuple[np.ndarray, ...]
+                            ) -> np.ndarray:
+        return solve_sae(*eigendecomposition, lam=float(self.lam))
+
+    def fit_class_targets(self, inp: FitInputs, sylvester_solve: np.ndarray
+                          ) -> tuple[np.ndarray | None, np.ndarray]:
+        """(the projection applied to the images scored, the unit-norm class targets)."""
+        w_unit = _unit_rows(sylvester_solve)  # awa_demo.m lines 41 and 47: NormalizeFea(W)
+        sem = _unit_columns(inp.class_semantics)  # NormalizeFea(S')' over the classes
+        if self.direction == "v2s":
+            return w_unit.T, _unit_rows(sem)
+        return None, _unit_rows(_unit_columns(sem @ w_unit))
+
+    def end_fit(self, inp: FitInputs, outputs: Mapping[str, Any]) -> None:
+        self.W_ = outputs["sylvester_solve"]
+        self.projection_, self.targets_ = outputs["class_targets"]
         self.classes_ = inp.classes
-        return self
 
     def decision_function(self, features: np.ndarray) -> np.ndarray:
         """Cosine similarity between each image (projected to the semantic space for ``v2s``)

@@ -160,3 +160,44 @@ def test_python_dash_m_zslbench_is_the_command_line():
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("zslbench, version ")
+
+
+def test_a_string_sweep_value_is_one_value_or_a_comma_list_never_its_characters(tmp_path):
+    """Issue 27 item 9: ``{"regressor.alpha": "0.1"}`` swept "0", "." and "1"."""
+    from zslbench.api import _swept
+
+    assert _swept("regressor.alpha", "0.1") == [0.1]
+    assert _swept("regressor.alpha", "0.1, 1") == [0.1, 1]
+    assert _swept("regressor.alpha", "[0.1, 1]") == [0.1, 1]
+    assert _swept("regressor.alpha", 0.5) == [0.5]
+    assert _swept("regressor.alpha", (0.1, 1.0)) == [0.1, 1.0]
+    with pytest.raises(ConfigError, match="is not a list of values"):
+        _swept("regressor.alpha", {"a": 1})
+    records = zslbench.run(methods="krr", datasets="toy", results_dir=tmp_path / "res",
+                           sweeps={"regressor.alpha": "0.1"})
+    assert [r.config["sweep"] for r in records] == [{"regressor.alpha": 0.1}]
+
+
+def test_load_results_does_not_warn_about_the_leaderboard_rendered_inside(tmp_path, recwarn):
+    """Issue 27 item 10: ``manifest.json`` of ``RESULTS/leaderboard`` was warned about."""
+    res = tmp_path / "res"
+    zslbench.run(methods="krr", datasets="toy", results_dir=res, sets={"krr.alpha": 0.1, "krr.width": 1.0})
+    out = invoke_main("leaderboard", "--results-dir", str(res))
+    assert out.exit_code == 0, out.output
+    assert (res / "leaderboard" / "manifest.json").is_file()
+    recwarn.clear()
+    frame = zslbench.load_results(res)
+    assert len(frame) == 1 and frame.attrs["refused"] == []
+    assert [str(w.message) for w in recwarn if issubclass(w.category, UserWarning)] == []
+    (res / "leaderboard" / "stray.json").write_text("{}")  # a file the board did not write is
+    with pytest.warns(UserWarning, match="stray.json: skipped"):  # still named
+        zslbench.load_results(res)
+
+
+def test_the_reduced_schedule_of_cada_vae_learns_on_toy(tmp_path):
+    """Issue 27: configs/generative-reduced.toml gave CADA-VAE H 0.0 on toy (20 epochs)."""
+    (record,) = zslbench.run(config="configs/generative-reduced.toml", methods="cada-vae", seeds=1,
+                             results_dir=tmp_path / "res")
+    assert record.config["schedule"] == "reduced"
+    assert record.config["components"]["generator"]["params"]["epochs"] == 50
+    assert record.metrics["A_S"] > 20.0 and record.metrics["H"] > 10.0, record.metrics

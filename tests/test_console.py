@@ -67,3 +67,38 @@ def test_the_results_table_fits_80_columns_without_cutting_values():
     assert lines[3].startswith(" " * start)  # the continuation line holds the label only
     for value in ("f-clswgan", "100.0", "1234.5", "cached", "margin=0.25", "63.4"):
         assert value in text
+
+
+# -- escape sequences (issue 27 item 7) ----------------------------------------------------------
+
+def test_terminal_text_strips_escape_sequences_and_shows_other_controls():
+    from zslbench.console import terminal_text
+
+    assert terminal_text("a\x1b]0;pwned\x07b") == "ab"  # OSC: sets the terminal's title
+    assert terminal_text("x\x1b[31mred\x1b[0m") == "xred"  # CSI: colour
+    assert terminal_text("\x9b2Jc") == "c"  # C1 CSI: clears the screen
+    assert terminal_text("bell\x07") == "bell\\x07"
+    assert terminal_text("two\nlines\tand a tab") == "two\nlines\tand a tab"
+
+
+def test_record_fields_reach_no_terminal_escape_in_run_output_or_compare(tmp_path, monkeypatch):
+    """Not on a TTY either: a title-setting ``ESC ] 0;`` sequence in a record's config survived."""
+    evil = "\x1b]0;pwned\x07hi"
+    buf = io.StringIO()
+    print_results([_outcome(sweep={"embedder.note": evil})], "cpu", Console(file=buf, width=200))
+    assert "\x1b" not in buf.getvalue() and "note=hi" in buf.getvalue()
+
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "leaderboard"))
+    from lb_factory import make_record, write_records
+
+    from tests.cli_helpers import invoke_main
+
+    res = tmp_path / "res"
+    write_records(res, [make_record("toy", method, r, overrides={"embedder.note": evil})
+                        for method in ("gp", "bt-gp") for r in range(2)])
+    out = invoke_main("compare", "gp", "bt-gp", "-d", "toy", "--results-dir", str(res))
+    assert out.exit_code == 0, out.output
+    assert "overrides embedder.note=hi" in out.stdout
+    assert "\x1b" not in out.output and "\x07" not in out.output

@@ -48,6 +48,54 @@ def test_a_bad_entry_is_one_line_naming_it(tmp_path, text, needle):
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
+def test_a_plugins_file_that_is_not_utf8_is_one_line(tmp_path):
+    """Issue 27 item 4: a UnicodeDecodeError traceback before."""
+    path = tmp_path / "plugins.toml"
+    path.write_bytes(b'[[plugin]]\nname = "caf\xe9"\n')
+    with pytest.raises(ConfigError, match="not UTF-8 text") as info:
+        load_plugins(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+    proc = board("run", "--plugins", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"zslbench board: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"]
+
+
+def test_an_entry_named_zslbench_cannot_list_a_built_in(tmp_path):
+    """Issue 27 item 6: ``name = "zslbench"`` passed the distribution check for ``krr``."""
+    path = tmp_path / "plugins.toml"
+    path.write_text('[[plugin]]\nname = "ZSLBench"\nrequirement = "zslbench"\nmethods = ["krr"]\n')
+    with pytest.raises(ConfigError, match="is zslbench itself") as info:
+        load_plugins(path)
+    assert str(path) in str(info.value)
+    from zslbench.board import BoardPlugin, run
+
+    with pytest.raises(ConfigError, match="'krr'"):  # and run refuses it too, whatever the file
+        run([BoardPlugin("zslbench", "zslbench", ("krr",))], results_dir=tmp_path / "res")
+    assert not (tmp_path / "res").exists()
+
+
+def test_board_run_names_the_registry_problem_of_a_refused_method(tmp_path, monkeypatch):
+    """Issue 27 item 5: only "unknown method" before; ``zslbench list`` said why."""
+    from zslbench import registry as registry_mod
+    from zslbench.board import BoardPlugin, run
+
+    real = registry_mod.load_registry
+
+    def with_problem(*args, **kwargs):
+        reg = real(*args, **kwargs)
+        reg.problems.append("plugin 'demo' (zsl-demo) registers method 'x/y', whose name contains a "
+                            "path separator ('/' or '\\'): ignoring it (rename it)")
+        return reg
+
+    monkeypatch.setattr(registry_mod, "load_registry", with_problem)
+    with pytest.raises(ConfigError) as info:
+        run([BoardPlugin("zsl-demo", "zsl-demo==1", ("x/y",))], results_dir=tmp_path / "res")
+    message = info.value.one_line()
+    assert "zsl-demo lists method 'x/y', which is not registered" in message
+    assert "whose name contains a path separator" in message and "\n" not in message
+
+
 def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
     site, records = tmp_path / "site", tmp_path / "records"
     demo = shutil.copytree(DEMO, tmp_path / "demo")  # a build leaves files beside the source
@@ -72,6 +120,14 @@ def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
                                                     "version": "0.3.1"}
     assert "distribution" not in rec["config"]["components"]["regressor"]  # krr is a built-in
 
+    # the job that may write takes them on as data, without the plugin installed
+    taken = tmp_path / "board" / "synthetic"
+    proc = board("accept", "--plugins", str(listing), "--from", str(records / "synthetic"),
+                 "--results-dir", str(taken))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"1 record(s) taken into {taken}, 0 refused"
+    assert (taken / path.name).read_bytes() == path.read_bytes()
+
     proc = board("render", "--results-dir", str(records), "--out", str(tmp_path / "lb"))
     assert proc.returncode == 0, proc.stderr
     assert "board-demo" in (tmp_path / "lb" / "synthetic.md").read_text()
@@ -83,3 +139,53 @@ def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
                  str(tmp_path / "other"), env=env)
     assert proc.returncode == 2 and "'krr'" in proc.stderr and "zslbench provides" in proc.stderr
     assert not (tmp_path / "other").exists()
+
+
+def test_accept_takes_only_valid_records_of_listed_methods_and_replaces_no_other(tmp_path):
+    """Issue 27: the job that may write validates what the read-only job handed on."""
+    import zslbench
+    from zslbench.board import BoardPlugin, accept
+    from zslbench.records import Record
+
+    (rec,) = zslbench.run(methods="krr", datasets="toy", results_dir=tmp_path / "run",
+                          sets={"krr.alpha": 0.1, "krr.width": 1.0})
+    plugins = [BoardPlugin("zsl-x", "zsl-x==1", ("krr",))]
+    art, board_dir = tmp_path / "artifact", tmp_path / "board"
+    art.mkdir()
+
+    def put(name: str, record: Record) -> Path:
+        (art / name).write_text(Record(**{k: v for k, v in vars(record).items()
+                                          if k != "digest"}).sealed().to_json())
+        return art / name
+
+    good = Record(**vars(rec))
+    good.config = {**rec.config, "method_distribution": {"distribution": "zsl-x", "version": "1"}}
+    name = f"{rec.run_id}.json"
+    put(name, good)
+    written, refused = accept(plugins, art, board_dir)
+    assert written == [board_dir / name] and refused == []
+    assert accept(plugins, art, board_dir) == ([], [])  # the same file again: nothing to do
+
+    (art / name).unlink()
+    forged = Record(**vars(good))
+    forged.key = "0" * 64
+    cases = {
+        "forged": (put(name, forged), "not a valid zslbench record: its key 000000000000 is not"),
+        "renamed": (put("other.json", good), "is not named by its run id"),
+        "notes": ((art / "x.txt"), "not a record file"),
+    }
+    (art / "x.txt").write_text("rm -rf /")
+    written, refused = accept(plugins, art, board_dir)
+    assert written == []
+    for path, reason in cases.values():
+        assert any(line.startswith(f"{path}: ") and reason in line for line in refused), refused
+    assert len(refused) == 3
+
+    for path in art.iterdir():
+        path.unlink()
+    put(name, rec)  # a built-in's record under a listed name: not run from zsl-x
+    (line,) = accept(plugins, art, tmp_path / "empty")[1]
+    assert "method 'krr' was not run from zsl-x" in line
+    (line,) = accept([BoardPlugin("zsl-y", "zsl-y==1", ("other",))], art, tmp_path / "empty")[1]
+    assert "method 'krr' is not listed" in line
+    assert not (tmp_path / "empty").exists()

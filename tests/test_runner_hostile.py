@@ -73,6 +73,31 @@ def test_a_plugin_method_name_that_is_not_a_file_name_part_is_refused(tmp_path, 
     assert [p for p in tmp_path.rglob("*") if p.suffix in (".json", ".failed")] == []
 
 
+COMMA = """
+    from zslbench.hookspecs import hookimpl
+    from zslbench.methods import MethodSpec
+
+
+    @hookimpl
+    def zslbench_methods():
+        return [MethodSpec(name, model="prototype", components={"embedder": "identity", "regressor": "krr"},
+                           params={"regressor": {"alpha": 0.1, "width": 1.0}})
+                for name in ("a,b", "fine")]
+"""
+
+
+def test_a_plugin_method_name_with_a_comma_is_refused_at_registration(tmp_path, monkeypatch):
+    """Issue 27 item 11: ``--method a,b`` names two methods, so ``a,b`` could never be selected."""
+    from zslbench.registry import load_registry
+
+    (tmp_path / "zsl_comma_plugin.py").write_text(textwrap.dedent(COMMA))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = load_registry(["zsl_comma_plugin"])
+    assert "fine" in reg.names("method") and "a,b" not in reg.names("method")
+    (line,) = [p for p in reg.problems if "'a,b'" in p]
+    assert "'zsl_comma_plugin'" in line and "contains ','" in line and "rename it" in line
+
+
 def test_a_file_named_dot_npz_is_refused_clearly(tmp_path):
     from tests.plugins.test_npz import arrays, write_raw
 

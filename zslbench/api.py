@@ -18,7 +18,7 @@ A run that fails does not stop the grid (as on the command line): the others are
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,20 @@ def _names(value: str | Sequence[str] | None) -> list[str]:
 
 def _listed(value: str | Sequence[str] | None) -> list[str]:
     return [value] if isinstance(value, str) else list(value or [])
+
+
+def _swept(key: str, values: Any) -> list[Any]:
+    """A sweep's values as a list: a string is read as on the command line (``"0.1"`` is one
+    value, ``"1,2,4"`` three, ``"[1, 2]"`` a JSON list), never as its characters; a single
+    number is one value."""
+    from zslbench.runner import parse_sweeps
+
+    if isinstance(values, str):
+        return parse_sweeps([f"{key}={values}"])[key]
+    if isinstance(values, (bytes, Mapping)):
+        raise ConfigError(f"sweep {key}={values!r} is not a list of values",
+                          hint=f'e.g. sweeps={{"{key}": [0.1, 1.0]}}')
+    return list(values) if isinstance(values, Iterable) else [values]
 
 
 def _pick(value: Any, conf: Mapping[str, Any], key: str, default: Any) -> Any:
@@ -138,9 +152,9 @@ def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = No
     for target, params in cli_sets.params.items():
         parsed.params.setdefault(target, {}).update(params)
     parsed.swaps.update(cli_sets.swaps)
-    sweep_values = {k: list(v) for k, v in conf.get("sweep", {}).items()}
+    sweep_values = {k: _swept(k, v) for k, v in conf.get("sweep", {}).items()}
     if isinstance(sweeps, Mapping):
-        sweep_values.update({k: list(v) for k, v in sweeps.items()})
+        sweep_values.update({k: _swept(k, v) for k, v in sweeps.items()})
     elif sweeps:
         sweep_values.update(parse_sweeps(list(sweeps)))
     executor = _pick(executor, conf, "executor", "local")

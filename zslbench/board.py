@@ -7,11 +7,23 @@ A plugin's author adds an entry by pull request::
     requirement = "my-zsl==1.0.2"    # what pip installs: a pinned version, a URL or a path
     methods = ["my-eszsl"]           # the methods it registers that the board shows
 
-and ``.github/workflows/leaderboard.yml`` runs, after the built-ins' grid::
+and ``.github/workflows/leaderboard.yml`` runs them in a job of their own, which can read the
+repository and write nothing (``permissions: contents: read``, no token kept by the checkout, no
+shared cache)::
 
     python -m zslbench.board install      # pip install every requirement
     python -m zslbench.board run          # their methods on the stand-ins (synth-all, 3 seeds)
-    python -m zslbench.board render       # zslbench leaderboard --results-dir ... --out ...
+
+and hands the records on as an artifact. The job that may write (push a branch, open the pull
+request) installs no plugin and runs no third-party code; it only reads the artifact's records as
+data::
+
+    python -m zslbench.board accept --from DIR   # validate them, take them onto the board
+    python -m zslbench.board render              # zslbench leaderboard --results-dir ... --out ...
+
+``accept`` (:func:`accept`) takes a record only when it is valid and its claims agree
+(:mod:`zslbench.claims`), it is a run of a listed method from the listed distribution on a
+synthetic stand-in, and it replaces no other method's record.
 
 ``run`` goes through ``zslbench.run`` (the command line's own path: caching, records, failure
 isolation), and refuses a listed method that the named distribution does not provide, so an entry
@@ -32,7 +44,9 @@ from pathlib import Path
 import click
 
 from zslbench.config import tomllib
+from zslbench.console import terminal_text
 from zslbench.errors import ConfigError, UserError
+from zslbench.registry import BUILTIN_DISTRIBUTION
 
 #: Where the board's list of third-party plugins lives (relative to the repository root).
 PLUGINS_FILE = Path("leaderboards/plugins.toml")
@@ -64,6 +78,12 @@ def load_plugins(path: Path = PLUGINS_FILE) -> list[BoardPlugin]:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file", hint="see zslbench/board.py for its format") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})",
+                          hint="save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})",
+                          hint="point --plugins at the plugins.toml file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})", hint="fix the line it names") from None
     unknown = sorted(set(raw) - {"plugin"})
@@ -88,6 +108,9 @@ def load_plugins(path: Path = PLUGINS_FILE) -> list[BoardPlugin]:
                 or not all(isinstance(m, str) and m for m in methods)):
             raise ConfigError(f"{where} ({name}): methods must list method names",
                               hint='e.g. methods = ["my-eszsl"]')
+        if _canonical(name) == BUILTIN_DISTRIBUTION:
+            raise ConfigError(f"{where}: {name} is zslbench itself, whose built-in methods the board "
+                              "already runs", hint="list only third-party distributions")
         if any(_canonical(p.name) == _canonical(name) for p in out):
             raise ConfigError(f"{where}: {name} is listed twice", hint="keep one entry")
         out.append(BoardPlugin(name, req.strip(), tuple(methods)))
@@ -115,9 +138,16 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
     registry = load_registry()
     for plugin in plugins:  # every entry is checked before anything runs
         for method in plugin.methods:
-            provided = registry.get("method", method)
-            dist = provided.distribution
-            if dist is None or _canonical(dist) != _canonical(plugin.name):
+            if method not in registry.items["method"]:
+                problems = [line for line in registry.problems
+                            if repr(method) in line or _canonical(plugin.name) in _canonical(line)]
+                why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
+                raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method {method!r}, "
+                                  f"which is not registered: {why}",
+                                  hint=f"fix {plugin.name}, or run `zslbench list` to see its problems")
+            dist = registry.items["method"][method].distribution
+            if (dist is None or _canonical(dist) != _canonical(plugin.name)
+                    or _canonical(dist) == BUILTIN_DISTRIBUTION):
                 raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method "
                                   f"{method!r}, which {dist or 'no installed distribution'} "
                                   "provides", hint=f"list only methods {plugin.name} registers")
@@ -129,6 +159,61 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
         except RunsFailed as exc:
             failures += [f"{plugin.name}: {line}" for line in exc.failures]
     return failures
+
+
+def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path = RESULTS_DIR
+           ) -> tuple[list[Path], list[str]]:
+    """Take the records that the job running third-party code handed on (``source``, an
+    artifact: untrusted) into ``results_dir``: (the files written, one line per file refused).
+
+    A record is taken only when it is a valid, intact record whose claims agree
+    (:func:`zslbench.results.valid_record`, :mod:`zslbench.claims`), is named by its run id, is a
+    run of a method that ``plugins.toml`` lists and of the distribution listed for it, on a
+    synthetic stand-in, and does not replace another method's record. Nothing else of the
+    artifact is ever read as code or written."""
+    from zslbench.claims import declared_datasets
+    from zslbench.files import atomic_write_text
+    from zslbench.records import Record, read_record
+    from zslbench.results import valid_record
+
+    owner = {m: p for p in plugins for m in p.methods}
+    datasets = declared_datasets()
+    written, refused = [], []
+    source, results_dir = Path(source), Path(results_dir)
+    for path in sorted(source.rglob("*")) if source.is_dir() else []:
+        if path.is_dir() and not path.is_symlink():
+            continue
+        target = results_dir / path.name
+        if (path.is_file() and not path.is_symlink() and target.is_file()
+                and not target.is_symlink() and target.read_bytes() == path.read_bytes()):
+            continue  # already on the board (the committed records it was run beside)
+        rec = valid_record(path, datasets) if path.suffix == ".json" and path.is_file() \
+            and not path.is_symlink() else None
+        why = None
+        if not isinstance(rec, Record):
+            why = f"not a valid zslbench record: {rec}" if rec is not None else "not a record file"
+        elif path.name != f"{rec.run_id}.json":
+            why = f"is not named by its run id {rec.run_id!r}"
+        elif rec.method not in owner:
+            why = f"method {rec.method!r} is not listed in {PLUGINS_FILE}"
+        elif _canonical(str((rec.config.get("method_distribution") or {}).get("distribution"))) \
+                != _canonical(owner[rec.method].name):
+            why = f"method {rec.method!r} was not run from {owner[rec.method].name}"
+        elif rec.dataset_kind != "synthetic":
+            why = f"ran on {rec.dataset!r}, not a synthetic stand-in"
+        if why is None and target.exists():
+            try:
+                there = read_record(target)
+            except Exception:  # noqa: BLE001 - whatever is there, it is not this method's
+                there = None
+            if there is None or there.method != rec.method:
+                why = f"would replace {target}, which is not a record of {rec.method!r}"
+        if why is not None:
+            refused.append(f"{path}: {why}")
+            continue
+        atomic_write_text(results_dir / path.name, rec.to_json())
+        written.append(results_dir / path.name)
+    return written, refused
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -161,6 +246,20 @@ def run_cmd(plugins_file: Path, datasets: str, seeds: int, results_dir: Path) ->
         click.echo(f"zslbench board: failed: {line}", err=True)
     if failures:
         raise SystemExit(1)
+
+
+@main.command("accept")
+@_plugins_option
+@click.option("--from", "source", type=click.Path(path_type=Path, file_okay=False), required=True,
+              help="The records handed on by the job that ran the plugins (an artifact).")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=RESULTS_DIR,
+              show_default=True)
+def accept_cmd(plugins_file: Path, source: Path, results_dir: Path) -> None:
+    """Validate the listed plugins' records (untrusted) and take them onto the board."""
+    written, refused = accept(load_plugins(plugins_file), source, results_dir)
+    for line in refused:
+        click.echo(terminal_text(f"zslbench board: refused: {line}"), err=True)
+    click.echo(f"{len(written)} record(s) taken into {results_dir}, {len(refused)} refused")
 
 
 @main.command("render")

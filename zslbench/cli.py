@@ -22,7 +22,7 @@ from rich.table import Table
 import zslbench
 from zslbench import threads
 from zslbench.config import EXECUTORS
-from zslbench.console import Reporter, err_console, print_results, say_error
+from zslbench.console import Reporter, err_console, print_results, say_error, terminal_text
 from zslbench.data.dataset import DATA_ENV
 from zslbench.errors import UserError, blamed
 from zslbench.registry import Registry, load_registry
@@ -219,7 +219,7 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
 
         planned = plan_grid(request, reg, api.loader(reg, request.data_dir))
         for line in dry_run_lines(planned, str(provenance.device_info(dev)["name"])):
-            click.echo(line)
+            click.echo(terminal_text(line))  # a refused record's reason may quote its content
         return
     runner_exec = api.make_executor(executor, dev, address=address, cpus_per_run=cpus_per_run,
                                     gpus_per_run=gpus_per_run, plugins=state.plugins)

@@ -12,6 +12,7 @@ line with its H, train seconds and the record's path as soon as it ends.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -26,13 +27,30 @@ PHASES = {"preprocess": "preprocessing", "search": "search", "fit_validation": "
           "calibration": "calibration", "fit_final": "final fit", "evaluation": "evaluation"}
 
 
+#: A terminal escape sequence: CSI (``ESC [ ... m``), OSC (``ESC ] 0;title BEL``), or a two-byte
+#: escape; C1 control codes (``\x9b``) stand for ``ESC [``.
+_ESCAPE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+                     r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+                     r"|\x1b[ -~]?")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` without terminal escape sequences, its other control characters shown escaped
+    (``\\x07``): what a record, a plugin or a file holds can never set a terminal's title, colour
+    or cursor, in a terminal or in a log read later with ``cat``. Newlines and tabs stay."""
+    text = _ESCAPE.sub("", text)
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def say_error(text: str, prefix: str = "zslbench: error: ") -> None:
     """One line on stderr, never wrapped, never interpreted as markup."""
-    err_console.print(f"{prefix}{text}", markup=False, highlight=False, soft_wrap=True)
+    err_console.print(terminal_text(f"{prefix}{text}"), markup=False, highlight=False,
+                      soft_wrap=True)
 
 
 def say(text: str) -> None:
-    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+    err_console.print(terminal_text(text), markup=False, highlight=False, soft_wrap=True)
 
 
 def _fmt_eta(seconds: float) -> str:
@@ -138,14 +156,15 @@ class Reporter:
 
     def _show(self, text: str, plain: bool = False, prefix: str = "") -> None:
         if self.progress is not None:
-            self.progress.update(self.run_task, description=text)
+            self.progress.update(self.run_task, description=terminal_text(text))
         elif plain:
             self.last_plain = self.clock()
             say(prefix + text)
 
     def _print(self, text: str) -> None:
         if self.progress is not None:
-            self.progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
+            self.progress.console.print(terminal_text(text), markup=False, highlight=False,
+                                        soft_wrap=True)
         else:
             say(text)
 
@@ -215,8 +234,8 @@ def print_results(outcomes: list[Any], device: str, console: Console | None = No
     width = min(TABLE_WIDTH, console.width) if console.is_terminal else TABLE_WIDTH
     console.print(f"Results (percent; train seconds on {device})", markup=False, highlight=False)
     for line in results_lines(outcomes, width):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        console.print(terminal_text(line), markup=False, highlight=False, soft_wrap=True)
     paths = [o.path for o in outcomes if o.path is not None]
     if paths:
-        console.print(f"{len(paths)} record(s) in {paths[0].parent}", markup=False,
+        console.print(terminal_text(f"{len(paths)} record(s) in {paths[0].parent}"), markup=False,
                       highlight=False, soft_wrap=True)

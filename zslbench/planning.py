@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zslbench import claims
 from zslbench import identity as ident
 from zslbench.data.checks import check_dataset, declared_benchmarks
 from zslbench.data.dataset import ZSLData
-from zslbench.records import SCHEMA_VERSION, Record, RecordError
+from zslbench.errors import ConfigError
+from zslbench.records import SCHEMA_VERSION, Record, RecordError, run_name
 
 derive_seed = ident.derive_seed
 
@@ -36,14 +38,14 @@ def _slot(dataset: str, method: str, dev_type: str | None, base_seed: int, repet
             repr(sorted((sweep or {}).items())))
 
 
-def _read(path: Path) -> Record | RecordError:
+def _read(path: Path, datasets: Any = None) -> Record | RecordError:
     """A record, or why not: any file of the results dir is untrusted content, and one that
     cannot be read (NaN under the digest, absurd nesting) is a refusal, never a crash of the
     grid's planning."""
     from zslbench.results import valid_record  # pandas: only once there are records to read
 
     try:
-        return valid_record(path)  # the board's checks too: malformed per_class, curve, overrides
+        return valid_record(path, datasets)  # the board's checks too: malformed per_class, curve, overrides
     except RecordError as exc:
         return exc
     except RecursionError:
@@ -59,22 +61,32 @@ class RecordIndex:
 
     by_path: dict[Path, Record | RecordError] = field(default_factory=dict)
     by_slot: dict[tuple[Any, ...], list[Record]] = field(default_factory=dict)
+    _configs: set[tuple[str, str, str]] | None = field(default=None, repr=False)
 
     @classmethod
-    def read(cls, results_dir: Path) -> RecordIndex:
+    def read(cls, results_dir: Path, datasets: Any = None) -> RecordIndex:
+        """``datasets``: the declarations records are checked against
+        (:func:`zslbench.claims.declared_datasets`)."""
         index = cls()
         if not Path(results_dir).is_dir():
             return index
         for path in sorted(Path(results_dir).rglob("*.json")):
             if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
                 continue  # temporaries of atomic writes
-            rec = _read(path)
+            rec = _read(path, datasets)
             index.by_path[path.resolve()] = rec
             if isinstance(rec, Record):
                 slot = _slot(rec.dataset, rec.method, rec.device.get("type"), rec.base_seed,
                              rec.repetition, rec.config.get("sweep"))
                 index.by_slot.setdefault(slot, []).append(rec)
         return index
+
+    def has_config(self, dataset: str, method: str, config_id: str) -> bool:
+        """Whether a record of ``method`` on ``dataset`` in configuration ``config_id`` is here."""
+        if self._configs is None:
+            self._configs = {(rec.dataset, rec.method, rec.config_id)
+                             for recs in self.by_slot.values() for rec in recs}
+        return (dataset, method, config_id) in self._configs
 
     def previous(self, slot: tuple[Any, ...], config_id: str, data_fp: str) -> Record | None:
         """The earlier run of this slot that best explains a change: same config and data
@@ -150,8 +162,14 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
 
     dev_type = device_type(device)
     digests: dict[type, dict[str, Any]] = {}
+    #: record path -> (config id, data fingerprint) of the run of this grid that writes it
+    claimed: dict[Path, tuple[str, str]] = {}
     out: list[PlannedRun] = []
     for prep, combo, overrides in configs:
+        # recorded before numbers were canonical (``--sweep margin=1,2`` kept integers): the
+        # record keeps its id, and a re-run of it runs the values as it recorded them
+        prep = next((old for old in prep.legacy()
+                     if index.has_config(dataset, prep.spec.name, old.config_id())), prep)
         config = prep.config(overrides)
         if combo:
             config["sweep"] = _jsonable(combo)
@@ -168,13 +186,12 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
         eta = index.eta(dataset, prep.spec.name, device_name)
         for rep in range(seeds):
             seed = derive_seed(base_seed, dataset, rep)
-            # The data fingerprint is in the name: a non-standard copy never overwrites a
-            # standard run.
-            run_id = (f"{dataset}__{prep.spec.name}__{config_id[:8]}__"
-                      f"{data_fingerprint[:8]}__{dev_type}__s{seed}")
+            run_id = _free_name(index, claimed, Path(results_dir), dataset, prep.spec.name,
+                                config_id, data_fingerprint, dev_type, seed)
             identity = ident.run_identity(config_id, data_fingerprint, seed, dev_type, components)
             key = ident.run_key(identity, SCHEMA_VERSION)
             path = Path(results_dir) / f"{run_id}.json"
+            claimed[path.resolve()] = (config_id, data_fingerprint)
             run = PlannedRun(dataset, prep.spec.name, rep, seed, run_id, key, config_id, config,
                              identity, path, "run", eta_seconds=eta, prepared=prep,
                              kind=kind, device=device)
@@ -185,7 +202,7 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
             elif isinstance(existing, RecordError):
                 run.damaged = f"{path}: {existing}; re-running it"
                 run.reason = f"damaged record ({existing})"
-            elif existing is not None and existing.key == key:
+            elif existing is not None and existing.key == key and existing.identity:
                 run.record = existing
                 if force:
                     run.reason = "--force"
@@ -203,6 +220,36 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
                     run.reason = f"--force ({run.reason})"
             out.append(run)
     return out
+
+
+def _free_name(index: RecordIndex, claimed: dict[Path, tuple[str, str]], results_dir: Path,
+               dataset: str, method: str, config_id: str, data_fp: str, dev_type: str,
+               seed: int) -> str:
+    """The run's id: the short name (:func:`zslbench.records.run_name`), unless its file holds
+    the record of another configuration or data, or another run of this grid writes it; then
+    the full name, which holds the whole ids and cannot collide. A run already recorded under
+    its full name keeps it."""
+    names = [run_name(dataset, method, config_id, data_fp, dev_type, seed, full=full)
+             for full in (False, True)]
+    short, full = ((results_dir / f"{n}.json").resolve() for n in names)
+
+    def owner(path: Path) -> tuple[str, str] | None:
+        rec = index.by_path.get(path)
+        if path in claimed:
+            return claimed[path]
+        return (rec.config_id, str(rec.data.get("fingerprint"))) if isinstance(rec, Record) else None
+
+    mine = (config_id, data_fp)
+    if owner(short) in (None, mine) and full not in index.by_path:
+        return names[0]
+    if owner(full) not in (None, mine):  # 64 hex digits of the config id and 16 of the data's
+        raise ConfigError(f"{full}: holds the record of another configuration or data under this "
+                          "run's name", hint="move that record out of --results-dir")
+    if len(f"{names[1]}.json".encode()) > 255:
+        raise ConfigError(f"{short}: holds the record of another configuration whose id starts as "
+                          f"this run's ({config_id[:8]}), and the full name of this run is too long "
+                          "for a file name", hint="run it into another --results-dir")
+    return names[1]
 
 
 def _failure_note(path: Path) -> str | None:
@@ -245,7 +292,7 @@ def plan_grid(request: Any, registry: Any, load: Callable[[str], tuple[ZSLData, 
 
     configs = prepare_grid(request, registry)
     check_results_dir(request.results_dir)
-    index = RecordIndex.read(request.results_dir)
+    index = RecordIndex.read(request.results_dir, claims.declared_datasets(registry))
     device_name = str(provenance.device_info(request.device)["name"])
     out: list[PlannedRun] = []
     for dataset in request.datasets:

@@ -34,6 +34,27 @@ class RecordError(Exception):
     """A file that is not a valid, intact zslbench record (the message says why)."""
 
 
+def config_id(method: str, components: dict[str, tuple[str, Any]]) -> str:
+    """The configuration id: sha256 of the method and, per role, its component's name and
+    hyperparameters (``{"model": ("krr", {"alpha": 0.1})}``), as JSON data."""
+    body = {role: [name, params] for role, (name, params) in components.items()}
+    return hashlib.sha256(json.dumps([method, body], sort_keys=True).encode()).hexdigest()
+
+
+def run_name(dataset: str, method: str, config_id: str, data_fingerprint: str, device_type: str,
+             seed: int, *, full: bool = False) -> str:
+    """A run's id, its record's file name without ``.json``.
+
+    The short form keeps 8 hex digits of the configuration id and of the data fingerprint, as
+    every record made before 0.2 is named. Two configurations can share those 8 digits; the
+    planner then names the second run in the full form (the whole configuration id, 16 digits of
+    the data fingerprint), so that no run ever replaces the record of another configuration
+    (``zslbench.planning``).
+    """
+    cid, fp = (config_id, data_fingerprint[:16]) if full else (config_id[:8], data_fingerprint[:8])
+    return f"{dataset}__{method}__{cid}__{fp}__{device_type}__s{seed}"
+
+
 @dataclass
 class Record:
     """One run. Every field is JSON data; see the README ("Records") for their meaning."""

@@ -247,6 +247,8 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
                         continue
                     table = registry.items[kind]
                     unsafe = name_problem(name) if kind in FILE_NAMED else None
+                    if unsafe is None and kind in FILE_NAMED and "," in name:
+                        unsafe = "contains ',', which separates names in --method and --dataset"
                     if unsafe is not None:  # "x/../../y" would write outside --results-dir
                         dist = registry.plugins.get(plugin_name)
                         problem(f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "

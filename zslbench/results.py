@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from zslbench import records
+from zslbench import claims, records
 from zslbench.errors import UserError
 from zslbench.records import Record, RecordError
 
@@ -58,7 +58,7 @@ def load_results(results_dir: str | Path) -> pd.DataFrame:
     :class:`UserWarning` naming it and is left out; ``frame.attrs["refused"]`` lists them as
     ``(path, reason)``.
     """
-    frame, refused = read_runs(Path(results_dir))
+    frame, refused = read_runs(Path(results_dir), skip=board_files(Path(results_dir)))
     for path, reason in refused:
         warnings.warn(f"{path}: skipped, not a valid zslbench record: {reason}", UserWarning, stacklevel=2)
     out = frame.rename(columns={"train": "train_seconds", "data_fp": "data_fingerprint", "kind": "dataset_kind"})
@@ -76,12 +76,30 @@ def record_files(results_dir: Path) -> list[Path]:
             if not any(part.startswith(".") for part in path.relative_to(results_dir).parts)]
 
 
-def read_one(path: Path) -> Record | RecordError:
+def board_files(results_dir: Path) -> set[Path]:
+    """The files of a leaderboard rendered inside ``results_dir`` (``zslbench leaderboard``'s
+    default ``--out`` is ``RESULTS_DIR/leaderboard``): every file its manifest lists, and the
+    manifest itself. They are not records, and reading them is no reason to warn."""
+    from zslbench.leaderboard.manifest import MANIFEST, owned_files
+
+    own: set[Path] = set()
+    if Path(results_dir).is_dir():
+        for path in record_files(Path(results_dir)):
+            if path.name == MANIFEST:
+                listed = owned_files(path)
+                if listed is not None:
+                    own.update(path.parent / name for name in listed)
+    return own
+
+
+def read_one(path: Path, datasets: claims.Declarations | None = None) -> Record | RecordError:
     """The record at ``path``, or the error that refuses it. Any failure while reading is a
     refusal naming the cause (a 100 000-deep JSON nesting, a NaN under the digest, ...), never an
     exception that would stop a whole board."""
     try:
-        return records.read_record(path)
+        record = records.read_record(path)
+        claims.check(record, datasets)  # its claims against each other and the declarations
+        return record
     except RecordError as exc:
         return exc
     except RecursionError:
@@ -94,11 +112,11 @@ def read_one(path: Path) -> Record | RecordError:
         return RecordError(f"cannot be read as a record ({type(exc).__name__}: {exc})")
 
 
-def valid_record(path: Path) -> Record | RecordError:
+def valid_record(path: Path, datasets: claims.Declarations | None = None) -> Record | RecordError:
     """The record at ``path`` when the board would take it (:func:`read_one`, then every
     free-form field checked as :func:`run_row` does), else the error that refuses it: ``run``
     re-runs a damaged record rather than taking it from the cache."""
-    item = read_one(path)
+    item = read_one(path, datasets)
     if isinstance(item, RecordError):
         return item
     try:

@@ -9,12 +9,13 @@ repetition), so adding a method never changes another's seeds, and methods pair 
 from __future__ import annotations
 
 import ast
-import hashlib
+import dataclasses
 import importlib.metadata
 import inspect
 import itertools
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import zslbench
-from zslbench import executors, identity, provenance, rechecks
+from zslbench import claims, executors, identity, provenance, rechecks, records
 from zslbench.components import Component
 from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame
@@ -148,6 +149,16 @@ class PreparedMethod:
     #: role (and ``"method"``, for the MethodSpec) -> the installed distribution that provides
     #: it (None for ``-p`` modules)
     distributions: dict[str, str | None] = field(default_factory=dict)
+    #: The hyperparameters as records made before numbers were canonical may hold them: as
+    #: given, and with the floats given by --set or --sweep as integers where integral (the
+    #: committed ``--sweep embedder.margin=0.5,1,2,4,8`` recorded 1, 2, 4, 8). Only those that
+    #: differ from ``params``.
+    variants: tuple[dict[str, dict[str, Any]], ...] = ()
+
+    def legacy(self) -> list[PreparedMethod]:
+        """This method with each of :attr:`variants` as its hyperparameters: the planner runs one
+        of them only to keep an existing record's id (``zslbench.planning``)."""
+        return [dataclasses.replace(self, params=v, variants=()) for v in self.variants]
 
     @property
     def sub_roles(self) -> list[str]:
@@ -170,9 +181,8 @@ class PreparedMethod:
         return out
 
     def config_id(self) -> str:
-        body = {role: [self.classes[role].name, _jsonable(self.params[role])]
-                for role in self.classes}
-        return hashlib.sha256(json.dumps([self.spec.name, body], sort_keys=True).encode()).hexdigest()
+        return records.config_id(self.spec.name, {
+            role: (self.classes[role].name, _jsonable(self.params[role])) for role in self.classes})
 
     def _make(self, role: str, seed: int, device: str, **extra: Any) -> Component:
         cls = self.classes[role]
@@ -297,6 +307,8 @@ def prepare_method(registry: Registry, name: str, overrides: Overrides | None = 
     plugins: dict[str, str] = {}
     distributions: dict[str, str | None] = {"method": provided_method.distribution}
     params: dict[str, dict[str, Any]] = {}
+    given_params: dict[str, dict[str, Any]] = {}
+    overridden: dict[str, set[str]] = {}
     explicit: dict[str, set[str]] = {}
     by_target: dict[tuple[str, str], tuple[str, Any]] = {}
     for role, comp_name in roles.items():
@@ -331,8 +343,42 @@ def prepare_method(registry: Registry, name: str, overrides: Overrides | None = 
                 by_target[(role, key)] = (target, value)
                 merged[key] = value
                 given.add(key)
-        params[role], explicit[role] = merged, given
-    return PreparedMethod(spec, classes, plugins, params, explicit, distributions)
+        hints = {p.name: p.annotation for p in sig}
+        params[role] = {k: canonical_number(v, hints.get(k)) for k, v in merged.items()}
+        given_params[role] = merged
+        overridden[role] = {k for t in (role, cls.name) for k in overrides.params.get(t, {})}
+        explicit[role] = given
+    variants: list[dict[str, dict[str, Any]]] = []
+    for variant in (given_params, {r: {k: int(v) if k in overridden[r] and isinstance(v, float)
+                                       and v.is_integer() and abs(v) < 2**53 else v
+                                       for k, v in ps.items()} for r, ps in params.items()}):
+        text = json.dumps(_jsonable(variant), sort_keys=True)
+        if text != json.dumps(_jsonable(params), sort_keys=True) and all(
+                text != json.dumps(_jsonable(v), sort_keys=True) for v in variants):
+            variants.append(variant)
+    return PreparedMethod(spec, classes, plugins, params, explicit, distributions, tuple(variants))
+
+
+def canonical_number(value: Any, annotation: Any) -> Any:
+    """``value`` as the hyperparameter's declared type holds it, so that ``--set krr.alpha=1`` and
+    ``=1.0`` are one configuration (one id, one record): an integer given for a ``float``
+    hyperparameter (``float``, ``float | None``) becomes a float, and so do the integers of a
+    ``tuple[float, ...]``. Values of any other type, and of hyperparameters declared as ints or
+    not annotated, are kept as given."""
+    if annotation is None or annotation is inspect.Parameter.empty:
+        return value
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None) \
+        if isinstance(annotation, type) else str(annotation)
+    words = set(re.findall(r"[A-Za-z_]+", text or ""))
+    if "float" not in words or "int" in words:
+        return value
+
+    def number(v: Any) -> Any:
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    if words & {"tuple", "list", "Sequence"}:
+        return type(value)(number(v) for v in value) if isinstance(value, (list, tuple)) else value
+    return number(value)
 
 
 def check_override_targets(overrides: Overrides, prepared: list[PreparedMethod]) -> None:
@@ -556,7 +602,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
     configs = prepare_grid(request, registry)
     check_results_dir(request.results_dir)
     git = provenance.git_state()
-    index = RecordIndex.read(request.results_dir)
+    index = RecordIndex.read(request.results_dir, claims.declared_datasets(registry))
     device_name = str(provenance.device_info(request.device)["name"])
     verdicts: dict[str, Any] = {}
     data_info: dict[str, dict[str, Any]] = {}
@@ -669,8 +715,23 @@ def make_record(plan: PlannedRun, res: RunResult, verdict: Any, data_info: dict[
         operating_point=_jsonable(ev.get("operating_point")),
         per_class=_jsonable(ev.get("per_class")), search=_jsonable(result.search),
         selection_audit=_jsonable(result.selection_audit),
-        validation=_jsonable(result.validation), config=_jsonable(plan.config),
+        validation=_jsonable(result.validation), config=_resolved_config(plan, result.search),
         split=_jsonable(verdict.as_record()), data=_jsonable(data_info),
         device=_jsonable(res.device), environment=_jsonable(res.environment),
         git=_jsonable(git), zslbench_version=zslbench.__version__,
         started_at=res.started_at, finished_at=res.finished_at)
+
+
+def _resolved_config(plan: PlannedRun, search: Any) -> dict[str, Any]:
+    """The run's configuration, with what its model resolved at fit time: a model whose
+    hyperparameters default to None, meaning "decided when fitting" (the generative model's
+    classifier settings come from its generator), says what they were through an optional
+    ``resolved_params()``; with the search's choice applied, that is what the final fit ran.
+    Kept under ``components.model.resolved``, outside the configuration id."""
+    config = _jsonable(plan.config)  # a copy: the plan's is shared by its repetitions
+    model = plan.prepared.instantiate(plan.seed, plan.device).model
+    resolve = getattr(model, "resolved_params", None)
+    if callable(resolve):
+        model.set_search_params(**((search or {}).get("chosen") or {}))
+        config["components"]["model"]["resolved"] = _jsonable(resolve())
+    return config

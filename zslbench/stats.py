@@ -105,6 +105,16 @@ def pairing(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[list[int], 
     return [], "the seeds do not pair up (one seed in common): treated as independent runs"
 
 
+def compared_values(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[list[float], list[float]]:
+    """The values of ``a`` and ``b`` that :func:`compare_runs` tests: those of the paired seeds
+    when the runs pair up, else all (finite) values; their means' difference is the test's."""
+    a, b = _finite_map(a), _finite_map(b)
+    seeds, _ = pairing(a, b)
+    if seeds:
+        return [a[s] for s in seeds], [b[s] for s in seeds]
+    return list(a.values()), list(b.values())
+
+
 def compare_runs(a: Mapping[int, float], b: Mapping[int, float],
                  confidence: float = CONFIDENCE) -> Difference | None:
     """Test ``mean(a) - mean(b)`` for runs keyed by seed; None when no test is possible (fewer

@@ -17,6 +17,16 @@ PAPER_NAMES = {"bt-gp": "L_BT + GP (ours)", "t-gp": "L_T + GP", "gp": "GP", "krr
                "bt-krr": "L_BT + KRR"}
 
 
+def _split_fingerprint(dataset: str, kind: str) -> str:
+    """The official split fingerprint of a declared benchmark (``apy``), which a record claiming
+    its standard split must hold (``zslbench.claims``); a made-up one for any other dataset."""
+    from zslbench.claims import declared_datasets
+
+    spec = declared_datasets().get(dataset)
+    bench = getattr(spec, "benchmark", None)
+    return bench.split if bench is not None and kind == "real" else f"split-{dataset}"
+
+
 def make_record(dataset: str = "synth-apy", method: str = "bt-gp", repetition: int = 0, *,
                 seed: int | None = None, metrics: dict[str, float] | None = None,
                 train: float = 2.0, standard: bool = True, kind: str | None = None,
@@ -68,7 +78,7 @@ def make_record(dataset: str = "synth-apy", method: str = "bt-gp", repetition: i
                  "calibration": train / 4, "evaluation": 0.1},
         load=load, curve=curve, operating_point={"A_U": m["A_U"], "A_S": m["A_S"]},
         per_class={"unseen": unseen, "seen": []}, config=config,
-        split={"fingerprint": f"split-{dataset}", "standard": standard,
+        split={"fingerprint": _split_fingerprint(dataset, kind), "standard": standard,
                "reason": "" if standard else "split fingerprint differs from Split V2.0"},
         data={"fingerprint": data_fp, "n_images": 1000, "n_seen": 5, "n_unseen": len(acc), "source": {}},
         device={"type": device_type, "name": device_name, "threads": 2},

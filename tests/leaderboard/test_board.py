@@ -190,6 +190,20 @@ def test_compare_pairs_runs_by_seed_and_prints_the_interval_and_p(tmp_path: Path
     assert re.search(r"^\s+AUSUC\s", result.stdout, re.M) and re.search(r"^\s+A_T\s", result.stdout, re.M)
 
 
+def test_compare_columns_are_over_the_paired_seeds_as_a_minus_b(tmp_path: Path) -> None:
+    """krr ran 3 seeds, eszsl 2 of them: the columns' difference is A - B (issue 27, item 3)."""
+    results = tmp_path / "res"
+    write_records(results, _seeded("synth-apy", "krr", (10.0, 20.0, 60.0)) + _seeded("synth-apy", "eszsl", (30.0, 34.0)))
+    result = invoke_main("compare", "krr", "eszsl", "--dataset", "synth-apy", "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if x.strip().startswith("H "))
+    cells = line.split()
+    # krr over seeds 100, 101 only: 15.00 ± 7.07; eszsl 32.00 ± 2.83; A - B = -17.00
+    assert cells[1:7] == ["15.00", "±", "7.07", "32.00", "±", "2.83"], line
+    assert cells[7] == "-17.00", line
+    assert "means over the 2 paired seeds, as A - B" in result.stdout
+
+
 def test_compare_says_when_the_seeds_do_not_pair_up(tmp_path: Path) -> None:
     results = tmp_path / "res"
     write_records(results, [make_record("toy", "bt-gp", r, seed=10 + r, metrics={"H": 40.0 + r}) for r in range(3)]

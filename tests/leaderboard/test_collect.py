@@ -107,11 +107,15 @@ def test_newest_record_per_seed_wins(tmp_path: Path) -> None:
     assert len(superseded) == 1 and superseded.iloc[0]["H"] == 10.0
 
 
-def test_kinds_come_from_the_record_and_a_stand_in_is_never_real(tmp_path: Path) -> None:
-    agg, _ = _agg(tmp_path, [make_record("synth-cub", kind="real"), make_record("toy", kind="real"),
-                             make_record("cub"), make_record("my-npz", kind="custom")])
-    assert dict(zip(agg["dataset"], agg["kind"], strict=True)) == {
-        "synth-cub": "synthetic", "toy": "synthetic", "cub": "real", "my-npz": "custom"}
+def test_kinds_come_from_the_record_and_a_stand_in_claiming_real_is_refused(tmp_path: Path) -> None:
+    records = [make_record("synth-cub", kind="real"), make_record("toy", kind="real"),
+               make_record("cub"), make_record("my-npz", kind="custom")]
+    agg, _ = _agg(tmp_path, records)
+    assert dict(zip(agg["dataset"], agg["kind"], strict=True)) == {"cub": "real", "my-npz": "custom"}
+    _, refused = load_runs(tmp_path / "r", link_base=tmp_path)
+    assert sorted((Path(p).name.split("__")[0], reason) for p, reason in refused) == [
+        (name, f"claims dataset_kind 'real', but dataset {name!r} is declared 'synthetic'")
+        for name in ("synth-cub", "toy")]
 
 
 def test_methods_follow_the_given_order_then_by_name(tmp_path: Path) -> None:

@@ -282,7 +282,8 @@ def _damaged(results: Path) -> dict[str, str]:
             ("per_class.json", {"per_class": {"unseen": [{"class": "x", "accuracy": 1.0}]}},
              "per_class.unseen[0].class is not a distinct integer"),
             ("curve.json", {"curve": {"A_U": [1.0, 2.0], "A_S": [1.0]}}, "curve does not hold two lists"),
-            ("overrides.json", {"config": {**good["config"], "overrides": "lr=1"}}, "config.overrides is not an object")):
+            ("overrides.json", {"config": {**good["config"], "method": "krr", "overrides": "lr=1"}},
+             "config.overrides is not an object")):
         record = make_record("toy", "krr", len(files))
         for key, value in change.items():
             setattr(record, key, value)

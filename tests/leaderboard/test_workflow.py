@@ -51,3 +51,64 @@ def test_the_test_workflow_covers_every_supported_python_with_the_cpu_torch() ->
     readme = (path.parents[2] / "README.md").read_text()
     torch_line = "pip install torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu"
     assert torch_line in ci.splitlines() and torch_line in readme
+
+
+def _jobs(text: str) -> dict[str, str]:
+    """The workflow's jobs, by name, each as its block of text (comments dropped)."""
+    lines = [line.split(" #", 1)[0].rstrip() for line in text.splitlines()
+             if not line.lstrip().startswith("#")]
+    start = lines.index("jobs:")
+    jobs: dict[str, list[str]] = {}
+    name = None
+    for line in lines[start + 1:]:
+        if line and not line.startswith(" "):
+            break
+        if line.startswith("  ") and not line.startswith("   ") and line.endswith(":"):
+            name = line.strip()[:-1]
+            jobs[name] = []
+        elif name is not None:
+            jobs[name].append(line)
+    return {k: "\n".join(v) for k, v in jobs.items()}
+
+
+def _permissions(block: str) -> dict[str, str]:
+    lines = block.splitlines()
+    at = lines.index("    permissions:")
+    out = {}
+    for line in lines[at + 1:]:
+        if not line.startswith("      ") or ":" not in line:
+            break
+        key, _, value = line.strip().partition(":")
+        out[key] = value.strip()
+    return out
+
+
+def test_third_party_code_runs_in_a_job_that_can_write_nothing() -> None:
+    """Issue 27: the plugins of leaderboards/plugins.toml ran in the job holding contents: write,
+    with the checkout's token persisted."""
+    text = WORKFLOW.read_text()
+    top = text[:text.index("\njobs:")]
+    assert "permissions:\n  contents: read\n" in top and "write" not in top.split("permissions:")[1]
+    jobs = _jobs(text)
+    assert set(jobs) == {"third-party", "leaderboard"}
+    untrusted, trusted = jobs["third-party"], jobs["leaderboard"]
+
+    assert _permissions(untrusted) == {"contents": "read"}
+    assert "persist-credentials: false" in untrusted
+    assert "cache:" not in untrusted  # a cache it saved could reach the job that writes
+    assert "secrets." not in untrusted
+    flat = " ".join(untrusted.split())
+    assert flat.index("python -m zslbench.board install") < flat.index("python -m zslbench.board run")
+    assert flat.index("python -m zslbench.board run") < flat.index("actions/upload-artifact@v4")
+    assert "name: third-party-records" in untrusted
+
+    assert _permissions(trusted) == {"contents": "write", "pull-requests": "write"}
+    assert "needs: third-party" in trusted
+    assert "persist-credentials: false" in trusted
+    # the job that writes never installs or runs a listed plugin: it reads their records as data
+    assert "zslbench.board install" not in trusted and "zslbench.board run" not in trusted
+    flat = " ".join(trusted.split())
+    fetch = flat.index("actions/download-artifact@v4")
+    accept = flat.index("python -m zslbench.board accept --from")
+    render = flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
+    assert fetch < accept < render < flat.index("peter-evans/create-pull-request")

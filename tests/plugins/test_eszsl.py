@@ -135,3 +135,24 @@ def test_cli_run_records_what_the_search_chose(tmp_path):
             assert value in search["space"][name]
         assert np.isfinite(record["metrics"]["H"]) and record["timings"]["train"] > 0
     assert len(spaces["sae"]["lam"]) > 1
+
+
+def test_the_search_reuses_statistics_through_the_harness_stages_not_an_id_cache(monkeypatch):
+    """Issue 27: a fit cache keyed on ``id()`` of the arrays; the stages key on what they read."""
+    from zslbench.stages import StagedModel
+
+    assert issubclass(ESZSL, StagedModel)
+    assert [(s.name, s.reads) for s in ESZSL.stages] == [
+        ("statistics", ("negative_label",)), ("closed_form", ("gamma", "lam"))]
+    calls = []
+    real = ESZSL.fit_statistics
+    monkeypatch.setattr(ESZSL, "fit_statistics", lambda self, inp: calls.append(1) or real(self, inp))
+    p = _problem(3)
+    model = _fit(p)
+    model.set_params(gamma=1e2, lam=1e-2).fit(p["features"], p["labels"], p["semantics"], p["classes"])
+    assert len(calls) == 1  # another gamma and lam: X X^T and X Y reused
+    model.set_params(negative_label=-1.0).fit(p["features"], p["labels"], p["semantics"], p["classes"])
+    assert len(calls) == 2
+    model.fit(p["features"].copy(), p["labels"], p["semantics"], p["classes"])  # other arrays
+    assert len(calls) == 3
+    assert not hasattr(model, "_arrays") and not hasattr(model, "_statistics")

@@ -23,7 +23,7 @@ from zslbench_plugins.fclswgan import (
     critic_terms,
     gradient_penalty,
 )
-from zslbench_plugins.generative import GenerativeModel, permutation_stream
+from zslbench_plugins.generative import CLASSIFIER_PARAMS, GenerativeModel, permutation_stream
 
 
 def FCLSWGAN(**params) -> GenerativeModel:  # noqa: N802 - reads as the model it builds
@@ -248,3 +248,27 @@ def test_a_batch_larger_than_the_training_set_is_the_whole_set():
     n = len(p["train"])
     m = _fit(FCLSWGAN(random_state=0, **{**TINY, "batch_size": 4 * n}), p)
     assert np.isfinite(m.decision_function(p["features"][p["test"]])).all()
+
+
+def test_a_record_holds_every_classifier_setting_that_ran(tmp_path):
+    """Issue 27: a record said ``syn_num: null, classifier_lr: null``, resolved from the generator
+    at fit time; it holds the values that ran, the search's choice included."""
+    import json
+
+    from tests.cli_helpers import invoke_main
+
+    res = tmp_path / "res"
+    out = invoke_main("run", "--method", "f-clswgan", "--dataset", "toy", "--results-dir", str(res),
+                      "--set", "f-clswgan.nepoch=1", "--set", "f-clswgan.pretrain_epochs=1",
+                      "--set", "f-clswgan.ngh=32", "--set", "f-clswgan.ndh=32",
+                      "--set", "model.classifier_epochs=2")
+    assert out.exit_code == 0, out.output
+    (path,) = res.glob("*.json")
+    rec = json.loads(path.read_text())
+    model = rec["config"]["components"]["model"]
+    assert model["params"]["syn_num"] is None and model["params"]["classifier_epochs"] == 2
+    chosen = rec["search"]["chosen"]["syn_num"]
+    assert chosen in WGANGenerator.classifier_search["syn_num"]
+    assert model["resolved"] == {**WGANGenerator.classifier_defaults, "syn_num": chosen,
+                                 "classifier_epochs": 2, "classifier_batch_size": chosen}
+    assert all(model["resolved"][p] is not None for p in CLASSIFIER_PARAMS if p != "seen_num")

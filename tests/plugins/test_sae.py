@@ -155,3 +155,27 @@ def test_bad_hyperparameters_are_one_line_config_errors(bad):
     p = _problem()
     with pytest.raises(ConfigError):
         _fit(p, **bad)
+
+
+def test_the_search_reuses_the_decomposition_through_the_harness_stages_not_an_id_cache(monkeypatch):
+    """Issue 27: a fit cache keyed on ``id()``, one of them the id of a string (``normalize``)."""
+    from zslbench.stages import StagedModel
+
+    assert issubclass(SAE, StagedModel)
+    assert [(s.name, s.reads) for s in SAE.stages] == [
+        ("eigendecomposition", ("normalize",)), ("sylvester_solve", ("lam",)),
+        ("class_targets", ("direction",))]
+    calls = []
+    real = SAE.fit_eigendecomposition
+    monkeypatch.setattr(SAE, "fit_eigendecomposition", lambda self, inp: calls.append(1) or real(self, inp))
+    p = _problem(4)
+    model = _fit(p, lam=1.0)
+    model.set_params(lam=30.0).fit(p["features"], p["labels"], p["semantics"], p["classes"])
+    assert len(calls) == 1
+    # an equal string that is another object is the same normalisation: still reused
+    model.set_params(normalize="".join(["dimen", "sion"])).fit(p["features"], p["labels"], p["semantics"],
+                                                               p["classes"])
+    assert len(calls) == 1
+    model.set_params(normalize="image").fit(p["features"], p["labels"], p["semantics"], p["classes"])
+    assert len(calls) == 2
+    assert not hasattr(model, "_arrays") and not hasattr(model, "_decomposition")

@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
+import time
 from pathlib import Path
 
 from zslbench.errors import UserError
@@ -208,6 +210,7 @@ def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: b
         foreign = foreign_files(out_dir, inputs, produced, limit=4)
         if foreign:
             raise refuse_foreign(out_dir, foreign)
+    clear_stale_temps(out_dir, produced | owned)
     stale = sorted(owned - produced)
     changed = [a for a in site.artefacts if not _same(out_dir / a.path, a.data)]
     if not changed and not stale:
@@ -294,7 +297,7 @@ class Staging:
             fd = self._folder(folder)
             if _is_link(name, fd):
                 raise OSError(errno.ELOOP, "a symbolic link", path)
-            temp = f".{name}.{secrets.token_hex(8)}.tmp"
+            temp = f".{name}.{TEMP_TAG}{os.getpid()}-{secrets.token_hex(8)}.tmp"
             handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=fd)
             self._temps.append((fd, temp))
             with os.fdopen(handle, "wb") as fh:
@@ -329,6 +332,51 @@ class Staging:
             pass
         except OSError as exc:
             raise self._failed(exc, path) from None
+
+
+#: Marks the temporary files of a render (``.NAME.zslbench-PID-HEX.tmp``), so that the next render
+#: can tell its own stale ones.
+TEMP_TAG = "zslbench-"
+_TEMP = re.compile(r"\.(?P<name>.+)\.(?:zslbench-(?P<pid>\d+)-)?[0-9a-f]{16}\.tmp")
+
+
+def clear_stale_temps(out_dir: Path, paths: frozenset[str] | set[str]) -> list[Path]:
+    """Remove the temporary files that a render killed mid-write left beside the files it writes
+    (``paths``, relative to ``out_dir``): only its own, ``.NAME.zslbench-PID-HEX.tmp`` of a
+    process that is gone, or ``.NAME.HEX.tmp`` (as written before 0.2) an hour old. Returns them."""
+    names: dict[Path, set[str]] = {}
+    for rel in paths:
+        folder, _, name = rel.rpartition("/")
+        names.setdefault(Path(out_dir) / folder, set()).add(name)
+    removed = []
+    for folder, wanted in sorted(names.items()):
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        for entry in os.scandir(folder):
+            match = _TEMP.fullmatch(entry.name)
+            if match is None or match["name"] not in wanted or not entry.is_file(follow_symlinks=False):
+                continue
+            pid = match["pid"]
+            try:
+                if pid is not None and (int(pid) == os.getpid() or _alive(int(pid))):
+                    continue
+                if pid is None and time.time() - entry.stat(follow_symlinks=False).st_mtime < 3600:
+                    continue
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+            except OSError:
+                continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
 
 
 def _is_link(name: str, dir_fd: int) -> bool:

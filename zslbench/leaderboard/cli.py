@@ -10,10 +10,16 @@ import click
 
 from zslbench import stats
 from zslbench.board import PLUGINS_FILE
+from zslbench.console import terminal_text
 from zslbench.leaderboard import check as check_mod
 from zslbench.leaderboard.build import build
 from zslbench.leaderboard.collect import TESTED_METRICS, comparison_sides, dedupe, load_runs
 from zslbench.leaderboard.reported import find_reported
+
+
+def _echo(text: str, err: bool = False) -> None:
+    """``click.echo`` of text that may quote a record's fields: never an escape sequence."""
+    click.echo(terminal_text(text), err=err)
 
 
 @click.command("leaderboard")
@@ -52,7 +58,7 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     if reported_path is None:
         reported_path = find_reported(out_dir)
         if reported_path is None:
-            click.echo("note: no reported-numbers file in OUT/reported/ or the clone's leaderboards/reported/; "
+            _echo("note: no reported-numbers file in OUT/reported/ or the clone's leaderboards/reported/; "
                        "rendering without reported numbers (pass --reported FILE to include them)", err=True)
     # What the render reads, which may lie inside --out (the committed leaderboards/records and
     # leaderboards/reported): never counted as files in the way.
@@ -74,23 +80,23 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
             raise check_mod.refuse_foreign(out_dir, foreign)
     site = build(results_dir, out_dir, reported_path, draw=not check_only)
     for line in site.board.warnings:
-        click.echo(f"warning: {line}", err=True)
+        _echo(f"warning: {line}", err=True)
     if not check_only:
         for path, reason in site.refused:
-            click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
+            _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     if check_only:
         problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
         for line in problems:
-            click.echo(line)
+            _echo(line)
         if problems:
-            click.echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
+            _echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
                        f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
                        f"--out {out_dir.as_posix()}` and commit the result", err=True)
             ctx.exit(1)
-        click.echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
+        _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
         return
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
-    click.echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
+    _echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
                f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
 
 
@@ -110,32 +116,35 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     paired by seed when both ran the same seeds, Welch's test when the seeds do not pair up."""
     runs, refused = load_runs(results_dir, link_base=results_dir)
     for path, reason in refused:
-        click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
+        _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     kept, _ = dedupe(runs)
     a, b, fp = comparison_sides(kept, method_a, method_b, dataset)
-    click.echo(f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})")
+    _echo(f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})")
     for side in (a, b):
         extra = [f"overrides {side.overrides}"] if side.overrides else []
         extra += [side.schedule] if side.schedule else []
         extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
-        click.echo(f"  {side.method}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
+        _echo(f"  {side.method}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
                    f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
     diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
     test = next((d.test for d in diffs.values() if d is not None), "no test possible")
-    click.echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
+    _echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
     width = max(len(method_a), len(method_b), 14) + 13
-    click.echo(f"  {'metric':<7} {method_a + ' (mean ± std)':>{width}} {method_b + ' (mean ± std)':>{width}} "
+    _echo(f"  {'metric':<7} {method_a + ' (mean ± std)':>{width}} {method_b + ' (mean ± std)':>{width}} "
                f"{'A - B':>7} {'95% CI':>17} {'p':>8}")
+    seeds, _ = stats.pairing(a.samples["H"], b.samples["H"])
+    if seeds and len(seeds) < max(len(a.seeds), len(b.seeds)):
+        _echo(f"  means over the {len(seeds)} paired seeds, as A - B")
     for m in TESTED_METRICS:
-        ia, ib = stats.t_interval(list(a.samples[m].values())), stats.t_interval(list(b.samples[m].values()))
+        ia, ib = (stats.t_interval(values) for values in stats.compared_values(a.samples[m], b.samples[m]))
         d = diffs[m]
         if d is None:
             tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
         else:
             tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
-        click.echo(f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
+        _echo(f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
                    f"{tail}")
     h = diffs["H"]
     if h is not None:
-        click.echo(f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
+        _echo(f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
                    "(two-sided; one comparison, so no multiplicity correction)")

@@ -37,8 +37,7 @@ import pandas as pd
 
 from zslbench import stats
 from zslbench.errors import UserError
-from zslbench.leaderboard.manifest import MANIFEST, owned_files
-from zslbench.results import EXTRA_METRICS, METRICS, read_runs, record_files, value_text
+from zslbench.results import EXTRA_METRICS, METRICS, board_files, read_runs, value_text
 
 GZSL_METRICS = ("A_U", "A_S", "H", "AUSUC")
 #: The metrics a sweep table and figure show, in this order.
@@ -84,15 +83,7 @@ def value_sort_key(value: Any) -> tuple[int, float, str]:
 def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """The runs under ``results_dir`` (:func:`zslbench.results.read_runs`), skipping a board
     rendered inside it: every file its manifest lists, and the manifest itself."""
-    results_dir = Path(results_dir)
-    own: set[Path] = set()
-    if results_dir.is_dir():
-        for path in record_files(results_dir):
-            if path.name == MANIFEST:
-                listed = owned_files(path)
-                if listed is not None:
-                    own.update(path.parent / name for name in listed)
-    return read_runs(results_dir, link_base=link_base, skip=own)
+    return read_runs(Path(results_dir), link_base=link_base, skip=board_files(Path(results_dir)))
 
 
 def dedupe(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
