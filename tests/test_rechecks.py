@@ -25,6 +25,9 @@ def test_compare_gives_each_move_and_says_bit_identical_only_when_all_equal():
     assert moved["recorded"]["device"] == "AMD EPYC" and moved["again"]["device"] == "Intel Xeon"
     gamma_only = rechecks.compare(_record("A", 30.0, gamma=0.5), _record("B", 30.0, gamma=0.6))
     assert not gamma_only["bit_identical"] and set(gamma_only["delta"].values()) == {0.0}
+    assert "metrics bit-identical, gamma +0.1" in rechecks.line(gamma_only)
+    tiny = rechecks.compare(_record("A", 30.0), _record("B", 30.0 + 3.6e-15))
+    assert "H +3.6e-15" in rechecks.line(tiny) and "A_T +0.00" in rechecks.line(tiny)
     assert "H -1.08" in rechecks.line(moved) and "bit-identical" in rechecks.line(same)
 
 

@@ -98,8 +98,16 @@ def line(entry: dict[str, Any]) -> str:
     rec, again = entry["recorded"], entry["again"]
     if entry["bit_identical"]:
         moved = "bit-identical"
+    elif not any(d.values()):
+        dg = entry["again"]["gamma"] - entry["recorded"]["gamma"]
+        moved = f"metrics bit-identical, gamma {dg:+.2g}"
     else:
-        moved = ", ".join(f"{k} {d[k]:+.2f}" for k in METRICS)
+        moved = ", ".join(f"{k} {_signed(d[k])}" for k in METRICS)
     return (f"recheck {entry['dataset']} · {entry['method']} (seed {entry['seed']}): {moved} "
             f"(recorded on {rec.get('device')}, {rec.get('threads')} thread(s); again on "
             f"{again.get('device')}, {again.get('threads')} thread(s))")
+
+
+def _signed(value: float) -> str:
+    """``+0.26``; a move too small for two decimals keeps two significant digits (``+3.6e-15``)."""
+    return f"{value:+.2f}" if value == 0 or abs(value) >= 0.005 else f"{value:+.2g}"
