@@ -40,6 +40,7 @@ def test_summary_counts_per_method(tmp_path):
     (tmp_path / "broken.rechecks").write_text("{not json")
     (row,) = rechecks.summary(rechecks.read_all(tmp_path))
     assert (row["method"], row["rechecks"], row["bit_identical"]) == ("t-gp", 3, 1)
+    assert row["metrics_identical"] == 1
     assert round(row["max_abs_dH"], 6) == 0.7 and row["machines"] == ["A", "B", "C"]
 
 
@@ -69,8 +70,8 @@ def test_the_leaderboard_lists_rechecks_per_method_with_names_escaped(tmp_path):
     rechecks.append(tmp_path / "b.json", rechecks.compare(_record("A", 1.0), _record("B", 1.0)))
     text = reproducibility.page(tmp_path)
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert rows[0].startswith("| t-gp | 1 | 1 | 0.00 | 0.00 |")
-    assert "| 1 | 0 | 1.08 | 1.08 |" in rows[1] and "<b>" not in rows[1]
+    assert rows[0].startswith("| t-gp | 1 | 1 | 1 | 0.00 | 0.00 |")
+    assert "| 1 | 0 | 0 | 1.08 | 1.08 |" in rows[1] and "<b>" not in rows[1]
     assert "Intel \\| Xeon" in rows[1]
 
 

@@ -86,6 +86,7 @@ def summary(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                            for m in (e.get("recorded", {}), e.get("again", {}))})
         out.append({"method": method, "rechecks": len(group),
                     "bit_identical": sum(bool(e.get("bit_identical")) for e in group),
+                    "metrics_identical": sum(not any(e["delta"].values()) for e in group),
                     "max_abs_dH": max(abs(float(e["delta"].get("H", 0.0))) for e in group),
                     "max_abs_d": max(abs(float(v)) for e in group for v in e["delta"].values()),
                     "machines": machines})

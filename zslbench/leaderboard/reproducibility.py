@@ -23,17 +23,19 @@ def page(results_dir: Path) -> str | None:
         "A record is keyed by what the run computes, not by the machine, so the board gathers "
         "records from many machines. `zslbench run ... --recheck` made some of them again on "
         "another machine and kept the records as they were; this table says, per method, how many "
-        "of those rechecks gave bit-identical numbers and how far the others moved (percentage "
-        "points). A method trained by many small steps can land elsewhere when another CPU, BLAS "
+        "of those rechecks gave bit-identical numbers (metrics and gamma), how many identical "
+        "metrics (gamma, a float32 threshold, can differ in its last bits), and how far the others "
+        "moved (percentage points). A method trained by many small steps can land elsewhere when another CPU, BLAS "
         "kernel or thread count rounds one product otherwise: its seed-to-seed spread on the "
         "board is the scale to read such a move against.",
         "",
-        "| method | rechecks | bit-identical | largest move of H | largest move of any metric "
-        "| machines |",
-        "|---|---:|---:|---:|---:|---|",
+        "| method | rechecks | bit-identical | metrics identical | largest move of H "
+        "| largest move of any metric | machines |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         machines = "; ".join(md_escape(m) for m in row["machines"])
         lines.append(f"| {md_escape(row['method'])} | {row['rechecks']} | {row['bit_identical']} "
-                     f"| {row['max_abs_dH']:.2f} | {row['max_abs_d']:.2f} | {machines} |")
+                     f"| {row['metrics_identical']} | {row['max_abs_dH']:.2f} "
+                     f"| {row['max_abs_d']:.2f} | {machines} |")
     return "\n".join(lines) + "\n"
