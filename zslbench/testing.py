@@ -8,8 +8,10 @@ Like scikit-learn's ``check_estimator``::
     def test_my_model_follows_the_contract():
         check_model(MyModel(epochs=3))
 
-It fits the model on a small synthetic GZSL problem and raises ``AssertionError`` naming the first
-broken rule:
+It fits the model on a small synthetic GZSL problem and raises one ``AssertionError`` naming every
+broken rule. Each rule is also a check of its own (:func:`model_checks`), and
+:func:`parametrize_with_checks` gives each its own pytest id, as scikit-learn's
+``parametrize_with_checks`` does, so that one broken rule does not hide the others:
 
 * the scikit-learn conventions: hyperparameters stored unchanged, ``get_params`` round-trips
   through ``set_params`` and the constructor, ``clone`` gives an unfitted equal-parameter copy,
@@ -36,6 +38,8 @@ broken rule:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -89,70 +93,194 @@ def _with_seed(model: Model, seed: int) -> Model:
     return m
 
 
+class _Context:
+    """What the checks of one model share: the problem, the seed, and fits made once on demand
+    (a check that needs a fitted model fits it here; a fit that fails fails every such check)."""
+
+    def __init__(self, model: Model, seed: int, problem: dict[str, Any] | None,
+                 atol: float) -> None:
+        self.model, self.seed, self.atol = model, seed, atol
+        self.name = type(model).__name__
+        self.p = problem or toy_problem(seed)
+        self.test = _readonly(self.p["features"][self.p["test"]])
+        self._fitted: Model | None = None
+        self._scores: np.ndarray | None = None
+
+    def fresh_fit(self) -> Model:
+        return _fit(_with_seed(self.model, self.seed), self.p)
+
+    @property
+    def fitted(self) -> Model:
+        if self._fitted is None:
+            self._fitted = self.fresh_fit()
+        return self._fitted
+
+    @property
+    def scores(self) -> np.ndarray:
+        if self._scores is None:
+            self._scores = np.asarray(self.fitted.decision_function(self.test))
+        return self._scores
+
+
+def _check_is_a_named_model(c: _Context) -> None:
+    assert isinstance(c.model, Model), f"{c.name} is not a zslbench.model.Model"
+    assert isinstance(getattr(type(c.model), "name", None), str) and type(c.model).name, \
+        f"{c.name} needs a non-empty class attribute 'name' (its registered name)"
+
+
+def _check_init_stores_hyperparameters(c: _Context) -> None:
+    """The very objects given to the constructor are what it stores (scikit-learn's rule)."""
+    params = c.model.get_params()
+    rebuilt = type(c.model)(**params)
+    for key, value in params.items():
+        assert getattr(rebuilt, key) is value, f"{c.name}.__init__ must store {key!r} unchanged"
+
+
+def _check_params_round_trip(c: _Context) -> None:
+    params = c.model.get_params()
+    rebuilt = type(c.model)(**params)
+    assert _same_params(rebuilt.get_params(), params), \
+        f"{c.name}(**get_params()) changes parameters"
+    twin = c.model.clone()
+    twin.set_params(**{k: v for k, v in params.items() if not isinstance(v, Component)})
+    assert _same_params(twin.get_params(), params), f"{c.name}.set_params changes parameters"
+    twin.check_params()
+
+
+def _check_clone_is_unfitted_and_equal(c: _Context) -> None:
+    twin = c.fitted.clone()
+    assert type(twin) is type(c.model) and _same_params(twin.get_params(),
+                                                        c.fitted.get_params()), \
+        f"{c.name}.clone() must keep the hyperparameters"
+    assert not [k for k in vars(twin) if k.endswith("_") and not k.startswith("_")], \
+        f"{c.name}.clone() must return an unfitted copy"
+
+
+def _check_fit_learns_attributes(c: _Context) -> None:
+    a = c.fitted
+    assert [k for k in vars(a) if k.endswith("_") and not k.startswith("_")], \
+        f"{c.name}.fit learned no attribute ending in '_'"
+    classes = c.p["classes"]
+    assert np.array_equal(np.asarray(getattr(a, "classes_", classes)), classes), \
+        f"{c.name}.classes_ must be the classes passed to fit, in that order"
+
+
+def _check_scores_shape_and_values(c: _Context) -> None:
+    s, want = c.scores, (len(c.test), len(c.p["classes"]))
+    assert s.shape == want, f"{c.name}.decision_function returned {s.shape}, expected {want}"
+    assert np.issubdtype(s.dtype, np.floating), f"{c.name}.decision_function must return floats"
+    assert np.isfinite(s).all(), f"{c.name}.decision_function returned NaN or infinite scores"
+
+
+def _check_scoring_is_pure(c: _Context) -> None:
+    """Other images in between, and another batch grouping, change no image's scores."""
+    s = c.scores
+    c.fitted.decision_function(_readonly(c.p["features"][c.p["train"]]))
+    half = len(c.test) // 2
+    again = np.vstack([c.fitted.decision_function(c.test[:half]),
+                       c.fitted.decision_function(c.test[half:])])
+    assert np.allclose(s, again, rtol=1e-5, atol=1e-6), \
+        f"{c.name}.decision_function is not pure: an image's scores depend on the other images"
+
+
+def _check_deterministic_under_a_seed(c: _Context) -> None:
+    s_b = np.asarray(c.fresh_fit().decision_function(c.test))
+    assert np.allclose(c.scores, s_b, rtol=0, atol=c.atol), \
+        f"{c.name}: two fits with random_state={c.seed} gave different scores"
+
+
+def _check_unseen_classes_are_scored(c: _Context) -> None:
+    n_seen = int(c.p["n_seen"])
+    unseen_rows = c.p["labels"][c.p["test"]] >= n_seen
+    top = c.scores[unseen_rows].argmax(axis=1)
+    assert (top >= n_seen).any(), f"{c.name} never ranks an unseen class first for unseen images"
+
+
+def _check_refit_equals_a_fresh_fit(c: _Context) -> None:
+    check_refit(c.model, seed=c.seed, problem=c.p, atol=c.atol)
+
+
+def _check_every_tensor_names_its_device(c: _Context) -> None:
+    check_device_discipline(c.model, seed=c.seed, problem=c.p)
+
+
+#: The checks, in the order ``check_model`` runs them; each fails on its own.
+CHECKS: tuple[Callable[[_Context], None], ...] = (
+    _check_is_a_named_model, _check_init_stores_hyperparameters, _check_params_round_trip,
+    _check_fit_learns_attributes, _check_clone_is_unfitted_and_equal,
+    _check_scores_shape_and_values, _check_scoring_is_pure, _check_deterministic_under_a_seed,
+    _check_unseen_classes_are_scored, _check_refit_equals_a_fresh_fit,
+    _check_every_tensor_names_its_device)
+#: Checks that only run when asked for (``device_discipline=True``) or unless turned off
+#: (``refit=False``).
+_OPTIONAL = {"every_tensor_names_its_device": "device_discipline",
+             "refit_equals_a_fresh_fit": "refit"}
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """One named check of the model contract, bound to its settings: ``check(model)`` runs it
+    on a fresh context (its own fits), ``AssertionError`` when the rule is broken."""
+
+    name: str
+    fn: Callable[[_Context], None]
+    seed: int = 0
+    problem: dict[str, Any] | None = None
+    atol: float = 0.0
+
+    def __call__(self, model: Model) -> None:
+        self.fn(_Context(model, self.seed, self.problem, self.atol))
+
+    def __repr__(self) -> str:  # the pytest id
+        return self.name
+
+
+def model_checks(*, seed: int = 0, problem: dict[str, Any] | None = None, atol: float = 0.0,
+                 device_discipline: bool = False, refit: bool = True) -> list[ModelCheck]:
+    """Every check ``check_model`` would run with these settings, each callable alone."""
+    wanted = {"device_discipline": device_discipline, "refit": refit}
+    out = []
+    for fn in CHECKS:
+        name = fn.__name__.removeprefix("_check_")
+        if name in _OPTIONAL and not wanted[_OPTIONAL[name]]:
+            continue
+        out.append(ModelCheck(name, fn, seed, problem, atol))
+    return out
+
+
+def parametrize_with_checks(models: list[Model], **settings: Any) -> Any:
+    """A ``pytest.mark.parametrize("model, check", ...)`` over every model and every check, each
+    its own test id (``MyModel-scoring_is_pure``), as scikit-learn's::
+
+        @parametrize_with_checks([MyModel(epochs=3)])
+        def test_contract(model, check):
+            check(model)
+
+    ``settings`` are those of :func:`model_checks`."""
+    import pytest
+
+    pairs = [(m, chk) for m in models for chk in model_checks(**settings)]
+    return pytest.mark.parametrize(("model", "check"), pairs,
+                                   ids=[f"{type(m).__name__}-{chk.name}" for m, chk in pairs])
+
+
 def check_model(model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None,
                 atol: float = 0.0, device_discipline: bool = False, refit: bool = True) -> None:
-    """Run every check on ``model`` (an unfitted instance); ``AssertionError`` on the first
-    failure. ``atol`` allows tiny differences between repeated fits for models that use
-    non-deterministic kernels (keep it 0 on the CPU). ``device_discipline`` adds the meta-device
-    check, ``refit`` the refit check (module docstring)."""
-    name = type(model).__name__
-    assert isinstance(model, Model), f"{name} is not a zslbench.model.Model"
-    assert isinstance(getattr(type(model), "name", None), str) and type(model).name, \
-        f"{name} needs a non-empty class attribute 'name' (its registered name)"
-    p = problem or toy_problem(seed)
-
-    # scikit-learn conventions
-    params = model.get_params()
-    for key, value in params.items():
-        assert getattr(model, key) is value, f"{name}.__init__ must store {key!r} unchanged"
-    rebuilt = type(model)(**params)
-    assert _same_params(rebuilt.get_params(), params), f"{name}(**get_params()) changes parameters"
-    twin = model.clone()
-    assert type(twin) is type(model) and _same_params(twin.get_params(), params), \
-        f"{name}.clone() must keep the hyperparameters"
-    model.set_params(**{k: v for k, v in params.items() if not isinstance(v, Component)})
-    model.check_params()
-
-    a = _fit(_with_seed(model, seed), p)
-    learned = [k for k in vars(a) if k.endswith("_") and not k.startswith("_")]
-    assert learned, f"{name}.fit learned no attribute ending in '_'"
-    assert not [k for k in vars(twin) if k.endswith("_") and not k.startswith("_")], \
-        f"{name}.clone() must return an unfitted copy"
-    classes = p["classes"]
-    assert np.array_equal(np.asarray(getattr(a, "classes_", classes)), classes), \
-        f"{name}.classes_ must be the classes passed to fit, in that order"
-
-    test = _readonly(p["features"][p["test"]])
-    s = np.asarray(a.decision_function(test))
-    assert s.shape == (len(test), len(classes)), \
-        f"{name}.decision_function returned {s.shape}, expected {(len(test), len(classes))}"
-    assert np.issubdtype(s.dtype, np.floating), f"{name}.decision_function must return floats"
-    assert np.isfinite(s).all(), f"{name}.decision_function returned NaN or infinite scores"
-
-    # purity: other images in between, and another batch grouping, change nothing
-    a.decision_function(_readonly(p["features"][p["train"]]))
-    half = len(test) // 2
-    again = np.vstack([a.decision_function(test[:half]), a.decision_function(test[half:])])
-    assert np.allclose(s, again, rtol=1e-5, atol=1e-6), \
-        f"{name}.decision_function is not pure: an image's scores depend on the other images"
-
-    # determinism under a seed
-    b = _fit(_with_seed(model, seed), p)
-    s_b = np.asarray(b.decision_function(test))
-    assert np.allclose(s, s_b, rtol=0, atol=atol), \
-        f"{name}: two fits with random_state={seed} gave different scores"
-
-    # the unseen classes are scored, not ignored
-    n_seen = int(p["n_seen"])
-    labels = p["labels"][p["test"]]
-    unseen_rows = labels >= n_seen
-    top = s[unseen_rows].argmax(axis=1)
-    assert (top >= n_seen).any(), f"{name} never ranks an unseen class first for unseen images"
-
-    if refit:
-        check_refit(model, seed=seed, problem=p, atol=atol)
-    if device_discipline:
-        check_device_discipline(model, seed=seed, problem=p)
+    """Run every check on ``model`` (an unfitted instance); one ``AssertionError`` listing every
+    check that failed (each is run even when another failed). ``atol`` allows tiny differences
+    between repeated fits for models that use non-deterministic kernels (keep it 0 on the CPU).
+    ``device_discipline`` adds the meta-device check, ``refit`` the refit check (module
+    docstring). One context is shared, so the model is fitted as few times as the checks need."""
+    context = _Context(model, seed, problem, atol)
+    failed = []
+    for check in model_checks(seed=seed, problem=problem, atol=atol,
+                              device_discipline=device_discipline, refit=refit):
+        try:
+            check.fn(context)
+        except AssertionError as exc:
+            failed.append(f"[{check.name}] {exc}")
+    if failed:
+        raise AssertionError("\n".join(failed))
 
 
 #: Hyperparameters a refit check leaves alone: the harness injects them.
