@@ -99,15 +99,21 @@ def _num(value: float, sign: bool = False) -> str:
 
 
 @click.command("compare")
-@click.argument("method_a")
-@click.argument("method_b")
+@click.argument("method_a", metavar="CONFIG_A")
+@click.argument("method_b", metavar="CONFIG_B")
 @click.option("-d", "--dataset", required=True, help="The dataset both methods ran on.")
 @click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
               show_default=True, help="Directory of result records (searched recursively).")
 def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> None:
-    """Is METHOD_A really better than METHOD_B on a dataset? The mean difference A - B of H, A_T
+    """Is CONFIG_A really better than CONFIG_B on a dataset? The mean difference A - B of H, A_T
     and AUSUC over seeds, with its 95% confidence interval and the two-sided p-value of a t-test:
-    paired by seed when both ran the same seeds, Welch's test when the seeds do not pair up."""
+    paired by seed when both ran the same seeds, Welch's test when the seeds do not pair up.
+
+    \b
+    A configuration is a method (its default configuration: no --set, not swept) or
+    METHOD[PARAM=VALUE,...] (the runs that set exactly these --set or --sweep values), e.g.
+      zslbench compare 'bt-gp[embedder.margin=1]' 'bt-gp[embedder.margin=4]' --dataset toy
+    When nothing matches, it lists the configurations with records there."""
     runs, refused = load_runs(results_dir, link_base=results_dir)
     for path, reason in refused:
         click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
@@ -118,7 +124,7 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
         extra = [f"overrides {side.overrides}"] if side.overrides else []
         extra += [side.schedule] if side.schedule else []
         extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
-        click.echo(f"  {side.method}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
+        click.echo(f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
                    f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
     diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
     test = next((d.test for d in diffs.values() if d is not None), "no test possible")
