@@ -233,6 +233,11 @@ def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLDat
             "n_images": int(data.features.shape[0]), "feature_dim": int(data.features.shape[1]),
             "n_seen": int(len(data.seen_classes)), "n_unseen": int(len(data.unseen_classes)),
             "source": data.source}
+    if declared is not None:
+        # Who registered the name: a Reproduce line names a plugin's dataset by name (with -p
+        # when its plugin is a -p module, distribution null), and only a file opened from the
+        # command line (plugin "open_dataset") by its path.
+        info["provider"] = {"plugin": declared.plugin, "distribution": declared.distribution}
     return data, kind, verdict, info
 
 

@@ -232,7 +232,8 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
     ``zslbench run`` per group of methods sharing datasets, seeds, options and records folder
     (never a method × dataset pair that was not run). A run from a configuration file names it
     too; every option the records fix is given explicitly (on the command line it overrides the
-    file). A dataset opened from a file is named by its path."""
+    file). A dataset opened from a file is named by its path; one a plugin registers, by its name,
+    with ``-p MODULE`` when that plugin was a ``-p`` module."""
     cells: dict[tuple[Any, ...], dict[str, Any]] = {}
     for e in runs.itertuples(index=False):
         opts: tuple[str, ...] = (("--config", e.config_file) if e.config_file else ())
@@ -241,27 +242,30 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
             opts += ("--set", f"{k}={value_text(v)}")
         opts += (() if e.standard else ("--allow-nonstandard-split",)) + (
             ("--device", "cuda") if e.device_type == "cuda" else ())
-        dataset = _arg(e.data_path, root) if e.data_path else e.dataset
-        slot = cells.setdefault((e.method, dataset, opts, e.sweep_params, e.folder), {"seeds": 0, "sweep": {}})
+        by_name = e.data_plugin not in ("", "open_dataset")  # a name a plugin registered
+        dataset = _arg(e.data_path, root) if e.data_path and not by_name else e.dataset
+        plugins: tuple[str, ...] = (e.data_plugin,) if by_name and e.data_plugin_p else ()
+        slot = cells.setdefault((e.method, dataset, opts, e.sweep_params, e.folder, plugins),
+                                {"seeds": 0, "sweep": {}})
         slot["seeds"] = max(slot["seeds"], int(e.repetition) + 1)
         for param, value in e.sweep_map.items():
             slot["sweep"].setdefault(param, {})[value_text(value)] = value
     units: dict[tuple[Any, ...], dict[str, dict[str, str]]] = {}
-    for (method, dataset, opts, _, folder), slot in cells.items():
+    for (method, dataset, opts, _, folder, plugins), slot in cells.items():
         sweep: tuple[str, ...] = ()
         for p, vals in sorted(slot["sweep"].items()):
             sweep += ("--sweep", p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)))
-        unit = units.setdefault((opts + sweep, slot["seeds"], folder), {})
+        unit = units.setdefault((opts + sweep, slot["seeds"], folder, plugins), {})
         unit.setdefault(method, {})[dataset] = dataset
     out: list[tuple[Any, list[str]]] = []
-    for (opts, seeds, folder), methods in units.items():
+    for (opts, seeds, folder, plugins), methods in units.items():
         by_datasets: dict[tuple[str, ...], list[str]] = {}
         for method, datasets in methods.items():
             by_datasets.setdefault(tuple(sorted(datasets, key=dataset_order)), []).append(method)
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
             config, rest = (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
-            words = ["zslbench", "run", *config, "--method", ",".join(names), "--dataset", ",".join(datasets),
+            words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config, "--method", ",".join(names), "--dataset", ",".join(datasets),
                      "--seeds", str(seeds), *rest, "--results-dir", _arg(folder, root)]
             out.append(((bool(config), min(ranks.get(m, 0) for m in names), words), words))
     return [words for _, words in sorted(out, key=lambda t: (not t[0][0], t[0][1], t[0][2]))]
