@@ -259,3 +259,29 @@ def test_warnings_logged_by_a_plugin_are_one_prefixed_line(monkeypatch):
     logging.getLogger("zslbench.data").warning("%s: bad; rebuilding it", "entry")
     logging.getLogger("zslbench.data").info("not shown")
     assert said == ["zslbench: warning: entry: bad; rebuilding it"]
+
+
+def test_top_level_help_lists_plugin_commands_without_importing_torch_scipy_or_pandas():
+    """``zslbench --help`` imports no built-in that adds no command (they import torch), and the
+    leaderboard commands import scipy.stats, pandas and matplotlib only when they run (issue 30;
+    its time is measured by benchmarks/help_time.py, not here)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom zslbench.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'pandas', 'scipy.stats', 'matplotlib', 'gpytorch') if m in sys.modules),"
+            " file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
+    commands = proc.stdout.split("Commands:", 1)[1].split()
+    assert {"compare", "data", "leaderboard", "list", "run"} <= set(commands)
+
+
+def test_the_builtins_that_add_commands_are_exactly_those_help_imports():
+    from zslbench.registry import BUILTIN_COMMAND_PLUGINS, BUILTIN_DISTRIBUTION, load_registry
+
+    reg = load_registry()
+    adding = {name for name, module in reg.modules.items()
+              if reg.plugins.get(name) == BUILTIN_DISTRIBUTION and hasattr(module, "zslbench_commands")}
+    assert adding == set(BUILTIN_COMMAND_PLUGINS)

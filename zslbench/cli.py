@@ -29,14 +29,14 @@ from zslbench.registry import Registry, load_registry
 
 # Tables go to stdout; when it is a file or pipe, do not squeeze them into 80 columns.
 out_console = Console(width=None if sys.stdout.isatty() else 160)
-_registries: dict[tuple[tuple[str, ...], bool], Registry] = {}
+_registries: dict[tuple[tuple[str, ...], bool, bool], Registry] = {}
 
 
-def registry_for(plugins: tuple[str, ...], strict: bool) -> Registry:
+def registry_for(plugins: tuple[str, ...], strict: bool, commands_only: bool = False) -> Registry:
     """The registry for these ``-p`` modules, loaded once per process (its warnings once too)."""
-    key = (tuple(plugins), bool(strict))
+    key = (tuple(plugins), bool(strict), commands_only)
     if key not in _registries:
-        reg = load_registry(plugins, strict=strict)
+        reg = load_registry(plugins, strict=strict, commands_only=commands_only)
         for line in reg.problems:
             say_error(line, prefix="zslbench: warning: ")
         _registries[key] = reg
@@ -50,6 +50,17 @@ class State:
 
     def registry(self) -> Registry:
         return registry_for(self.plugins, self.strict)
+
+
+def _top_level_help(args: list[str]) -> bool:
+    """Whether the command line asks for the top-level help (no subcommand, or ``--help``/``-h``
+    before any subcommand)."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] in ("-h", "--help"):
+            return True
+        i += 2 if args[i] in ("-p", "--plugin") else 1
+    return i >= len(args)
 
 
 def _global_options(args: list[str]) -> tuple[tuple[str, ...], bool]:
@@ -75,7 +86,8 @@ def _add_plugin_commands(args: list[str]) -> None:
     """Let plugins add subcommands (``zslbench_commands``) before click parses the line."""
     if any(a in ("--version",) for a in args[:1]):
         return
-    reg = registry_for(*_global_options(args))
+    # The top-level help lists subcommands only: it imports no built-in that adds none (torch).
+    reg = registry_for(*_global_options(args), commands_only=_top_level_help(args))
     if reg.pm is not None:
         reg.pm.hook.zslbench_commands(cli=cli)
 

@@ -8,12 +8,8 @@ from pathlib import Path
 
 import click
 
-from zslbench import stats
-from zslbench.board import PLUGINS_FILE
-from zslbench.leaderboard import check as check_mod
-from zslbench.leaderboard.build import build
-from zslbench.leaderboard.collect import TESTED_METRICS, comparison_sides, dedupe, load_runs
-from zslbench.leaderboard.reported import find_reported
+# scipy.stats, pandas and matplotlib are imported inside the commands, so that `zslbench --help`
+# stays fast (it imports this module to list the commands).
 
 
 @click.command("leaderboard")
@@ -47,6 +43,11 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     damaged, or edited since it was written) is never published: a render skips it with a warning
     naming the file and goes on; --check fails on it.
     """
+    from zslbench.board import PLUGINS_FILE
+    from zslbench.leaderboard import check as check_mod
+    from zslbench.leaderboard.build import build
+    from zslbench.leaderboard.reported import find_reported
+
     if out_dir is None:
         out_dir = results_dir / "leaderboard"
     if reported_path is None:
@@ -114,6 +115,9 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     METHOD[PARAM=VALUE,...] (the runs that set exactly these --set or --sweep values), e.g.
       zslbench compare 'bt-gp[embedder.margin=1]' 'bt-gp[embedder.margin=4]' --dataset toy
     When nothing matches, it lists the configurations with records there."""
+    from zslbench import stats
+    from zslbench.leaderboard.collect import TESTED_METRICS, comparison_sides, dedupe, load_runs
+
     runs, refused = load_runs(results_dir, link_base=results_dir)
     for path, reason in refused:
         click.echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
