@@ -145,3 +145,13 @@ def test_the_landing_page_is_the_first_page_with_measured_rows(tmp_path: Path) -
     assert (out / "index.html").read_bytes() == (out / "real.html").read_bytes()
     assert "[index.html](index.html) | The landing page: the HTML report of the real benchmarks. |" \
         in (out / "README.md").read_text()
+
+
+def test_the_time_table_explains_busy_runs_once_not_on_every_row(tmp_path: Path) -> None:
+    records = [make_record(ds, m, i, oversubscribed=True) for ds in ("synth-apy", "synth-cub")
+               for m in ("gp", "krr", "bt-gp") for i in range(2)]
+    md = (_render(tmp_path, records) / "synthetic.md").read_text()
+    section = md.split("### Training time (median) on Test CPU", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert len(rows) == 3 and all(line.count("‡") == 2 and "busy" not in line and "†" not in line for line in rows)
+    assert section.count("marked ‡, never bold") == 1

@@ -38,6 +38,7 @@ from zslbench.leaderboard.tables import (
     Table,
     ablation_tables,
     audit_table,
+    cite_table,
     per_class_tables,
     reported_per_class_tables,
     reported_time_table,
@@ -135,6 +136,8 @@ class Page:
     data_versions: list[DataVersions] = field(default_factory=list)
     #: The kinds that have a page in this output, for the links between pages.
     kinds: tuple[str, ...] = ()
+    #: The "cite this" table: each compared configuration's mean over the page's datasets.
+    cite: Table | None = None
     #: CSV file suffix ("" / "-train-time" / "-per-class") -> text (filled by build).
     csv: dict[str, str] = field(default_factory=dict)
 
@@ -149,7 +152,7 @@ class Page:
     @property
     def all_tables(self) -> list[Table]:
         """Every table, in page order."""
-        out = list(self.tables)
+        out = ([self.cite] if self.cite else []) + list(self.tables)
         if self.ranking_table is not None:
             out.append(self.ranking_table)
         out += self.time_tables + ([self.reported_time] if self.reported_time else [])
@@ -331,6 +334,7 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
         pages[kind] = Page(
             kind=kind, facts=_facts(kept, superseded, agg, kind), paths=paths, tables=tables,
             time_tables=time_tables(agg, kind, anchors), sweep_tables=sweeps, per_class_tables=per_class,
+            cite=cite_table(agg, kind, anchors),
             ranking=ranking, ranking_note=ranking_note, audit=audit_table(agg, kind, anchors), figures=specs,
             provenance_rows=[r for t in tables[:1] + sweeps for r in t.rows if r.source == "measured" and r.prov],
             references={k: reported.references.get(k, k) for k in sorted(used_refs)},
