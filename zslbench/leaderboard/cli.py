@@ -12,7 +12,7 @@ import click
 # stays fast (it imports this module to list the commands).
 
 
-@click.command("leaderboard")
+@click.group("leaderboard", invoke_without_command=True)
 @click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
               show_default=True, help="Directory of result records (searched recursively).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
@@ -42,7 +42,12 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     A JSON file under --results-dir that is not a valid, intact record (not a record at all,
     damaged, or edited since it was written) is never published: a render skips it with a warning
     naming the file and goes on; --check fails on it.
+
+    `zslbench leaderboard prune` lists (and with --yes removes) the records that the current code
+    would re-run.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     from zslbench.board import PLUGINS_FILE
     from zslbench.leaderboard import check as check_mod
     from zslbench.leaderboard.build import build
@@ -93,6 +98,50 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     click.echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
                f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+
+
+@leaderboard.command("prune")
+@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
+              show_default=True, help="Directory of result records (searched recursively).")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="Folder of the datasets' files [env ZSLBENCH_DATA].")
+@click.option("--yes", is_flag=True, help="Remove the stale records (without it, only list them).")
+@click.pass_context
+def prune(ctx: click.Context, results_dir: Path, data_dir: Path | None, yes: bool) -> None:
+    """List the records that the current code would re-run, and with --yes remove them.
+
+    A record is stale when `zslbench run`, given the record's own configuration, would not take
+    it from the cache (its code, data, protocol or configuration changed): its row shows numbers
+    the code no longer produces. Each record is planned as `zslbench run --dry-run` plans it,
+    loading its dataset. Only valid, intact zslbench records are removed, never a file reached
+    through a link; a record that cannot be planned here (plugin not installed, data missing, a
+    GPU run on a machine without one) is kept and listed. Re-render the board afterwards.
+    """
+    from zslbench.leaderboard import prune as prune_mod
+
+    if not results_dir.is_dir():
+        raise click.ClickException(f"--results-dir {results_dir.as_posix()} is not a folder")
+    registry = ctx.find_root().obj.registry()
+    report = prune_mod.stale_records(results_dir, registry, data_dir)
+    kept: dict[str, list[Path]] = {}
+    for path, why in report.unknown:
+        kept.setdefault(why, []).append(path)
+    for why, paths in kept.items():  # once per reason, not per record
+        click.echo(f"kept {len(paths)} record(s) unchecked (e.g. {paths[0].as_posix()}): {why}")
+    if not yes:
+        for path, why in report.stale:
+            click.echo(f"would remove {path.as_posix()} ({why})")
+        total = len(report.stale) + report.current + len(report.unknown)
+        click.echo(f"{len(report.stale)} of {total} record(s) would be re-run by the current code"
+                   + ("; nothing removed: pass --yes to remove them" if report.stale else ""))
+        return
+    removed = set(prune_mod.remove(results_dir, [p for p, _ in report.stale]))
+    for path, why in report.stale:
+        if path in removed:
+            click.echo(f"removed {path.as_posix()} ({why})")
+    click.echo(f"removed {len(removed)} stale record(s); {report.current} current"
+               + (f", {len(report.unknown)} kept unchecked" if report.unknown else "")
+               + (f" — re-render the board: zslbench leaderboard --results-dir {results_dir.as_posix()}" if removed else ""))
 
 
 def _num(value: float, sign: bool = False) -> str:
