@@ -99,6 +99,16 @@ class RecordIndex:
                  and rec.load.get("oversubscribed") is not True]
         return statistics.median(times) if times else None
 
+    def busy_eta(self, dataset: str, method: str, device_name: str) -> float | None:
+        """Median wall seconds of earlier runs of (dataset, method) on this device model taken on
+        an oversubscribed machine: an approximate ETA where :meth:`eta` has none."""
+        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
+                 for recs in self.by_slot.values() for rec in recs
+                 if rec.dataset == dataset and rec.method == method
+                 and rec.device.get("name") == device_name
+                 and rec.load.get("oversubscribed") is True]
+        return statistics.median(times) if times else None
+
 
 @dataclass
 class PlannedRun:
@@ -128,6 +138,8 @@ class PlannedRun:
     kind: str = ""
     #: The torch device it runs on (``cpu``, ``cuda``, ``cuda:1``).
     device: str = "cpu"
+    #: Whether ``eta_seconds`` comes only from earlier runs on a busy machine.
+    eta_approximate: bool = False
 
     @property
     def label(self) -> str:
@@ -166,6 +178,9 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
                 digests[cls] = ident.component_digest(cls)
             components[role] = digests[cls]
         eta = index.eta(dataset, prep.spec.name, device_name)
+        approximate = eta is None
+        if approximate:  # earlier runs only on a busy machine: their time, marked approximate
+            eta = index.busy_eta(dataset, prep.spec.name, device_name)
         for rep in range(seeds):
             seed = derive_seed(base_seed, dataset, rep)
             # The data fingerprint is in the name: a non-standard copy never overwrites a
@@ -177,7 +192,7 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
             path = Path(results_dir) / f"{run_id}.json"
             run = PlannedRun(dataset, prep.spec.name, rep, seed, run_id, key, config_id, config,
                              identity, path, "run", eta_seconds=eta, prepared=prep,
-                             kind=kind, device=device)
+                             kind=kind, device=device, eta_approximate=approximate and eta is not None)
             existing = index.by_path.get(path.resolve())
             failed = _failure_note(path)
             if failed is not None and not (isinstance(existing, Record) and existing.key == key):
@@ -278,14 +293,18 @@ def dry_run_lines(runs: list[PlannedRun], device_name: str) -> list[str]:
             lines.append(f"cached  {run.label}")
             continue
         eta = f", ~{fmt_seconds(run.eta_seconds)}" if run.eta_seconds is not None else ""
+        eta += " (approximate: earlier runs on a busy machine)" if run.eta_approximate else ""
         lines.append(f"to run  {run.label}: {run.reason}{eta}")
     todo = [r for r in runs if r.status == "run"]
     known = [r.eta_seconds for r in todo if r.eta_seconds is not None]
+    busy = sum(r.eta_approximate for r in todo)
     total = f"{len(runs)} run(s): {len(runs) - len(todo)} cached, {len(todo)} to run"
     if todo:
         total += f"; ETA ~{fmt_seconds(sum(known))}" if known else "; ETA unknown"
+        notes = [f"approximate: {busy} run(s) timed only on a busy machine"] if busy else []
         if len(known) < len(todo):
-            total += (f" ({len(todo) - len(known)} run(s) without an earlier record on "
-                      f"{device_name} not counted)")
+            notes.append(f"{len(todo) - len(known)} run(s) without an earlier record on "
+                         f"{device_name} not counted")
+        total += f" ({'; '.join(notes)})" if notes else ""
     lines.append(total)
     return lines
