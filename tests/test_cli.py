@@ -107,14 +107,19 @@ def test_bad_command_lines_get_one_line(tmp_path, args, needles):
     assert records_in(tmp_path) == []
 
 
-def test_missing_real_data_lists_every_file_and_points_to_synth_all(tmp_path):
+def test_missing_real_data_is_one_line_naming_every_file_and_pointing_to_synth_all(tmp_path):
     proc = run_cli("run", "--method", "krr", "--dataset", "all", "--data-dir", str(tmp_path / "nodata"),
                    "--results-dir", str(tmp_path / "res"))
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 10  # two files for each of the five datasets
-    assert all("synth-all" in ln and "zslbench data download" in ln for ln in lines)
+    # One line for the ten files (two for each of the five datasets), then the fix.
+    root = tmp_path / "nodata"
+    files = ", ".join(f"{d}/{f}" for d in ("AWA1", "AWA2", "APY", "CUB", "SUN") for f in ("res101.mat", "att_splits.mat"))
+    assert lines == [f"zslbench: error: 10 data files are missing under {root} ({files}); for the first: run "
+                     f"`zslbench data download --dataset awa1 --data-dir {root}` to fetch the xlsa17 benchmark "
+                     "(about 879 MB for all five), or use `--dataset synth-awa1` / `--dataset synth-all` for the "
+                     "embedded SYNTHETIC stand-ins (not the real benchmark)"]
     assert not (tmp_path / "res").exists()
 
 

@@ -218,8 +218,7 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
             allow_nonstandard_split=given("allow_nonstandard_split", allow_nonstandard_split),
             force=force)
     except api.MissingData as exc:
-        for line in exc.lines:
-            say_error(line)
+        say_error(missing_data_line(exc.lines))
         raise SystemExit(2) from None
     dev = request.device
     if dry_run:
@@ -259,6 +258,25 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
                   "fix the cause and re-run the same command: recorded runs are cached.",
                   prefix="zslbench: ")
         raise SystemExit(1)
+
+
+def missing_data_line(lines: list[str]) -> str:
+    """Missing data files as one line: each file (relative to the folder they share), then the
+    first file's fix (``--dataset all`` without the data was ten lines of 300 characters)."""
+    if len(lines) == 1:
+        return lines[0]
+    parts = [line.partition(" is missing") for line in lines]
+    if not all(sep for _, sep, _ in parts):
+        return f"{lines[0]} (and {len(lines) - 1} more missing file(s))"
+    paths = [path for path, _, _ in parts]
+    try:
+        root = os.path.commonpath(paths)
+    except ValueError:  # no common folder (relative and absolute paths mixed)
+        root = ""
+    shown = [os.path.relpath(p, root) if root else p for p in paths]
+    where = f" under {root}" if root else ""
+    fix = parts[0][2].lstrip(": ")
+    return f"{len(lines)} data files are missing{where} ({', '.join(shown)}); for the first: {fix}"
 
 
 def _add_core_commands() -> None:
