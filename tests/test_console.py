@@ -67,3 +67,33 @@ def test_the_results_table_fits_80_columns_without_cutting_values():
     assert lines[3].startswith(" " * start)  # the continuation line holds the label only
     for value in ("f-clswgan", "100.0", "1234.5", "cached", "margin=0.25", "63.4"):
         assert value in text
+
+
+def test_done_lines_and_the_results_table_show_swept_and_set_values(monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setattr(console_mod, "err_console", Console(file=buf, width=300))
+    swept = _outcome(sweep={"embedder.margin": 0.25})
+    adam = _outcome()
+    adam.record.config = {"overrides": {"gp.optimizer": "adam"}}
+    reporter = Reporter(console_mod.err_console, total=2)
+    reporter.live = False
+    for outcome in (swept, adam):
+        reporter.finished(outcome)
+    assert buf.getvalue().splitlines() == [
+        "done synth-awa2 · bt-gp margin=0.25 · r0: H 63.4, train 12.3 s -> results/synth-awa2__bt-gp__x.json",
+        "done synth-awa2 · bt-gp gp.optimizer=adam · r0: H 63.4, train 12.3 s -> results/synth-awa2__bt-gp__x.json"]
+    labels = [line.split()[1:4] for line in results_lines([swept, adam])[2:]]
+    assert labels == [["bt-gp", "margin=0.25", "0"], ["bt-gp", "gp.optimizer=adam", "0"]]
+
+
+def test_a_failure_with_the_same_reason_on_another_seed_is_one_short_line(monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setattr(console_mod, "err_console", Console(file=buf, width=300))
+    reporter = Reporter(console_mod.err_console, total=3)
+    reporter.live = False
+    for seed, why in ((11, "boom"), (12, "boom"), (13, "other")):
+        reporter.finished(SimpleNamespace(status="failed", seed=seed, error=f"krr on toy (seed {seed}): {why}"))
+    assert buf.getvalue().splitlines() == [
+        "zslbench: error: krr on toy (seed 11): boom",
+        "zslbench: error: krr on toy (seed 12): failed as seed 11 did (the same reason, above)",
+        "zslbench: error: krr on toy (seed 13): other"]
