@@ -290,3 +290,33 @@ def test_the_builtins_that_add_commands_are_exactly_those_help_imports():
     adding = {name for name, module in reg.modules.items()
               if reg.plugins.get(name) == BUILTIN_DISTRIBUTION and hasattr(module, "zslbench_commands")}
     assert adding == set(BUILTIN_COMMAND_PLUGINS)
+
+
+def test_list_summaries_are_first_sentences_without_rst():
+    from zslbench.cli import summary
+
+    assert summary("Closed-form bilinear compatibility ``x^T V s_c`` (see the module\n    docstring).\n\n"
+                   "    More.") == "Closed-form bilinear compatibility x^T V s_c (see the module docstring)."
+    assert summary("CE-GZSL's generator stage (module docstring). Parameters\n    (``CE_GZSL.py`` argparse,"
+                   " lines 10-20) follow.") == "CE-GZSL's generator stage (module docstring)."
+    assert summary("A map trained with L_BT (eq. 3). Uses :class:`~zslbench.model.Model`.") == \
+        "A map trained with L_BT (eq. 3)."
+    assert summary("Fits :func:`numpy.linalg.solve` on it") == "Fits solve on it"
+    assert summary(None) == ""
+
+
+def test_list_method_shows_its_hyperparameters_and_their_defaults():
+    from tests.cli_helpers import invoke_main
+
+    out = invoke_main("list", "--method", "bt-gp")
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert lines[0] == "bt-gp: L_BT + GP (ours) — model prototype, preprocessor=clip model=prototype embedder=bt " \
+                       "regressor=gp calibrator=gamma"
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    rows = {(c[2]): c[3:5] for c in cells}
+    assert rows["margin"] == ["4.0", "(same)"] and rows["latent_dim"] == ["64", "(same)"]
+    assert rows["optimizer"] == ["'newton'", "(same)"] and rows["clip"] == ["7.0", "(same)"]
+    assert cells[0][:2] == ["preprocessor", "clip"]
+    out = invoke_main("list", "--method", "nope")
+    assert out.exit_code == 2 and out.stderr.startswith("zslbench: error: unknown method 'nope'")

@@ -103,11 +103,63 @@ def cli(ctx: click.Context, plugins: tuple[str, ...], strict_plugins: bool) -> N
     ctx.obj = State(plugins=plugins, strict=strict_plugins)
 
 
+def summary(doc: str | None) -> str:
+    """A docstring's first sentence as plain text: its first paragraph joined into one line,
+    up to the first full stop that ends a sentence, without reStructuredText marks."""
+    import re
+
+    paragraph = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+    text = re.sub(r":[a-z]+:`~?(?:[\w.]+\.)?([^`]+)`", r"\1", paragraph)  # :class:`~a.b.C` -> C
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    text = re.sub(r"`([^`]+)`", r"\1", text)
+    depth, end = 0, len(text)
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "." and depth <= 0 and (i + 1 == len(text) or (text[i + 1] == " " and i + 2 < len(text)
+                                                                 and text[i + 2].isupper())):
+            end = i + 1
+            break
+    return text[:end]
+
+
+def _method_parameters(reg: Registry, name: str) -> None:
+    """``zslbench list --method NAME``: each role's component and its hyperparameters, with the
+    value this method uses and the component's own default."""
+    import inspect
+
+    from zslbench.runner import prepare_method
+
+    prep = prepare_method(reg, name)
+    spec = prep.spec
+    out_console.print(f"{name}: {spec.paper_name or name} — model {spec.model}, "
+                      f"{' '.join(f'{r}={n}' for r, n in prep.spec.roles().items())}")
+    t = Table(title=f"Hyperparameters of {name} (set one with --set ROLE.PARAM=VALUE)", title_justify="left")
+    for col in ("role", "component", "parameter", "value", "default", "summary"):
+        t.add_column(col)
+    for role, cls in prep.classes.items():
+        signature = inspect.signature(cls.__init__).parameters
+        params = prep.params[role]
+        if not params:
+            t.add_row(role, cls.name, "(none)", "", "", summary(cls.__doc__))
+        for i, (param, value) in enumerate(params.items()):
+            default = signature[param].default if param in signature else inspect.Parameter.empty
+            shown = "" if default is inspect.Parameter.empty else repr(default)
+            t.add_row(role if i == 0 else "", cls.name if i == 0 else "", param, repr(value),
+                      shown if shown != repr(value) else "(same)", summary(cls.__doc__) if i == 0 else "")
+    out_console.print(t)
+
+
 @cli.command("list")
+@click.option("-m", "--method", "method", default=None, metavar="NAME",
+              help="Show this method's components and hyperparameters, with their defaults.")
 @click.pass_obj
-def list_cmd(state: State) -> None:
-    """Show every dataset, method and component, with the plugin that provides it."""
+def list_cmd(state: State, method: str | None) -> None:
+    """Show every dataset, method and component, with the plugin that provides it (--method NAME:
+    one method's hyperparameters and defaults)."""
     reg = state.registry()
+    if method is not None:
+        _method_parameters(reg, method)
+        return
 
     def dist(p: Any) -> str:
         return p.distribution or "(-p, not installed)"
@@ -138,8 +190,7 @@ def list_cmd(state: State) -> None:
     for kind in reg.component_kinds():
         for name in reg.names(kind):
             p = reg.items[kind][name]
-            doc = (p.obj.__doc__ or "").strip().splitlines()
-            t.add_row(kind, name, p.obj.__qualname__, p.plugin, dist(p), doc[0] if doc else "")
+            t.add_row(kind, name, p.obj.__qualname__, p.plugin, dist(p), summary(p.obj.__doc__))
     out_console.print(t)
     if reg.problems:
         err_console.print(f"{len(reg.problems)} plugin problem(s), see the warnings above.")
