@@ -320,3 +320,21 @@ def test_list_method_shows_its_hyperparameters_and_their_defaults():
     assert cells[0][:2] == ["preprocessor", "clip"]
     out = invoke_main("list", "--method", "nope")
     assert out.exit_code == 2 and out.stderr.startswith("zslbench: error: unknown method 'nope'")
+
+
+def test_device_cuda_without_a_gpu_names_the_option_as_typed(tmp_path):
+    import torch
+
+    from tests.cli_helpers import invoke_main
+    from zslbench.errors import ConfigError
+    from zslbench.hyperparams import torch_device
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    out = invoke_main("run", "--method", "krr", "--dataset", "toy", "--device", "cuda",
+                      "--results-dir", str(tmp_path / "res"))
+    assert out.exit_code == 2
+    assert out.stderr.splitlines() == ["zslbench: error: --device cuda: this torch build sees no CUDA device — run "
+                                       "with --device cpu, or install a CUDA build of torch"]
+    with pytest.raises(ConfigError, match=r"^gp\.device='cuda': this torch build sees no CUDA device"):
+        torch_device("gp", "cuda")
