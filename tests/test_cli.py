@@ -318,6 +318,9 @@ def test_list_method_shows_its_hyperparameters_and_their_defaults():
     assert rows["margin"] == ["4.0", "(same)"] and rows["latent_dim"] == ["64", "(same)"]
     assert rows["optimizer"] == ["'newton'", "(same)"] and rows["clip"] == ["7.0", "(same)"]
     assert cells[0][:2] == ["preprocessor", "clip"]
+    out = invoke_main("list", "--method", "eszsl")
+    assert out.stdout.splitlines()[1] == ("citation: B. Romera-Paredes and P. H. S. Torr, An embarrassingly simple "
+                                          "approach to zero-shot learning, ICML 2015")
     out = invoke_main("list", "--method", "nope")
     assert out.exit_code == 2 and out.stderr.startswith("zslbench: error: unknown method 'nope'")
 

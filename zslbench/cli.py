@@ -132,7 +132,10 @@ def _method_parameters(reg: Registry, name: str) -> None:
     prep = prepare_method(reg, name)
     spec = prep.spec
     out_console.print(f"{name}: {spec.paper_name or name} — model {spec.model}, "
-                      f"{' '.join(f'{r}={n}' for r, n in prep.spec.roles().items())}")
+                      f"{' '.join(f'{r}={n}' for r, n in prep.spec.roles().items())}",
+                      markup=False, highlight=False)
+    if spec.citation:
+        out_console.print(f"citation: {spec.citation}", markup=False, highlight=False)
     t = Table(title=f"Hyperparameters of {name} (set one with --set ROLE.PARAM=VALUE)", title_justify="left")
     for col in ("role", "component", "parameter", "value", "default", "summary"):
         t.add_column(col)
