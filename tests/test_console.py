@@ -97,3 +97,13 @@ def test_a_failure_with_the_same_reason_on_another_seed_is_one_short_line(monkey
         "zslbench: error: krr on toy (seed 11): boom",
         "zslbench: error: krr on toy (seed 12): failed as seed 11 did (the same reason, above)",
         "zslbench: error: krr on toy (seed 13): other"]
+
+
+def test_the_live_bar_stays_put_whatever_the_description(monkeypatch):
+    from rich.progress import BarColumn, TextColumn
+
+    monkeypatch.setenv("ZSLBENCH_PROGRESS", "1")
+    reporter = Reporter(Console(file=io.StringIO(), width=200), total=2)
+    with reporter:
+        columns = reporter.progress.columns
+    assert isinstance(columns[0], BarColumn) and isinstance(columns[-1], TextColumn)

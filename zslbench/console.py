@@ -64,8 +64,10 @@ class Reporter:
     # -- context ---------------------------------------------------------------------------------
     def __enter__(self) -> Reporter:
         if self.live:
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20),
-                                     MofNCompleteColumn(), TimeElapsedColumn(),
+            # The description goes last: its length changes with every step, and before the bar
+            # it pushed the bar sideways.
+            self.progress = Progress(BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TextColumn("{task.description}"),
                                      console=self.console, transient=False)
             self.progress.__enter__()
             self.grid_task = self.progress.add_task("runs", total=self.total)
