@@ -109,3 +109,19 @@ def test_critical_difference_names_lie_inside_the_canvas(n: int) -> None:
     for t in texts:
         tb = t.get_window_extent(renderer)
         assert fig.bbox.x0 <= tb.x0 and tb.x1 <= fig.bbox.x1, (t.get_text(), tb, fig.bbox)
+
+
+def test_a_figures_size_follows_from_its_labels_without_matplotlib() -> None:
+    """The pages give each figure's size (``--check`` compares them by their bytes), so the legend
+    layout is measured from a fixed table of the font's advances, not by whatever FreeType this
+    machine has: computing it imports no matplotlib."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom zslbench.leaderboard.figures import FigureSpec\n"
+            "s = FigureSpec(name='x', kind='synthetic', figure='per_class', title='t', data={'dataset': 'toy', "
+            "'series': [{'label': 'L_BT + GP (ours) · ' * 9, 'color': '#000000', 'ls': '-', 'marker': 'o', "
+            "'points': []}]})\nprint(s.size, 'matplotlib' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split(")")[1].strip() == "False" and proc.stdout.startswith("(720, ")

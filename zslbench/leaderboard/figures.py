@@ -14,8 +14,9 @@ DejaVu Sans, and a fixed canvas size (no ``bbox_inches="tight"``). Names are dra
 Every method has one colour in every figure of the board (:func:`method_colors`); rows of one
 method (other configurations) share it and differ by line style and marker. Legends sit below
 the axes, never clipped: long names are wrapped to the canvas width, the columns are as many as
-fit, and the canvas grows downwards by the legend's height (:func:`legend_layout`, measured with
-the figure's own font, so that the page knows the size without drawing). A figure of a synthetic or custom dataset says so in a line of its own above the
+fit, and the canvas grows downwards by the legend's height (:func:`legend_layout`, measured from a
+fixed table of the font's advance widths, so that a page knows each figure's size without drawing,
+the same on every machine). A figure of a synthetic or custom dataset says so in a line of its own above the
 title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard.markup.unique_slugs`).
 """
 
@@ -44,7 +45,7 @@ from zslbench.leaderboard.markup import unique_slugs
 from zslbench.results import value_text
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
-STYLE_VERSION = 4
+STYLE_VERSION = 5
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
 SIZE = (7.2, 4.5)  # inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px
@@ -275,26 +276,27 @@ class LegendLayout:
     height: float  # inches the legend adds below the axes
 
 
-@functools.cache
-def _measuring_renderer() -> Any:
-    from matplotlib.backends.backend_agg import RendererAgg
-
-    return RendererAgg(1, 1, DPI)
+#: Advance widths of DejaVu Sans (the figures' font, shipped with matplotlib), in 1/2048 em, of
+#: the characters below: a legend's layout, and so a figure's size on the page, follows from its
+#: labels alone, the same with any matplotlib or FreeType version (``--check`` compares pages by
+#: their bytes). Any other character counts as 1 em, the widest.
+_GLYPHS = (" !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
+           "·±–—×≥≤…‡†αγΔ")
+_ADVANCES = dict(zip(_GLYPHS, (
+    651, 821, 942, 1716, 1303, 1946, 1597, 563, 799, 799, 1024, 1716, 651, 739, 651, 690, 1303, 1303, 1303, 1303,
+    1303, 1303, 1303, 1303, 1303, 1303, 690, 690, 1716, 1716, 1716, 1087, 2048, 1401, 1405, 1430, 1577, 1294,
+    1178, 1587, 1540, 604, 604, 1343, 1141, 1767, 1532, 1612, 1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025,
+    1403, 1251, 1403, 799, 690, 799, 1716, 1024, 1024, 1255, 1300, 1126, 1300, 1260, 721, 1300, 1298, 569, 569,
+    1186, 569, 1995, 1298, 1253, 1300, 1300, 842, 1067, 803, 1298, 1212, 1675, 1212, 1212, 1075, 1303, 690,
+    1303, 1716, 651, 1716, 1024, 2048, 1716, 1716, 1716, 2048, 1024, 1024, 1350, 1212, 1401), strict=True))
 
 
 @functools.lru_cache(maxsize=65536)
 def _text_width(text: str) -> float:
-    """Width in points of one line of legend text, as the PNG draws it (hinted glyphs at
-    :data:`DPI`), with 3% to spare."""
-    import matplotlib
-    from matplotlib.font_manager import FontProperties
-
-    if not text:
-        return 0.0
-    with matplotlib.rc_context(RC):
-        font = FontProperties(family=RC["font.family"], size=LEGEND_FONT)
-        width = _measuring_renderer().get_text_width_height_descent(text, font, ismath=False)[0]
-    return float(width) * 72.0 / DPI * 1.03
+    """Width in points of one line of legend text as the PNG draws it: each glyph's advance
+    rounded up to whole pixels at :data:`DPI` (hinting rounds them), plus 2% to spare."""
+    px = LEGEND_FONT * DPI / 72.0
+    return sum(math.ceil(_ADVANCES.get(ch, 2048) / 2048 * px) for ch in text) * 72.0 / DPI * 1.02
 
 
 def _wrap(label: str, width: float) -> str:
