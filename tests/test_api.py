@@ -201,3 +201,30 @@ def test_the_reduced_schedule_of_cada_vae_learns_on_toy(tmp_path):
     assert record.config["schedule"] == "reduced"
     assert record.config["components"]["generator"]["params"]["epochs"] == 50
     assert record.metrics["A_S"] > 20.0 and record.metrics["H"] > 10.0, record.metrics
+
+
+def test_print_progress_says_each_dataset_and_run_and_board_run_uses_it(tmp_path, monkeypatch):
+    import functools
+    import io
+
+    from zslbench import board
+    from zslbench.api import print_progress
+
+    buf = io.StringIO()
+    (record,) = zslbench.run(methods="krr", datasets="toy", results_dir=tmp_path / "res",
+                             on_event=functools.partial(print_progress, file=buf))
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "zslbench: loading toy"
+    assert lines[1].startswith("zslbench: toy: 1 run(s): 0 cached, 1 to run; ETA ")
+    assert lines[2:] == [f"zslbench: to run toy · krr · r0 (seed {record.seed}): new",
+                         "zslbench: run toy · krr · r0"]
+    # `python -m zslbench.board run` passes it: the board's grid is not silent.
+    from types import SimpleNamespace
+
+    seen = {}
+    monkeypatch.setattr(zslbench, "run", lambda **kw: seen.update(kw) or [], raising=False)
+    fake = SimpleNamespace(get=lambda kind, name: SimpleNamespace(distribution="my-zsl"))
+    monkeypatch.setattr("zslbench.registry.load_registry", lambda *a, **k: fake)
+    plugin = board.BoardPlugin(name="my-zsl", requirement="my-zsl", methods=("mine",))
+    assert board.run([plugin], datasets="toy", seeds=1, results_dir=tmp_path / "b") == []
+    assert seen["methods"] == ["mine"] and seen["on_event"] is print_progress

@@ -107,14 +107,19 @@ def test_bad_command_lines_get_one_line(tmp_path, args, needles):
     assert records_in(tmp_path) == []
 
 
-def test_missing_real_data_lists_every_file_and_points_to_synth_all(tmp_path):
+def test_missing_real_data_is_one_line_naming_every_file_and_pointing_to_synth_all(tmp_path):
     proc = run_cli("run", "--method", "krr", "--dataset", "all", "--data-dir", str(tmp_path / "nodata"),
                    "--results-dir", str(tmp_path / "res"))
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 10  # two files for each of the five datasets
-    assert all("synth-all" in ln and "zslbench data download" in ln for ln in lines)
+    # One line for the ten files (two for each of the five datasets), then the fix.
+    root = tmp_path / "nodata"
+    files = ", ".join(f"{d}/{f}" for d in ("AWA1", "AWA2", "APY", "CUB", "SUN") for f in ("res101.mat", "att_splits.mat"))
+    assert lines == [f"zslbench: error: 10 data files are missing under {root} ({files}); for the first: run "
+                     f"`zslbench data download --dataset awa1 --data-dir {root}` to fetch the xlsa17 benchmark "
+                     "(about 879 MB for all five), or use `--dataset synth-awa1` / `--dataset synth-all` for the "
+                     "embedded SYNTHETIC stand-ins (not the real benchmark)"]
     assert not (tmp_path / "res").exists()
 
 
@@ -259,3 +264,80 @@ def test_warnings_logged_by_a_plugin_are_one_prefixed_line(monkeypatch):
     logging.getLogger("zslbench.data").warning("%s: bad; rebuilding it", "entry")
     logging.getLogger("zslbench.data").info("not shown")
     assert said == ["zslbench: warning: entry: bad; rebuilding it"]
+
+
+def test_top_level_help_lists_plugin_commands_without_importing_torch_scipy_or_pandas():
+    """``zslbench --help`` imports no built-in that adds no command (they import torch), and the
+    leaderboard commands import scipy.stats, pandas and matplotlib only when they run (issue 30;
+    its time is measured by benchmarks/help_time.py, not here)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom zslbench.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'pandas', 'scipy.stats', 'matplotlib', 'gpytorch') if m in sys.modules),"
+            " file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
+    commands = proc.stdout.split("Commands:", 1)[1].split()
+    assert {"compare", "data", "leaderboard", "list", "run"} <= set(commands)
+
+
+def test_the_builtins_that_add_commands_are_exactly_those_help_imports():
+    from zslbench.registry import BUILTIN_COMMAND_PLUGINS, BUILTIN_DISTRIBUTION, load_registry
+
+    reg = load_registry()
+    adding = {name for name, module in reg.modules.items()
+              if reg.plugins.get(name) == BUILTIN_DISTRIBUTION and hasattr(module, "zslbench_commands")}
+    assert adding == set(BUILTIN_COMMAND_PLUGINS)
+
+
+def test_list_summaries_are_first_sentences_without_rst():
+    from zslbench.cli import summary
+
+    assert summary("Closed-form bilinear compatibility ``x^T V s_c`` (see the module\n    docstring).\n\n"
+                   "    More.") == "Closed-form bilinear compatibility x^T V s_c (see the module docstring)."
+    assert summary("CE-GZSL's generator stage (module docstring). Parameters\n    (``CE_GZSL.py`` argparse,"
+                   " lines 10-20) follow.") == "CE-GZSL's generator stage (module docstring)."
+    assert summary("A map trained with L_BT (eq. 3). Uses :class:`~zslbench.model.Model`.") == \
+        "A map trained with L_BT (eq. 3)."
+    assert summary("Fits :func:`numpy.linalg.solve` on it") == "Fits solve on it"
+    assert summary(None) == ""
+
+
+def test_list_method_shows_its_hyperparameters_and_their_defaults():
+    from tests.cli_helpers import invoke_main
+
+    out = invoke_main("list", "--method", "bt-gp")
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert lines[0] == "bt-gp: L_BT + GP (ours) — model prototype, preprocessor=clip model=prototype embedder=bt " \
+                       "regressor=gp calibrator=gamma"
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    rows = {(c[2]): c[3:5] for c in cells}
+    assert rows["margin"] == ["4.0", "(same)"] and rows["latent_dim"] == ["64", "(same)"]
+    assert rows["optimizer"] == ["'newton'", "(same)"] and rows["clip"] == ["7.0", "(same)"]
+    assert cells[0][:2] == ["preprocessor", "clip"]
+    out = invoke_main("list", "--method", "eszsl")
+    assert out.stdout.splitlines()[1] == ("citation: B. Romera-Paredes and P. H. S. Torr, An embarrassingly simple "
+                                          "approach to zero-shot learning, ICML 2015")
+    out = invoke_main("list", "--method", "nope")
+    assert out.exit_code == 2 and out.stderr.startswith("zslbench: error: unknown method 'nope'")
+
+
+def test_device_cuda_without_a_gpu_names_the_option_as_typed(tmp_path):
+    import torch
+
+    from tests.cli_helpers import invoke_main
+    from zslbench.errors import ConfigError
+    from zslbench.hyperparams import torch_device
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    out = invoke_main("run", "--method", "krr", "--dataset", "toy", "--device", "cuda",
+                      "--results-dir", str(tmp_path / "res"))
+    assert out.exit_code == 2
+    assert out.stderr.splitlines() == ["zslbench: error: --device cuda: this torch build sees no CUDA device — run "
+                                       "with --device cpu, or install a CUDA build of torch"]
+    with pytest.raises(ConfigError, match=r"^gp\.device='cuda': this torch build sees no CUDA device"):
+        torch_device("gp", "cuda")

@@ -102,3 +102,43 @@ def test_record_fields_reach_no_terminal_escape_in_run_output_or_compare(tmp_pat
     assert out.exit_code == 0, out.output
     assert "overrides embedder.note=hi" in out.stdout
     assert "\x1b" not in out.output and "\x07" not in out.output
+
+
+def test_done_lines_and_the_results_table_show_swept_and_set_values(monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setattr(console_mod, "err_console", Console(file=buf, width=300))
+    swept = _outcome(sweep={"embedder.margin": 0.25})
+    adam = _outcome()
+    adam.record.config = {"overrides": {"gp.optimizer": "adam"}}
+    reporter = Reporter(console_mod.err_console, total=2)
+    reporter.live = False
+    for outcome in (swept, adam):
+        reporter.finished(outcome)
+    assert buf.getvalue().splitlines() == [
+        "done synth-awa2 · bt-gp margin=0.25 · r0: H 63.4, train 12.3 s -> results/synth-awa2__bt-gp__x.json",
+        "done synth-awa2 · bt-gp gp.optimizer=adam · r0: H 63.4, train 12.3 s -> results/synth-awa2__bt-gp__x.json"]
+    labels = [line.split()[1:4] for line in results_lines([swept, adam])[2:]]
+    assert labels == [["bt-gp", "margin=0.25", "0"], ["bt-gp", "gp.optimizer=adam", "0"]]
+
+
+def test_a_failure_with_the_same_reason_on_another_seed_is_one_short_line(monkeypatch):
+    buf = io.StringIO()
+    monkeypatch.setattr(console_mod, "err_console", Console(file=buf, width=300))
+    reporter = Reporter(console_mod.err_console, total=3)
+    reporter.live = False
+    for seed, why in ((11, "boom"), (12, "boom"), (13, "other")):
+        reporter.finished(SimpleNamespace(status="failed", seed=seed, error=f"krr on toy (seed {seed}): {why}"))
+    assert buf.getvalue().splitlines() == [
+        "zslbench: error: krr on toy (seed 11): boom",
+        "zslbench: error: krr on toy (seed 12): failed as seed 11 did (the same reason, above)",
+        "zslbench: error: krr on toy (seed 13): other"]
+
+
+def test_the_live_bar_stays_put_whatever_the_description(monkeypatch):
+    from rich.progress import BarColumn, TextColumn
+
+    monkeypatch.setenv("ZSLBENCH_PROGRESS", "1")
+    reporter = Reporter(Console(file=io.StringIO(), width=200), total=2)
+    with reporter:
+        columns = reporter.progress.columns
+    assert isinstance(columns[0], BarColumn) and isinstance(columns[-1], TextColumn)

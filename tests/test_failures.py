@@ -170,3 +170,30 @@ def test_a_dataset_that_fails_its_split_checks_fails_its_runs_and_the_grid_goes_
     assert "2 of 4 run(s) failed" in out.stderr, out.stderr
     assert "leaky" in out.stderr and "its runs fail, the grid goes on" in out.stderr
     assert "Traceback" not in out.output + out.stderr
+
+
+def test_a_data_problem_is_said_once_and_its_notes_go_when_another_configuration_succeeds(tmp_path):
+    a = arrays()
+    a["features"] = a["features"] - np.float32(1.0)
+    path = write_raw(tmp_path / "neg.npz", a)
+    res = tmp_path / "res"
+    args = ("run", "--method", "krr", "--dataset", str(path), *KRR, "--seeds", "3", "--allow-nonstandard-split",
+            "--results-dir", str(res))
+    out = invoke_main(*args)
+    assert out.exit_code == 1, out.output
+    errors = [line for line in out.stderr.splitlines() if line.startswith("zslbench: error: krr on neg")]
+    seeds = [int(line.split("(seed ", 1)[1].split(")", 1)[0]) for line in errors]
+    assert len(errors) == 3 and "negative values" in errors[0]
+    assert errors[1:] == [f"zslbench: error: krr on neg (seed {s}): failed as seed {seeds[0]} did (the same reason, "
+                          "above)" for s in seeds[1:]]
+    notes = sorted(res.glob("*.failed"))
+    assert len(notes) == 3
+    # Not the harness's notes: another name, or more than one line.
+    (res / "mine.failed").write_text("my own notes\n")
+    other = res / notes[0].name.replace("__krr__", "__eszsl__")
+    other.write_text("eszsl on neg (seed 1): boom\n")
+    out = invoke_main(*args, "--set", "preprocessor=none")
+    assert out.exit_code == 0, out.output
+    assert not any(n.exists() for n in notes)
+    assert sorted(p.name for p in res.glob("*.failed")) == sorted(["mine.failed", other.name])
+    assert len(list(res.glob("*.json"))) == 3

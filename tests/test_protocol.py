@@ -152,3 +152,13 @@ def test_validation_seen_share_is_twenty_percent_per_class(shared_data, seed):
         n_val = np.sum(data.labels[split.val_seen_idx] == c)
         n_all = n_val + np.sum(data.labels[split.train_idx] == c)
         assert n_val == round(0.2 * n_all)
+
+
+def test_a_search_grid_reads_in_one_short_line():
+    from zslbench.protocol import grid_text, value_text
+
+    alphas = [10.0 ** (k / 2) for k in range(-4, 15)]
+    assert grid_text(alphas) == "[0.01, 0.0316, …, 3.16e+06, 1e+07] (19 values)"
+    assert grid_text([0.25, 0.5, 1]) == "[0.25, 0.5, 1]"
+    assert grid_text(["adam", "lbfgs"]) == "['adam', 'lbfgs']"
+    assert value_text(0.03162277660168379) == "0.0316" and value_text(64) == "64"

@@ -17,6 +17,7 @@ A run that fails does not stop the grid (as on the command line): the others are
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -231,6 +232,24 @@ def outcomes(request: Any, registry: Registry, executor: Any = None,
             executor.shutdown()
 
 
+def print_progress(kind: str, info: dict[str, Any], *, file: Any = None) -> None:
+    """An ``on_event`` for :func:`run` that says what the grid is doing, one line on stderr per
+    dataset loaded, run started, warning and note (``zslbench.run`` itself prints nothing)."""
+    out = file if file is not None else sys.stderr
+    if kind == "dataset":
+        line = f"loading {info['dataset']}"
+    elif kind == "run":
+        sweep = "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in (info.get("sweep") or {}).items())
+        line = f"run {info['dataset']} · {info['method']}{sweep} · r{info['repetition']}"
+    elif kind == "warning":
+        line = f"warning: {info['message']}"
+    elif kind == "info":
+        line = str(info["message"])
+    else:  # phases, stages and steps: too many for a log; the CLI shows them live
+        return
+    print(f"zslbench: {line}", file=out, flush=True)
+
+
 def run(methods: str | Sequence[str] | None = None, datasets: str | Sequence[str] | None = None,
         *, seeds: int | None = None, results_dir: str | Path | None = None,
         sets: Mapping[str, Any] | Sequence[str] | None = None,
@@ -249,6 +268,13 @@ def run(methods: str | Sequence[str] | None = None, datasets: str | Sequence[str
     :class:`~zslbench.errors.UserError` before anything runs; a run that fails does not stop the
     others, and :class:`RunsFailed` is raised at the end with the records and the reasons.
     Plugin problems (a broken third-party plugin) are :class:`UserWarning`.
+
+    It prints nothing. ``on_event(kind, info)`` is called as the grid goes: ``"dataset"``
+    (``info["dataset"]``: loading it), ``"run"`` (a run starts: ``dataset``, ``method``,
+    ``repetition``, ``seed``, ``sweep``, ``reason``), ``"phase"`` / ``"stage_start"`` /
+    ``"stage_end"`` / ``"step"`` / ``"candidate"`` (inside a run), ``"warning"`` and ``"info"``
+    (``info["message"]``). ``on_event=zslbench.api.print_progress`` prints a line per dataset and
+    run on stderr.
     """
     registry = load_registry(tuple(plugins))
     for line in registry.problems:

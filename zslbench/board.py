@@ -132,7 +132,7 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
         results_dir: Path = RESULTS_DIR) -> list[str]:
     """Run every listed method on ``datasets``; the failures, one line each (empty: all ran)."""
     import zslbench
-    from zslbench.api import RunsFailed
+    from zslbench.api import RunsFailed, print_progress
     from zslbench.registry import load_registry
 
     registry = load_registry()
@@ -155,7 +155,7 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
     for plugin in plugins:
         try:
             zslbench.run(methods=list(plugin.methods), datasets=datasets, seeds=seeds,
-                         results_dir=results_dir, device="cpu")
+                         results_dir=results_dir, device="cpu", on_event=print_progress)
         except RunsFailed as exc:
             failures += [f"{plugin.name}: {line}" for line in exc.failures]
     return failures

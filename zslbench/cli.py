@@ -29,14 +29,14 @@ from zslbench.registry import Registry, load_registry
 
 # Tables go to stdout; when it is a file or pipe, do not squeeze them into 80 columns.
 out_console = Console(width=None if sys.stdout.isatty() else 160)
-_registries: dict[tuple[tuple[str, ...], bool], Registry] = {}
+_registries: dict[tuple[tuple[str, ...], bool, bool], Registry] = {}
 
 
-def registry_for(plugins: tuple[str, ...], strict: bool) -> Registry:
+def registry_for(plugins: tuple[str, ...], strict: bool, commands_only: bool = False) -> Registry:
     """The registry for these ``-p`` modules, loaded once per process (its warnings once too)."""
-    key = (tuple(plugins), bool(strict))
+    key = (tuple(plugins), bool(strict), commands_only)
     if key not in _registries:
-        reg = load_registry(plugins, strict=strict)
+        reg = load_registry(plugins, strict=strict, commands_only=commands_only)
         for line in reg.problems:
             say_error(line, prefix="zslbench: warning: ")
         _registries[key] = reg
@@ -50,6 +50,17 @@ class State:
 
     def registry(self) -> Registry:
         return registry_for(self.plugins, self.strict)
+
+
+def _top_level_help(args: list[str]) -> bool:
+    """Whether the command line asks for the top-level help (no subcommand, or ``--help``/``-h``
+    before any subcommand)."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] in ("-h", "--help"):
+            return True
+        i += 2 if args[i] in ("-p", "--plugin") else 1
+    return i >= len(args)
 
 
 def _global_options(args: list[str]) -> tuple[tuple[str, ...], bool]:
@@ -75,7 +86,8 @@ def _add_plugin_commands(args: list[str]) -> None:
     """Let plugins add subcommands (``zslbench_commands``) before click parses the line."""
     if any(a in ("--version",) for a in args[:1]):
         return
-    reg = registry_for(*_global_options(args))
+    # The top-level help lists subcommands only: it imports no built-in that adds none (torch).
+    reg = registry_for(*_global_options(args), commands_only=_top_level_help(args))
     if reg.pm is not None:
         reg.pm.hook.zslbench_commands(cli=cli)
 
@@ -91,11 +103,66 @@ def cli(ctx: click.Context, plugins: tuple[str, ...], strict_plugins: bool) -> N
     ctx.obj = State(plugins=plugins, strict=strict_plugins)
 
 
+def summary(doc: str | None) -> str:
+    """A docstring's first sentence as plain text: its first paragraph joined into one line,
+    up to the first full stop that ends a sentence, without reStructuredText marks."""
+    import re
+
+    paragraph = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+    text = re.sub(r":[a-z]+:`~?(?:[\w.]+\.)?([^`]+)`", r"\1", paragraph)  # :class:`~a.b.C` -> C
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    text = re.sub(r"`([^`]+)`", r"\1", text)
+    depth, end = 0, len(text)
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "." and depth <= 0 and (i + 1 == len(text) or (text[i + 1] == " " and i + 2 < len(text)
+                                                                 and text[i + 2].isupper())):
+            end = i + 1
+            break
+    return text[:end]
+
+
+def _method_parameters(reg: Registry, name: str) -> None:
+    """``zslbench list --method NAME``: each role's component and its hyperparameters, with the
+    value this method uses and the component's own default."""
+    import inspect
+
+    from zslbench.runner import prepare_method
+
+    prep = prepare_method(reg, name)
+    spec = prep.spec
+    out_console.print(f"{name}: {spec.paper_name or name} — model {spec.model}, "
+                      f"{' '.join(f'{r}={n}' for r, n in prep.spec.roles().items())}",
+                      markup=False, highlight=False)
+    if spec.citation:
+        out_console.print(f"citation: {spec.citation}", markup=False, highlight=False)
+    t = Table(title=f"Hyperparameters of {name} (set one with --set ROLE.PARAM=VALUE)", title_justify="left")
+    for col in ("role", "component", "parameter", "value", "default", "summary"):
+        t.add_column(col)
+    for role, cls in prep.classes.items():
+        signature = inspect.signature(cls.__init__).parameters
+        params = prep.params[role]
+        if not params:
+            t.add_row(role, cls.name, "(none)", "", "", summary(cls.__doc__))
+        for i, (param, value) in enumerate(params.items()):
+            default = signature[param].default if param in signature else inspect.Parameter.empty
+            shown = "" if default is inspect.Parameter.empty else repr(default)
+            t.add_row(role if i == 0 else "", cls.name if i == 0 else "", param, repr(value),
+                      shown if shown != repr(value) else "(same)", summary(cls.__doc__) if i == 0 else "")
+    out_console.print(t)
+
+
 @cli.command("list")
+@click.option("-m", "--method", "method", default=None, metavar="NAME",
+              help="Show this method's components and hyperparameters, with their defaults.")
 @click.pass_obj
-def list_cmd(state: State) -> None:
-    """Show every dataset, method and component, with the plugin that provides it."""
+def list_cmd(state: State, method: str | None) -> None:
+    """Show every dataset, method and component, with the plugin that provides it (--method NAME:
+    one method's hyperparameters and defaults)."""
     reg = state.registry()
+    if method is not None:
+        _method_parameters(reg, method)
+        return
 
     def dist(p: Any) -> str:
         return p.distribution or "(-p, not installed)"
@@ -126,8 +193,7 @@ def list_cmd(state: State) -> None:
     for kind in reg.component_kinds():
         for name in reg.names(kind):
             p = reg.items[kind][name]
-            doc = (p.obj.__doc__ or "").strip().splitlines()
-            t.add_row(kind, name, p.obj.__qualname__, p.plugin, dist(p), doc[0] if doc else "")
+            t.add_row(kind, name, p.obj.__qualname__, p.plugin, dist(p), summary(p.obj.__doc__))
     out_console.print(t)
     if reg.problems:
         err_console.print(f"{len(reg.problems)} plugin problem(s), see the warnings above.")
@@ -209,8 +275,7 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
             allow_nonstandard_split=given("allow_nonstandard_split", allow_nonstandard_split),
             force=force, recheck=recheck)
     except api.MissingData as exc:
-        for line in exc.lines:
-            say_error(line)
+        say_error(missing_data_line(exc.lines))
         raise SystemExit(2) from None
     dev = request.device
     if dry_run:
@@ -250,6 +315,25 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
                   "fix the cause and re-run the same command: recorded runs are cached.",
                   prefix="zslbench: ")
         raise SystemExit(1)
+
+
+def missing_data_line(lines: list[str]) -> str:
+    """Missing data files as one line: each file (relative to the folder they share), then the
+    first file's fix (``--dataset all`` without the data was ten lines of 300 characters)."""
+    if len(lines) == 1:
+        return lines[0]
+    parts = [line.partition(" is missing") for line in lines]
+    if not all(sep for _, sep, _ in parts):
+        return f"{lines[0]} (and {len(lines) - 1} more missing file(s))"
+    paths = [path for path, _, _ in parts]
+    try:
+        root = os.path.commonpath(paths)
+    except ValueError:  # no common folder (relative and absolute paths mixed)
+        root = ""
+    shown = [os.path.relpath(p, root) if root else p for p in paths]
+    where = f" under {root}" if root else ""
+    fix = parts[0][2].lstrip(": ")
+    return f"{len(lines)} data files are missing{where} ({', '.join(shown)}); for the first: {fix}"
 
 
 def _add_core_commands() -> None:

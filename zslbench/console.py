@@ -76,12 +76,16 @@ class Reporter:
         self.last_plain = 0.0
         self.done = 0
         self.progress: Progress | None = None
+        #: Failure reasons shown in full, without their run's seed -> the seed shown with it.
+        self.failures: dict[str, int] = {}
 
     # -- context ---------------------------------------------------------------------------------
     def __enter__(self) -> Reporter:
         if self.live:
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=20),
-                                     MofNCompleteColumn(), TimeElapsedColumn(),
+            # The description goes last: its length changes with every step, and before the bar
+            # it pushed the bar sideways.
+            self.progress = Progress(BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TextColumn("{task.description}"),
                                      console=self.console, transient=False)
             self.progress.__enter__()
             self.grid_task = self.progress.add_task("runs", total=self.total)
@@ -173,11 +177,21 @@ class Reporter:
         self.done += 1
         if self.progress is not None:
             self.progress.advance(self.grid_task)
-        name = f"{outcome.dataset} · {outcome.method} · r{outcome.repetition}"
         if outcome.status == "failed":
-            self._print(f"zslbench: error: {outcome.error}")
+            # A data problem fails every seed alike: its reason in full once, then a short line.
+            error = str(outcome.error)
+            seed = f" (seed {outcome.seed})"
+            key = error.replace(seed, "", 1)
+            if key in self.failures and seed in error:
+                head = error.split(seed, 1)[0]
+                self._print(f"zslbench: error: {head}{seed}: failed as seed {self.failures[key]} did "
+                            "(the same reason, above)")
+            else:
+                self.failures.setdefault(key, outcome.seed)
+                self._print(f"zslbench: error: {error}")
             return
         rec = outcome.record
+        name = f"{outcome.dataset} · {run_label(outcome.method, rec.config)} · r{outcome.repetition}"
         flag = "" if rec.load.get("oversubscribed") is not True else " (machine oversubscribed)"
         verb = {"cached": "cached", "rechecked": "rechecked"}.get(outcome.status, "done")
         self._print(f"{verb} {name}: H {rec.metrics['H']:.1f}, train "
@@ -185,6 +199,15 @@ class Reporter:
 
 
 COLUMNS = ("dataset", "method", "r", "A_T", "A_U", "A_S", "H", "AUSUC", "train s", "status")
+
+
+def run_label(method: str, config: dict[str, Any]) -> str:
+    """A run's method as a results line names it: with its swept values (``margin=0.25``) and
+    its other ``--set`` values (``gp.optimizer=adam``), so that configurations read apart."""
+    sweep = config.get("sweep") or {}
+    overrides = {k: v for k, v in (config.get("overrides") or {}).items() if k not in sweep}
+    return (method + "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in sweep.items())
+            + "".join(f" {k}={v}" for k, v in sorted(overrides.items())))
 
 
 def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
@@ -199,8 +222,7 @@ def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
             rows.append([o.dataset, o.method, str(o.repetition), *["-"] * 6, o.status])
             continue
         m = o.record.metrics
-        sweep = o.record.config.get("sweep") or {}
-        label = o.method + "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in sweep.items())
+        label = run_label(o.method, o.record.config)
         rows.append([o.dataset, label, str(o.repetition),
                      *(f"{m[k]:.1f}" for k in ("A_T", "A_U", "A_S", "H", "AUSUC")),
                      f"{o.record.timings['train']:.1f}", o.status])

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -113,9 +114,34 @@ def write_failure_note(record_path: Path, reason: str) -> Path:
     return path
 
 
-def clear_failure_note(record_path: Path) -> None:
-    """The run now has its record: its old failure no longer holds."""
+def clear_failure_note(record_path: Path, *, other_configs: bool = False) -> None:
+    """The run now has its record: its old failure no longer holds.
+
+    With ``other_configs`` (a run that is not part of a sweep), the notes of the same run under
+    another configuration go too: same dataset, method, data, device type and seed, another
+    config id (``--set preprocessor=none`` after the ``clip`` default refused the data), so that
+    fixed failures do not stay behind. Only plain files named as the harness names its notes, of
+    one line, are removed."""
     failure_note_path(record_path).unlink(missing_ok=True)
+    if not other_configs:
+        return
+    parts = Path(record_path).stem.split("__")
+    if len(parts) != 6:
+        return
+    dataset, method, config, data, device, seed = parts
+    for note in Path(record_path).parent.glob(f"*__{device}__{seed}.failed"):
+        theirs = note.stem.split("__")
+        if (len(theirs) != 6 or theirs[:2] != [dataset, method] or theirs[3] != data
+                or theirs[2] == config or not re.fullmatch(r"[0-9a-f]{8}", theirs[2])):
+            continue
+        try:
+            if note.is_symlink() or not note.is_file() or note.stat().st_size > 4096:
+                continue
+            if note.read_text(encoding="utf-8", errors="replace").count("\n") != 1:
+                continue
+            note.unlink()
+        except OSError:
+            continue
 
 
 def _execute_remote(plan: Any, data: Any, threads: int) -> Any:

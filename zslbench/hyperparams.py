@@ -86,14 +86,15 @@ def torch_device(who: str, device: Any) -> Any:
     """``device`` as a ``torch.device`` this torch build can use (cpu, or cuda with a GPU)."""
     import torch
 
+    # The command line's option reads as typed (--device cuda); a component's as its parameter.
+    given = f"{who} {device}" if who.startswith("--") else f"{who}.device={device!r}"
     try:
         resolved = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ConfigError(f"{who}.device={device!r} is not a torch device ({exc})",
-                          hint="use cpu or cuda") from None
+        raise ConfigError(f"{given} is not a torch device ({exc})", hint="use cpu or cuda") from None
     if resolved.type not in ("cpu", "cuda"):
-        raise ConfigError(f"{who}.device={device!r} is not supported", hint="use cpu or cuda")
+        raise ConfigError(f"{given} is not supported", hint="use cpu or cuda")
     if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"{who}.device={device!r} but this torch build sees no CUDA device",
+        raise ConfigError(f"{given}: this torch build sees no CUDA device",
                           hint="run with --device cpu, or install a CUDA build of torch")
     return resolved

@@ -111,6 +111,16 @@ class RecordIndex:
                  and rec.load.get("oversubscribed") is not True]
         return statistics.median(times) if times else None
 
+    def busy_eta(self, dataset: str, method: str, device_name: str) -> float | None:
+        """Median wall seconds of earlier runs of (dataset, method) on this device model taken on
+        an oversubscribed machine: an approximate ETA where :meth:`eta` has none."""
+        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
+                 for recs in self.by_slot.values() for rec in recs
+                 if rec.dataset == dataset and rec.method == method
+                 and rec.device.get("name") == device_name
+                 and rec.load.get("oversubscribed") is True]
+        return statistics.median(times) if times else None
+
 
 @dataclass
 class PlannedRun:
@@ -140,6 +150,8 @@ class PlannedRun:
     kind: str = ""
     #: The torch device it runs on (``cpu``, ``cuda``, ``cuda:1``).
     device: str = "cpu"
+    #: Whether ``eta_seconds`` comes only from earlier runs on a busy machine.
+    eta_approximate: bool = False
 
     @property
     def label(self) -> str:
@@ -184,6 +196,9 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
                 digests[cls] = ident.component_digest(cls)
             components[role] = digests[cls]
         eta = index.eta(dataset, prep.spec.name, device_name)
+        approximate = eta is None
+        if approximate:  # earlier runs only on a busy machine: their time, marked approximate
+            eta = index.busy_eta(dataset, prep.spec.name, device_name)
         for rep in range(seeds):
             seed = derive_seed(base_seed, dataset, rep)
             run_id = _free_name(index, claimed, Path(results_dir), dataset, prep.spec.name,
@@ -194,7 +209,7 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
             claimed[path.resolve()] = (config_id, data_fingerprint)
             run = PlannedRun(dataset, prep.spec.name, rep, seed, run_id, key, config_id, config,
                              identity, path, "run", eta_seconds=eta, prepared=prep,
-                             kind=kind, device=device)
+                             kind=kind, device=device, eta_approximate=approximate and eta is not None)
             existing = index.by_path.get(path.resolve())
             failed = _failure_note(path)
             if failed is not None and not (isinstance(existing, Record) and existing.key == key):
@@ -280,6 +295,11 @@ def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLDat
             "n_images": int(data.features.shape[0]), "feature_dim": int(data.features.shape[1]),
             "n_seen": int(len(data.seen_classes)), "n_unseen": int(len(data.unseen_classes)),
             "source": data.source}
+    if declared is not None:
+        # Who registered the name: a Reproduce line names a plugin's dataset by name (with -p
+        # when its plugin is a -p module, distribution null), and only a file opened from the
+        # command line (plugin "open_dataset") by its path.
+        info["provider"] = {"plugin": declared.plugin, "distribution": declared.distribution}
     return data, kind, verdict, info
 
 
@@ -320,14 +340,18 @@ def dry_run_lines(runs: list[PlannedRun], device_name: str) -> list[str]:
             lines.append(f"cached  {run.label}")
             continue
         eta = f", ~{fmt_seconds(run.eta_seconds)}" if run.eta_seconds is not None else ""
+        eta += " (approximate: earlier runs on a busy machine)" if run.eta_approximate else ""
         lines.append(f"to run  {run.label}: {run.reason}{eta}")
     todo = [r for r in runs if r.status == "run"]
     known = [r.eta_seconds for r in todo if r.eta_seconds is not None]
+    busy = sum(r.eta_approximate for r in todo)
     total = f"{len(runs)} run(s): {len(runs) - len(todo)} cached, {len(todo)} to run"
     if todo:
         total += f"; ETA ~{fmt_seconds(sum(known))}" if known else "; ETA unknown"
+        notes = [f"approximate: {busy} run(s) timed only on a busy machine"] if busy else []
         if len(known) < len(todo):
-            total += (f" ({len(todo) - len(known)} run(s) without an earlier record on "
-                      f"{device_name} not counted)")
+            notes.append(f"{len(todo) - len(known)} run(s) without an earlier record on "
+                         f"{device_name} not counted")
+        total += f" ({'; '.join(notes)})" if notes else ""
     lines.append(total)
     return lines

@@ -173,12 +173,19 @@ def _item_name(kind: str, obj: Any) -> str:
     return name
 
 
+#: The built-in plugins that add subcommands (``zslbench_commands``): the only built-ins that
+#: ``zslbench --help`` imports (the others import torch, seconds). A test keeps this list true.
+BUILTIN_COMMAND_PLUGINS = ("xlsa17",)
+
+
 def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bool = False,
-                  autoload: bool | None = None) -> Registry:
+                  autoload: bool | None = None, commands_only: bool = False) -> Registry:
     """Discover plugins and collect what they provide.
 
     ``extra_plugins`` are importable module paths (``-p``). ``autoload`` defaults to on unless
-    ``ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD`` is set to a non-empty value.
+    ``ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD`` is set to a non-empty value. ``commands_only`` (for
+    ``zslbench --help``) registers every third-party and ``-p`` plugin but, of the built-ins, only
+    :data:`BUILTIN_COMMAND_PLUGINS`, and collects no items: enough to list the subcommands.
     """
     if autoload is None:
         autoload = not os.environ.get(DISABLE_AUTOLOAD_ENV)
@@ -198,6 +205,8 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
                      key=lambda e: (_dist_name(e) != BUILTIN_DISTRIBUTION, e.name))
         for ep in eps:
             dist = _dist_name(ep)
+            if commands_only and dist == BUILTIN_DISTRIBUTION and ep.name not in BUILTIN_COMMAND_PLUGINS:
+                continue
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not take the tool down
@@ -227,6 +236,8 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
             registry.plugins[path] = None
             registry.modules[path] = module
 
+    if commands_only:
+        return registry
     _add_kinds(registry, pm, problem)
     for hook_name, kind in registry.kinds.items():
         hook = getattr(pm.hook, hook_name)

@@ -318,6 +318,8 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
     device = _mapping(record.device, "device")
     source = record.data.get("source")
     source = source if isinstance(source, dict) else {}
+    provider = record.data.get("provider")
+    provider = provider if isinstance(provider, dict) else {}
     schedule = _text(config.get("schedule"), "config.schedule")
     op = record.operating_point if isinstance(record.operating_point, dict) else {}
     row = {
@@ -339,6 +341,10 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         "data_fp": _text(record.data.get("fingerprint"), "data.fingerprint"),
         # A dataset opened from a file is named by its path on the command line.
         "data_path": _text(source.get("path"), "data.source.path"),
+        # Who registered the dataset's name ("open_dataset" for a file opened by its path; "" in
+        # records made before this was recorded), and whether that plugin was a -p module.
+        "data_plugin": _text(provider.get("plugin"), "data.provider.plugin"),
+        "data_plugin_p": bool(provider) and provider.get("distribution") is None,
         "device_type": _text(device.get("type"), "device.type", "unknown"),
         "device_name": _text(device.get("name"), "device.name") or _text(device.get("type"), "device.type",
                                                                           "unknown"),
@@ -373,7 +379,7 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
 #: The columns of :func:`read_runs`' frame.
 ROW_FIELDS = ("kind", "dataset", "method", "paper_name", "config_id", "config", "overrides", "overrides_map",
               "sweep", "sweep_params", "sweep_map", "config_file", "schedule", "standard", "split_reason",
-              "data_fp", "data_path", "device_type", "device_name", "seed", "repetition", "base_seed", "version",
+              "data_fp", "data_path", "data_plugin", "data_plugin_p", "device_type", "device_name", "seed", "repetition", "base_seed", "version",
               "commit", "dirty", "started_at", "finished_at", "run_id", "path", "folder", "link", "train",
               "oversubscribed", "load_known", "per_class", "curve", "op", "selection_audit",
               *METRICS, *EXTRA_METRICS)

@@ -689,7 +689,7 @@ def run_grid(request: GridRequest, registry: Registry, load: Callable[[str], tup
                             "record written before it is complete",
                             hint="free disk space or fix the results dir, then re-run the same "
                             "command to finish the rest") from None
-        executors.clear_failure_note(plan.path)
+        executors.clear_failure_note(plan.path, other_configs=not plan.config.get("sweep"))
         yield RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "ran", record,
                          written)
     yield from drain()  # a last dataset that failed to load has no batch to yield after it

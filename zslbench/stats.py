@@ -67,6 +67,25 @@ def t_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Inter
     return Interval(mean, std, mean - half, mean + half, n)
 
 
+def mean_of_means(parts: Sequence[Interval], confidence: float = CONFIDENCE) -> Interval:
+    """The mean of independent means (a method's mean H over datasets, each over its own seeds),
+    with a *t* interval: standard error √(Σ s_d²/n_d) / D and Welch–Satterthwaite degrees of
+    freedom. ``std`` is NaN (there is no one sample); the interval is NaN when a part has fewer
+    than two values, and everything is NaN without parts."""
+    if not parts or any(not math.isfinite(p.mean) for p in parts):
+        return Interval(math.nan, math.nan, math.nan, math.nan, len(parts))
+    d = len(parts)
+    mean = float(sum(p.mean for p in parts) / d)
+    if any(p.n < 2 or not math.isfinite(p.std) for p in parts):
+        return Interval(mean, math.nan, math.nan, math.nan, d)
+    v = [p.std ** 2 / p.n for p in parts]
+    if sum(v) == 0:
+        return Interval(mean, math.nan, mean, mean, d)
+    df = sum(v) ** 2 / sum(x ** 2 / (p.n - 1) for x, p in zip(v, parts, strict=True))
+    half = float(_st.t.ppf((1 + confidence) / 2, df)) * math.sqrt(sum(v)) / d
+    return Interval(mean, math.nan, mean - half, mean + half, d)
+
+
 @dataclass(frozen=True)
 class Difference:
     """``a - b``: the difference of means, its interval and the two-sided *p*-value of the test

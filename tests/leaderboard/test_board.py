@@ -218,3 +218,77 @@ def test_compare_refuses_runs_on_different_data(tmp_path: Path) -> None:
     write_records(results, [make_record("toy", "bt-gp", 0, data_fp="one"), make_record("toy", "gp", 0, data_fp="two")])
     result = invoke_main("compare", "bt-gp", "gp", "-d", "toy", "--results-dir", str(results))
     assert result.exit_code == 2 and "never ran on the same version of toy" in result.stderr
+
+
+def _swept(margin: float, hs: tuple[float, ...]):
+    return [make_record("toy", "bt-gp", r, seed=100 + r, metrics={"H": h, "A_T": h + 1, "AUSUC": h / 2},
+                        sweep={"embedder.margin": margin}, overrides={"embedder.margin": margin})
+            for r, h in enumerate(hs)]
+
+
+def test_compare_takes_two_sweep_values_of_one_method(tmp_path: Path) -> None:
+    results = tmp_path / "res"
+    write_records(results, _swept(1, (40.0, 43.0, 41.0)) + _swept(2, (39.0, 39.5, 40.0)) + _swept(4, (38.0, 40.5, 39.6)))
+    result = invoke_main("compare", "bt-gp[embedder.margin=1]", "bt-gp[embedder.margin=4.0]", "-d", "toy",
+                         "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    d = stats.compare_runs({100: 40.0, 101: 43.0, 102: 41.0}, {100: 38.0, 101: 40.5, 102: 39.6})
+    line = next(x for x in result.stdout.splitlines() if x.strip().startswith("H "))
+    assert f"{d.mean:+.2f}" in line and f"[{d.low:+.2f}, {d.high:+.2f}]" in line and f"{d.p:.4f}" in line
+    assert "seeds: paired by seed (3 seeds); paired t-test" in result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("  bt-gp[embedder.margin=1]: config ") and "3 run(s), seeds 100, 101, 102" in lines[1]
+    assert "(overrides embedder.margin=4; 2 other configuration(s) not compared)" in lines[2]
+
+
+def test_compare_names_a_component_by_its_role_or_its_name_and_any_set(tmp_path: Path) -> None:
+    results = tmp_path / "res"
+    adam = [make_record("toy", "bt-gp", r, seed=100 + r, metrics={"H": 30.0 + r}, overrides={"gp.optimizer": "adam"})
+            for r in range(3)]
+    write_records(results, _swept(2, (40.0, 43.0, 41.0)) + adam)
+    result = invoke_main("compare", "bt-gp[bt.margin=2]", "bt-gp[regressor.optimizer=adam]", "-d", "toy",
+                         "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    d = stats.compare_runs({100: 40.0, 101: 43.0, 102: 41.0}, {100: 30.0, 101: 31.0, 102: 32.0})
+    line = next(x for x in result.stdout.splitlines() if x.strip().startswith("H "))
+    assert f"{d.mean:+.2f}" in line and f"{d.p:.4f}" in line
+
+
+def test_compare_of_a_method_with_only_swept_records_lists_them_and_how_to_name_them(tmp_path: Path) -> None:
+    results = tmp_path / "res"
+    write_records(results, _swept(1, (40.0, 43.0, 41.0)) + _swept(2, (39.0, 39.5, 40.0))
+                  + [make_record("toy", "krr", r, seed=100 + r) for r in range(3)])
+    result = invoke_main("compare", "bt-gp", "krr", "-d", "toy", "--results-dir", str(results))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "zslbench: error: no records of 'bt-gp' (its default configuration) on toy — configurations of bt-gp with "
+        "records there: bt-gp[embedder.margin=1] (3 run(s)), bt-gp[embedder.margin=2] (3 run(s)); name one as "
+        "METHOD[PARAM=VALUE,...], quoted"]
+    result = invoke_main("compare", "bt-gp[embedder.margin=1]", "krr", "-d", "toy", "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    result = invoke_main("compare", "gp", "krr", "-d", "toy", "--results-dir", str(results))
+    assert result.exit_code == 2
+    assert "no records of 'gp' on toy — configurations with records there: bt-gp[embedder.margin=1] (3 run(s)), " \
+           "bt-gp[embedder.margin=2] (3 run(s)), krr (3 run(s))" in result.stderr
+
+
+def test_compare_of_a_plain_method_takes_its_default_configuration_beside_its_sweeps(tmp_path: Path) -> None:
+    results = tmp_path / "res"
+    write_records(results, _swept(1, (10.0, 11.0, 12.0)) + _seeded("toy", "bt-gp", (40.0, 43.0, 41.0))
+                  + _seeded("toy", "gp", (38.0, 40.5, 39.6)))
+    result = invoke_main("compare", "bt-gp", "gp", "-d", "toy", "--results-dir", str(results))
+    assert result.exit_code == 0, result.output
+    d = stats.compare_runs({100: 40.0, 101: 43.0, 102: 41.0}, {100: 38.0, 101: 40.5, 102: 39.6})
+    line = next(x for x in result.stdout.splitlines() if x.strip().startswith("H "))
+    assert f"{d.mean:+.2f}" in line and f"{d.p:.4f}" in line
+    assert "1 other configuration(s) not compared" in result.stdout.splitlines()[1]
+
+
+def test_compare_refuses_a_malformed_configuration_in_one_line(tmp_path: Path) -> None:
+    results = tmp_path / "res"
+    write_records(results, _seeded("toy", "gp", (38.0, 40.5, 39.6)))
+    result = invoke_main("compare", "gp[embedder.margin=1", "gp", "-d", "toy", "--results-dir", str(results))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "zslbench: error: 'gp[embedder.margin=1' is not a configuration: METHOD or METHOD[PARAM=VALUE,...] — "
+        "e.g. 'bt-gp[embedder.margin=1]' (quote it in the shell)"]

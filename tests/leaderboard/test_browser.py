@@ -70,7 +70,7 @@ def rendered(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("page, n_figures, title_word", [("index.html", 4, "real"),
+@pytest.mark.parametrize("page, n_figures, title_word", [("real.html", 4, "real"),
                                                           ("synthetic.html", 10, "SYNTHETIC"),
                                                           ("custom.html", 2, "CUSTOM")])
 def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n_figures: int,

@@ -99,7 +99,7 @@ def test_hostile_names_make_no_link_and_no_markup_in_html_or_markdown(tmp_path: 
     _hostile_records(results)
     result = _render(results, out)
     assert result.exit_code == 0, result.output
-    for page in ("custom.html", "index.html", "synthetic.html"):
+    for page in ("custom.html", "index.html", "real.html", "synthetic.html"):
         html = (out / page).read_text()
         links = _html_links(html)
         for target in links.targets:

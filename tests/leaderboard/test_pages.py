@@ -131,4 +131,27 @@ def test_the_three_places_that_say_where_records_live_agree(tmp_path: Path) -> N
     assert sentence in (out / "README.md").read_text().splitlines()
     plain = _text(sentence.replace("`", ""))
     plain = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", plain)
-    assert plain in _text((out / "index.html").read_text())
+    assert plain in _text((out / "real.html").read_text())
+
+
+def test_the_landing_page_is_the_first_page_with_measured_rows(tmp_path: Path) -> None:
+    """index.html is the measured board: the synthetic page while no real run is measured (the
+    real page would show only reported numbers), the real page once one is."""
+    out = _render(tmp_path, [make_record("toy", "gp", 0)])
+    assert (out / "index.html").read_bytes() == (out / "synthetic.html").read_bytes()
+    assert "[index.html](index.html) | The landing page: the HTML report of the synthetic stand-ins (the real " \
+           "benchmarks have no measured run yet). |" in (out / "README.md").read_text()
+    out = _render(tmp_path / "again", [make_record("toy", "gp", 0), make_record("apy", "gp", 0)])
+    assert (out / "index.html").read_bytes() == (out / "real.html").read_bytes()
+    assert "[index.html](index.html) | The landing page: the HTML report of the real benchmarks. |" \
+        in (out / "README.md").read_text()
+
+
+def test_the_time_table_explains_busy_runs_once_not_on_every_row(tmp_path: Path) -> None:
+    records = [make_record(ds, m, i, oversubscribed=True) for ds in ("synth-apy", "synth-cub")
+               for m in ("gp", "krr", "bt-gp") for i in range(2)]
+    md = (_render(tmp_path, records) / "synthetic.md").read_text()
+    section = md.split("### Training time (median) on Test CPU", 1)[1].split("\n### ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert len(rows) == 3 and all(line.count("‡") == 2 and "busy" not in line and "†" not in line for line in rows)
+    assert section.count("marked ‡, never bold") == 1

@@ -167,10 +167,11 @@ def test_busy_runs_are_left_out_of_a_median_or_shown_marked(tmp_path: Path) -> N
     gp, krr, sae = (next(r for r in table.rows if r.method == m) for m in ("gp", "krr", "sae"))
     # gp: the 0.1 s run was on a busy machine: median of (1, 3) = 2.0 over n = 2, the fastest.
     assert gp.cells["synth-apy"].text() == "2.00 s" and gp.cells["synth-apy"].n == 2 and gp.cells["synth-apy"].best
-    assert gp.note == "† synth-apy: 1 of 3 runs on a busy machine, left out of the median" and krr.note == ""
-    # sae ran only on a busy machine: shown (marked), never bold, although it reads fastest.
+    assert gp.note == "† synth-apy: 1 of 3 busy runs left out" and krr.note == ""
+    # sae ran only on a busy machine: shown (marked ‡, which the caption explains once), never
+    # bold, although it reads fastest; no footnote repeats it on the row.
     assert sae.cells["synth-apy"].flag == "busy" and sae.cells["synth-apy"].text() == "0.20 s"
-    assert not sae.cells["synth-apy"].best and "all 2 runs on a busy machine" in sae.note
+    assert not sae.cells["synth-apy"].best and sae.note == ""
 
 
 def test_real_page_puts_each_measured_row_under_the_paper_row_of_its_method(tmp_path: Path) -> None:
@@ -197,3 +198,42 @@ def test_sweep_table_per_dataset_has_a_row_per_value_and_stays_out_of_the_main_t
     assert (cell.mean, cell.n) == (20.5, 2) and table.rows[2].cells["H"].best
     gzsl = setting_tables(agg, "synthetic", None, anchors)[0]
     assert [r.method for r in gzsl.rows] == ["gp"]
+
+
+def test_cite_table_gives_each_method_its_mean_over_datasets_with_an_interval_inside_0_100(tmp_path: Path) -> None:
+    import math
+
+    from scipy import stats as st
+
+    from zslbench.leaderboard.tables import cite_table
+
+    records = [make_record(ds, "bt-gp", r, seed=100 + r, metrics={"H": h, "A_T": 50.0 + r, "AUSUC": 1.0 + 3 * r})
+               for ds, hs in (("synth-apy", (40.0, 44.0)), ("synth-cub", (20.0, 22.0, 27.0)))
+               for r, h in enumerate(hs)]
+    records += [make_record("synth-apy", "gp", r, seed=100 + r, metrics={"H": 30.0}) for r in range(2)]
+    records += [make_record("synth-apy", "krr", r, seed=100 + r, standard=False) for r in range(2)]
+    agg, anchors = _agg(tmp_path, records)
+    table = cite_table(agg, "synthetic", anchors)
+    assert table is not None and table.params["datasets"] == ["synth-cub", "synth-apy"]
+    # The non-standard krr is not compared, so not quoted; gp misses synth-cub, so has no mean.
+    assert [r.method for r in table.rows] == ["bt-gp", "gp"]
+    bt, gp = table.rows
+    assert all(gp.cells[m].missing for m in ("H", "A_T", "AUSUC"))
+    h = bt.cells["H"]
+    va, vc = 8.0 / 2, 13.0 / 3  # s²/n on synth-apy (s² = 8, n = 2) and synth-cub (s² = 13, n = 3)
+    df = (va + vc) ** 2 / (va ** 2 / 1 + vc ** 2 / 2)
+    half = st.t.ppf(0.975, df) * math.sqrt(va + vc) / 2
+    assert h.mean == (42.0 + 23.0) / 2 and h.n == 2 and h.std is None
+    assert math.isclose(h.low, 32.5 - half) and math.isclose(h.high, 32.5 + half)
+    # AUSUC's interval would run below 0 (means 2.5 and 4, wide spreads): clipped at 0.
+    ausuc = bt.cells["AUSUC"]
+    assert ausuc.mean == (2.5 + 4.0) / 2 and ausuc.low == 0.0 and ausuc.high < 100.0
+    assert not any(c.best for r in table.rows for c in r.cells.values())
+
+
+def test_page_intervals_are_clipped_to_0_100(tmp_path: Path) -> None:
+    records = [make_record("synth-apy", "gp", r, seed=100 + r, metrics={"H": h}) for r, h in enumerate((1.0, 9.0))]
+    agg, anchors = _agg(tmp_path, records)
+    (row,) = setting_tables(agg, "synthetic", None, anchors)[0].rows
+    cell = row.cells["synth-apy:H"]
+    assert cell.mean == 5.0 and cell.low == 0.0 and cell.high > 9.0 and cell.ci_text().startswith("0.0–")

@@ -7,7 +7,9 @@ output directory, bytes), so that writing it and checking it against a committed
 Layout of the output directory::
 
     README.md                 index: what was measured, on what, how, how it compares
-    real.md, index.html       real benchmarks: measured rows (if any) + the reported rows
+    index.html                the landing page: a copy of the first HTML page with measured rows
+                              (real, else synthetic, else custom)
+    real.md, real.html        real benchmarks: measured rows (if any) + the reported rows
     synthetic.md, synthetic.html   embedded synthetic stand-ins only, titled as such
     custom.md, custom.html    the user's own datasets (only when there are such runs)
     {kind}.csv, {kind}-train-time.csv, {kind}-per-class.csv, ({kind}-selection-audit.csv)
@@ -72,6 +74,7 @@ def texts(b: Board) -> dict[str, str]:
         out[html_name] = render.page_html(page)
         for suffix, text in csvs.page_csvs(page, b.agg).items():
             out[f"{kind}{suffix}.csv"] = text
+    out[render.LANDING] = out[render.PAGE_FILES[render.landing_kind(b)][1]]
     return out
 
 

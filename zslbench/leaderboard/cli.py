@@ -8,13 +8,10 @@ from pathlib import Path
 
 import click
 
-from zslbench import stats
-from zslbench.board import PLUGINS_FILE
 from zslbench.console import terminal_text
-from zslbench.leaderboard import check as check_mod
-from zslbench.leaderboard.build import build
-from zslbench.leaderboard.collect import TESTED_METRICS, comparison_sides, dedupe, load_runs
-from zslbench.leaderboard.reported import find_reported
+
+# scipy.stats, pandas and matplotlib are imported inside the commands, so that `zslbench --help`
+# stays fast (it imports this module to list the commands).
 
 
 def _echo(text: str, err: bool = False) -> None:
@@ -22,7 +19,7 @@ def _echo(text: str, err: bool = False) -> None:
     click.echo(terminal_text(text), err=err)
 
 
-@click.command("leaderboard")
+@click.group("leaderboard", invoke_without_command=True)
 @click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
               show_default=True, help="Directory of result records (searched recursively).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
@@ -52,7 +49,17 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     A JSON file under --results-dir that is not a valid, intact record (not a record at all,
     damaged, or edited since it was written) is never published: a render skips it with a warning
     naming the file and goes on; --check fails on it.
+
+    `zslbench leaderboard prune` lists (and with --yes removes) the records that the current code
+    would re-run.
     """
+    if ctx.invoked_subcommand is not None:
+        return
+    from zslbench.board import PLUGINS_FILE
+    from zslbench.leaderboard import check as check_mod
+    from zslbench.leaderboard.build import build
+    from zslbench.leaderboard.reported import find_reported
+
     if out_dir is None:
         out_dir = results_dir / "leaderboard"
     if reported_path is None:
@@ -100,20 +107,73 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
                f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
 
 
+@leaderboard.command("prune")
+@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
+              show_default=True, help="Directory of result records (searched recursively).")
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
+              help="Folder of the datasets' files [env ZSLBENCH_DATA].")
+@click.option("--yes", is_flag=True, help="Remove the stale records (without it, only list them).")
+@click.pass_context
+def prune(ctx: click.Context, results_dir: Path, data_dir: Path | None, yes: bool) -> None:
+    """List the records that the current code would re-run, and with --yes remove them.
+
+    A record is stale when `zslbench run`, given the record's own configuration, would not take
+    it from the cache (its code, data, protocol or configuration changed): its row shows numbers
+    the code no longer produces. Each record is planned as `zslbench run --dry-run` plans it,
+    loading its dataset. Only valid, intact zslbench records are removed, never a file reached
+    through a link; a record that cannot be planned here (plugin not installed, data missing, a
+    GPU run on a machine without one) is kept and listed. Re-render the board afterwards.
+    """
+    from zslbench.leaderboard import prune as prune_mod
+
+    if not results_dir.is_dir():
+        raise click.ClickException(f"--results-dir {results_dir.as_posix()} is not a folder")
+    registry = ctx.find_root().obj.registry()
+    report = prune_mod.stale_records(results_dir, registry, data_dir)
+    kept: dict[str, list[Path]] = {}
+    for path, why in report.unknown:
+        kept.setdefault(why, []).append(path)
+    for why, paths in kept.items():  # once per reason, not per record
+        _echo(f"kept {len(paths)} record(s) unchecked (e.g. {paths[0].as_posix()}): {why}")
+    if not yes:
+        for path, why in report.stale:
+            _echo(f"would remove {path.as_posix()} ({why})")
+        total = len(report.stale) + report.current + len(report.unknown)
+        _echo(f"{len(report.stale)} of {total} record(s) would be re-run by the current code"
+                   + ("; nothing removed: pass --yes to remove them" if report.stale else ""))
+        return
+    removed = set(prune_mod.remove(results_dir, [p for p, _ in report.stale]))
+    for path, why in report.stale:
+        if path in removed:
+            _echo(f"removed {path.as_posix()} ({why})")
+    _echo(f"removed {len(removed)} stale record(s); {report.current} current"
+               + (f", {len(report.unknown)} kept unchecked" if report.unknown else "")
+               + (f" — re-render the board: zslbench leaderboard --results-dir {results_dir.as_posix()}" if removed else ""))
+
+
 def _num(value: float, sign: bool = False) -> str:
     return "–" if not math.isfinite(value) else (f"{value:+.2f}" if sign else f"{value:.2f}")
 
 
 @click.command("compare")
-@click.argument("method_a")
-@click.argument("method_b")
+@click.argument("method_a", metavar="CONFIG_A")
+@click.argument("method_b", metavar="CONFIG_B")
 @click.option("-d", "--dataset", required=True, help="The dataset both methods ran on.")
 @click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
               show_default=True, help="Directory of result records (searched recursively).")
 def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> None:
-    """Is METHOD_A really better than METHOD_B on a dataset? The mean difference A - B of H, A_T
+    """Is CONFIG_A really better than CONFIG_B on a dataset? The mean difference A - B of H, A_T
     and AUSUC over seeds, with its 95% confidence interval and the two-sided p-value of a t-test:
-    paired by seed when both ran the same seeds, Welch's test when the seeds do not pair up."""
+    paired by seed when both ran the same seeds, Welch's test when the seeds do not pair up.
+
+    \b
+    A configuration is a method (its default configuration: no --set, not swept) or
+    METHOD[PARAM=VALUE,...] (the runs that set exactly these --set or --sweep values), e.g.
+      zslbench compare 'bt-gp[embedder.margin=1]' 'bt-gp[embedder.margin=4]' --dataset toy
+    When nothing matches, it lists the configurations with records there."""
+    from zslbench import stats
+    from zslbench.leaderboard.collect import TESTED_METRICS, comparison_sides, dedupe, load_runs
+
     runs, refused = load_runs(results_dir, link_base=results_dir)
     for path, reason in refused:
         _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
@@ -124,7 +184,7 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
         extra = [f"overrides {side.overrides}"] if side.overrides else []
         extra += [side.schedule] if side.schedule else []
         extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
-        _echo(f"  {side.method}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
+        _echo(f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
                    f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
     diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
     test = next((d.test for d in diffs.values() if d is not None), "no test possible")

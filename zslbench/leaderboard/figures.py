@@ -12,14 +12,18 @@ DejaVu Sans, and a fixed canvas size (no ``bbox_inches="tight"``). Names are dra
 (``text.parse_math`` off: a ``$`` in a name is a dollar sign, not mathtext).
 
 Every method has one colour in every figure of the board (:func:`method_colors`); rows of one
-method (other configurations) share it and differ by line style and marker. Legends sit outside
-the axes, and a figure of a synthetic or custom dataset says so in a line of its own above the
+method (other configurations) share it and differ by line style and marker. Legends sit below
+the axes, never clipped: long names are wrapped to the canvas width, the columns are as many as
+fit, and the canvas grows downwards by the legend's height (:func:`legend_layout`, measured from a
+fixed table of the font's advance widths, so that a page knows each figure's size without drawing,
+the same on every machine). A figure of a synthetic or custom dataset says so in a line of its own above the
 title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard.markup.unique_slugs`).
 """
 
 from __future__ import annotations
 
 import colorsys
+import functools
 import hashlib
 import io
 import json
@@ -41,11 +45,21 @@ from zslbench.leaderboard.markup import unique_slugs
 from zslbench.results import value_text
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
-STYLE_VERSION = 3
+STYLE_VERSION = 5
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
-SIZE = (7.2, 5.0)  # inches: 720 x 500 px PNGs, two to a row of the HTML report at 1400 px
-WIDE = (12.0, 4.2)  # one panel per metric (sweeps), the full width of the report
+SIZE = (7.2, 4.5)  # inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px
+WIDE = (12.0, 3.7)  # one panel per metric (sweeps), the full width of the report
+LEGEND_FONT = 8.0  # points (RC's legend.fontsize)
+#: Legend spacing in font sizes (matplotlib's defaults, except a narrower column gap).
+HANDLE = 2.0 + 0.8  # handlelength + handletextpad
+COLUMN_GAP = 1.5
+LINE = 1.3  # height of one text line, generous
+ROW_GAP = 0.5  # labelspacing
+PAD = 0.4  # borderpad
+MAX_COLUMNS = 6
+CD_FONT = 8.5  # points, the critical-difference diagram's labels
+MARGIN = 8.0  # points either side of the legend: constrained layout's pads and a safety margin
 #: Up to this many classes, the per-class figure names each class on its axis.
 NAMED_CLASSES = 24
 #: Distinct colours, one per method in the board's method order; more methods than this get
@@ -100,6 +114,7 @@ class FigureSpec:
             w, h = WIDE[0], 1.4 + 0.1 * len(self.data["cliques"]) + 0.3 * math.ceil(k / 2)
         else:
             w, h = WIDE if self.figure == "sweep" else SIZE
+            h += legend_layout(tuple(legend_labels(self)), w).height
         return int(w * DPI), int(round(h * DPI))
 
     @property
@@ -229,6 +244,150 @@ def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+# --- legends -----------------------------------------------------------------------------------
+
+BUSY_LABEL = "hollow: busy machine only"
+OPERATING_POINT_LABEL = "calibrated operating point"
+
+
+def _curve_label(s: dict[str, Any]) -> str:
+    mean, std = s["ausuc"]
+    return s["label"] + (f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
+                         if mean is not None else "")
+
+
+def legend_labels(spec: FigureSpec) -> list[str]:
+    """The legend's entries of a figure, in the order its drawing adds them."""
+    data = spec.data
+    if spec.figure == "curves":
+        return [_curve_label(s) for s in data["series"]] + [OPERATING_POINT_LABEL]
+    if spec.figure == "h_vs_time":
+        labels = list(dict.fromkeys(p["label"] for p in data["points"])) + list(data["datasets"])
+        return labels + ([BUSY_LABEL] if any(p["busy"] for p in data["points"]) else [])
+    if spec.figure in ("per_class", "sweep"):
+        return [s["label"] for s in data["series"]]
+    return []
+
+
+@dataclass(frozen=True)
+class LegendLayout:
+    labels: tuple[str, ...]  # wrapped to the canvas width
+    ncols: int
+    height: float  # inches the legend adds below the axes
+
+
+#: Advance widths of DejaVu Sans (the figures' font, shipped with matplotlib), in 1/2048 em, of
+#: the characters below: a legend's layout, and so a figure's size on the page, follows from its
+#: labels alone, the same with any matplotlib or FreeType version (``--check`` compares pages by
+#: their bytes). Any other character counts as 1 em, the widest.
+_GLYPHS = (" !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
+           "·±–—×≥≤…‡†αγΔ")
+_ADVANCES = dict(zip(_GLYPHS, (
+    651, 821, 942, 1716, 1303, 1946, 1597, 563, 799, 799, 1024, 1716, 651, 739, 651, 690, 1303, 1303, 1303, 1303,
+    1303, 1303, 1303, 1303, 1303, 1303, 690, 690, 1716, 1716, 1716, 1087, 2048, 1401, 1405, 1430, 1577, 1294,
+    1178, 1587, 1540, 604, 604, 1343, 1141, 1767, 1532, 1612, 1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025,
+    1403, 1251, 1403, 799, 690, 799, 1716, 1024, 1024, 1255, 1300, 1126, 1300, 1260, 721, 1300, 1298, 569, 569,
+    1186, 569, 1995, 1298, 1253, 1300, 1300, 842, 1067, 803, 1298, 1212, 1675, 1212, 1212, 1075, 1303, 690,
+    1303, 1716, 651, 1716, 1024, 2048, 1716, 1716, 1716, 2048, 1024, 1024, 1350, 1212, 1401), strict=True))
+
+
+@functools.lru_cache(maxsize=65536)
+def _text_width(text: str) -> float:
+    """Width in points of one line of legend text as the PNG draws it: each glyph's advance
+    rounded up to whole pixels at :data:`DPI` (hinting rounds them), plus 2% to spare."""
+    px = LEGEND_FONT * DPI / 72.0
+    return sum(math.ceil(_ADVANCES.get(ch, 2048) / 2048 * px) for ch in text) * 72.0 / DPI * 1.02
+
+
+def _wrap(label: str, width: float) -> str:
+    """``label`` broken into lines of at most ``width`` points (:func:`_wrap_counted`)."""
+    return _wrap_counted(label, width)[0]
+
+
+def _wrap_counted(label: str, width: float) -> tuple[str, int]:
+    """``label`` broken into lines of at most ``width`` points, after a space, ``=`` or ``,``
+    where it can, and inside a word longer than a line; with the number of such cuts."""
+    lines: list[str] = []
+    cuts = 0
+    for paragraph in label.split("\n"):
+        line = ""
+        for word in re.split(r"(?<=[ =,])", paragraph):
+            if _text_width(line + word) <= width:
+                line += word
+                continue
+            if line.strip():
+                lines.append(line.rstrip())
+            while _text_width(word) > width and len(word) > 1:  # a word longer than a line
+                cut = max([1, *(i for i in range(1, len(word)) if _text_width(word[:i]) <= width)])
+                lines.append(word[:cut])
+                word = word[cut:]
+                cuts += 1
+            line = word
+        lines.append(line.rstrip())
+    return "\n".join(lines), cuts
+
+
+def _columns(n: int, ncols: int) -> list[range]:
+    """The entries of each legend column, as matplotlib fills them (column by column)."""
+    nrows = -(-n // ncols)
+    empty = ncols * nrows - n
+    sizes = [nrows] * (ncols - empty) + [nrows - 1] * empty
+    out, start = [], 0
+    for size in sizes:
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def legend_layout(labels: tuple[str, ...], width_in: float) -> LegendLayout:
+    """How a legend of ``labels`` fits under the axes of a canvas ``width_in`` wide: in the
+    number of columns (up to :data:`MAX_COLUMNS`) that cuts the fewest words and then makes it
+    shortest, each label wrapped to its column's width, and the height it takes."""
+    if not labels:
+        return LegendLayout((), 1, 0.0)
+    f = LEGEND_FONT
+    room = width_in * 72.0 - 2 * MARGIN - 2 * PAD * f
+    best: LegendLayout | None = None
+    best_key = (0, 0.0)
+    for ncols in range(1, min(MAX_COLUMNS, len(labels)) + 1):
+        column = (room - (ncols - 1) * COLUMN_GAP * f) / ncols - HANDLE * f
+        if column < 6 * f:
+            break
+        counted = [_wrap_counted(label, column) for label in labels]
+        wrapped = tuple(text for text, _ in counted)
+        cuts = sum(n for _, n in counted)
+        heights = [(w.count("\n") + 1) * LINE * f for w in wrapped]
+        tallest = max(sum(heights[i] for i in c) + (len(c) - 1) * ROW_GAP * f
+                      for c in _columns(len(labels), ncols))
+        layout = LegendLayout(wrapped, ncols, round((tallest + 2 * PAD * f + MARGIN) / 72.0, 2))
+        if best is None or (cuts, layout.height) < best_key:
+            best, best_key = layout, (cuts, layout.height)
+    assert best is not None
+    return best
+
+
+def _legend_below(fig: Any, ax: Any, spec: FigureSpec) -> None:
+    """The legend under the axes, outside them: it never covers a curve or a point, and never
+    leaves the canvas (:func:`legend_layout`)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    wanted = legend_labels(spec)
+    if sorted(wanted) != sorted(labels):  # pragma: no cover - legend_labels out of step with drawing
+        raise AssertionError(f"{spec.name}: legend entries {labels} differ from legend_labels {wanted}")
+    # In legend_labels' order (matplotlib lists plain lines before error bars).
+    pool = list(zip(labels, handles, strict=True))
+    ordered = []
+    for label in wanted:
+        i = next(i for i, (x, _) in enumerate(pool) if x == label)
+        ordered.append(pool.pop(i)[1])
+    layout = legend_layout(tuple(wanted), spec.size[0] / DPI)
+    fig.legend(ordered, list(layout.labels), loc="outside lower center", ncols=layout.ncols,
+               columnspacing=COLUMN_GAP, handlelength=2.0, handletextpad=0.8, labelspacing=ROW_GAP,
+               borderpad=PAD)
+
+
 # --- drawing ----------------------------------------------------------------------------------
 
 def draw(spec: FigureSpec) -> Any:
@@ -263,19 +422,10 @@ def render_figure(spec: FigureSpec) -> dict[str, bytes]:
     return {png_name: png.getvalue(), svg_name: svg.getvalue()}
 
 
-def _legend_below(fig: Any, ax: Any, columns: int = 3) -> None:
-    """The legend under the axes, outside them: it never covers a curve or a point."""
-    handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(columns, len(labels)))
-
-
 def _draw_curves(fig: Any, spec: FigureSpec) -> None:
     ax = fig.add_subplot()
     for s in spec.data["series"]:
-        mean, std = s["ausuc"]
-        label = s["label"] + (f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
-                              if mean is not None else "")
+        label = _curve_label(s)
         for i, run in enumerate(s["runs"]):
             ax.plot(run["A_U"], run["A_S"], color=s["color"], ls=s["ls"], lw=1.3, alpha=0.75,
                     label=label if i == 0 else None)
@@ -283,12 +433,12 @@ def _draw_curves(fig: Any, spec: FigureSpec) -> None:
                 ax.plot([run["op"][0]], [run["op"][1]], marker=s["marker"], ms=6, color=s["color"],
                         markeredgecolor="black", markeredgewidth=0.7, ls="none")
     ax.plot([], [], marker="o", ms=6, color="white", markeredgecolor="black", ls="none",
-            label="calibrated operating point")
+            label=OPERATING_POINT_LABEL)
     ax.set_xlabel("unseen-class accuracy A_U (%)")
     ax.set_ylabel("seen-class accuracy A_S (%)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    _legend_below(fig, ax)
+    _legend_below(fig, ax, spec)
 
 
 def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
@@ -308,11 +458,11 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
         ax.plot([], [], marker=marker, color="#444444", ls="none", label=ds)
     if any(p["busy"] for p in spec.data["points"]):
         ax.plot([], [], marker="o", color="#444444", markerfacecolor="white", ls="none",
-                label="hollow: busy machine only")
+                label=BUSY_LABEL)
     _plain_log_axis(ax)
     ax.set_xlabel("median training time per run, train (s, log scale)")
     ax.set_ylabel("harmonic mean H (%)")
-    _legend_below(fig, ax, columns=5)
+    _legend_below(fig, ax, spec)
 
 
 def _plain_log_axis(ax: Any, which: str = "x", subs: tuple[float, ...] = (1.0, 2.0, 5.0)) -> None:
@@ -357,7 +507,7 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     ax.set_xlim(-0.7, len(order) - 0.3)
     ax.set_ylabel("per-class unseen accuracy (%)")
     ax.set_ylim(bottom=0)
-    _legend_below(fig, ax, columns=5)
+    _legend_below(fig, ax, spec)
 
 
 def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
@@ -392,8 +542,7 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(ticks, tick_labels, rotation=30 if not numeric or len(ticks) > 6 else 0, fontsize=7.5)
     axes[0].set_ylabel("%")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6))
+    _legend_below(fig, axes[0], spec)
 
 
 def _draw_cd(fig: Any, spec: FigureSpec) -> None:
@@ -406,8 +555,15 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     ax = fig.add_axes((0.0, 0.0, 1.0, 0.8))
     ax.set_axis_off()
     lo, hi = 1.0, float(max(k, 2))
-    span = (hi - lo) / 0.5  # the rank axis takes the middle half; labels the quarters beside it
-    ax.set_xlim(lo - 0.25 * span, hi + 0.25 * span)
+    # The rank axis takes the middle; the labels the sides, as wide as the widest label needs
+    # (at most 45% of the canvas each, labels wrapped to 40%), so that no name leaves the canvas.
+    width = fig.get_figwidth() * 72.0
+    scale = CD_FONT / LEGEND_FONT
+    labels = [_wrap(f"{m['label']} ({m['rank']:.2f})", (0.40 * width - 2 * MARGIN) / scale) for m in methods]
+    widest = max((_text_width(line) * scale for text in labels for line in text.split("\n")), default=0.0)
+    side = max(0.25, min(0.45, (widest + 2 * MARGIN) / width + 0.04))
+    span = (hi - lo) / (1.0 - 2 * side)
+    ax.set_xlim(lo - side * span, hi + side * span)
     half = math.ceil(k / 2)
     top = 0.35 + 0.3 * len(cliques)  # the first label row sits below the clique bars
     rows = max(half, k - half)
@@ -428,8 +584,8 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
         level = -(top + (i if left else k - 1 - i))
         x = m["rank"]
         ax.plot([x, x, left_x if left else right_x], [0, level, level], color=m["color"], lw=1.2)
-        ax.text(left_x - 0.01 * span if left else right_x + 0.01 * span, level, f"{m['label']} ({x:.2f})",
-                color=m["color"], ha="right" if left else "left", va="center", fontsize=8.5)
+        ax.text(left_x - 0.01 * span if left else right_x + 0.01 * span, level, labels[i],
+                color=m["color"], ha="right" if left else "left", va="center", fontsize=CD_FONT)
     for j, (first, last) in enumerate(cliques):
         y = -0.25 - 0.3 * j
         ax.plot([methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05], [y, y], color="black", lw=3.0,

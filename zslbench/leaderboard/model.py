@@ -38,6 +38,7 @@ from zslbench.leaderboard.tables import (
     Table,
     ablation_tables,
     audit_table,
+    cite_table,
     per_class_tables,
     reported_per_class_tables,
     reported_time_table,
@@ -135,6 +136,8 @@ class Page:
     data_versions: list[DataVersions] = field(default_factory=list)
     #: The kinds that have a page in this output, for the links between pages.
     kinds: tuple[str, ...] = ()
+    #: The "cite this" table: each compared configuration's mean over the page's datasets.
+    cite: Table | None = None
     #: CSV file suffix ("" / "-train-time" / "-per-class") -> text (filled by build).
     csv: dict[str, str] = field(default_factory=dict)
 
@@ -149,7 +152,7 @@ class Page:
     @property
     def all_tables(self) -> list[Table]:
         """Every table, in page order."""
-        out = list(self.tables)
+        out = ([self.cite] if self.cite else []) + list(self.tables)
         if self.ranking_table is not None:
             out.append(self.ranking_table)
         out += self.time_tables + ([self.reported_time] if self.reported_time else [])
@@ -232,7 +235,8 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
     ``zslbench run`` per group of methods sharing datasets, seeds, options and records folder
     (never a method × dataset pair that was not run). A run from a configuration file names it
     too; every option the records fix is given explicitly (on the command line it overrides the
-    file). A dataset opened from a file is named by its path."""
+    file). A dataset opened from a file is named by its path; one a plugin registers, by its name,
+    with ``-p MODULE`` when that plugin was a ``-p`` module."""
     cells: dict[tuple[Any, ...], dict[str, Any]] = {}
     for e in runs.itertuples(index=False):
         opts: tuple[str, ...] = (("--config", e.config_file) if e.config_file else ())
@@ -241,27 +245,30 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
             opts += ("--set", f"{k}={value_text(v)}")
         opts += (() if e.standard else ("--allow-nonstandard-split",)) + (
             ("--device", "cuda") if e.device_type == "cuda" else ())
-        dataset = _arg(e.data_path, root) if e.data_path else e.dataset
-        slot = cells.setdefault((e.method, dataset, opts, e.sweep_params, e.folder), {"seeds": 0, "sweep": {}})
+        by_name = e.data_plugin not in ("", "open_dataset")  # a name a plugin registered
+        dataset = _arg(e.data_path, root) if e.data_path and not by_name else e.dataset
+        plugins: tuple[str, ...] = (e.data_plugin,) if by_name and e.data_plugin_p else ()
+        slot = cells.setdefault((e.method, dataset, opts, e.sweep_params, e.folder, plugins),
+                                {"seeds": 0, "sweep": {}})
         slot["seeds"] = max(slot["seeds"], int(e.repetition) + 1)
         for param, value in e.sweep_map.items():
             slot["sweep"].setdefault(param, {})[value_text(value)] = value
     units: dict[tuple[Any, ...], dict[str, dict[str, str]]] = {}
-    for (method, dataset, opts, _, folder), slot in cells.items():
+    for (method, dataset, opts, _, folder, plugins), slot in cells.items():
         sweep: tuple[str, ...] = ()
         for p, vals in sorted(slot["sweep"].items()):
             sweep += ("--sweep", p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)))
-        unit = units.setdefault((opts + sweep, slot["seeds"], folder), {})
+        unit = units.setdefault((opts + sweep, slot["seeds"], folder, plugins), {})
         unit.setdefault(method, {})[dataset] = dataset
     out: list[tuple[Any, list[str]]] = []
-    for (opts, seeds, folder), methods in units.items():
+    for (opts, seeds, folder, plugins), methods in units.items():
         by_datasets: dict[tuple[str, ...], list[str]] = {}
         for method, datasets in methods.items():
             by_datasets.setdefault(tuple(sorted(datasets, key=dataset_order)), []).append(method)
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
             config, rest = (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
-            words = ["zslbench", "run", *config, "--method", ",".join(names), "--dataset", ",".join(datasets),
+            words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config, "--method", ",".join(names), "--dataset", ",".join(datasets),
                      "--seeds", str(seeds), *rest, "--results-dir", _arg(folder, root)]
             out.append(((bool(config), min(ranks.get(m, 0) for m in names), words), words))
     return [words for _, words in sorted(out, key=lambda t: (not t[0][0], t[0][1], t[0][2]))]
@@ -327,6 +334,7 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
         pages[kind] = Page(
             kind=kind, facts=_facts(kept, superseded, agg, kind), paths=paths, tables=tables,
             time_tables=time_tables(agg, kind, anchors), sweep_tables=sweeps, per_class_tables=per_class,
+            cite=cite_table(agg, kind, anchors),
             ranking=ranking, ranking_note=ranking_note, audit=audit_table(agg, kind, anchors), figures=specs,
             provenance_rows=[r for t in tables[:1] + sweeps for r in t.rows if r.source == "measured" and r.prov],
             references={k: reported.references.get(k, k) for k in sorted(used_refs)},

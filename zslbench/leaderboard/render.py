@@ -29,9 +29,11 @@ from zslbench.leaderboard.model import Board, Page
 from zslbench.leaderboard.tables import Cell
 
 #: Markdown page and HTML page of each kind, and how the pages name it.
-PAGE_FILES = {"real": ("real.md", "index.html", "real benchmarks"),
+PAGE_FILES = {"real": ("real.md", "real.html", "real benchmarks"),
               "synthetic": ("synthetic.md", "synthetic.html", "synthetic stand-ins"),
               "custom": ("custom.md", "custom.html", "custom datasets")}
+#: The HTML file a browser opens first: a copy of the landing page (:func:`landing_kind`).
+LANDING = "index.html"
 #: Per-class tables longer than this start folded in HTML (CUB has 50 unseen classes, SUN 72).
 FOLD_ROWS = 15
 
@@ -149,6 +151,16 @@ def page_html(page: Page) -> str:
     return environment("html").get_template("page.html.j2").render(page=page)
 
 
+def landing_kind(board: Board) -> str:
+    """The page a visitor lands on: the first of real, synthetic and custom with measured rows
+    (a real page that holds only reported numbers shows nothing this board measured)."""
+    for kind in PAGE_FILES:
+        if kind in board.pages and board.pages[kind].has_measured:
+            return kind
+    return "real"
+
+
 def index_markdown(board: Board) -> str:
-    return environment("md").get_template("index.md.j2").render(board=board, pages=board.pages)
+    return environment("md").get_template("index.md.j2").render(board=board, pages=board.pages,
+                                                                landing=landing_kind(board))
 

@@ -322,8 +322,50 @@ def row_anchors(agg: pd.DataFrame) -> dict[Any, str]:
     return out
 
 
+#: Every metric is a percentage: a page shows its intervals clipped to this range (the CSV keeps
+#: the raw *t* interval, which can run below 0 with few seeds).
+PERCENT = (0.0, 100.0)
+
+
+def _clipped(cell: Cell) -> Cell:
+    if cell.low is not None:
+        cell.low = min(max(cell.low, PERCENT[0]), PERCENT[1])
+    if cell.high is not None:
+        cell.high = min(max(cell.high, PERCENT[0]), PERCENT[1])
+    return cell
+
+
 def _metric_cell(entry: Any, metric: str) -> Cell:
-    return Cell.of(getattr(entry, metric), dict(getattr(entry, f"{metric}_samples")))
+    return _clipped(Cell.of(getattr(entry, metric), dict(getattr(entry, f"{metric}_samples"))))
+
+
+#: The metrics of the "cite this" table.
+CITE_METRICS = ("H", "A_T", "AUSUC")
+
+
+def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table | None:
+    """One row per compared measured configuration: its mean H, A_T and AUSUC over the page's
+    datasets (:func:`zslbench.stats.mean_of_means`), the interval clipped to [0, 100]; a row that
+    misses a dataset has no mean (a mean over other datasets would not compare). Never marked:
+    whether one method beats another across datasets is the ranking's question."""
+    datasets = datasets_for(agg, kind, None)
+    rows = [r for r in measured_rows(agg, kind, CITE_METRICS, anchors) if r.comparable]
+    if not rows:
+        return None
+    for row in rows:
+        cells = {}
+        for metric in CITE_METRICS:
+            parts = [row.cells.get(f"{ds}:{metric}") for ds in datasets]
+            if any(c is None or c.missing for c in parts):
+                cells[metric] = Cell()
+                continue
+            interval = stats.mean_of_means([stats.Interval(c.mean, c.std if c.std is not None else math.nan,
+                                                           math.nan, math.nan, c.n or 0) for c in parts])
+            cells[metric] = _clipped(Cell(interval.mean, None, len(datasets), interval.low, interval.high))
+        row.cells = cells
+    return Table(id=f"{kind}-cite", kind="cite", title="Cite this: mean over datasets",
+                 columns=[Column(key=m, title=m) for m in CITE_METRICS], rows=rows,
+                 params={"datasets": datasets})
 
 
 def _extend_provenance(prov: Provenance, entry: Any, ds: str) -> None:
@@ -471,8 +513,11 @@ def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[T
 
 
 def _busy_note(note: str, ds: str, t: dict[str, Any]) -> str:
-    part = (f"{ds}: all {t['runs']} runs on a busy machine, their median shown (marked)" if t["busy_only"] else
-            f"{ds}: {t['busy']} of {t['runs']} runs on a busy machine, left out of the median")
+    """The row's note of busy runs left out of a cell's median. A cell of busy runs only needs
+    none: its ‡ says it, and the table's caption says once what ‡ means."""
+    if t["busy_only"]:
+        return note
+    part = f"{ds}: {t['busy']} of {t['runs']} busy runs left out"
     return f"{note}; {part}" if note else f"† {part}"
 
 
