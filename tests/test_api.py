@@ -223,7 +223,8 @@ def test_print_progress_says_each_dataset_and_run_and_board_run_uses_it(tmp_path
 
     seen = {}
     monkeypatch.setattr(zslbench, "run", lambda **kw: seen.update(kw) or [], raising=False)
-    fake = SimpleNamespace(get=lambda kind, name: SimpleNamespace(distribution="my-zsl"))
+    fake = SimpleNamespace(items={"method": {"mine": SimpleNamespace(distribution="my-zsl")}},
+                           problems=[])
     monkeypatch.setattr("zslbench.registry.load_registry", lambda *a, **k: fake)
     plugin = board.BoardPlugin(name="my-zsl", requirement="my-zsl", methods=("mine",))
     assert board.run([plugin], datasets="toy", seeds=1, results_dir=tmp_path / "b") == []

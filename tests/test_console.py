@@ -98,9 +98,11 @@ def test_record_fields_reach_no_terminal_escape_in_run_output_or_compare(tmp_pat
     res = tmp_path / "res"
     write_records(res, [make_record("toy", method, r, overrides={"embedder.note": evil})
                         for method in ("gp", "bt-gp") for r in range(2)])
+    # compare lists the configurations it found (a plain name is the default configuration, and
+    # these records all carry the override): the record's value is printed, stripped
     out = invoke_main("compare", "gp", "bt-gp", "-d", "toy", "--results-dir", str(res))
-    assert out.exit_code == 0, out.output
-    assert "overrides embedder.note=hi" in out.stdout
+    assert out.exit_code == 2, out.output
+    assert "gp[embedder.note=hi] (2 run(s))" in out.output
     assert "\x1b" not in out.output and "\x07" not in out.output
 
 
