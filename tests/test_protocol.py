@@ -155,7 +155,8 @@ def test_validation_seen_share_is_twenty_percent_per_class(shared_data, seed):
 
 
 def test_a_search_grid_reads_in_one_short_line():
-    from zslbench.protocol import grid_text, value_text
+    from zslbench.console import compact_value as value_text
+    from zslbench.console import grid_text
 
     alphas = [10.0 ** (k / 2) for k in range(-4, 15)]
     assert grid_text(alphas) == "[0.01, 0.0316, …, 3.16e+06, 1e+07] (19 values)"

@@ -261,3 +261,22 @@ def print_results(outcomes: list[Any], device: str, console: Console | None = No
     if paths:
         console.print(terminal_text(f"{len(paths)} record(s) in {paths[0].parent}"), markup=False,
                       highlight=False, soft_wrap=True)
+
+
+def compact_value(value: Any) -> str:
+    """A hyperparameter value as a person reads it: ``0.0316``, not ``0.03162277660168379``."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(compact_value(v) for v in value) + "]"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def grid_text(values: Any, ends: int = 2) -> str:
+    """A search grid in a line: ``[0.01, 0.0316, …, 3.16e+06, 1e+07] (19 values)``."""
+    values = list(values)
+    shown = [compact_value(v) for v in values]
+    if len(shown) > 2 * ends + 1:
+        shown = [*shown[:ends], "…", *shown[-ends:]]
+        return f"[{', '.join(shown)}] ({len(values)} values)"
+    return f"[{', '.join(shown)}]"

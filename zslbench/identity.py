@@ -18,7 +18,7 @@ A run's key (:func:`run_key`) hashes its :func:`run_identity`:
 
 Editing the leaderboard, the CLI, the README, the tests, or another method's plugin therefore
 leaves a run cached. Records keep this identity (``Record.identity``), so that a run that is not
-taken from the cache can say why (:func:`why_not_cached`); the git commit stays in the record for
+taken from the cache can say why (:func:`difference`); the git commit stays in the record for
 provenance, but no longer decides caching.
 """
 
@@ -46,9 +46,6 @@ PROTOCOL_MODULES = ("zslbench.protocol", "zslbench.search", "zslbench.metrics",
 
 #: Packages whose imports are followed from a component's module (besides its own top package).
 PLUGIN_PACKAGES = ("zslbench_plugins",)
-
-#: Fields of an identity, in the order their difference is reported.
-FIELDS = ("protocol", "data", "config_id", "seed", "device_type", "components")
 
 
 def derive_seed(base_seed: int, dataset: str, repetition: int) -> int:
@@ -237,11 +234,6 @@ def component_digest(cls: type) -> dict[str, Any]:
     modules = modules_digest(module_closure(module))
     return {"component": getattr(cls, "name", cls.__name__), "module": module,
             "digest": _combine(modules)[:16], "modules": modules}
-
-
-def component_digests(classes: Mapping[str, type]) -> dict[str, dict[str, Any]]:
-    """Per role of a resolved method (``PreparedMethod.classes``), its :func:`component_digest`."""
-    return {role: component_digest(cls) for role, cls in sorted(classes.items())}
 
 
 def protocol_digest() -> str:

@@ -57,25 +57,6 @@ class ValidationSplit:
         return np.concatenate([self.train_idx, self.val_seen_idx, self.val_unseen_idx])
 
 
-
-def value_text(value: Any) -> str:
-    """A hyperparameter value as a person reads it: ``0.0316``, not ``0.03162277660168379``."""
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(value_text(v) for v in value) + "]"
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def grid_text(values: Any, ends: int = 2) -> str:
-    """A search grid in a line: ``[0.01, 0.0316, …, 3.16e+06, 1e+07] (19 values)``."""
-    values = list(values)
-    shown = [value_text(v) for v in values]
-    if len(shown) > 2 * ends + 1:
-        shown = [*shown[:ends], "…", *shown[-ends:]]
-        return f"[{', '.join(shown)}] ({len(values)} values)"
-    return f"[{', '.join(shown)}]"
-
 def leak_free_validation(data: ZSLData, seed: int) -> ValidationSplit:
     """Derive the validation split from ``trainval_idx`` alone.
 
@@ -261,8 +242,10 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
             method.model.set_search_params(**found.chosen)
             for name in found.at_edge:
                 if on_event is not None:
+                    from zslbench.console import compact_value, grid_text
+
                     on_event("warning", {"message": f"{method.name}: the search chose {name}="
-                                         f"{value_text(found.chosen[name])}, an end of its grid "
+                                         f"{compact_value(found.chosen[name])}, an end of its grid "
                                          f"{grid_text(space[name])}; the validation optimum may "
                                          "lie beyond it"})
             model, s_val = None, found.best_scores

@@ -39,7 +39,6 @@ from zslbench import stats
 from zslbench.errors import UserError
 from zslbench.results import EXTRA_METRICS, METRICS, board_files, read_runs, value_text
 
-GZSL_METRICS = ("A_U", "A_S", "H", "AUSUC")
 #: The metrics a sweep table and figure show, in this order.
 SWEEP_METRICS = ("H", "A_U", "A_S", "AUSUC", "A_T")
 #: The metrics whose columns are tested and marked (A_U and A_S alone say little: a method can buy
