@@ -54,13 +54,19 @@ ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type", "schedule"
 
 
 def dataset_label(name: str, kind: str) -> str:
-    """Real benchmarks print as the paper does (``AWA2``); stand-ins and custom data keep their name."""
+    """Real benchmarks print as the paper does (``AWA2``); stand-ins and custom data keep their name.
+    A benchmark's feature set of another backbone (``awa2@vit_b32_clip``) is labelled with it:
+    ``AWA2 · vit_b32_clip``, its own group of columns beside the benchmark's."""
+    base, sep, backbone = name.partition("@")
+    if sep and base and backbone:
+        return f"{dataset_label(base, kind)} · {backbone}"
     return name.upper() if kind == "real" else name
 
 
 def dataset_order(name: str) -> tuple[int, str, str]:
-    """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike."""
-    base = name.lower().removeprefix("synth-")
+    """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike (a
+    feature set of another backbone right after its benchmark)."""
+    base = name.lower().partition("@")[0].removeprefix("synth-")
     rank = PAPER_DATASET_ORDER.index(base) if base in PAPER_DATASET_ORDER else len(PAPER_DATASET_ORDER)
     return (rank, name.lower(), name)
 
@@ -290,6 +296,12 @@ def comparison_sides(runs: pd.DataFrame, method_a: str, method_b: str, dataset: 
             raise UserError(f"no records of {method!r} on {dataset}", hint=f"methods with records there: {known}")
     shared = set(sub.loc[sub["method"] == method_a, "data_fp"]) & set(sub.loc[sub["method"] == method_b, "data_fp"])
     if not shared:
+        backbones = [sorted(set(sub.loc[sub["method"] == m, "backbone"]) - {""}) for m in (method_a, method_b)]
+        if backbones[0] and backbones[1] and not set(backbones[0]) & set(backbones[1]):
+            raise UserError(f"{method_a} ran on backbone {', '.join(backbones[0])} and {method_b} on backbone "
+                            f"{', '.join(backbones[1])} ({dataset}): runs on different backbones are never paired",
+                            hint=f"run both on one feature set (zslbench run --method {method_a},{method_b} "
+                            f"--dataset {dataset})")
         raise UserError(f"{method_a} and {method_b} never ran on the same version of {dataset} (data fingerprints "
                         "differ), so their numbers are not comparable",
                         hint="re-run both on the same data (zslbench run ... --dataset " + dataset + ")")
