@@ -226,14 +226,18 @@ def _check_folder(out: Path, expected: dict[str, Any]) -> dict[str, Any] | None:
     return manifest
 
 
-def _like(name: str, data_dir: Path | None, plugins: tuple[str, ...]) -> ZSLData:
-    """The dataset whose labels, classes and split the feature set takes (``--like``)."""
+def _like(name: str, data_dir: Path | None, plugins: tuple[str, ...]) -> tuple[ZSLData, str]:
+    """The dataset whose labels, classes and split the feature set takes (``--like``), and its
+    kind (a feature set of a real benchmark stays ``real``: matched with it by its split)."""
     from zslbench.registry import load_registry
     from zslbench.runner import expand_datasets
 
     registry = load_registry(plugins)
-    (resolved,) = expand_datasets([name], registry)
-    return registry.items["dataset"][resolved].obj.load(data_dir)
+    resolved = expand_datasets([name], registry)
+    if len(resolved) != 1:
+        raise ConfigError(f"--like {name} names {len(resolved)} datasets", hint="name one dataset")
+    spec = registry.items["dataset"][resolved[0]].obj
+    return spec.load(data_dir), spec.kind
 
 
 def _save(path: Path, value: Any) -> None:
@@ -242,7 +246,7 @@ def _save(path: Path, value: Any) -> None:
 
 def extract(*, images: Path, list_file: Path, like: ZSLData, backbone: Backbone, out: Path,
             spec: str, image_size: int, batch_size: int = 64, device: str = "auto",
-            say: Callable[[str], None] = print) -> dict[str, Any]:
+            kind: str = "custom", say: Callable[[str], None] = print) -> dict[str, Any]:
     """Extract, resume, finish; returns the finished manifest (see the module docstring)."""
     import torch
     from PIL import Image, UnidentifiedImageError
@@ -307,8 +311,7 @@ def extract(*, images: Path, list_file: Path, like: ZSLData, backbone: Backbone,
                        ("trainval_idx", like.trainval_idx), ("test_seen_idx", like.test_seen_idx),
                        ("test_unseen_idx", like.test_unseen_idx),
                        ("backbone", np.asarray(backbone.name)),
-                       ("kind", np.asarray("real" if like.source.get("format") == "xlsa17"
-                                           or like.backbone else "custom"))):
+                       ("kind", np.asarray(kind))):
         _save(out / f"{key}.npy", np.asarray(value))
     if like.val_classes is not None:
         _save(out / "val_classes.npy", np.asarray(like.val_classes))
@@ -354,11 +357,11 @@ def extract_cmd(images: Path, list_file: Path, like: str, spec: str, name: str |
         raise ConfigError(f"--device {device!r} is not auto, cpu or cuda", hint="--device auto")
     backbone = load_backbone(spec, image_size, name)
     check_backbone(backbone.name, where=f"--backbone {spec}")
-    data = _like(like, data_dir, ())
+    data, kind = _like(like, data_dir, ())
     try:
         extract(images=images, list_file=list_file, like=data, backbone=backbone, out=out,
                 spec=spec, image_size=image_size, batch_size=batch_size, device=device,
-                say=lambda s: click.echo(s, err=True))
+                kind=kind, say=lambda s: click.echo(s, err=True))
     except KeyboardInterrupt:
         click.echo(f"zslbench: interrupted; the same command continues {out}", err=True)
         sys.exit(130)
