@@ -172,9 +172,38 @@ def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
                                                                   sort_keys=True) + "\n"), "w")
 
 
+def _mat_list(images: Path, list_file: Path) -> list[Path]:
+    """The images an xlsa17 ``res101.mat`` lists (``image_files``: absolute paths on its authors'
+    machine), found under ``images`` by the shortest prefix whose removal names an existing file
+    for the first image (the same prefix for every image)."""
+    from zslbench_plugins.xlsa17.loader import read_mat
+
+    raw = read_mat(list_file, ("image_files",))["image_files"]
+    entries = [str(np.asarray(x).ravel()[0]) for x in np.asarray(raw).ravel()]
+    if not entries:
+        raise DataError(f"{list_file}: image_files is empty", hint="give a text list instead")
+    first = Path(entries[0].replace("\\", "/")).parts
+    start = 1 if first and first[0] in ("/", "\\") or Path(entries[0]).is_absolute() else 0
+    cut = next((k for k in range(start, len(first)) if images.joinpath(*first[k:]).is_file()), None)
+    if cut is None:
+        raise DataError(f"{list_file}: its first image {entries[0]!r} is not under {images}",
+                        hint="point --images at the folder that holds the benchmark's images")
+    paths = []
+    for number, entry in enumerate(entries, 1):
+        path = images.joinpath(*Path(entry.replace("\\", "/")).parts[cut:])
+        if not path.is_file():
+            raise DataError(f"{list_file}: image {number} ({entry!r}) is not {path}",
+                            hint="point --images at the folder that holds every listed image")
+        paths.append(path)
+    return paths
+
+
 def read_list(images: Path, list_file: Path) -> list[Path]:
     """The images of ``list_file`` (one path per line, relative to ``images``; blank lines and a
-    second column, as CUB's ``images.txt`` has, are ignored), each checked to exist."""
+    second column, as CUB's ``images.txt`` has, are ignored), each checked to exist. An xlsa17
+    ``res101.mat`` lists its images too (``image_files``, :func:`_mat_list`)."""
+    if list_file.suffix.lower() == ".mat":
+        return _mat_list(images, list_file)
     try:
         lines = list_file.read_text(encoding="utf-8").splitlines()
     except OSError as exc:

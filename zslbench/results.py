@@ -376,7 +376,7 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
 #: The columns of :func:`read_runs`' frame.
 ROW_FIELDS = ("kind", "dataset", "method", "paper_name", "config_id", "config", "overrides", "overrides_map",
               "sweep", "sweep_params", "sweep_map", "config_file", "schedule", "standard", "split_reason",
-              "data_fp", "data_path", "device_type", "device_name", "seed", "repetition", "base_seed", "version",
+              "data_fp", "backbone", "data_path", "device_type", "device_name", "seed", "repetition", "base_seed", "version",
               "commit", "dirty", "started_at", "finished_at", "run_id", "path", "folder", "link", "train",
               "oversubscribed", "load_known", "per_class", "curve", "op", "selection_audit",
               *METRICS, *EXTRA_METRICS)

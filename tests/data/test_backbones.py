@@ -95,6 +95,14 @@ def test_compare_refuses_runs_on_two_backbones_with_one_line(tmp_path: Path) -> 
     assert "krr ran on backbone resnet50 and eszsl on backbone vit_b32_clip" in lines[0]
     assert "never paired" in lines[0] and "Traceback" not in res.output
 
+    # the board: one dataset on two feature sets, each row labelled with what differs
+    board = invoke_main("leaderboard", "--results-dir", str(results), "--out", str(tmp_path / "b"))
+    assert board.exit_code == 0, board.output
+    md = (tmp_path / "b" / "custom.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| `")]
+    assert any(r.startswith("| `krr · backbone resnet50, not compared`") for r in rows), rows
+    assert "of backbones vit_b32_clip, resnet50" in board.stderr
+
 
 def test_the_board_labels_a_benchmarks_feature_set_of_another_backbone() -> None:
     assert dataset_label("awa2@vit_b32_clip", "real") == "AWA2 · vit_b32_clip"

@@ -143,3 +143,26 @@ def test_what_extract_refuses_is_one_line(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "zslbench[timm]" in res.stderr
     for out_text in (res.stderr,):
         assert "Traceback" not in out_text and len(out_text.strip().splitlines()) <= 2
+
+
+def test_an_xlsa17_res101_mat_lists_the_images_in_the_benchmarks_order(tmp_path: Path) -> None:
+    """``--list res101.mat``: its ``image_files`` are paths on the authors' machine; the shortest
+    prefix that finds the first image under --images is dropped from every path."""
+    import scipy.io
+
+    like, images, listing = _benchmark(tmp_path)
+    rel = listing.read_text().split()
+    files = np.empty((len(rel), 1), dtype=object)
+    for i, r in enumerate(rel):
+        files[i, 0] = np.array([f"/BS/xian/work/data/Bench/images/{r}"])
+    scipy.io.savemat(tmp_path / "res101.mat", {"image_files": files})
+    by_txt, by_mat = tmp_path / "txt", tmp_path / "mat"
+    assert _extract(like, images, listing, by_txt).exit_code == 0
+    res = _extract(like, images, tmp_path / "res101.mat", by_mat)
+    assert res.exit_code == 0, res.output
+    assert np.array_equal(np.load(by_mat / "features.npy"), np.load(by_txt / "features.npy"))
+
+    files[3, 0] = np.array(["/BS/xian/work/data/Bench/images/class0/missing.png"])
+    scipy.io.savemat(tmp_path / "res101.mat", {"image_files": files})
+    res = _extract(like, images, tmp_path / "res101.mat", tmp_path / "bad")
+    assert res.exit_code != 0 and "image 4" in res.stderr and "missing.png" in res.stderr

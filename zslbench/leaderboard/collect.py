@@ -109,9 +109,17 @@ class DataVersions:
     dataset: str
     compared: str
     counts: tuple[tuple[str, int], ...]  # (fingerprint, records), compared first
+    #: The backbone of each version, in the order of ``counts`` ("" where the records name none).
+    backbones: tuple[str, ...] = ()
 
     def warning(self) -> str:
         others = ", ".join(f"{fp[:8]} ({n} record(s))" for fp, n in self.counts[1:])
+        if len(set(self.backbones)) > 1:
+            return (f"{self.dataset}: records on {len(self.counts)} data versions, of backbones "
+                    f"{', '.join(b or '(none named)' for b in self.backbones)}; only fingerprint "
+                    f"{self.compared[:8]} ({self.backbones[0] or 'no backbone named'}, "
+                    f"{self.counts[0][1]} record(s)) is compared, the runs on {others} are shown as "
+                    "rows of their own and never compared")
         return (f"{self.dataset}: records on {len(self.counts)} data versions; only fingerprint "
                 f"{self.compared[:8]} ({self.counts[0][1]} record(s)) is compared, the runs on {others} are "
                 "shown as rows of their own and never compared")
@@ -126,7 +134,9 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
     for (kind, dataset), group in runs.groupby(["kind", "dataset"], sort=True):
         stat = {fp: (len(g), max(g["finished_at"])) for fp, g in group.groupby("data_fp", sort=True)}
         order = sorted(stat, key=lambda fp: (stat[fp], fp), reverse=True)
-        out[(kind, dataset)] = DataVersions(kind, dataset, order[0], tuple((fp, stat[fp][0]) for fp in order))
+        named = {fp: next((b for b in g["backbone"] if b), "") for fp, g in group.groupby("data_fp", sort=True)}
+        out[(kind, dataset)] = DataVersions(kind, dataset, order[0], tuple((fp, stat[fp][0]) for fp in order),
+                                            tuple(named[fp] for fp in order))
     return out
 
 
@@ -214,7 +224,14 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
                                   key=lambda t: t[0]) if c is not None]
         entry["audits"] = [{"seed": int(s), **a} for s, a in zip(group["seed"], group["selection_audit"],
                                                                  strict=True) if a is not None]
-        entry["compared"] = versions[(entry["kind"], entry["dataset"])].compared == entry["data_fp"]
+        compared = versions[(entry["kind"], entry["dataset"])].compared
+        entry["compared"] = compared == entry["data_fp"]
+        # the features' backbone, and the compared version's: a row on other features of the same
+        # dataset is labelled with its backbone when that is what differs
+        entry["backbone"] = next((b for b in group["backbone"] if b), "")
+        same = runs[(runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
+                    & (runs["data_fp"] == compared)]
+        entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
         out.append(entry)
     frame = pd.DataFrame(out)
     frame["row_key"] = [tuple(r[k] for k in ROW_KEYS) + (() if r["compared"] else ("data", r["data_fp"]))
@@ -244,6 +261,8 @@ def _labels(frame: pd.DataFrame) -> list[str]:
             for rk, m, o, w in zip(frame["row_key"], frame["method"], frame["overrides"], frame["sweep"],
                                    strict=True)}
     rows = sorted(set(frame["row_key"]), key=repr)
+    backbones = {rk: (b, c) for rk, b, c in zip(frame["row_key"], frame["backbone"],
+                                                frame["compared_backbone"], strict=True)}
     labels = {}
     for rk in rows:
         kind, _method, cid, standard, device, schedule = rk[:6]
@@ -258,7 +277,9 @@ def _labels(frame: pd.DataFrame) -> list[str]:
         if any(o[2] != cid for o in twins):
             parts.append(f"cfg {cid[:8]}")
         if len(rk) > len(ROW_KEYS):
-            parts.append(f"data {rk[-1][:8]}, not compared")
+            backbone, compared = backbones[rk]
+            parts.append(f"backbone {backbone}, not compared" if backbone and backbone != compared
+                         else f"data {rk[-1][:8]}, not compared")
         labels[rk] = " · ".join(parts)
     return [labels[rk] for rk in frame["row_key"]]
 
