@@ -22,7 +22,7 @@ from zslbench import claims
 from zslbench import identity as ident
 from zslbench.data import backbones
 from zslbench.data.checks import check_dataset, declared_benchmarks
-from zslbench.data.dataset import ZSLData
+from zslbench.data.dataset import ZSLData, check_backbone
 from zslbench.errors import ConfigError
 from zslbench.records import SCHEMA_VERSION, Record, RecordError, run_name
 
@@ -274,6 +274,8 @@ def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLDat
     # says it is real): the pins are the plugins', not the core's.
     declared = registry.items["dataset"].get(dataset)
     bench = declared.obj.benchmark if declared is not None else None
+    if data.backbone is not None:  # a plugin's own loader may set anything: it names records
+        check_backbone(data.backbone, where=f"dataset {dataset!r}")
     # Another backbone's features are the benchmark with other features: every pin but the
     # features' applies, and the backbone enters the fingerprint (zslbench.data.backbones).
     verdict = check_dataset(

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tests.cli_helpers import invoke_main
 from tests.plugins.test_npz import arrays
 from zslbench.data import backbones
@@ -110,3 +112,24 @@ def test_the_board_labels_a_benchmarks_feature_set_of_another_backbone() -> None
     assert dataset_label("mine", "custom") == "mine"
     names = ["sun", "awa2@vit_b32_clip", "cub", "awa2"]
     assert sorted(names, key=dataset_order) == ["cub", "sun", "awa2", "awa2@vit_b32_clip"]
+
+
+def test_a_backbone_name_is_checked_where_it_comes_from(tmp_path: Path) -> None:
+    import pytest
+
+    from zslbench.data.dataset import check_backbone
+    from zslbench.errors import DataError
+
+    assert check_backbone("vit_base_patch16_224.augreg_in21k", where="x") == \
+        "vit_base_patch16_224.augreg_in21k"
+    for bad in ("ViT B/32", "", "../x", "a" * 65, 3):
+        with pytest.raises(DataError, match="is not a name"):
+            check_backbone(bad, where="plugin dataset 'toyb'")
+    a = arrays()  # in a file: one line naming the file and the key
+    path = npz.save_npz(tmp_path / "ok.npz", **a)
+    np_arrays = dict(np.load(path))
+    np_arrays["backbone"] = np.asarray("ViT B/32")
+    np.savez(tmp_path / "bad.npz", **np_arrays)
+    with pytest.raises(DataError) as err:
+        npz.load_npz(tmp_path / "bad.npz")
+    assert "bad.npz: 'backbone'" in err.value.one_line()
