@@ -20,6 +20,9 @@ with these keys (every index is **0-based**)::
     val_classes      (v,)   integer         optional: seen classes held out as validation-unseen
                                             classes when tuning (default: a seeded third of them)
     kind             ()     str             optional: "custom" (default), "synthetic" or "real"
+    backbone         ()     str             optional: the backbone that computed the features
+                                            ("vit_b32_clip"); records carry it and it enters
+                                            the data fingerprint (zslbench.data.backbones)
 
 A user's own features or classes are a *custom* benchmark: records say ``dataset_kind: custom``,
 are standard when the split passes the checks every dataset passes (the three index sets pairwise
@@ -69,7 +72,13 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from zslbench.data.checks import FLOAT32_MAX, KINDS
-from zslbench.data.dataset import DatasetSpec, ZSLData, check_name, resolve_data_dir
+from zslbench.data.dataset import (
+    DatasetSpec,
+    ZSLData,
+    check_backbone,
+    check_name,
+    resolve_data_dir,
+)
 from zslbench.data.splits import format_examples, format_value
 from zslbench.errors import DataError
 from zslbench.hookspecs import hookimpl
@@ -87,6 +96,7 @@ REQUIRED = {
 OPTIONAL = {
     "val_classes": "(v,) int 0-based seen classes held out for validation",
     "kind": 'the string "custom", "synthetic" or "real"',
+    "backbone": 'the backbone name as a string, e.g. "vit_b32_clip"',
 }
 INDEX_KEYS = ("trainval_idx", "test_seen_idx", "test_unseen_idx")
 SUFFIX = ".npz"
@@ -360,6 +370,14 @@ def _read(src: _Arrays, name: str) -> tuple[ZSLData, str]:
             raise DataError(f"{path}: 'kind' is {raw.tolist()!r}; it must be one of "
                             f"{', '.join(map(repr, KINDS))}", hint="store np.array('custom')")
         kind = value
+    backbone = None
+    if "backbone" in src.keys:
+        raw = src["backbone"]
+        value = raw.reshape(-1)[0] if raw.size == 1 else None
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        backbone = check_backbone(value if isinstance(value, str) else raw.tolist(),
+                                  where=f"{path}: 'backbone'")
     feats = np.asarray(features, dtype=np.float32) if features.dtype != np.float32 else features
     if feats.flags.writeable:
         feats.flags.writeable = False  # read-only, as every loader hands them out
@@ -370,7 +388,7 @@ def _read(src: _Arrays, name: str) -> tuple[ZSLData, str]:
                    test_unseen_idx=idx["test_unseen_idx"], val_classes=val_classes,
                    source={"format": "npz", "layout": "folder of .npy" if path.is_dir() else "npz",
                            "path": str(path.resolve()), "kind": kind},
-                   class_names=class_names)
+                   class_names=class_names, backbone=backbone)
     return data, kind
 
 
@@ -422,7 +440,8 @@ def read_kind(path: str | Path) -> str:
 
 def save_npz(path: str | Path, *, features: Any, labels: Any, class_semantics: Any,
              class_names: Any, trainval_idx: Any, test_seen_idx: Any, test_unseen_idx: Any,
-             val_classes: Any = None, kind: str = "custom", compress: bool = False) -> Path:
+             val_classes: Any = None, kind: str = "custom", compress: bool = False,
+             backbone: str | None = None) -> Path:
     """Write a dataset in this module's format to ``path`` (``.npz`` appended when missing).
 
     Runs every check :func:`load_npz` runs first, so a file it writes always loads; the file is
@@ -443,6 +462,8 @@ def save_npz(path: str | Path, *, features: Any, labels: Any, class_semantics: A
     }
     if val_classes is not None:
         arrays["val_classes"] = np.asarray(val_classes)
+    if backbone is not None:
+        arrays["backbone"] = np.asarray(backbone)
     _read(_dict_arrays(path, arrays), dataset_name(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -467,7 +488,7 @@ def save_dataset(data: ZSLData, path: str | Path, *, kind: str = "custom", compr
                     class_semantics=data.attributes, class_names=names,
                     trainval_idx=data.trainval_idx, test_seen_idx=data.test_seen_idx,
                     test_unseen_idx=data.test_unseen_idx, val_classes=data.val_classes, kind=kind,
-                    compress=compress)
+                    compress=compress, backbone=data.backbone)
 
 
 # ---------------------------------------------------------------------------------- registration

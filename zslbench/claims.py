@@ -136,6 +136,9 @@ def _check_dataset(record: Record, datasets: Declarations) -> None:
                 raise RecordError(f"claims the standard {bench.name} data, but its {part} "
                                   f"fingerprint {_short(parts[part])} is not the official "
                                   f"{_short(pin)}")
+    backbone = record.data.get("backbone")
+    if backbone is not None and backbone != getattr(bench, "backbone", None):
+        return  # another backbone's features: the benchmark's feature pin is not theirs
     pin = getattr(bench, "features", None)
     fhash = record.data.get("features_hash")
     if pin is not None and fhash is not None and fhash != pin:

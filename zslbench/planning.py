@@ -20,8 +20,9 @@ from typing import Any
 
 from zslbench import claims
 from zslbench import identity as ident
+from zslbench.data import backbones
 from zslbench.data.checks import check_dataset, declared_benchmarks
-from zslbench.data.dataset import ZSLData
+from zslbench.data.dataset import ZSLData, check_backbone
 from zslbench.errors import ConfigError
 from zslbench.records import SCHEMA_VERSION, Record, RecordError, run_name
 
@@ -287,10 +288,21 @@ def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLDat
     # The benchmark the dataset's plugin declares, and every declared one (to match a file that
     # says it is real): the pins are the plugins', not the core's.
     declared = registry.items["dataset"].get(dataset)
+    bench = declared.obj.benchmark if declared is not None else None
+    if data.backbone is not None:  # a plugin's own loader may set anything: it names records
+        check_backbone(data.backbone, where=f"dataset {dataset!r}")
+    # Another backbone's features are the benchmark with other features: every pin but the
+    # features' applies, and the backbone enters the fingerprint (zslbench.data.backbones).
     verdict = check_dataset(
         data, kind, allow_nonstandard=request.allow_nonstandard,
-        benchmark=declared.obj.benchmark if declared is not None else None,
-        known=declared_benchmarks(p.obj for p in registry.items["dataset"].values()))
+        benchmark=backbones.for_backbone(bench, data.backbone),
+        known=backbones.relax_all(declared_benchmarks(
+            p.obj for p in registry.items["dataset"].values()), data.backbone))
+    if bench is None and verdict.official is not None:  # a real file matched by its split
+        bench = next((p.obj.benchmark for p in registry.items["dataset"].values()
+                      if p.obj.benchmark is not None and p.obj.benchmark.name == verdict.official),
+                     None)
+    verdict = backbones.named(verdict, data.backbone, bench)
     info = {"fingerprint": verdict.fingerprint, "features_hash": verdict.features_hash,
             "n_images": int(data.features.shape[0]), "feature_dim": int(data.features.shape[1]),
             "n_seen": int(len(data.seen_classes)), "n_unseen": int(len(data.unseen_classes)),
@@ -300,6 +312,8 @@ def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLDat
         # when its plugin is a -p module, distribution null), and only a file opened from the
         # command line (plugin "open_dataset") by its path.
         info["provider"] = {"plugin": declared.plugin, "distribution": declared.distribution}
+    if data.backbone is not None:
+        info["backbone"] = data.backbone
     return data, kind, verdict, info
 
 

@@ -39,7 +39,7 @@ EXTRA_METRICS = records.EXTRA_METRICS
 #: The columns of :func:`load_results`, in order.
 COLUMNS = ["dataset", "dataset_kind", "method", "config_id", "config", "seed", "repetition", "base_seed",
            *METRICS, *EXTRA_METRICS, "train_seconds", "device_type", "device_name", "data_fingerprint",
-           "standard", "oversubscribed", "schedule", "finished_at", "path"]
+           "backbone", "standard", "oversubscribed", "schedule", "finished_at", "path"]
 
 #: Deepest nesting accepted in a free-form value (an override, a swept value).
 MAX_DEPTH = 16
@@ -52,7 +52,8 @@ def load_results(results_dir: str | Path) -> pd.DataFrame:
     ``method``, ``config_id`` and ``config`` (the resolved configuration, a dict), ``seed``,
     ``repetition``, ``base_seed``, the metrics ``A_T``, ``A_U``, ``A_S``, ``H``, ``AUSUC``,
     ``AUSUC_per_image`` (percent; NaN where a record did not measure it), ``train_seconds``,
-    ``device_type``, ``device_name``, ``data_fingerprint``, ``standard`` (split),
+    ``device_type``, ``device_name``, ``data_fingerprint``, ``backbone`` (of the features; ``""``
+    where the record names none), ``standard`` (split),
     ``oversubscribed`` (the machine was busy while timing), ``schedule`` (``"reduced"`` or
     ``""``), ``finished_at`` and ``path``. A file that is not a valid record gives a
     :class:`UserWarning` naming it and is left out; ``frame.attrs["refused"]`` lists them as
@@ -339,6 +340,8 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         "standard": record.standard,
         "split_reason": _text(record.split.get("reason"), "split.reason"),
         "data_fp": _text(record.data.get("fingerprint"), "data.fingerprint"),
+        # The backbone of the features ("" where the record names none: before backbones were named)
+        "backbone": _text(record.data.get("backbone"), "data.backbone"),
         # A dataset opened from a file is named by its path on the command line.
         "data_path": _text(source.get("path"), "data.source.path"),
         # Who registered the dataset's name ("open_dataset" for a file opened by its path; "" in
@@ -379,7 +382,7 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
 #: The columns of :func:`read_runs`' frame.
 ROW_FIELDS = ("kind", "dataset", "method", "paper_name", "config_id", "config", "overrides", "overrides_map",
               "sweep", "sweep_params", "sweep_map", "config_file", "schedule", "standard", "split_reason",
-              "data_fp", "data_path", "data_plugin", "data_plugin_p", "device_type", "device_name", "seed", "repetition", "base_seed", "version",
+              "data_fp", "backbone", "data_path", "data_plugin", "data_plugin_p", "device_type", "device_name", "seed", "repetition", "base_seed", "version",
               "commit", "dirty", "started_at", "finished_at", "run_id", "path", "folder", "link", "train",
               "oversubscribed", "load_known", "per_class", "curve", "op", "selection_audit",
               *METRICS, *EXTRA_METRICS)

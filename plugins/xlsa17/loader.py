@@ -40,6 +40,9 @@ from zslbench.errors import ConfigError, DataError, UserError
 from zslbench_plugins.xlsa17 import cache as _cache
 from zslbench_plugins.xlsa17 import checks as _checks
 
+#: The backbone of xlsa17's ``res101.mat``: ImageNet ResNet-101, 2048-d pooled features.
+BACKBONE = "res101"
+
 #: zslbench names of the five xlsa17 benchmarks, in the paper's order.
 DATASETS = ("awa1", "awa2", "apy", "cub", "sun")
 RES101 = "res101.mat"
@@ -432,7 +435,7 @@ def benchmark(name: str) -> Benchmark:
     registry = _checks.load_registry()
     entry = registry["datasets"][canonical_name(name)]
     return Benchmark.from_mapping({**registry["benchmark"], **entry, "name": canonical_name(name),
-                                   "split": entry["split_fingerprint"]})
+                                   "split": entry["split_fingerprint"], "backbone": BACKBONE})
 
 
 def dataset_from(rep: Inspection) -> ZSLData:
@@ -474,7 +477,7 @@ def dataset_from(rep: Inspection) -> ZSLData:
         test_unseen_idx=idx["test_unseen_loc"], val_classes=val_classes, source=source,
         class_names=list(names) if names and len(names) == attributes.shape[0] else None,
         split_naming=replace(_splits.XLSA17_NAMING, file=str(files["att_splits"].path),
-                             features_file=str(files["res101"].path)))
+                             features_file=str(files["res101"].path)), backbone=BACKBONE)
 
 
 def read_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: Path | None = None,
@@ -519,6 +522,6 @@ def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstand
     return data
 
 
-__all__ = ["DATASETS", "DATA_ENV", "FileReport", "Inspection", "benchmark", "canonical_name",
+__all__ = ["BACKBONE", "DATASETS", "DATA_ENV", "FileReport", "Inspection", "benchmark", "canonical_name",
            "check_xlsa17", "dataset_folder", "dataset_from", "dataset_paths", "inspect_xlsa17", "load_xlsa17",
            "missing_files", "read_mat", "read_xlsa17", "resolve_data_dir"]

@@ -66,6 +66,12 @@ class ZSLData:
     #: 0- or 1-based (None: the dataset's name and its 0-based ``*_idx``). A format's loader sets
     #: it so that the runner's split checks, which run once per load, name the user's file.
     split_naming: SplitNaming | None = None
+    #: The backbone that computed the features (``"res101"``, ``"vit_b32_clip"``); None for
+    #: features that name none (synthetic data, a file without one). A dataset is its split and
+    #: class data plus one feature set: records carry the backbone (``data.backbone``), and a
+    #: backbone other than the benchmark's own (:attr:`Benchmark.backbone`) enters the data
+    #: fingerprint, so its runs are cached, shown and compared apart.
+    backbone: str | None = None
 
     @property
     def n_classes(self) -> int:
@@ -124,6 +130,18 @@ def check_name(name: object, *, where: str, hint: str) -> str:
 
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_BACKBONE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+
+
+def check_backbone(name: object, *, where: str) -> str:
+    """``name`` if it can name a backbone (letters, digits, ``._+-``, at most 64 characters, as
+    TV-GZSL's ``vit_b32_clip`` or timm's ``vit_base_patch16_224.augreg_in21k``), else one
+    :class:`DataError` line saying ``where`` it came from."""
+    if not isinstance(name, str) or not _BACKBONE.match(name):
+        raise DataError(f"{printable(str(where))}: the backbone name {name!r} is not a name",
+                        hint="name a backbone with letters, digits, '.', '_', '+' or '-' "
+                        "(at most 64 characters), e.g. vit_b32_clip")
+    return name
 
 
 @dataclass(frozen=True)
@@ -163,6 +181,10 @@ class Benchmark:
     labels: str | None = None
     val_classes: str | None = None
     features: str | None = None
+    #: The backbone of the published features (``"res101"`` for xlsa17): the one ``feature_dim``
+    #: and ``features`` pin. Feature sets of another backbone are compared with every other pin
+    #: but not these, and their backbone enters the data fingerprint.
+    backbone: str | None = None
 
     def __post_init__(self) -> None:
         for key in ("name", "title", "revision"):

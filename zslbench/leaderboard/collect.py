@@ -53,13 +53,19 @@ ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type", "schedule"
 
 
 def dataset_label(name: str, kind: str) -> str:
-    """Real benchmarks print as the paper does (``AWA2``); stand-ins and custom data keep their name."""
+    """Real benchmarks print as the paper does (``AWA2``); stand-ins and custom data keep their name.
+    A benchmark's feature set of another backbone (``awa2@vit_b32_clip``) is labelled with it:
+    ``AWA2 · vit_b32_clip``, its own group of columns beside the benchmark's."""
+    base, sep, backbone = name.partition("@")
+    if sep and base and backbone:
+        return f"{dataset_label(base, kind)} · {backbone}"
     return name.upper() if kind == "real" else name
 
 
 def dataset_order(name: str) -> tuple[int, str, str]:
-    """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike."""
-    base = name.lower().removeprefix("synth-")
+    """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike (a
+    feature set of another backbone right after its benchmark)."""
+    base = name.lower().partition("@")[0].removeprefix("synth-")
     rank = PAPER_DATASET_ORDER.index(base) if base in PAPER_DATASET_ORDER else len(PAPER_DATASET_ORDER)
     return (rank, name.lower(), name)
 
@@ -102,9 +108,17 @@ class DataVersions:
     dataset: str
     compared: str
     counts: tuple[tuple[str, int], ...]  # (fingerprint, records), compared first
+    #: The backbone of each version, in the order of ``counts`` ("" where the records name none).
+    backbones: tuple[str, ...] = ()
 
     def warning(self) -> str:
         others = ", ".join(f"{fp[:8]} ({n} record(s))" for fp, n in self.counts[1:])
+        if len(set(self.backbones)) > 1:
+            return (f"{self.dataset}: records on {len(self.counts)} data versions, of backbones "
+                    f"{', '.join(b or '(none named)' for b in self.backbones)}; only fingerprint "
+                    f"{self.compared[:8]} ({self.backbones[0] or 'no backbone named'}, "
+                    f"{self.counts[0][1]} record(s)) is compared, the runs on {others} are shown as "
+                    "rows of their own and never compared")
         return (f"{self.dataset}: records on {len(self.counts)} data versions; only fingerprint "
                 f"{self.compared[:8]} ({self.counts[0][1]} record(s)) is compared, the runs on {others} are "
                 "shown as rows of their own and never compared")
@@ -119,7 +133,9 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
     for (kind, dataset), group in runs.groupby(["kind", "dataset"], sort=True):
         stat = {fp: (len(g), max(g["finished_at"])) for fp, g in group.groupby("data_fp", sort=True)}
         order = sorted(stat, key=lambda fp: (stat[fp], fp), reverse=True)
-        out[(kind, dataset)] = DataVersions(kind, dataset, order[0], tuple((fp, stat[fp][0]) for fp in order))
+        named = {fp: next((b for b in g["backbone"] if b), "") for fp, g in group.groupby("data_fp", sort=True)}
+        out[(kind, dataset)] = DataVersions(kind, dataset, order[0], tuple((fp, stat[fp][0]) for fp in order),
+                                            tuple(named[fp] for fp in order))
     return out
 
 
@@ -207,7 +223,14 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
                                   key=lambda t: t[0]) if c is not None]
         entry["audits"] = [{"seed": int(s), **a} for s, a in zip(group["seed"], group["selection_audit"],
                                                                  strict=True) if a is not None]
-        entry["compared"] = versions[(entry["kind"], entry["dataset"])].compared == entry["data_fp"]
+        compared = versions[(entry["kind"], entry["dataset"])].compared
+        entry["compared"] = compared == entry["data_fp"]
+        # the features' backbone, and the compared version's: a row on other features of the same
+        # dataset is labelled with its backbone when that is what differs
+        entry["backbone"] = next((b for b in group["backbone"] if b), "")
+        same = runs[(runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
+                    & (runs["data_fp"] == compared)]
+        entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
         out.append(entry)
     frame = pd.DataFrame(out)
     frame["row_key"] = [tuple(r[k] for k in ROW_KEYS) + (() if r["compared"] else ("data", r["data_fp"]))
@@ -237,6 +260,8 @@ def _labels(frame: pd.DataFrame) -> list[str]:
             for rk, m, o, w in zip(frame["row_key"], frame["method"], frame["overrides"], frame["sweep"],
                                    strict=True)}
     rows = sorted(set(frame["row_key"]), key=repr)
+    backbones = {rk: (b, c) for rk, b, c in zip(frame["row_key"], frame["backbone"],
+                                                frame["compared_backbone"], strict=True)}
     labels = {}
     for rk in rows:
         kind, _method, cid, standard, device, schedule = rk[:6]
@@ -251,7 +276,9 @@ def _labels(frame: pd.DataFrame) -> list[str]:
         if any(o[2] != cid for o in twins):
             parts.append(f"cfg {cid[:8]}")
         if len(rk) > len(ROW_KEYS):
-            parts.append(f"data {rk[-1][:8]}, not compared")
+            backbone, compared = backbones[rk]
+            parts.append(f"backbone {backbone}, not compared" if backbone and backbone != compared
+                         else f"data {rk[-1][:8]}, not compared")
         labels[rk] = " · ".join(parts)
     return [labels[rk] for rk in frame["row_key"]]
 
@@ -406,6 +433,12 @@ def comparison_sides(runs: pd.DataFrame, spec_a: str, spec_b: str, dataset: str)
                              "as METHOD[PARAM=VALUE,...], quoted")
     shared = set(picked[0]["data_fp"]) & set(picked[1]["data_fp"])
     if not shared:
+        backbones = [sorted(set(side["backbone"]) - {""}) for side in picked]
+        if backbones[0] and backbones[1] and not set(backbones[0]) & set(backbones[1]):
+            raise UserError(f"{spec_a} ran on backbone {', '.join(backbones[0])} and {spec_b} on backbone "
+                            f"{', '.join(backbones[1])} ({dataset}): runs on different backbones are never paired",
+                            hint=f"run both on one feature set (zslbench run --method "
+                            f"{specs[0].method},{specs[1].method} --dataset {dataset})")
         raise UserError(f"{spec_a} and {spec_b} never ran on the same version of {dataset} (data fingerprints "
                         "differ), so their numbers are not comparable",
                         hint="re-run both on the same data (zslbench run ... --dataset " + dataset + ")")
