@@ -175,7 +175,7 @@ def _item_name(kind: str, obj: Any) -> str:
 
 #: The built-in plugins that add subcommands (``zslbench_commands``): the only built-ins that
 #: ``zslbench --help`` imports (the others import torch, seconds). A test keeps this list true.
-BUILTIN_COMMAND_PLUGINS = ("xlsa17",)
+BUILTIN_COMMAND_PLUGINS = ("xlsa17", "features")
 
 
 def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bool = False,
