@@ -18,7 +18,8 @@ The GZSL classifier is a softmax on ``h = ReLU(W1 x)`` of real seen and syntheti
 
 Source of every default: github.com/Hanzy1996/CE-GZSL@7bf5358 (``CE_GZSL.py`` argparse defaults,
 lines 19-59, and the README's CUB command). The README's command uses CUB's 1024-d sentence
-embeddings; here every dataset uses its class attributes (CUB's 312-d), as the issue asks, and
+embeddings; here every dataset uses its class attributes (CUB's 312-d), so that every
+method on the board sees the same class semantics, and
 ``nz`` defaults to the attribute size (the README sets ``--nz`` equal to ``--attSize``).
 
 Kept from the official code: ``F_ha``'s gradient is zeroed once per epoch (``CE_GZSL.py:285``),

@@ -134,7 +134,7 @@ class _Arrays:
 
 def _check_header(path: Path, key: str, fh: BinaryIO, available: int) -> None:
     """Refuse an array whose ``.npy`` header claims more bytes than the file holds, before numpy
-    allocates them (a corrupt header claiming a huge shape used to end in a MemoryError)."""
+    allocates them (a corrupt header claiming a huge shape would otherwise end in a MemoryError)."""
     try:
         version = np.lib.format.read_magic(fh)
         read = (np.lib.format.read_array_header_1_0 if version == (1, 0)

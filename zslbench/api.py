@@ -1,4 +1,4 @@
-"""The Python API: ``zslbench.run(...)`` and ``zslbench.load_results(...)`` (issue 16 item 7).
+"""The Python API: ``zslbench.run(...)`` and ``zslbench.load_results(...)``.
 
 ``zslbench run`` on the command line and :func:`run` here take one path: :func:`grid_request`
 resolves the options (a keyword given wins over the ``config`` file's value, as a command-line

@@ -1,4 +1,4 @@
-"""Third-party methods onto the public board (issue 16 item 10): ``leaderboards/plugins.toml``.
+"""Third-party methods onto the public board: ``leaderboards/plugins.toml``.
 
 A plugin's author adds an entry by pull request::
 

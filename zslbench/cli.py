@@ -319,7 +319,8 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
 
 def missing_data_line(lines: list[str]) -> str:
     """Missing data files as one line: each file (relative to the folder they share), then the
-    first file's fix (``--dataset all`` without the data was ten lines of 300 characters)."""
+    first file's fix (one line per file would make ``--dataset all`` without the data ten lines of
+    300 characters)."""
     if len(lines) == 1:
         return lines[0]
     parts = [line.partition(" is missing") for line in lines]

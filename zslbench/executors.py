@@ -1,6 +1,6 @@
 """How runs execute: failure isolation shared by every executor, and the Ray executor.
 
-A run fails alone, whatever failed in it (issue 16 item 6, issue 18): its data (the ``clip``
+A run fails alone, whatever failed in it: its data (the ``clip``
 preprocessor refusing negative features), a component, the model, or plugin code calling
 ``sys.exit(0)`` or raising ``KeyboardInterrupt``. :func:`failure_reason` turns any of these into the
 one line that :func:`write_failure_note` keeps in ``<run_id>.failed`` next to where the record would
@@ -115,7 +115,7 @@ def write_failure_note(record_path: Path, reason: str) -> Path:
 
 
 def clear_failure_note(record_path: Path, *, other_configs: bool = False) -> None:
-    """The run now has its record: its old failure no longer holds.
+    """Remove a run's failure note once the run has its record: that failure no longer holds.
 
     With ``other_configs`` (a run that is not part of a sweep), the notes of the same run under
     another configuration go too: same dataset, method, data, device type and seed, another

@@ -19,7 +19,7 @@ A run's key (:func:`run_key`) hashes its :func:`run_identity`:
 Editing the leaderboard, the CLI, the README, the tests, or another method's plugin therefore
 leaves a run cached. Records keep this identity (``Record.identity``), so that a run that is not
 taken from the cache can say why (:func:`difference`); the git commit stays in the record for
-provenance, but no longer decides caching.
+provenance, but does not decide caching.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from typing import Any
 
 #: Bump when a change to :data:`PROTOCOL_MODULES` or :func:`derive_seed` can change a number; every
 #: record made under another version is re-run ("protocol changed").
-#: 2: seeds no longer depend on the method (hash of base seed, dataset, repetition), and the
-#: ``refine`` search climbs until no full-resolution neighbour is better (it stopped after one step).
+#: Version 2: seeds do not depend on the method (hash of base seed, dataset, repetition; under
+#: version 1 they did), and the ``refine`` search climbs until no full-resolution neighbour is
+#: better (under version 1 it stopped after one step).
 PROTOCOL_VERSION = 2
 
 #: The core numerics every run shares; ``tests/test_identity.py`` pins their digest.
@@ -112,11 +113,11 @@ def stable_dump(node: object) -> str:
     Python from 3.10 to 3.13.
 
     ``ast.dump`` itself differs by version (3.12 prints ``type_params=[]``, 3.13 drops empty
-    fields), so digests taken from it moved with the interpreter. This writes 3.11's format
+    fields), so digests taken from it would move with the interpreter. This writes 3.11's format
     explicitly: every field, as ``name=value``, except an optional field that is ``None``
     (:data:`_OPTIONAL_FIELDS`) and an empty field that 3.11 did not have; values by ``repr``.
     The parser differs too: 3.12 keeps empty string parts of an f-string, which are dropped. Keeping 3.11's exact text keeps every
-    digest made before (and so every cached record) valid."""
+    digest ever recorded (and so every cached record) valid."""
     if isinstance(node, ast.AST):
         args = []
         for name in node._fields:

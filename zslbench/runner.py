@@ -38,7 +38,7 @@ from zslbench.planning import (
     load_checked,
     plan_dataset,
 )
-from zslbench.planning import derive_seed as derive_seed  # re-exported: its old home
+from zslbench.planning import derive_seed as derive_seed  # re-exported for importers of runner
 from zslbench.protocol import Method, run_protocol
 from zslbench.records import Record, write_record
 from zslbench.registry import BUILTIN_DISTRIBUTION, Registry, suggestion

@@ -4,9 +4,9 @@ stage only when nothing it reads has changed.
 Why: the search refits one model instance on the same arrays for every candidate
 (:mod:`zslbench.search`). For a generative method most candidates differ only in the final
 classifier's hyperparameters, and re-training the generator for each would multiply the cost by
-the number of candidates. Hand-rolled caches did this before, each keyed on a list of the
-parameters its stage was *believed* to read, and a parameter left off such a list silently reused
-a stale generator. Here the key is derived from the declaration, and the declaration is enforced:
+the number of candidates. A hand-rolled cache keyed on a list of the parameters its stage is
+*believed* to read is fragile: a parameter left off such a list silently reuses a stale
+generator. Here the key is derived from the declaration, and the declaration is enforced:
 while a stage runs, reading a hyperparameter it does not declare raises :class:`StageReadError`,
 so a stage cannot depend on a value that its key ignores.
 

@@ -376,7 +376,7 @@ def read_meta(path: Path, *, require: tuple[str, ...] = ()) -> dict[str, Any]:
     or if its file table is not one a complete entry has (each array with a size and a digest,
     the arrays ``require`` names among them: :data:`REQUIRED_ARRAYS` of the entry's kind). A
     damaged table is damage like any other: a load rebuilds the entry and ``data info`` calls it
-    damaged (an emptied table used to pass here and fail the load with a ``KeyError``)."""
+    damaged (an emptied table must not pass here and then fail the load with a ``KeyError``)."""
     try:
         meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
