@@ -29,6 +29,13 @@ step "install (from .whl/, no index)"
 if ls .whl/zslbench-*.whl >/dev/null 2>&1; then
   if [ ! -x "$OUT/venv/bin/python" ]; then
     python3 -m venv --system-site-packages "$OUT/venv" || exit 2
+    # Called from inside a venv that has torch (a development machine): the new venv sees the
+    # base interpreter's packages only, so it also gets that venv's (after its own, so that the
+    # wheel's zslbench wins).
+    if ! "$OUT/venv/bin/python" -c "import torch" 2>/dev/null && python3 -c "import torch" 2>/dev/null; then
+      python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+        >"$("$OUT/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/zz-caller.pth"
+    fi
   fi
   "$OUT/venv/bin/pip" install -q --no-deps --no-index --force-reinstall .whl/zslbench-*.whl || exit 2
   PY="$OUT/venv/bin/python"
