@@ -37,7 +37,6 @@ import importlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +47,7 @@ import numpy as np
 
 from zslbench.data.dataset import ZSLData, check_backbone
 from zslbench.errors import ConfigError, DataError, UserError
+from zslbench.files import atomic_write, sha256_file
 from zslbench.hookspecs import hookimpl
 
 MANIFEST = "extract.json"
@@ -146,29 +146,8 @@ def load_backbone(spec: str, image_size: int, name: str | None = None) -> Backbo
 
 
 # -- the folder ---------------------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _write_atomic(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
-    _write_atomic(out / MANIFEST, lambda fh: fh.write(json.dumps(manifest, indent=1,
+    atomic_write(out / MANIFEST, lambda fh: fh.write(json.dumps(manifest, indent=1,
                                                                   sort_keys=True) + "\n"), "w")
 
 
@@ -270,7 +249,7 @@ def _like(name: str, data_dir: Path | None, plugins: tuple[str, ...]) -> tuple[Z
 
 
 def _save(path: Path, value: Any) -> None:
-    _write_atomic(path, lambda fh: np.save(fh, value))
+    atomic_write(path, lambda fh: np.save(fh, value))
 
 
 def extract(*, images: Path, list_file: Path, like: ZSLData, backbone: Backbone, out: Path,
@@ -345,7 +324,7 @@ def extract(*, images: Path, list_file: Path, like: ZSLData, backbone: Backbone,
     if like.val_classes is not None:
         _save(out / "val_classes.npy", np.asarray(like.val_classes))
     os.replace(partial, out / "features.npy")
-    manifest.update(complete=True, features_sha256=_sha256(out / "features.npy"),
+    manifest.update(complete=True, features_sha256=sha256_file(out / "features.npy"),
                     feature_dim=int(np.load(out / "features.npy", mmap_mode="r").shape[1]))
     _write_manifest(out, manifest)
     say(f"wrote {out} ({n} images, {manifest['feature_dim']}-d {backbone.name} features); "

@@ -30,7 +30,6 @@ be (n,), (n, 1) or (1, n), and ``features`` (n, d) in any float or integer dtype
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ import numpy as np
 from zslbench.data import splits as _splits
 from zslbench.data.dataset import DatasetSpec, ZSLData, check_backbone, resolve_data_dir
 from zslbench.errors import DataError
+from zslbench.files import sha256_file
 from zslbench.hookspecs import hookimpl
 from zslbench_plugins.xlsa17 import checks as _checks
 from zslbench_plugins.xlsa17.loader import BACKBONE, DATASETS, benchmark, read_mat
@@ -117,14 +117,6 @@ def _find_split(features_file: Path, dataset: str, data_dir: Path | None) -> Pat
                     f"with `zslbench data download --dataset {dataset}`")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def assemble(name: str, dataset: str, backbone: str, features: Any, labels: Any, feat_file: Path,
              att_file: Path, fmt: str) -> ZSLData:
     """The dataset of a feature file and its split file, after the xlsa17 files' own checks."""
@@ -177,8 +169,8 @@ def assemble(name: str, dataset: str, backbone: str, features: Any, labels: Any,
         except (IndexError, TypeError, ValueError):
             names = None
     source = {"format": fmt, "dataset": dataset, "backbone": backbone,
-              "features_path": str(feat_file), "features_sha256": _sha256(feat_file),
-              "att_splits_path": str(att_file), "att_splits_sha256": _sha256(att_file)}
+              "features_path": str(feat_file), "features_sha256": sha256_file(feat_file),
+              "att_splits_path": str(att_file), "att_splits_sha256": sha256_file(att_file)}
     return ZSLData(
         name=name, features=out, labels=labels0, attributes=attributes,
         trainval_idx=idx["trainval_loc"] - 1, test_seen_idx=idx["test_seen_loc"] - 1,

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from zslbench.files import atomic_write_text
+from zslbench.files import atomic_write_text, sha256_file
 
 try:  # POSIX; elsewhere the age of a temporary is all there is to go on
     import fcntl
@@ -84,20 +84,6 @@ _LEGACY_TMP_RE = re.compile(r"^\.(?P<stem>(?:res101|att_splits)-[0-9a-f]{20})\.[
 
 class CacheCorrupt(Exception):
     """A cache entry failed its integrity check (internal: the loader rebuilds the entry)."""
-
-
-def sha256_file(path: Path) -> str:
-    """Full sha256 of a file, read in 4 MiB chunks (the key of a source file's cache entry)."""
-    h = hashlib.sha256()
-    buf = bytearray(_READ_CHUNK)
-    view = memoryview(buf)
-    with open(path, "rb", buffering=0) as fh:
-        while True:
-            n = fh.readinto(buf)
-            if not n:
-                break
-            h.update(view[:n])
-    return h.hexdigest()
 
 
 def _segment_digest(path: Path, start: int, length: int) -> bytes:
