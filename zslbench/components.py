@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+
+#: The type of ``self``: ``clone`` returns the same class (typing.Self is 3.11+).
+_C = TypeVar("_C", bound="Component")
 
 
 class Component:
@@ -57,7 +60,7 @@ class Component:
         ``zslbench.hyperparams``). The harness calls it before loading any data; components
         with hyperparameters must override it."""
 
-    def clone(self) -> Component:
+    def clone(self: _C) -> _C:
         """An unfitted copy with the same hyperparameters; a component-valued hyperparameter (a
         composite model's embedder, say) is cloned in turn, never shared."""
         return type(self)(**{k: v.clone() if isinstance(v, Component) else copy.deepcopy(v)
@@ -85,6 +88,9 @@ class Calibrator(Component):
     (the runner passes ``-||x - mu_c||^2``), the true labels (n,) as column indices into the
     scores, and a boolean mask (c,) of which columns are seen classes. It sets ``gamma_``.
     """
+
+    #: The chosen penalty, set by ``fit``.
+    gamma_: float
 
     def fit(self, scores: np.ndarray, labels: np.ndarray, seen_mask: np.ndarray) -> Calibrator:
         raise NotImplementedError

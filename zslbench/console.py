@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from types import TracebackType
 from typing import Any
 
 from rich.console import Console
@@ -92,9 +93,10 @@ class Reporter:
             self.run_task = self.progress.add_task("starting", total=None)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if self.progress is not None:
-            self.progress.__exit__(*exc)
+            self.progress.__exit__(kind, exc, tb)
 
     # -- events ----------------------------------------------------------------------------------
     def _run_name(self) -> str:

@@ -25,7 +25,8 @@ def atomic_write(path: Path, write: Callable[[Any], None], mode: str = "wb") -> 
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; these are ordinary shared files
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+        encoding = None if "b" in mode else "utf-8"
+        with open(fd, mode, encoding=encoding) as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())

@@ -258,6 +258,7 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
         # Step 2: choose gamma on validation-seen + validation-unseen images.
         with timer.phase("calibration"):
             if s_val is None:
+                assert model is not None  # fitted above whenever the search gave no scores
                 with blame(_who("model", method.model), "validation scoring"):
                     s_val = _checked_scores(model, x_val, len(val_classes_all))
             with blame(_who("calibrator", method.calibrator), "calibration"):

@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 
@@ -108,7 +108,7 @@ def _add_kinds(registry: Registry, pm: pluggy.PluginManager, problem: Any) -> No
         dist = registry.plugins.get(plugin_name)
         who = f"plugin {plugin_name!r} ({dist or 'loaded with -p'})"
         try:
-            added = list(impl.function() or [])
+            added = list(cast("list[object]", impl.function() or []))
         except Exception as exc:
             problem(f"plugin {plugin_name!r} failed in zslbench_add_kinds: "
                     f"{type(exc).__name__}: {exc}")

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -73,9 +72,16 @@ class StageReadError(RuntimeError):
     model, which would make the search reuse a stale stage."""
 
 
-@cache
-def _param_set(cls: type) -> frozenset[str]:
-    return frozenset(cls._param_names())
+_PARAM_SETS: dict[type, frozenset[str]] = {}
+
+
+def _param_set(cls: type[Any]) -> frozenset[str]:
+    """The hyperparameter names of ``cls``, computed once per class (read on every attribute
+    access of a model while a stage runs)."""
+    names = _PARAM_SETS.get(cls)
+    if names is None:
+        names = _PARAM_SETS[cls] = frozenset(cls._param_names())
+    return names
 
 
 class StagedModel(Model):

@@ -220,8 +220,8 @@ def not_worse_than_best(samples: Sequence[Mapping[int, float]], *, higher_better
     if len(clean[best]) < 2:
         return out
     tests = {i: compare_runs(clean[best], clean[i]) for i in present if i != best}
-    tested = [i for i, d in tests.items() if d is not None]
-    adjusted = dict(zip(tested, holm([tests[i].p for i in tested]), strict=True))
+    tested = {i: d for i, d in tests.items() if d is not None}
+    adjusted = dict(zip(tested, holm([d.p for d in tested.values()]), strict=True))
     out[best] = Verdict("best")
     for i, diff in tests.items():
         if diff is None:
@@ -258,7 +258,7 @@ def average_ranks(scores: np.ndarray, *, higher_better: bool = True) -> np.ndarr
     return ranks.mean(axis=0)
 
 
-def friedman_from_ranks(ranks: Sequence[float], n: int) -> tuple[float, float]:
+def friedman_from_ranks(ranks: Sequence[float] | np.ndarray, n: int) -> tuple[float, float]:
     """χ²_F = 12n / (k(k+1)) · (Σ R_j² − k(k+1)²/4) and F_F = (n−1) χ²_F / (n(k−1) − χ²_F)."""
     r = np.asarray(ranks, dtype=float)
     k = r.size

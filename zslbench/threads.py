@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import MutableMapping
+from typing import Any
 
 #: Set to ``off`` to leave every thread-related variable exactly as the environment has it.
 POLICY_ENV = "ZSLBENCH_THREAD_POLICY"
@@ -72,7 +73,7 @@ def apply_defaults(environ: MutableMapping[str, str] | None = None) -> dict[str,
     return applied
 
 
-def report() -> dict[str, object]:
+def report() -> dict[str, Any]:
     """What governs threading in this process, for a run's record.
 
     ``threads``: torch's intra-op threads; ``wait_policy``: ``OMP_WAIT_POLICY`` as libgomp read it

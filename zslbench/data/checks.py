@@ -157,7 +157,7 @@ def features_hash(features: np.ndarray) -> str:
     rows = max(1, _HASH_BLOCK // max(1, features.shape[1] * 4))
     for start in range(0, features.shape[0], rows):
         block = np.ascontiguousarray(features[start:start + rows], dtype=np.float32)
-        h.update(memoryview(block).cast("B"))
+        h.update(block.data.cast("B"))
     return h.hexdigest()
 
 
@@ -257,7 +257,8 @@ def check_dataset(data: ZSLData, kind: str, *, benchmark: Benchmark | None = Non
     fhash = features_hash(data.features)
     fingerprint = _sha((CONTENT_SCHEME + "\n" + "\n".join(f"{k}:{v}" for k, v in sorted(
         parts.items())) + f"\nfeatures:{fhash}\n").encode())
-    matched, unverified = None, ()
+    matched: Benchmark | None = None
+    unverified: list[str] = []
     if kind == "real":
         matched, mismatches, unverified = _match_benchmark(data, parts, fhash, where, benchmark,
                                                            list(known))
