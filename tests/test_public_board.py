@@ -1,5 +1,5 @@
 """Third-party methods onto the public board (issue 16 item 10): the leaderboard workflow's steps
-(``python -m zslbench.board install``, ``run``, then the render) on a tiny plugin package
+(``zslbench board install``, ``run``, then the render) on a tiny plugin package
 (tests/board_plugin) installed by pip from a path requirement, into a scratch folder."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from zslbench.board import PLUGINS_FILE, load_plugins
+from zslbench.board import BOARD_DIR, load_plugins
 from zslbench.errors import ConfigError
+from zslbench.leaderboard.manifest import PLUGINS_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "tests" / "board_plugin"
@@ -22,14 +23,14 @@ WORKFLOW = REPO / ".github" / "workflows" / "leaderboard.yml"
 
 
 def board(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zslbench.board", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "zslbench", "board", *args], capture_output=True,
                           text=True, timeout=600, env={**os.environ, **(env or {})})
 
 
 def test_the_committed_plugin_list_reads_and_the_workflow_runs_it():
-    load_plugins(REPO / PLUGINS_FILE)
+    load_plugins(REPO / BOARD_DIR / PLUGINS_NAME)
     flat = " ".join(WORKFLOW.read_text().split())
-    install, run = flat.index("python -m zslbench.board install"), flat.index("python -m zslbench.board run")
+    install, run = flat.index("zslbench board install"), flat.index("zslbench board run")
     assert install < run < flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
 
 
@@ -58,7 +59,7 @@ def test_a_plugins_file_that_is_not_utf8_is_one_line(tmp_path):
     proc = board("run", "--plugins", str(path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"zslbench board: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"]
+        f"zslbench: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"]
 
 
 def test_an_entry_named_zslbench_cannot_list_a_built_in(tmp_path):

@@ -1,4 +1,4 @@
-"""Third-party methods onto the public board: ``leaderboards/plugins.toml``.
+"""Third-party methods onto the public board: the board folder's ``plugins.toml``.
 
 A plugin's author adds an entry by pull request::
 
@@ -11,15 +11,20 @@ and ``.github/workflows/leaderboard.yml`` runs them in a job of their own, which
 repository and write nothing (``permissions: contents: read``, no token kept by the checkout, no
 shared cache)::
 
-    python -m zslbench.board install      # pip install every requirement
-    python -m zslbench.board run          # their methods on the stand-ins (synth-all, 3 seeds)
+    zslbench board install      # pip install every requirement
+    zslbench board run          # their methods on the stand-ins (synth-all, 3 seeds)
 
 and hands the records on as an artifact. The job that may write (push a branch, open the pull
 request) installs no plugin and runs no third-party code; it only reads the artifact's records as
 data::
 
-    python -m zslbench.board accept --from DIR   # validate them, take them onto the board
-    python -m zslbench.board render              # zslbench leaderboard --results-dir ... --out ...
+    zslbench board accept --from DIR   # validate them, take them onto the board
+    zslbench board render              # zslbench leaderboard --results-dir DIR/records --out DIR
+
+Every path is relative to the board folder, ``zslbench board --dir DIR`` (default
+``leaderboards`` under the current directory, the clone's root in the workflow): its
+``plugins.toml``, its records (``records/``, third-party ones in ``records/synthetic/``) and the
+rendered pages; ``--plugins``, ``--results-dir`` and ``--out`` name another file or folder.
 
 ``accept`` (:func:`accept`) takes a record only when it is valid and its claims agree
 (:mod:`zslbench.claims`), it is a run of a listed method from the listed distribution on a
@@ -46,14 +51,17 @@ import click
 from zslbench.config import tomllib
 from zslbench.console import terminal_text
 from zslbench.errors import ConfigError, UserError
+from zslbench.leaderboard.cli import render_board
+from zslbench.leaderboard.manifest import PLUGINS_NAME
 from zslbench.registry import BUILTIN_DISTRIBUTION
 
-#: Where the board's list of third-party plugins lives (relative to the repository root).
-PLUGINS_FILE = Path("leaderboards/plugins.toml")
+#: The board folder, relative to the current directory, unless ``zslbench board --dir`` names one.
+BOARD_DIR = Path("leaderboards")
 #: What the board runs them on: the embedded stand-ins, as the built-ins' synthetic grid.
 DATASETS = "synth-all"
 SEEDS = 3
-RESULTS_DIR = Path("leaderboards/records/synthetic")
+#: The third-party records, inside the board folder's records.
+THIRD_PARTY_RECORDS = Path("records") / "synthetic"
 KEYS = {"name", "requirement", "methods"}
 
 
@@ -71,7 +79,7 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def load_plugins(path: Path = PLUGINS_FILE) -> list[BoardPlugin]:
+def load_plugins(path: Path) -> list[BoardPlugin]:
     """The validated entries of ``path``; a mistake is one ``ConfigError`` naming the entry."""
     path = Path(path)
     try:
@@ -125,11 +133,11 @@ def install(plugins: list[BoardPlugin]) -> None:
     if subprocess.run(cmd, check=False).returncode != 0:
         raise UserError("pip could not install the plugins of the board "
                         f"({', '.join(p.requirement for p in plugins)})",
-                        hint="check each requirement in leaderboards/plugins.toml")
+                        hint=f"check each requirement in {PLUGINS_NAME}")
 
 
-def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SEEDS,
-        results_dir: Path = RESULTS_DIR) -> list[str]:
+def run(plugins: list[BoardPlugin], *, results_dir: Path, datasets: str = DATASETS,
+        seeds: int = SEEDS) -> list[str]:
     """Run every listed method on ``datasets``; the failures, one line each (empty: all ran)."""
     import zslbench
     from zslbench.api import RunsFailed, print_progress
@@ -142,13 +150,13 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
                 problems = [line for line in registry.problems
                             if repr(method) in line or _canonical(plugin.name) in _canonical(line)]
                 why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
-                raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method {method!r}, "
+                raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method {method!r}, "
                                   f"which is not registered: {why}",
                                   hint=f"fix {plugin.name}, or run `zslbench list` to see its problems")
             dist = registry.items["method"][method].distribution
             if (dist is None or _canonical(dist) != _canonical(plugin.name)
                     or _canonical(dist) == BUILTIN_DISTRIBUTION):
-                raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method "
+                raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method "
                                   f"{method!r}, which {dist or 'no installed distribution'} "
                                   "provides", hint=f"list only methods {plugin.name} registers")
     failures: list[str] = []
@@ -161,7 +169,7 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
     return failures
 
 
-def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path = RESULTS_DIR
+def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path
            ) -> tuple[list[Path], list[str]]:
     """Take the records that the job running third-party code handed on (``source``, an
     artifact: untrusted) into ``results_dir``: (the files written, one line per file refused).
@@ -195,7 +203,7 @@ def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path = RESULTS
         elif path.name != f"{rec.run_id}.json":
             why = f"is not named by its run id {rec.run_id!r}"
         elif rec.method not in owner:
-            why = f"method {rec.method!r} is not listed in {PLUGINS_FILE}"
+            why = f"method {rec.method!r} is not listed in {PLUGINS_NAME}"
         elif _canonical(str((rec.config.get("method_distribution") or {}).get("distribution"))) \
                 != _canonical(owner[rec.method].name):
             why = f"method {rec.method!r} was not run from {owner[rec.method].name}"
@@ -216,80 +224,87 @@ def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path = RESULTS
     return written, refused
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
-    """Third-party plugins on the public board (leaderboards/plugins.toml)."""
+@click.group("board")
+@click.option("--dir", "board_dir", type=click.Path(path_type=Path, file_okay=False),
+              default=BOARD_DIR, show_default=True,
+              help="The board folder: its plugins.toml, records/ and rendered pages.")
+@click.pass_context
+def board(ctx: click.Context, board_dir: Path) -> None:
+    """Third-party plugins on the public board (the board folder's plugins.toml)."""
+    ctx.meta["zslbench.board_dir"] = board_dir
+
+
+def _board_dir() -> Path:
+    return Path(click.get_current_context().meta["zslbench.board_dir"])
 
 
 _plugins_option = click.option("--plugins", "plugins_file", type=click.Path(path_type=Path),
-                               default=PLUGINS_FILE, show_default=True)
+                               default=None, help=f"[default: DIR/{PLUGINS_NAME}]")
+_results_option = click.option("--results-dir", type=click.Path(path_type=Path), default=None,
+                               help=f"[default: DIR/{THIRD_PARTY_RECORDS.as_posix()}]")
 
 
-@main.command("install")
+def _plugins(plugins_file: Path | None) -> list[BoardPlugin]:
+    return load_plugins(plugins_file or _board_dir() / PLUGINS_NAME)
+
+
+def _results(results_dir: Path | None) -> Path:
+    return results_dir or _board_dir() / THIRD_PARTY_RECORDS
+
+
+@board.command("install")
 @_plugins_option
-def install_cmd(plugins_file: Path) -> None:
+def install_cmd(plugins_file: Path | None) -> None:
     """pip install every listed plugin."""
-    install(load_plugins(plugins_file))
+    install(_plugins(plugins_file))
 
 
-@main.command("run")
+@board.command("run")
 @_plugins_option
 @click.option("--dataset", "datasets", default=DATASETS, show_default=True)
 @click.option("--seeds", type=click.IntRange(1), default=SEEDS, show_default=True)
-@click.option("--results-dir", type=click.Path(path_type=Path), default=RESULTS_DIR,
-              show_default=True)
-def run_cmd(plugins_file: Path, datasets: str, seeds: int, results_dir: Path) -> None:
+@_results_option
+def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: Path | None) -> None:
     """Run every listed method on the stand-ins (cached runs are not repeated)."""
-    failures = run(load_plugins(plugins_file), datasets=datasets, seeds=seeds,
-                   results_dir=results_dir)
+    failures = run(_plugins(plugins_file), datasets=datasets, seeds=seeds,
+                   results_dir=_results(results_dir))
     for line in failures:
         click.echo(f"zslbench board: failed: {line}", err=True)
     if failures:
         raise SystemExit(1)
 
 
-@main.command("accept")
+@board.command("accept")
 @_plugins_option
 @click.option("--from", "source", type=click.Path(path_type=Path, file_okay=False), required=True,
               help="The records handed on by the job that ran the plugins (an artifact).")
-@click.option("--results-dir", type=click.Path(path_type=Path), default=RESULTS_DIR,
-              show_default=True)
-def accept_cmd(plugins_file: Path, source: Path, results_dir: Path) -> None:
+@_results_option
+def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None) -> None:
     """Validate the listed plugins' records (untrusted) and take them onto the board."""
-    written, refused = accept(load_plugins(plugins_file), source, results_dir)
+    target = _results(results_dir)
+    written, refused = accept(_plugins(plugins_file), source, target)
     for line in refused:
         click.echo(terminal_text(f"zslbench board: refused: {line}"), err=True)
-    click.echo(f"{len(written)} record(s) taken into {results_dir}, {len(refused)} refused")
+    click.echo(f"{len(written)} record(s) taken into {target}, {len(refused)} refused")
 
 
-@main.command("render")
-@click.option("--results-dir", type=click.Path(path_type=Path),
-              default=Path("leaderboards/records"), show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), default=Path("leaderboards"),
-              show_default=True)
-def render_cmd(results_dir: Path, out: Path) -> None:
+@board.command("render")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=None,
+              help="[default: DIR/records]")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="[default: DIR]")
+def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     """Re-render the board (zslbench leaderboard), then check it."""
-    from zslbench.cli import main as zslbench_main
-
-    for extra in ([], ["--check"]):
-        try:
-            zslbench_main(["leaderboard", "--results-dir", str(results_dir), "--out", str(out),
-                           *extra])
-        except SystemExit as exc:
-            if exc.code not in (0, None):
-                raise
+    results_dir = results_dir or _board_dir() / "records"
+    out = out or _board_dir()
+    render_board(results_dir, out)
+    render_board(results_dir, out, check_only=True)
 
 
 def entry() -> None:
-    """``python -m zslbench.board``, with zslbench's one-line errors."""
-    try:
-        main(standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except UserError as exc:
-        click.echo(f"zslbench board: error: {exc.one_line()}", err=True)
-        sys.exit(exc.exit_code)
+    """``python -m zslbench.board ARGS``: the same as ``zslbench board ARGS``."""
+    from zslbench.cli import main
+
+    main(["board", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,7 +28,7 @@ def _echo(text: str, err: bool = False) -> None:
                    "committed board: --results-dir leaderboards/records --out leaderboards.")
 @click.option("--reported", "reported_path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               default=None, help="Curated reported-numbers file [default: the JSON file in OUT/reported/, else "
-                                 "in leaderboards/reported/ of the zslbench clone].")
+                                 "in leaderboards/reported/ of the current directory].")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.")
 @click.option("--overwrite-foreign", is_flag=True,
@@ -53,30 +54,34 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     `zslbench leaderboard prune` lists (and with --yes removes) the records that the current code
     would re-run.
     """
-    if ctx.invoked_subcommand is not None:
-        return
-    from zslbench.board import PLUGINS_FILE
+    if ctx.invoked_subcommand is None:
+        render_board(results_dir, out_dir or results_dir / "leaderboard", reported_path,
+                     check_only=check_only, overwrite_foreign=overwrite_foreign)
+
+
+def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = None, *,
+                 check_only: bool = False, overwrite_foreign: bool = False) -> None:
+    """``zslbench leaderboard``: render the board of ``results_dir`` into ``out_dir``, or with
+    ``check_only`` compare it with what is there (``SystemExit(1)`` when it differs). A refused
+    ``out_dir`` is a ``UserError``, printed by the one handler in ``zslbench.cli.main``."""
     from zslbench.leaderboard import check as check_mod
     from zslbench.leaderboard.build import build
+    from zslbench.leaderboard.manifest import PLUGINS_NAME
     from zslbench.leaderboard.reported import find_reported
 
-    if out_dir is None:
-        out_dir = results_dir / "leaderboard"
     if reported_path is None:
         reported_path = find_reported(out_dir)
         if reported_path is None:
-            _echo("note: no reported-numbers file in OUT/reported/ or the clone's leaderboards/reported/; "
-                       "rendering without reported numbers (pass --reported FILE to include them)", err=True)
+            _echo("note: no reported-numbers file in OUT/reported/ or leaderboards/reported/; "
+                  "rendering without reported numbers (pass --reported FILE to include them)", err=True)
     # What the render reads, which may lie inside --out (the committed leaderboards/records and
-    # leaderboards/reported): never counted as files in the way.
+    # leaderboards/reported, the board's plugins.toml): never counted as files in the way.
     inputs = [results_dir]
     if reported_path is not None:
         here = reported_path.parent.resolve() == out_dir.resolve()
         inputs.append(reported_path if here else reported_path.parent)
-    # The board's list of third-party plugins (zslbench/board.py) lives beside it.
-    if (out_dir / PLUGINS_FILE.name).is_file():
-        inputs.append(out_dir / PLUGINS_FILE.name)
-    # A UserError (a refused --out, ...) is printed by the one handler in zslbench.cli.main.
+    if (out_dir / PLUGINS_NAME).is_file():
+        inputs.append(out_dir / PLUGINS_NAME)
     # Refuse before the slow part (drawing).
     links = [] if check_only else check_mod.links_in(out_dir, inputs)
     if links:
@@ -88,23 +93,29 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     site = build(results_dir, out_dir, reported_path, draw=not check_only)
     for line in site.board.warnings:
         _echo(f"warning: {line}", err=True)
-    if not check_only:
-        for path, reason in site.refused:
-            _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     if check_only:
-        problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
-        for line in problems:
-            _echo(line)
-        if problems:
-            _echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
-                       f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
-                       f"--out {out_dir.as_posix()}` and commit the result", err=True)
-            ctx.exit(1)
-        _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
+        _check(site, results_dir, out_dir, inputs, overwrite_foreign)
         return
+    for path, reason in site.refused:
+        _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     _echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
-               f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+          f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+
+
+def _check(site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allow_foreign: bool) -> None:
+    """``--check``: one line per problem and ``SystemExit(1)``, or one line saying it is current."""
+    from zslbench.leaderboard import check as check_mod
+
+    problems = check_mod.compare(site, out_dir, inputs, allow_foreign=allow_foreign)
+    for line in problems:
+        _echo(line)
+    if problems:
+        _echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
+              f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
+              f"--out {out_dir.as_posix()}` and commit the result", err=True)
+        raise SystemExit(1)
+    _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
 
 
 @leaderboard.command("prune")

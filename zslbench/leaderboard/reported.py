@@ -33,15 +33,16 @@ from zslbench.errors import UserError
 
 #: The folder of the curated file, beside the board (the committed ``leaderboards/reported/``).
 DEFAULT_DIR = Path("reported")
-#: The same folder in the clone zslbench runs from (an editable install, as the README says).
-CLONE_DIR = Path(__file__).resolve().parents[2] / "leaderboards" / DEFAULT_DIR
+#: The committed board's folder, relative to the current directory (a clone's root).
+BOARD_REPORTED = Path("leaderboards") / DEFAULT_DIR
 
 
 def default_reported(out_dir: Path) -> list[Path]:
-    """Where ``--reported`` is looked for when not given, in order: the folders beside the output
-    (the committed ``leaderboards/reported/``) and in the clone zslbench runs from; the first that
-    holds a JSON file."""
-    return [Path(out_dir) / DEFAULT_DIR, CLONE_DIR]
+    """Where ``--reported`` is looked for when not given, in order: the folder beside the output
+    (the committed ``leaderboards/reported/``) and ``leaderboards/reported/`` of the current
+    directory (a render of one's own records from a clone's root); the first that holds a JSON
+    file."""
+    return [Path(out_dir) / DEFAULT_DIR, BOARD_REPORTED]
 
 
 def find_reported(out_dir: Path) -> Path | None:
