@@ -255,17 +255,21 @@ def mark(table: Table) -> Table:
             cell.best, cell.status, cell.p, cell.test = False, "", None, ""
     if table.best_axis == "column":
         for column in (c for c in table.columns if c.mark):
-            entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
-            if column.mark == SIGNIFICANCE:
-                _mark_significance(entries, column.higher_better)
-            else:
-                _mark_fastest([cell for cell, _ in entries])
+            _mark_column(table, column)
     else:
         columns = [c for c in table.columns if c.mark == SIGNIFICANCE and c.comparable]
         for row in table.rows:
             if row.source == "measured":
                 _mark_significance([(table.cell(row, c), "") for c in columns], True)
     return table
+
+
+def _mark_column(table: Table, column: Column) -> None:
+    entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
+    if column.mark == SIGNIFICANCE:
+        _mark_significance(entries, column.higher_better)
+    else:
+        _mark_fastest([cell for cell, _ in entries])
 
 
 def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> None:
