@@ -45,6 +45,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -82,8 +83,23 @@ def _canonical(name: str) -> str:
 def load_plugins(path: Path) -> list[BoardPlugin]:
     """The validated entries of ``path``; a mistake is one ``ConfigError`` naming the entry."""
     path = Path(path)
+    raw = _read_toml(path)
+    unknown = sorted(set(raw) - {"plugin"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}",
+                          hint="list plugins as [[plugin]] tables")
+    out: list[BoardPlugin] = []
+    for i, entry in enumerate(raw.get("plugin", [])):
+        plugin = _entry(f"{path}: plugin #{i + 1}", entry)
+        if any(_canonical(p.name) == _canonical(plugin.name) for p in out):
+            raise ConfigError(f"{path}: plugin #{i + 1}: {plugin.name} is listed twice", hint="keep one entry")
+        out.append(plugin)
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file", hint="see zslbench/board.py for its format") from None
     except UnicodeDecodeError as exc:
@@ -94,35 +110,28 @@ def load_plugins(path: Path) -> list[BoardPlugin]:
                           hint="point --plugins at the plugins.toml file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})", hint="fix the line it names") from None
-    unknown = sorted(set(raw) - {"plugin"})
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}",
-                          hint="list plugins as [[plugin]] tables")
-    out: list[BoardPlugin] = []
-    for i, entry in enumerate(raw.get("plugin", [])):
-        where = f"{path}: plugin #{i + 1}"
-        if not isinstance(entry, dict) or set(entry) != KEYS:
-            raise ConfigError(f"{where} must have exactly the keys {', '.join(sorted(KEYS))}",
-                              hint='e.g. name = "my-zsl", requirement = "my-zsl==1.0", '
-                              'methods = ["my-eszsl"]')
-        name, req, methods = entry["name"], entry["requirement"], entry["methods"]
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-            raise ConfigError(f"{where}: name {name!r} is not a distribution name",
-                              hint="the name pip knows the package by")
-        if not isinstance(req, str) or not req.strip() or req.lstrip().startswith("-"):
-            raise ConfigError(f"{where} ({name}): requirement {req!r} is not a requirement",
-                              hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)')
-        if (not isinstance(methods, list) or not methods
-                or not all(isinstance(m, str) and m for m in methods)):
-            raise ConfigError(f"{where} ({name}): methods must list method names",
-                              hint='e.g. methods = ["my-eszsl"]')
-        if _canonical(name) == BUILTIN_DISTRIBUTION:
-            raise ConfigError(f"{where}: {name} is zslbench itself, whose built-in methods the board "
-                              "already runs", hint="list only third-party distributions")
-        if any(_canonical(p.name) == _canonical(name) for p in out):
-            raise ConfigError(f"{where}: {name} is listed twice", hint="keep one entry")
-        out.append(BoardPlugin(name, req.strip(), tuple(methods)))
-    return out
+
+
+def _entry(where: str, entry: object) -> BoardPlugin:
+    """One validated ``[[plugin]]`` table."""
+    if not isinstance(entry, dict) or set(entry) != KEYS:
+        raise ConfigError(f"{where} must have exactly the keys {', '.join(sorted(KEYS))}",
+                          hint='e.g. name = "my-zsl", requirement = "my-zsl==1.0", '
+                          'methods = ["my-eszsl"]')
+    name, req, methods = entry["name"], entry["requirement"], entry["methods"]
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ConfigError(f"{where}: name {name!r} is not a distribution name",
+                          hint="the name pip knows the package by")
+    if not isinstance(req, str) or not req.strip() or req.lstrip().startswith("-"):
+        raise ConfigError(f"{where} ({name}): requirement {req!r} is not a requirement",
+                          hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)')
+    if not isinstance(methods, list) or not methods or not all(isinstance(m, str) and m for m in methods):
+        raise ConfigError(f"{where} ({name}): methods must list method names",
+                          hint='e.g. methods = ["my-eszsl"]')
+    if _canonical(name) == BUILTIN_DISTRIBUTION:
+        raise ConfigError(f"{where}: {name} is zslbench itself, whose built-in methods the board "
+                          "already runs", hint="list only third-party distributions")
+    return BoardPlugin(name, req.strip(), tuple(methods))
 
 
 def install(plugins: list[BoardPlugin]) -> None:
@@ -146,19 +155,7 @@ def run(plugins: list[BoardPlugin], *, results_dir: Path, datasets: str = DATASE
     registry = load_registry()
     for plugin in plugins:  # every entry is checked before anything runs
         for method in plugin.methods:
-            if method not in registry.items["method"]:
-                problems = [line for line in registry.problems
-                            if repr(method) in line or _canonical(plugin.name) in _canonical(line)]
-                why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
-                raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method {method!r}, "
-                                  f"which is not registered: {why}",
-                                  hint=f"fix {plugin.name}, or run `zslbench list` to see its problems")
-            dist = registry.items["method"][method].distribution
-            if (dist is None or _canonical(dist) != _canonical(plugin.name)
-                    or _canonical(dist) == BUILTIN_DISTRIBUTION):
-                raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method "
-                                  f"{method!r}, which {dist or 'no installed distribution'} "
-                                  "provides", hint=f"list only methods {plugin.name} registers")
+            _check_provides(registry, plugin, method)
     failures: list[str] = []
     for plugin in plugins:
         try:
@@ -167,6 +164,23 @@ def run(plugins: list[BoardPlugin], *, results_dir: Path, datasets: str = DATASE
         except RunsFailed as exc:
             failures += [f"{plugin.name}: {line}" for line in exc.failures]
     return failures
+
+
+def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
+    """Refuse an entry's method that is not registered, or that its distribution does not provide."""
+    if method not in registry.items["method"]:
+        problems = [line for line in registry.problems
+                    if repr(method) in line or _canonical(plugin.name) in _canonical(line)]
+        why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
+        raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method {method!r}, "
+                          f"which is not registered: {why}",
+                          hint=f"fix {plugin.name}, or run `zslbench list` to see its problems")
+    dist = registry.items["method"][method].distribution
+    if (dist is None or _canonical(dist) != _canonical(plugin.name)
+            or _canonical(dist) == BUILTIN_DISTRIBUTION):
+        raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method "
+                          f"{method!r}, which {dist or 'no installed distribution'} "
+                          "provides", hint=f"list only methods {plugin.name} registers")
 
 
 def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path
@@ -181,47 +195,68 @@ def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path
     artifact is ever read as code or written."""
     from zslbench.claims import declared_datasets
     from zslbench.files import atomic_write_text
-    from zslbench.records import Record, read_record
-    from zslbench.results import valid_record
 
     owner = {m: p for p in plugins for m in p.methods}
     datasets = declared_datasets()
     written, refused = [], []
     source, results_dir = Path(source), Path(results_dir)
     for path in sorted(source.rglob("*")) if source.is_dir() else []:
-        if path.is_dir() and not path.is_symlink():
-            continue
         target = results_dir / path.name
-        if (path.is_file() and not path.is_symlink() and target.is_file()
-                and not target.is_symlink() and target.read_bytes() == path.read_bytes()):
-            continue  # already on the board (the committed records it was run beside)
-        rec = valid_record(path, datasets) if path.suffix == ".json" and path.is_file() \
-            and not path.is_symlink() else None
-        why = None
-        if not isinstance(rec, Record):
-            why = f"not a valid zslbench record: {rec}" if rec is not None else "not a record file"
-        elif path.name != f"{rec.run_id}.json":
-            why = f"is not named by its run id {rec.run_id!r}"
-        elif rec.method not in owner:
-            why = f"method {rec.method!r} is not listed in {PLUGINS_NAME}"
-        elif _canonical(str((rec.config.get("method_distribution") or {}).get("distribution"))) \
-                != _canonical(owner[rec.method].name):
-            why = f"method {rec.method!r} was not run from {owner[rec.method].name}"
-        elif rec.dataset_kind != "synthetic":
-            why = f"ran on {rec.dataset!r}, not a synthetic stand-in"
-        if why is None and target.exists():
-            try:
-                there = read_record(target)
-            except Exception:  # noqa: BLE001 - whatever is there, it is not this method's
-                there = None
-            if there is None or there.method != rec.method:
-                why = f"would replace {target}, which is not a record of {rec.method!r}"
-        if why is not None:
+        if (path.is_dir() and not path.is_symlink()) or _same_file(path, target):
+            continue  # a folder, or already on the board (the committed records it was run beside)
+        rec, why = _acceptable(path, target, owner, datasets)
+        if rec is None:
             refused.append(f"{path}: {why}")
             continue
-        atomic_write_text(results_dir / path.name, rec.to_json())
-        written.append(results_dir / path.name)
+        atomic_write_text(target, rec.to_json())
+        written.append(target)
     return written, refused
+
+
+def _plain_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+def _same_file(path: Path, target: Path) -> bool:
+    return _plain_file(path) and _plain_file(target) and target.read_bytes() == path.read_bytes()
+
+
+def _acceptable(path: Path, target: Path, owner: dict[str, BoardPlugin], datasets: Any) -> tuple[Any, str]:
+    """(the record, "") when ``path`` may be taken onto the board as ``target``, else (None, why)."""
+    from zslbench.records import Record
+    from zslbench.results import valid_record
+
+    rec = valid_record(path, datasets) if path.suffix == ".json" and _plain_file(path) else None
+    if not isinstance(rec, Record):
+        return None, f"not a valid zslbench record: {rec}" if rec is not None else "not a record file"
+    why = _not_listed(rec, path, owner)
+    if not why and target.exists() and _method_of(target) != rec.method:
+        why = f"would replace {target}, which is not a record of {rec.method!r}"
+    return (None, why) if why else (rec, "")
+
+
+def _not_listed(rec: Any, path: Path, owner: dict[str, BoardPlugin]) -> str:
+    """Why a valid record is not one the board takes from the listed plugins ("" when it is)."""
+    if path.name != f"{rec.run_id}.json":
+        return f"is not named by its run id {rec.run_id!r}"
+    if rec.method not in owner:
+        return f"method {rec.method!r} is not listed in {PLUGINS_NAME}"
+    ran_from = str((rec.config.get("method_distribution") or {}).get("distribution"))
+    if _canonical(ran_from) != _canonical(owner[rec.method].name):
+        return f"method {rec.method!r} was not run from {owner[rec.method].name}"
+    if rec.dataset_kind != "synthetic":
+        return f"ran on {rec.dataset!r}, not a synthetic stand-in"
+    return ""
+
+
+def _method_of(target: Path) -> str | None:
+    """The method of the record at ``target``; None when it is not a readable record."""
+    from zslbench.records import read_record
+
+    try:
+        return read_record(target).method
+    except Exception:  # noqa: BLE001 - whatever is there, it is not this method's
+        return None
 
 
 @click.group("board")

@@ -223,7 +223,7 @@ def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: b
     out_dir = Path(out_dir)
     produced = frozenset(a.path for a in site.artefacts)
     owned = owned_files(out_dir)
-    _refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign)
+    refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign=overwrite_foreign)
     clear_stale_temps(out_dir, produced | owned)
     stale = sorted(owned - produced)
     changed = [a for a in site.artefacts if not _same(out_dir / a.path, a.data)]
@@ -247,9 +247,10 @@ def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: b
     return [a.path for a in changed]
 
 
-def _refuse_unsafe(out_dir: Path, inputs: list[Path], produced: frozenset[str], owned: set[str],
-                   overwrite_foreign: bool) -> None:
-    """Raise when a link is on the way, or (unless ``overwrite_foreign``) a file not ours is there."""
+def refuse_unsafe(out_dir: Path, inputs: list[Path], produced: frozenset[str] = frozenset(),
+                  owned: frozenset[str] | set[str] = frozenset(), *, overwrite_foreign: bool) -> None:
+    """Raise when a link is in ``out_dir`` or on the way to the files written or deleted, or
+    (unless ``overwrite_foreign``) a file not ours is there."""
     links = sorted(set(links_on_the_way(out_dir, produced | owned)) | set(links_in(out_dir, inputs)))
     if links:
         raise refuse_links(links)

@@ -66,7 +66,6 @@ def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = 
     ``out_dir`` is a ``UserError``, printed by the one handler in ``zslbench.cli.main``."""
     from zslbench.leaderboard import check as check_mod
     from zslbench.leaderboard.build import build
-    from zslbench.leaderboard.manifest import PLUGINS_NAME
     from zslbench.leaderboard.reported import find_reported
 
     if reported_path is None:
@@ -74,22 +73,9 @@ def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = 
         if reported_path is None:
             _echo("note: no reported-numbers file in OUT/reported/ or leaderboards/reported/; "
                   "rendering without reported numbers (pass --reported FILE to include them)", err=True)
-    # What the render reads, which may lie inside --out (the committed leaderboards/records and
-    # leaderboards/reported, the board's plugins.toml): never counted as files in the way.
-    inputs = [results_dir]
-    if reported_path is not None:
-        here = reported_path.parent.resolve() == out_dir.resolve()
-        inputs.append(reported_path if here else reported_path.parent)
-    if (out_dir / PLUGINS_NAME).is_file():
-        inputs.append(out_dir / PLUGINS_NAME)
-    # Refuse before the slow part (drawing).
-    links = [] if check_only else check_mod.links_in(out_dir, inputs)
-    if links:
-        raise check_mod.refuse_links(links)
-    if not (check_only or overwrite_foreign):
-        foreign = check_mod.foreign_files(out_dir, inputs, limit=4)
-        if foreign:
-            raise check_mod.refuse_foreign(out_dir, foreign)
+    inputs = _inputs(results_dir, out_dir, reported_path)
+    if not check_only:  # refuse before the slow part (drawing)
+        check_mod.refuse_unsafe(out_dir, inputs, overwrite_foreign=overwrite_foreign)
     site = build(results_dir, out_dir, reported_path, draw=not check_only)
     for line in site.board.warnings:
         _echo(f"warning: {line}", err=True)
@@ -101,6 +87,20 @@ def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = 
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     _echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
           f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+
+
+def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> list[Path]:
+    """What the render reads, which may lie inside --out (the committed leaderboards/records and
+    leaderboards/reported, the board's plugins.toml): never counted as files in the way."""
+    from zslbench.leaderboard.manifest import PLUGINS_NAME
+
+    inputs = [results_dir]
+    if reported_path is not None:
+        here = reported_path.parent.resolve() == out_dir.resolve()
+        inputs.append(reported_path if here else reported_path.parent)
+    if (out_dir / PLUGINS_NAME).is_file():
+        inputs.append(out_dir / PLUGINS_NAME)
+    return inputs
 
 
 def _check(site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allow_foreign: bool) -> None:
@@ -192,11 +192,7 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     a, b, fp = comparison_sides(kept, method_a, method_b, dataset)
     _echo(f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})")
     for side in (a, b):
-        extra = [f"overrides {side.overrides}"] if side.overrides else []
-        extra += [side.schedule] if side.schedule else []
-        extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
-        _echo(f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
-                   f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
+        _echo(_side_line(side))
     diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
     test = next((d.test for d in diffs.values() if d is not None), "no test possible")
     _echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
@@ -207,15 +203,28 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     if seeds and len(seeds) < max(len(a.seeds), len(b.seeds)):
         _echo(f"  means over the {len(seeds)} paired seeds, as A - B")
     for m in TESTED_METRICS:
-        ia, ib = (stats.t_interval(values) for values in stats.compared_values(a.samples[m], b.samples[m]))
-        d = diffs[m]
-        if d is None:
-            tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
-        else:
-            tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
-        _echo(f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
-                   f"{tail}")
+        _echo(_metric_line(m, a.samples[m], b.samples[m], diffs[m], width))
     h = diffs["H"]
     if h is not None:
         _echo(f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
                    "(two-sided; one comparison, so no multiplicity correction)")
+
+
+def _side_line(side: Any) -> str:
+    extra = [f"overrides {side.overrides}"] if side.overrides else []
+    extra += [side.schedule] if side.schedule else []
+    extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
+    return (f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
+            f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
+
+
+def _metric_line(m: str, a: Any, b: Any, d: Any, width: int) -> str:
+    from zslbench import stats
+
+    ia, ib = (stats.t_interval(values) for values in stats.compared_values(a, b))
+    if d is None:
+        tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
+    else:
+        tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
+    return (f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
+            f"{tail}")
