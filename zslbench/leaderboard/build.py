@@ -116,7 +116,7 @@ def _current_figure(out_dir: Path, spec: FigureSpec, owned: set[str]) -> dict[st
     return found
 
 
-def manifest_bytes(artefacts: list[Artefact], runs: int, superseded: int, extra: set[str] = frozenset()) -> bytes:
+def manifest_bytes(artefacts: list[Artefact], runs: int, superseded: int, extra: set[str] | frozenset[str] = frozenset()) -> bytes:
     """The list of rendered files: text files with their sha256, figures with their data hash.
 
     ``generator`` marks the manifest (and so every file it lists) as written by zslbench

@@ -372,8 +372,8 @@ def clear_stale_temps(out_dir: Path, paths: frozenset[str] | set[str]) -> list[P
     process that is gone, or ``.NAME.HEX.tmp`` (as written before 0.2) an hour old. Returns them."""
     names: dict[Path, set[str]] = {}
     for rel in paths:
-        folder, _, name = rel.rpartition("/")
-        names.setdefault(Path(out_dir) / folder, set()).add(name)
+        sub, _, name = rel.rpartition("/")
+        names.setdefault(Path(out_dir) / sub, set()).add(name)
     removed = []
     for folder, wanted in sorted(names.items()):
         if folder.is_symlink() or not folder.is_dir():

@@ -78,7 +78,9 @@ def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
     """(full row label, dataset label, metric) -> the cell as marked in the page's tables."""
     out = {}
     for table in tables:
-        for row in (r for r in table.rows if r.source == "measured" and r.prov):
+        for row in table.rows:
+            if row.source != "measured" or not row.prov:
+                continue
             for key, cell in row.cells.items():
                 ds, _, metric = key.rpartition(":") if ":" in key else (table.dataset, "", key)
                 out[(row.prov.label or row.label, ds, metric)] = cell

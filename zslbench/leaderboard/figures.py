@@ -30,7 +30,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -43,6 +43,9 @@ from zslbench.leaderboard.collect import (
 )
 from zslbench.leaderboard.markup import unique_slugs
 from zslbench.results import value_text
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
 STYLE_VERSION = 5
@@ -69,7 +72,7 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
            "#6a3d9a", "#e6ab02", "#1b9e77", "#fb9a99")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINESTYLES = ("-", "--", ":", "-.")
-RC = {
+RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "zslbench-leaderboard",
     "svg.fonttype": "path",
     "font.family": "DejaVu Sans",
@@ -254,7 +257,7 @@ def _sweep_spec(kind: str, title: str, param: str, group: pd.DataFrame, color: s
         label = dataset_label(e.dataset, kind) + "".join(f", {k}={value_text(v)}" for k, v in sorted(others.items()))
         lines.setdefault(label, []).append(
             {"x": e.sweep_map[param], **{m: [_r(getattr(e, m).mean), _r(getattr(e, m).std)] for m in SWEEP_METRICS}})
-    series = [{"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
+    series: list[dict[str, Any]] = [{"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
               for label, pts in sorted(lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()),
                                                                       kv[0]))]
     return FigureSpec(name=name, kind=kind, figure="sweep", title=f"sweep of {title}: metrics vs {param}",

@@ -258,8 +258,8 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
     out: list[tuple[Any, list[str]]] = []
     for (opts, seeds, folder, plugins), methods in units.items():
         by_datasets: dict[tuple[str, ...], list[str]] = {}
-        for method, datasets in methods.items():
-            by_datasets.setdefault(tuple(sorted(datasets, key=dataset_order)), []).append(method)
+        for method, of_method in methods.items():
+            by_datasets.setdefault(tuple(sorted(of_method, key=dataset_order)), []).append(method)
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
             words = _run_words(opts, plugins, names, datasets, seeds, _arg(folder, root))
@@ -303,7 +303,7 @@ def _facts(kept: pd.DataFrame, superseded: pd.DataFrame, agg: pd.DataFrame, kind
         return Facts(superseded=len(old))
     ranks = dict(zip(agg["method"], agg["method_rank"], strict=True))
     days = sorted(d[:10] for d in runs["finished_at"] if d)
-    return Facts(records=len(runs), superseded=len(old), methods=sorted(set(runs["method"]), key=ranks.get),
+    return Facts(records=len(runs), superseded=len(old), methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
                  datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
                  seeds=sorted(set(int(n) for n in sub["n"])),
                  date_first=days[0] if days else "", date_last=days[-1] if days else "",

@@ -287,12 +287,12 @@ def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> 
 def _mark_fastest(cells: list[Cell]) -> None:
     """The fastest median of quiet runs (ties at display precision all marked); only with two or
     more timed rows."""
-    timed = [c for c in cells if c.sort_value is not None and not c.flag]
+    timed = [(c, round(c.sort_value, c.decimals)) for c in cells if c.sort_value is not None and not c.flag]
     if len(timed) < 2:
         return
-    best = min(round(c.sort_value, c.decimals) for c in timed)
-    for cell in timed:
-        cell.best = round(cell.sort_value, cell.decimals) == best
+    best = min(value for _, value in timed)
+    for cell, value in timed:
+        cell.best = value == best
 
 
 # --- building rows ----------------------------------------------------------------------------
@@ -359,12 +359,12 @@ def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table |
     for row in rows:
         cells = {}
         for metric in CITE_METRICS:
-            parts = [row.cells.get(f"{ds}:{metric}") for ds in datasets]
-            if any(c is None or c.missing for c in parts):
+            parts = [c for ds in datasets if (c := row.cells.get(f"{ds}:{metric}")) is not None and not c.missing]
+            if len(parts) < len(datasets):
                 cells[metric] = Cell()
                 continue
-            interval = stats.mean_of_means([stats.Interval(c.mean, c.std if c.std is not None else math.nan,
-                                                           math.nan, math.nan, c.n or 0) for c in parts])
+            interval = stats.mean_of_means([stats.Interval(_num(c.mean), _num(c.std), math.nan, math.nan, c.n or 0)
+                                            for c in parts])
             cells[metric] = _clipped(Cell(interval.mean, None, len(datasets), interval.low, interval.high))
         row.cells = cells
     return Table(id=f"{kind}-cite", kind="cite", title="Cite this: mean over datasets",
@@ -372,7 +372,12 @@ def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table |
                  params={"datasets": datasets})
 
 
-def _extend_provenance(prov: Provenance, entry: Any, ds: str) -> None:
+def _num(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _extend_provenance(prov: Provenance | None, entry: Any, ds: str) -> None:
+    assert prov is not None, "a measured row has provenance"
     prov.versions = sorted(set(prov.versions) | set(entry.versions))
     prov.commits = sorted(set(prov.commits) | set(entry.commits))
     prov.dirty = prov.dirty or bool(entry.dirty)
