@@ -151,16 +151,6 @@ class Page:
         return self.ranking.table(self.kind) if self.ranking else None
 
     @property
-    def all_tables(self) -> list[Table]:
-        """Every table, in page order."""
-        out = ([self.cite] if self.cite else []) + list(self.tables)
-        if self.ranking_table is not None:
-            out.append(self.ranking_table)
-        out += self.time_tables + ([self.reported_time] if self.reported_time else [])
-        out += self.sweep_tables + ([self.audit] if self.audit else [])
-        return out + self.per_class_tables + self.reported_per_class
-
-    @property
     def tests(self) -> dict[str, int]:
         """How many comparisons behind the bold used each test (paired, Welch's)."""
         out: dict[str, int] = {}
