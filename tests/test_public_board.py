@@ -190,3 +190,22 @@ def test_accept_takes_only_valid_records_of_listed_methods_and_replaces_no_other
     (line,) = accept([BoardPlugin("zsl-y", "zsl-y==1", ("other",))], art, tmp_path / "empty")[1]
     assert "method 'krr' is not listed" in line
     assert not (tmp_path / "empty").exists()
+
+
+def test_board_paths_come_from_the_board_folder(tmp_path):
+    """``zslbench board --dir DIR``: DIR/plugins.toml and DIR/records/synthetic, nothing of the
+    repository's; without --dir, ./leaderboards of the current directory."""
+    board_dir, artifact = tmp_path / "b", tmp_path / "artifact"
+    artifact.mkdir()
+    board_dir.mkdir()
+    (board_dir / PLUGINS_NAME).write_text('[[plugin]]\nname = "zsl-x"\nrequirement = "zsl-x==1"\n'
+                                          'methods = ["m"]\n')
+    proc = board("--dir", str(board_dir), "accept", "--from", str(artifact))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"0 record(s) taken into {board_dir / 'records' / 'synthetic'}, 0 refused"
+    proc = subprocess.run([sys.executable, "-m", "zslbench", "board", "install"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"zslbench: error: {Path('leaderboards') / PLUGINS_NAME}: no such file — see zslbench/board.py for "
+        "its format"]
