@@ -113,15 +113,13 @@ class DataVersions:
 
     def warning(self) -> str:
         others = ", ".join(f"{fp[:8]} ({n} record(s))" for fp, n in self.counts[1:])
+        of, backbone = "", ""
         if len(set(self.backbones)) > 1:
-            return (f"{self.dataset}: records on {len(self.counts)} data versions, of backbones "
-                    f"{', '.join(b or '(none named)' for b in self.backbones)}; only fingerprint "
-                    f"{self.compared[:8]} ({self.backbones[0] or 'no backbone named'}, "
-                    f"{self.counts[0][1]} record(s)) is compared, the runs on {others} are shown as "
-                    "rows of their own and never compared")
-        return (f"{self.dataset}: records on {len(self.counts)} data versions; only fingerprint "
-                f"{self.compared[:8]} ({self.counts[0][1]} record(s)) is compared, the runs on {others} are "
-                "shown as rows of their own and never compared")
+            of = f", of backbones {', '.join(b or '(none named)' for b in self.backbones)}"
+            backbone = f"{self.backbones[0] or 'no backbone named'}, "
+        return (f"{self.dataset}: records on {len(self.counts)} data versions{of}; only fingerprint "
+                f"{self.compared[:8]} ({backbone}{self.counts[0][1]} record(s)) is compared, the runs on {others} "
+                "are shown as rows of their own and never compared")
 
 
 def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
