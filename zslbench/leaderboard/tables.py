@@ -306,6 +306,15 @@ def _excluded(entry: Any) -> list[str]:
     return out
 
 
+def _row_of(rows: dict[Any, Row], key: Any, entry: Any, anchors: dict[Any, str], ds: str,
+            label: str | None = None) -> Row:
+    """The row ``key`` of ``rows`` (made from ``entry`` when new), its provenance extended by
+    ``entry``'s runs on ``ds``."""
+    row = rows.setdefault(key, _measured_row(entry, anchors, label))
+    _extend_provenance(row.prov, entry, ds)
+    return row
+
+
 def _measured_row(entry: Any, anchors: dict[Any, str], label: str | None = None) -> Row:
     prov = Provenance(source="measured", standard=bool(entry.standard), split_reason=entry.split_reason,
                       anchor=anchors[entry.row_key], label=entry.label)
@@ -397,11 +406,10 @@ def measured_rows(agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], anchor
     """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
     rows: dict[Any, Row] = {}
     for entry in measured(agg, kind).itertuples(index=False):
-        row = rows.setdefault(entry.row_key, _measured_row(entry, anchors))
         ds = dataset_label(entry.dataset, kind)
+        row = _row_of(rows, entry.row_key, entry, anchors, ds)
         for metric in metrics:
             row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
-        _extend_provenance(row.prov, entry, ds)
     return list(rows.values())
 
 
@@ -505,12 +513,11 @@ def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[T
     for entry in measured(agg, kind).itertuples(index=False):
         ds = dataset_label(entry.dataset, kind)
         for device, t in entry.times.items():
-            row = by_device.setdefault(device, {}).setdefault(entry.row_key, _measured_row(entry, anchors))
+            row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, anchors, ds)
             row.cells[ds] = Cell(t["median"], None, t["n"], unit=" s", decimals=time_decimals(t["median"]),
                                  flag="busy" if t["busy_only"] else "")
             if t["busy"]:
                 row.note = _busy_note(row.note, ds, t)
-            _extend_provenance(row.prov, entry, ds)
     ids = unique_slugs(by_device, prefix=f"{kind}-time-")
     tables = []
     for device in sorted(by_device):
@@ -588,11 +595,10 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
             rows: dict[str, Row] = {}
             values: dict[str, dict[str, Any]] = {}
             for entry in group[group["dataset"] == name].itertuples(index=False):
-                row = rows.setdefault(entry.sweep, _measured_row(entry, anchors, label=entry.sweep))
+                row = _row_of(rows, entry.sweep, entry, anchors, ds, label=entry.sweep)
                 values[entry.sweep] = entry.sweep_map
                 for metric in SWEEP_METRICS:
                     row.cells[metric] = _metric_cell(entry, metric)
-                _extend_provenance(row.prov, entry, ds)
             order = sorted(rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())])
             columns = [Column(key=m, title=m, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
                        for m in SWEEP_METRICS]
@@ -685,13 +691,12 @@ def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table 
             continue
         ds = dataset_label(entry.dataset, kind)
         datasets.append(entry.dataset)
-        row = rows.setdefault(entry.row_key, _measured_row(entry, anchors))
+        row = _row_of(rows, entry.row_key, entry, anchors, ds)
         gaps = {a["seed"]: a["test_selected_H"] - a["clean_H"] for a in entry.audits}
         row.cells[ds] = Cell.of(stats.t_interval(list(gaps.values())))
         epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
         row.cells[f"{ds}:epoch"] = Cell(text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0]))
         rules.update(a["rule"] for a in entry.audits if a["rule"])
-        _extend_provenance(row.prov, entry, ds)
     labels = [dataset_label(d, kind) for d in sorted(set(datasets), key=dataset_order)]
     columns = []
     for ds in labels:
