@@ -218,7 +218,7 @@ def test_print_progress_says_each_dataset_and_run_and_board_run_uses_it(tmp_path
     assert lines[1].startswith("zslbench: toy: 1 run(s): 0 cached, 1 to run; ETA ")
     assert lines[2:] == [f"zslbench: to run toy · krr · r0 (seed {record.seed}): new",
                          "zslbench: run toy · krr · r0"]
-    # `python -m zslbench.board run` passes it: the board's grid is not silent.
+    # `zslbench board run` passes it: the board's grid is not silent.
     from types import SimpleNamespace
 
     seen = {}

@@ -1,5 +1,5 @@
 """Third-party methods onto the public board (issue 16 item 10): the leaderboard workflow's steps
-(``python -m zslbench.board install``, ``run``, then the render) on a tiny plugin package
+(``zslbench board install``, ``run``, then the render) on a tiny plugin package
 (tests/board_plugin) installed by pip from a path requirement, into a scratch folder."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from zslbench.board import PLUGINS_FILE, load_plugins
+from zslbench.board import BOARD_DIR, load_plugins
 from zslbench.errors import ConfigError
+from zslbench.leaderboard.manifest import PLUGINS_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "tests" / "board_plugin"
@@ -22,14 +23,14 @@ WORKFLOW = REPO / ".github" / "workflows" / "leaderboard.yml"
 
 
 def board(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zslbench.board", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "zslbench", "board", *args], capture_output=True,
                           text=True, timeout=600, env={**os.environ, **(env or {})})
 
 
 def test_the_committed_plugin_list_reads_and_the_workflow_runs_it():
-    load_plugins(REPO / PLUGINS_FILE)
+    load_plugins(REPO / BOARD_DIR / PLUGINS_NAME)
     flat = " ".join(WORKFLOW.read_text().split())
-    install, run = flat.index("python -m zslbench.board install"), flat.index("python -m zslbench.board run")
+    install, run = flat.index("zslbench board install"), flat.index("zslbench board run")
     assert install < run < flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
 
 
@@ -58,7 +59,7 @@ def test_a_plugins_file_that_is_not_utf8_is_one_line(tmp_path):
     proc = board("run", "--plugins", str(path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"zslbench board: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"]
+        f"zslbench: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"]
 
 
 def test_an_entry_named_zslbench_cannot_list_a_built_in(tmp_path):
@@ -189,3 +190,22 @@ def test_accept_takes_only_valid_records_of_listed_methods_and_replaces_no_other
     (line,) = accept([BoardPlugin("zsl-y", "zsl-y==1", ("other",))], art, tmp_path / "empty")[1]
     assert "method 'krr' is not listed" in line
     assert not (tmp_path / "empty").exists()
+
+
+def test_board_paths_come_from_the_board_folder(tmp_path):
+    """``zslbench board --dir DIR``: DIR/plugins.toml and DIR/records/synthetic, nothing of the
+    repository's; without --dir, ./leaderboards of the current directory."""
+    board_dir, artifact = tmp_path / "b", tmp_path / "artifact"
+    artifact.mkdir()
+    board_dir.mkdir()
+    (board_dir / PLUGINS_NAME).write_text('[[plugin]]\nname = "zsl-x"\nrequirement = "zsl-x==1"\n'
+                                          'methods = ["m"]\n')
+    proc = board("--dir", str(board_dir), "accept", "--from", str(artifact))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"0 record(s) taken into {board_dir / 'records' / 'synthetic'}, 0 refused"
+    proc = subprocess.run([sys.executable, "-m", "zslbench", "board", "install"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"zslbench: error: {Path('leaderboards') / PLUGINS_NAME}: no such file — see zslbench/board.py for "
+        "its format"]

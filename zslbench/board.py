@@ -1,4 +1,4 @@
-"""Third-party methods onto the public board: ``leaderboards/plugins.toml``.
+"""Third-party methods onto the public board: the board folder's ``plugins.toml``.
 
 A plugin's author adds an entry by pull request::
 
@@ -11,15 +11,20 @@ and ``.github/workflows/leaderboard.yml`` runs them in a job of their own, which
 repository and write nothing (``permissions: contents: read``, no token kept by the checkout, no
 shared cache)::
 
-    python -m zslbench.board install      # pip install every requirement
-    python -m zslbench.board run          # their methods on the stand-ins (synth-all, 3 seeds)
+    zslbench board install      # pip install every requirement
+    zslbench board run          # their methods on the stand-ins (synth-all, 3 seeds)
 
 and hands the records on as an artifact. The job that may write (push a branch, open the pull
 request) installs no plugin and runs no third-party code; it only reads the artifact's records as
 data::
 
-    python -m zslbench.board accept --from DIR   # validate them, take them onto the board
-    python -m zslbench.board render              # zslbench leaderboard --results-dir ... --out ...
+    zslbench board accept --from DIR   # validate them, take them onto the board
+    zslbench board render              # zslbench leaderboard --results-dir DIR/records --out DIR
+
+Every path is relative to the board folder, ``zslbench board --dir DIR`` (default
+``leaderboards`` under the current directory, the clone's root in the workflow): its
+``plugins.toml``, its records (``records/``, third-party ones in ``records/synthetic/``) and the
+rendered pages; ``--plugins``, ``--results-dir`` and ``--out`` name another file or folder.
 
 ``accept`` (:func:`accept`) takes a record only when it is valid and its claims agree
 (:mod:`zslbench.claims`), it is a run of a listed method from the listed distribution on a
@@ -40,20 +45,24 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
 from zslbench.config import tomllib
 from zslbench.console import terminal_text
 from zslbench.errors import ConfigError, UserError
+from zslbench.leaderboard.cli import render_board
+from zslbench.leaderboard.manifest import PLUGINS_NAME
 from zslbench.registry import BUILTIN_DISTRIBUTION
 
-#: Where the board's list of third-party plugins lives (relative to the repository root).
-PLUGINS_FILE = Path("leaderboards/plugins.toml")
+#: The board folder, relative to the current directory, unless ``zslbench board --dir`` names one.
+BOARD_DIR = Path("leaderboards")
 #: What the board runs them on: the embedded stand-ins, as the built-ins' synthetic grid.
 DATASETS = "synth-all"
 SEEDS = 3
-RESULTS_DIR = Path("leaderboards/records/synthetic")
+#: The third-party records, inside the board folder's records.
+THIRD_PARTY_RECORDS = Path("records") / "synthetic"
 KEYS = {"name", "requirement", "methods"}
 
 
@@ -71,11 +80,26 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def load_plugins(path: Path = PLUGINS_FILE) -> list[BoardPlugin]:
+def load_plugins(path: Path) -> list[BoardPlugin]:
     """The validated entries of ``path``; a mistake is one ``ConfigError`` naming the entry."""
     path = Path(path)
+    raw = _read_toml(path)
+    unknown = sorted(set(raw) - {"plugin"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}",
+                          hint="list plugins as [[plugin]] tables")
+    out: list[BoardPlugin] = []
+    for i, entry in enumerate(raw.get("plugin", [])):
+        plugin = _entry(f"{path}: plugin #{i + 1}", entry)
+        if any(_canonical(p.name) == _canonical(plugin.name) for p in out):
+            raise ConfigError(f"{path}: plugin #{i + 1}: {plugin.name} is listed twice", hint="keep one entry")
+        out.append(plugin)
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file", hint="see zslbench/board.py for its format") from None
     except UnicodeDecodeError as exc:
@@ -86,35 +110,28 @@ def load_plugins(path: Path = PLUGINS_FILE) -> list[BoardPlugin]:
                           hint="point --plugins at the plugins.toml file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})", hint="fix the line it names") from None
-    unknown = sorted(set(raw) - {"plugin"})
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}",
-                          hint="list plugins as [[plugin]] tables")
-    out: list[BoardPlugin] = []
-    for i, entry in enumerate(raw.get("plugin", [])):
-        where = f"{path}: plugin #{i + 1}"
-        if not isinstance(entry, dict) or set(entry) != KEYS:
-            raise ConfigError(f"{where} must have exactly the keys {', '.join(sorted(KEYS))}",
-                              hint='e.g. name = "my-zsl", requirement = "my-zsl==1.0", '
-                              'methods = ["my-eszsl"]')
-        name, req, methods = entry["name"], entry["requirement"], entry["methods"]
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-            raise ConfigError(f"{where}: name {name!r} is not a distribution name",
-                              hint="the name pip knows the package by")
-        if not isinstance(req, str) or not req.strip() or req.lstrip().startswith("-"):
-            raise ConfigError(f"{where} ({name}): requirement {req!r} is not a requirement",
-                              hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)')
-        if (not isinstance(methods, list) or not methods
-                or not all(isinstance(m, str) and m for m in methods)):
-            raise ConfigError(f"{where} ({name}): methods must list method names",
-                              hint='e.g. methods = ["my-eszsl"]')
-        if _canonical(name) == BUILTIN_DISTRIBUTION:
-            raise ConfigError(f"{where}: {name} is zslbench itself, whose built-in methods the board "
-                              "already runs", hint="list only third-party distributions")
-        if any(_canonical(p.name) == _canonical(name) for p in out):
-            raise ConfigError(f"{where}: {name} is listed twice", hint="keep one entry")
-        out.append(BoardPlugin(name, req.strip(), tuple(methods)))
-    return out
+
+
+def _entry(where: str, entry: object) -> BoardPlugin:
+    """One validated ``[[plugin]]`` table."""
+    if not isinstance(entry, dict) or set(entry) != KEYS:
+        raise ConfigError(f"{where} must have exactly the keys {', '.join(sorted(KEYS))}",
+                          hint='e.g. name = "my-zsl", requirement = "my-zsl==1.0", '
+                          'methods = ["my-eszsl"]')
+    name, req, methods = entry["name"], entry["requirement"], entry["methods"]
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ConfigError(f"{where}: name {name!r} is not a distribution name",
+                          hint="the name pip knows the package by")
+    if not isinstance(req, str) or not req.strip() or req.lstrip().startswith("-"):
+        raise ConfigError(f"{where} ({name}): requirement {req!r} is not a requirement",
+                          hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)')
+    if not isinstance(methods, list) or not methods or not all(isinstance(m, str) and m for m in methods):
+        raise ConfigError(f"{where} ({name}): methods must list method names",
+                          hint='e.g. methods = ["my-eszsl"]')
+    if _canonical(name) == BUILTIN_DISTRIBUTION:
+        raise ConfigError(f"{where}: {name} is zslbench itself, whose built-in methods the board "
+                          "already runs", hint="list only third-party distributions")
+    return BoardPlugin(name, req.strip(), tuple(methods))
 
 
 def install(plugins: list[BoardPlugin]) -> None:
@@ -125,11 +142,11 @@ def install(plugins: list[BoardPlugin]) -> None:
     if subprocess.run(cmd, check=False).returncode != 0:
         raise UserError("pip could not install the plugins of the board "
                         f"({', '.join(p.requirement for p in plugins)})",
-                        hint="check each requirement in leaderboards/plugins.toml")
+                        hint=f"check each requirement in {PLUGINS_NAME}")
 
 
-def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SEEDS,
-        results_dir: Path = RESULTS_DIR) -> list[str]:
+def run(plugins: list[BoardPlugin], *, results_dir: Path, datasets: str = DATASETS,
+        seeds: int = SEEDS) -> list[str]:
     """Run every listed method on ``datasets``; the failures, one line each (empty: all ran)."""
     import zslbench
     from zslbench.api import RunsFailed, print_progress
@@ -138,19 +155,7 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
     registry = load_registry()
     for plugin in plugins:  # every entry is checked before anything runs
         for method in plugin.methods:
-            if method not in registry.items["method"]:
-                problems = [line for line in registry.problems
-                            if repr(method) in line or _canonical(plugin.name) in _canonical(line)]
-                why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
-                raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method {method!r}, "
-                                  f"which is not registered: {why}",
-                                  hint=f"fix {plugin.name}, or run `zslbench list` to see its problems")
-            dist = registry.items["method"][method].distribution
-            if (dist is None or _canonical(dist) != _canonical(plugin.name)
-                    or _canonical(dist) == BUILTIN_DISTRIBUTION):
-                raise ConfigError(f"leaderboards/plugins.toml: {plugin.name} lists method "
-                                  f"{method!r}, which {dist or 'no installed distribution'} "
-                                  "provides", hint=f"list only methods {plugin.name} registers")
+            _check_provides(registry, plugin, method)
     failures: list[str] = []
     for plugin in plugins:
         try:
@@ -161,7 +166,24 @@ def run(plugins: list[BoardPlugin], *, datasets: str = DATASETS, seeds: int = SE
     return failures
 
 
-def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path = RESULTS_DIR
+def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
+    """Refuse an entry's method that is not registered, or that its distribution does not provide."""
+    if method not in registry.items["method"]:
+        problems = [line for line in registry.problems
+                    if repr(method) in line or _canonical(plugin.name) in _canonical(line)]
+        why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
+        raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method {method!r}, "
+                          f"which is not registered: {why}",
+                          hint=f"fix {plugin.name}, or run `zslbench list` to see its problems")
+    dist = registry.items["method"][method].distribution
+    if (dist is None or _canonical(dist) != _canonical(plugin.name)
+            or _canonical(dist) == BUILTIN_DISTRIBUTION):
+        raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method "
+                          f"{method!r}, which {dist or 'no installed distribution'} "
+                          "provides", hint=f"list only methods {plugin.name} registers")
+
+
+def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path
            ) -> tuple[list[Path], list[str]]:
     """Take the records that the job running third-party code handed on (``source``, an
     artifact: untrusted) into ``results_dir``: (the files written, one line per file refused).
@@ -173,123 +195,151 @@ def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path = RESULTS
     artifact is ever read as code or written."""
     from zslbench.claims import declared_datasets
     from zslbench.files import atomic_write_text
-    from zslbench.records import Record, read_record
-    from zslbench.results import valid_record
 
     owner = {m: p for p in plugins for m in p.methods}
     datasets = declared_datasets()
     written, refused = [], []
     source, results_dir = Path(source), Path(results_dir)
     for path in sorted(source.rglob("*")) if source.is_dir() else []:
-        if path.is_dir() and not path.is_symlink():
-            continue
         target = results_dir / path.name
-        if (path.is_file() and not path.is_symlink() and target.is_file()
-                and not target.is_symlink() and target.read_bytes() == path.read_bytes()):
-            continue  # already on the board (the committed records it was run beside)
-        rec = valid_record(path, datasets) if path.suffix == ".json" and path.is_file() \
-            and not path.is_symlink() else None
-        why = None
-        if not isinstance(rec, Record):
-            why = f"not a valid zslbench record: {rec}" if rec is not None else "not a record file"
-        elif path.name != f"{rec.run_id}.json":
-            why = f"is not named by its run id {rec.run_id!r}"
-        elif rec.method not in owner:
-            why = f"method {rec.method!r} is not listed in {PLUGINS_FILE}"
-        elif _canonical(str((rec.config.get("method_distribution") or {}).get("distribution"))) \
-                != _canonical(owner[rec.method].name):
-            why = f"method {rec.method!r} was not run from {owner[rec.method].name}"
-        elif rec.dataset_kind != "synthetic":
-            why = f"ran on {rec.dataset!r}, not a synthetic stand-in"
-        if why is None and target.exists():
-            try:
-                there = read_record(target)
-            except Exception:  # noqa: BLE001 - whatever is there, it is not this method's
-                there = None
-            if there is None or there.method != rec.method:
-                why = f"would replace {target}, which is not a record of {rec.method!r}"
-        if why is not None:
+        if (path.is_dir() and not path.is_symlink()) or _same_file(path, target):
+            continue  # a folder, or already on the board (the committed records it was run beside)
+        rec, why = _acceptable(path, target, owner, datasets)
+        if rec is None:
             refused.append(f"{path}: {why}")
             continue
-        atomic_write_text(results_dir / path.name, rec.to_json())
-        written.append(results_dir / path.name)
+        atomic_write_text(target, rec.to_json())
+        written.append(target)
     return written, refused
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
-    """Third-party plugins on the public board (leaderboards/plugins.toml)."""
+def _plain_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+def _same_file(path: Path, target: Path) -> bool:
+    return _plain_file(path) and _plain_file(target) and target.read_bytes() == path.read_bytes()
+
+
+def _acceptable(path: Path, target: Path, owner: dict[str, BoardPlugin], datasets: Any) -> tuple[Any, str]:
+    """(the record, "") when ``path`` may be taken onto the board as ``target``, else (None, why)."""
+    from zslbench.records import Record
+    from zslbench.results import valid_record
+
+    rec = valid_record(path, datasets) if path.suffix == ".json" and _plain_file(path) else None
+    if not isinstance(rec, Record):
+        return None, f"not a valid zslbench record: {rec}" if rec is not None else "not a record file"
+    why = _not_listed(rec, path, owner)
+    if not why and target.exists() and _method_of(target) != rec.method:
+        why = f"would replace {target}, which is not a record of {rec.method!r}"
+    return (None, why) if why else (rec, "")
+
+
+def _not_listed(rec: Any, path: Path, owner: dict[str, BoardPlugin]) -> str:
+    """Why a valid record is not one the board takes from the listed plugins ("" when it is)."""
+    if path.name != f"{rec.run_id}.json":
+        return f"is not named by its run id {rec.run_id!r}"
+    if rec.method not in owner:
+        return f"method {rec.method!r} is not listed in {PLUGINS_NAME}"
+    ran_from = str((rec.config.get("method_distribution") or {}).get("distribution"))
+    if _canonical(ran_from) != _canonical(owner[rec.method].name):
+        return f"method {rec.method!r} was not run from {owner[rec.method].name}"
+    if rec.dataset_kind != "synthetic":
+        return f"ran on {rec.dataset!r}, not a synthetic stand-in"
+    return ""
+
+
+def _method_of(target: Path) -> str | None:
+    """The method of the record at ``target``; None when it is not a readable record."""
+    from zslbench.records import read_record
+
+    try:
+        return read_record(target).method
+    except Exception:  # noqa: BLE001 - whatever is there, it is not this method's
+        return None
+
+
+@click.group("board")
+@click.option("--dir", "board_dir", type=click.Path(path_type=Path, file_okay=False),
+              default=BOARD_DIR, show_default=True,
+              help="The board folder: its plugins.toml, records/ and rendered pages.")
+@click.pass_context
+def board(ctx: click.Context, board_dir: Path) -> None:
+    """Third-party plugins on the public board (the board folder's plugins.toml)."""
+    ctx.meta["zslbench.board_dir"] = board_dir
+
+
+def _board_dir() -> Path:
+    return Path(click.get_current_context().meta["zslbench.board_dir"])
 
 
 _plugins_option = click.option("--plugins", "plugins_file", type=click.Path(path_type=Path),
-                               default=PLUGINS_FILE, show_default=True)
+                               default=None, help=f"[default: DIR/{PLUGINS_NAME}]")
+_results_option = click.option("--results-dir", type=click.Path(path_type=Path), default=None,
+                               help=f"[default: DIR/{THIRD_PARTY_RECORDS.as_posix()}]")
 
 
-@main.command("install")
+def _plugins(plugins_file: Path | None) -> list[BoardPlugin]:
+    return load_plugins(plugins_file or _board_dir() / PLUGINS_NAME)
+
+
+def _results(results_dir: Path | None) -> Path:
+    return results_dir or _board_dir() / THIRD_PARTY_RECORDS
+
+
+@board.command("install")
 @_plugins_option
-def install_cmd(plugins_file: Path) -> None:
+def install_cmd(plugins_file: Path | None) -> None:
     """pip install every listed plugin."""
-    install(load_plugins(plugins_file))
+    install(_plugins(plugins_file))
 
 
-@main.command("run")
+@board.command("run")
 @_plugins_option
 @click.option("--dataset", "datasets", default=DATASETS, show_default=True)
 @click.option("--seeds", type=click.IntRange(1), default=SEEDS, show_default=True)
-@click.option("--results-dir", type=click.Path(path_type=Path), default=RESULTS_DIR,
-              show_default=True)
-def run_cmd(plugins_file: Path, datasets: str, seeds: int, results_dir: Path) -> None:
+@_results_option
+def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: Path | None) -> None:
     """Run every listed method on the stand-ins (cached runs are not repeated)."""
-    failures = run(load_plugins(plugins_file), datasets=datasets, seeds=seeds,
-                   results_dir=results_dir)
+    failures = run(_plugins(plugins_file), datasets=datasets, seeds=seeds,
+                   results_dir=_results(results_dir))
     for line in failures:
         click.echo(f"zslbench board: failed: {line}", err=True)
     if failures:
         raise SystemExit(1)
 
 
-@main.command("accept")
+@board.command("accept")
 @_plugins_option
 @click.option("--from", "source", type=click.Path(path_type=Path, file_okay=False), required=True,
               help="The records handed on by the job that ran the plugins (an artifact).")
-@click.option("--results-dir", type=click.Path(path_type=Path), default=RESULTS_DIR,
-              show_default=True)
-def accept_cmd(plugins_file: Path, source: Path, results_dir: Path) -> None:
+@_results_option
+def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None) -> None:
     """Validate the listed plugins' records (untrusted) and take them onto the board."""
-    written, refused = accept(load_plugins(plugins_file), source, results_dir)
+    target = _results(results_dir)
+    written, refused = accept(_plugins(plugins_file), source, target)
     for line in refused:
         click.echo(terminal_text(f"zslbench board: refused: {line}"), err=True)
-    click.echo(f"{len(written)} record(s) taken into {results_dir}, {len(refused)} refused")
+    click.echo(f"{len(written)} record(s) taken into {target}, {len(refused)} refused")
 
 
-@main.command("render")
-@click.option("--results-dir", type=click.Path(path_type=Path),
-              default=Path("leaderboards/records"), show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), default=Path("leaderboards"),
-              show_default=True)
-def render_cmd(results_dir: Path, out: Path) -> None:
+@board.command("render")
+@click.option("--results-dir", type=click.Path(path_type=Path), default=None,
+              help="[default: DIR/records]")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="[default: DIR]")
+def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     """Re-render the board (zslbench leaderboard), then check it."""
-    from zslbench.cli import main as zslbench_main
-
-    for extra in ([], ["--check"]):
-        try:
-            zslbench_main(["leaderboard", "--results-dir", str(results_dir), "--out", str(out),
-                           *extra])
-        except SystemExit as exc:
-            if exc.code not in (0, None):
-                raise
+    results_dir = results_dir or _board_dir() / "records"
+    out = out or _board_dir()
+    render_board(results_dir, out)
+    render_board(results_dir, out, check_only=True)
 
 
 def entry() -> None:
-    """``python -m zslbench.board``, with zslbench's one-line errors."""
-    try:
-        main(standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except UserError as exc:
-        click.echo(f"zslbench board: error: {exc.one_line()}", err=True)
-        sys.exit(exc.exit_code)
+    """``python -m zslbench.board ARGS``: the same as ``zslbench board ARGS``."""
+    from zslbench.cli import main
+
+    main(["board", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

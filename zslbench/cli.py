@@ -338,10 +338,12 @@ def missing_data_line(lines: list[str]) -> str:
 
 
 def _add_core_commands() -> None:
+    from zslbench.board import board
     from zslbench.leaderboard.cli import compare, leaderboard
 
     cli.add_command(leaderboard)
     cli.add_command(compare)
+    cli.add_command(board)
 
 
 _add_core_commands()

@@ -89,13 +89,9 @@ def build(results_dir: Path, out_dir: Path, reported_path: Path | None, *, draw:
     artefacts = [Artefact(path, text.encode("utf-8")) for path, text in sorted(pages.items())]
     owned = owned_files(out_dir / MANIFEST) or set()
     for spec in b.figures:
-        kept_files = _current_figure(out_dir, spec, owned) if draw else None
-        if kept_files is not None:
-            artefacts += [Artefact(path, data, spec.data_sha256) for path, data in kept_files.items()]
-        elif draw:
-            artefacts += [Artefact(path, data, spec.data_sha256) for path, data in sorted(render_figure(spec).items())]
-        else:
-            artefacts += [Artefact(path, b"", spec.data_sha256) for path in spec.files]
+        files = (_current_figure(out_dir, spec, owned) or dict(sorted(render_figure(spec).items())) if draw
+                 else dict.fromkeys(spec.files, b""))
+        artefacts += [Artefact(path, data, spec.data_sha256) for path, data in files.items()]
     artefacts.append(Artefact(MANIFEST, manifest_bytes(artefacts, b.runs, b.superseded)))
     return Site(artefacts=artefacts, board=b, refused=b.refused)
 
@@ -116,7 +112,7 @@ def _current_figure(out_dir: Path, spec: FigureSpec, owned: set[str]) -> dict[st
     return found
 
 
-def manifest_bytes(artefacts: list[Artefact], runs: int, superseded: int, extra: set[str] = frozenset()) -> bytes:
+def manifest_bytes(artefacts: list[Artefact], runs: int, superseded: int, extra: set[str] | frozenset[str] = frozenset()) -> bytes:
     """The list of rendered files: text files with their sha256, figures with their data hash.
 
     ``generator`` marks the manifest (and so every file it lists) as written by zslbench

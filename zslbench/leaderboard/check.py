@@ -38,7 +38,9 @@ import re
 import secrets
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from zslbench.errors import UserError
 from zslbench.leaderboard import manifest
@@ -114,25 +116,40 @@ def foreign_files(out_dir: Path, inputs: list[Path], produced: frozenset[str] = 
         return []
     owned = owned_files(out_dir)
     root = out_dir.resolve()
-    # An input strictly inside OUT (leaderboards/records) is skipped whole; records in OUT itself
-    # (--results-dir and --out the same folder) are its JSON files. An input that holds OUT (the
-    # default RESULTS_DIR/leaderboard) excuses nothing in it.
-    skip = [p.resolve() for p in inputs if root in p.resolve().parents]
-    records_here = any(p.resolve() == root and p.resolve().is_dir() for p in inputs)
+    skip, records_here = _skipped_inputs(root, inputs)
     found = sorted(p for p in produced if p not in owned and (out_dir / p).exists())
+    cut = None if limit is None else max(limit, len(found) + 1)
+    for path in _files(root, skip):
+        rel = path.relative_to(root).as_posix()
+        if rel not in owned and rel not in found and not _excused(path, skip, records_here):
+            found.append(rel)
+            if cut is not None and len(found) >= cut:
+                break
+    return sorted(found)
+
+
+def _files(root: Path, skip: list[Path]) -> Iterator[Path]:
+    """The files under ``root``, folder by folder in name order, not descending into hidden
+    folders, links or the ``skip`` folders."""
     for top, dirs, files in os.walk(root):
         here = Path(top)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here / d).is_symlink()
                          and not any(_inside(here / d, s) for s in skip))
-        for name in sorted(files):
-            rel = (here / name).relative_to(root).as_posix()
-            if (name.startswith(".") or rel in owned or rel in found or any(_inside(here / name, s) for s in skip)
-                    or (here / name).is_symlink() or (records_here and name.endswith(".json"))):
-                continue
-            found.append(rel)
-            if limit is not None and len(found) >= limit:
-                return sorted(found)
-    return sorted(found)
+        yield from (here / name for name in sorted(files))
+
+
+def _skipped_inputs(root: Path, inputs: list[Path]) -> tuple[list[Path], bool]:
+    """An input strictly inside OUT (leaderboards/records) is skipped whole; records in OUT itself
+    (--results-dir and --out the same folder) are its JSON files (the flag). An input that holds
+    OUT (the default RESULTS_DIR/leaderboard) excuses nothing in it."""
+    skip = [p.resolve() for p in inputs if root in p.resolve().parents]
+    return skip, any(p.resolve() == root and p.resolve().is_dir() for p in inputs)
+
+
+def _excused(path: Path, skip: list[Path], records_here: bool) -> bool:
+    """A hidden file, an input, a link, or a record in an OUT that is the results dir."""
+    return (path.name.startswith(".") or any(_inside(path, s) for s in skip) or path.is_symlink()
+            or (records_here and path.name.endswith(".json")))
 
 
 def refuse_foreign(out_dir: Path, foreign: list[str]) -> UserError:
@@ -168,24 +185,9 @@ def compare(site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: boo
                    | set(links_in(out_dir, inputs)))
     problems += [f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
                  for link in links]
-    for path, artefact in sorted(rendered.items()):
-        target = out_dir / path
-        shown = target.as_posix()
-        if any(_inside(target, Path(link)) for link in links):
-            continue
-        if not target.is_file():
-            problems.append(f"{shown}: missing (not rendered into {out_dir.as_posix()} yet)")
-            continue
-        committed = target.read_bytes()
-        if artefact.is_figure:
-            found = embedded_hash(path, committed)
-            if found is None:
-                problems.append(f"{shown}: carries no zslbench data hash (not rendered by zslbench leaderboard)")
-            elif found != artefact.data_sha256:
-                problems.append(f"{shown}: plots other data than the records give (data hash "
-                                f"{found[:12]} committed, {artefact.data_sha256[:12]} expected)")
-        elif committed != artefact.data:
-            problems.append(f"{shown}: {_text_difference(committed, artefact.data)}")
+    problems += [line for path, artefact in sorted(rendered.items())
+                 if not any(_inside(out_dir / path, Path(link)) for link in links)
+                 and (line := _artefact_problem(out_dir, path, artefact))]
     for path in sorted(owned_files(out_dir) - set(rendered)):
         if (out_dir / path).is_file() and not any(_inside(out_dir / path, Path(link)) for link in links):
             problems.append(f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)")
@@ -196,6 +198,24 @@ def compare(site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: boo
     return problems
 
 
+def _artefact_problem(out_dir: Path, path: str, artefact: Any) -> str:
+    """What is wrong with the committed copy of one rendered file ("" when nothing)."""
+    target = out_dir / path
+    shown = target.as_posix()
+    if not target.is_file():
+        return f"{shown}: missing (not rendered into {out_dir.as_posix()} yet)"
+    committed = target.read_bytes()
+    if not artefact.is_figure:
+        return f"{shown}: {_text_difference(committed, artefact.data)}" if committed != artefact.data else ""
+    found = embedded_hash(path, committed)
+    if found is None:
+        return f"{shown}: carries no zslbench data hash (not rendered by zslbench leaderboard)"
+    if found != artefact.data_sha256:
+        return (f"{shown}: plots other data than the records give (data hash "
+                f"{found[:12]} committed, {artefact.data_sha256[:12]} expected)")
+    return ""
+
+
 def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: bool = False) -> list[str]:
     """Write every artefact whose bytes change and delete the files a previous render wrote that
     are no longer produced; refuse links and an ``out_dir`` holding files it did not write (see
@@ -203,13 +223,7 @@ def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: b
     out_dir = Path(out_dir)
     produced = frozenset(a.path for a in site.artefacts)
     owned = owned_files(out_dir)
-    links = sorted(set(links_on_the_way(out_dir, produced | owned)) | set(links_in(out_dir, inputs)))
-    if links:
-        raise refuse_links(links)
-    if not overwrite_foreign:
-        foreign = foreign_files(out_dir, inputs, produced, limit=4)
-        if foreign:
-            raise refuse_foreign(out_dir, foreign)
+    refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign=overwrite_foreign)
     clear_stale_temps(out_dir, produced | owned)
     stale = sorted(owned - produced)
     changed = [a for a in site.artefacts if not _same(out_dir / a.path, a.data)]
@@ -231,6 +245,18 @@ def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: b
             staging.delete(path)
         staging.commit(last)
     return [a.path for a in changed]
+
+
+def refuse_unsafe(out_dir: Path, inputs: list[Path], produced: frozenset[str] = frozenset(),
+                  owned: frozenset[str] | set[str] = frozenset(), *, overwrite_foreign: bool) -> None:
+    """Raise when a link is in ``out_dir`` or on the way to the files written or deleted, or
+    (unless ``overwrite_foreign``) a file not ours is there."""
+    links = sorted(set(links_on_the_way(out_dir, produced | owned)) | set(links_in(out_dir, inputs)))
+    if links:
+        raise refuse_links(links)
+    foreign = [] if overwrite_foreign else foreign_files(out_dir, inputs, produced, limit=4)
+    if foreign:
+        raise refuse_foreign(out_dir, foreign)
 
 
 def _same(target: Path, data: bytes) -> bool:
@@ -346,8 +372,8 @@ def clear_stale_temps(out_dir: Path, paths: frozenset[str] | set[str]) -> list[P
     process that is gone, or ``.NAME.HEX.tmp`` (as written before 0.2) an hour old. Returns them."""
     names: dict[Path, set[str]] = {}
     for rel in paths:
-        folder, _, name = rel.rpartition("/")
-        names.setdefault(Path(out_dir) / folder, set()).add(name)
+        sub, _, name = rel.rpartition("/")
+        names.setdefault(Path(out_dir) / sub, set()).add(name)
     removed = []
     for folder, wanted in sorted(names.items()):
         if folder.is_symlink() or not folder.is_dir():
@@ -356,17 +382,20 @@ def clear_stale_temps(out_dir: Path, paths: frozenset[str] | set[str]) -> list[P
             match = _TEMP.fullmatch(entry.name)
             if match is None or match["name"] not in wanted or not entry.is_file(follow_symlinks=False):
                 continue
-            pid = match["pid"]
             try:
-                if pid is not None and (int(pid) == os.getpid() or _alive(int(pid))):
-                    continue
-                if pid is None and time.time() - entry.stat(follow_symlinks=False).st_mtime < 3600:
-                    continue
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
+                if _abandoned(entry, match["pid"]):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
             except OSError:
                 continue
     return removed
+
+
+def _abandoned(entry: os.DirEntry[str], pid: str | None) -> bool:
+    """A temporary file of a process that is gone, or (no pid) one an hour old."""
+    if pid is not None:
+        return int(pid) != os.getpid() and not _alive(int(pid))
+    return time.time() - entry.stat(follow_symlinks=False).st_mtime >= 3600
 
 
 def _alive(pid: int) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,7 +28,7 @@ def _echo(text: str, err: bool = False) -> None:
                    "committed board: --results-dir leaderboards/records --out leaderboards.")
 @click.option("--reported", "reported_path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
               default=None, help="Curated reported-numbers file [default: the JSON file in OUT/reported/, else "
-                                 "in leaderboards/reported/ of the zslbench clone].")
+                                 "in leaderboards/reported/ of the current directory].")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.")
 @click.option("--overwrite-foreign", is_flag=True,
@@ -53,58 +54,68 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     `zslbench leaderboard prune` lists (and with --yes removes) the records that the current code
     would re-run.
     """
-    if ctx.invoked_subcommand is not None:
-        return
-    from zslbench.board import PLUGINS_FILE
+    if ctx.invoked_subcommand is None:
+        render_board(results_dir, out_dir or results_dir / "leaderboard", reported_path,
+                     check_only=check_only, overwrite_foreign=overwrite_foreign)
+
+
+def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = None, *,
+                 check_only: bool = False, overwrite_foreign: bool = False) -> None:
+    """``zslbench leaderboard``: render the board of ``results_dir`` into ``out_dir``, or with
+    ``check_only`` compare it with what is there (``SystemExit(1)`` when it differs). A refused
+    ``out_dir`` is a ``UserError``, printed by the one handler in ``zslbench.cli.main``."""
     from zslbench.leaderboard import check as check_mod
     from zslbench.leaderboard.build import build
     from zslbench.leaderboard.reported import find_reported
 
-    if out_dir is None:
-        out_dir = results_dir / "leaderboard"
     if reported_path is None:
         reported_path = find_reported(out_dir)
         if reported_path is None:
-            _echo("note: no reported-numbers file in OUT/reported/ or the clone's leaderboards/reported/; "
-                       "rendering without reported numbers (pass --reported FILE to include them)", err=True)
-    # What the render reads, which may lie inside --out (the committed leaderboards/records and
-    # leaderboards/reported): never counted as files in the way.
+            _echo("note: no reported-numbers file in OUT/reported/ or leaderboards/reported/; "
+                  "rendering without reported numbers (pass --reported FILE to include them)", err=True)
+    inputs = _inputs(results_dir, out_dir, reported_path)
+    if not check_only:  # refuse before the slow part (drawing)
+        check_mod.refuse_unsafe(out_dir, inputs, overwrite_foreign=overwrite_foreign)
+    site = build(results_dir, out_dir, reported_path, draw=not check_only)
+    for line in site.board.warnings:
+        _echo(f"warning: {line}", err=True)
+    if check_only:
+        _check(site, results_dir, out_dir, inputs, overwrite_foreign)
+        return
+    for path, reason in site.refused:
+        _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
+    written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
+    _echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
+          f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+
+
+def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> list[Path]:
+    """What the render reads, which may lie inside --out (the committed leaderboards/records and
+    leaderboards/reported, the board's plugins.toml): never counted as files in the way."""
+    from zslbench.leaderboard.manifest import PLUGINS_NAME
+
     inputs = [results_dir]
     if reported_path is not None:
         here = reported_path.parent.resolve() == out_dir.resolve()
         inputs.append(reported_path if here else reported_path.parent)
-    # The board's list of third-party plugins (zslbench/board.py) lives beside it.
-    if (out_dir / PLUGINS_FILE.name).is_file():
-        inputs.append(out_dir / PLUGINS_FILE.name)
-    # A UserError (a refused --out, ...) is printed by the one handler in zslbench.cli.main.
-    # Refuse before the slow part (drawing).
-    links = [] if check_only else check_mod.links_in(out_dir, inputs)
-    if links:
-        raise check_mod.refuse_links(links)
-    if not (check_only or overwrite_foreign):
-        foreign = check_mod.foreign_files(out_dir, inputs, limit=4)
-        if foreign:
-            raise check_mod.refuse_foreign(out_dir, foreign)
-    site = build(results_dir, out_dir, reported_path, draw=not check_only)
-    for line in site.board.warnings:
-        _echo(f"warning: {line}", err=True)
-    if not check_only:
-        for path, reason in site.refused:
-            _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
-    if check_only:
-        problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
-        for line in problems:
-            _echo(line)
-        if problems:
-            _echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
-                       f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
-                       f"--out {out_dir.as_posix()}` and commit the result", err=True)
-            ctx.exit(1)
-        _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
-        return
-    written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
-    _echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
-               f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+    if (out_dir / PLUGINS_NAME).is_file():
+        inputs.append(out_dir / PLUGINS_NAME)
+    return inputs
+
+
+def _check(site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allow_foreign: bool) -> None:
+    """``--check``: one line per problem and ``SystemExit(1)``, or one line saying it is current."""
+    from zslbench.leaderboard import check as check_mod
+
+    problems = check_mod.compare(site, out_dir, inputs, allow_foreign=allow_foreign)
+    for line in problems:
+        _echo(line)
+    if problems:
+        _echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
+              f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
+              f"--out {out_dir.as_posix()}` and commit the result", err=True)
+        raise SystemExit(1)
+    _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
 
 
 @leaderboard.command("prune")
@@ -181,11 +192,7 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     a, b, fp = comparison_sides(kept, method_a, method_b, dataset)
     _echo(f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})")
     for side in (a, b):
-        extra = [f"overrides {side.overrides}"] if side.overrides else []
-        extra += [side.schedule] if side.schedule else []
-        extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
-        _echo(f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
-                   f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
+        _echo(_side_line(side))
     diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
     test = next((d.test for d in diffs.values() if d is not None), "no test possible")
     _echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
@@ -196,15 +203,28 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     if seeds and len(seeds) < max(len(a.seeds), len(b.seeds)):
         _echo(f"  means over the {len(seeds)} paired seeds, as A - B")
     for m in TESTED_METRICS:
-        ia, ib = (stats.t_interval(values) for values in stats.compared_values(a.samples[m], b.samples[m]))
-        d = diffs[m]
-        if d is None:
-            tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
-        else:
-            tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
-        _echo(f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
-                   f"{tail}")
+        _echo(_metric_line(m, a.samples[m], b.samples[m], diffs[m], width))
     h = diffs["H"]
     if h is not None:
         _echo(f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
                    "(two-sided; one comparison, so no multiplicity correction)")
+
+
+def _side_line(side: Any) -> str:
+    extra = [f"overrides {side.overrides}"] if side.overrides else []
+    extra += [side.schedule] if side.schedule else []
+    extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
+    return (f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
+            f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
+
+
+def _metric_line(m: str, a: Any, b: Any, d: Any, width: int) -> str:
+    from zslbench import stats
+
+    ia, ib = (stats.t_interval(values) for values in stats.compared_values(a, b))
+    if d is None:
+        tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
+    else:
+        tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
+    return (f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
+            f"{tail}")

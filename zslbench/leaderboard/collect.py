@@ -113,15 +113,13 @@ class DataVersions:
 
     def warning(self) -> str:
         others = ", ".join(f"{fp[:8]} ({n} record(s))" for fp, n in self.counts[1:])
+        of, backbone = "", ""
         if len(set(self.backbones)) > 1:
-            return (f"{self.dataset}: records on {len(self.counts)} data versions, of backbones "
-                    f"{', '.join(b or '(none named)' for b in self.backbones)}; only fingerprint "
-                    f"{self.compared[:8]} ({self.backbones[0] or 'no backbone named'}, "
-                    f"{self.counts[0][1]} record(s)) is compared, the runs on {others} are shown as "
-                    "rows of their own and never compared")
-        return (f"{self.dataset}: records on {len(self.counts)} data versions; only fingerprint "
-                f"{self.compared[:8]} ({self.counts[0][1]} record(s)) is compared, the runs on {others} are "
-                "shown as rows of their own and never compared")
+            of = f", of backbones {', '.join(b or '(none named)' for b in self.backbones)}"
+            backbone = f"{self.backbones[0] or 'no backbone named'}, "
+        return (f"{self.dataset}: records on {len(self.counts)} data versions{of}; only fingerprint "
+                f"{self.compared[:8]} ({backbone}{self.counts[0][1]} record(s)) is compared, the runs on {others} "
+                "are shown as rows of their own and never compared")
 
 
 def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
@@ -188,50 +186,8 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
     if runs.empty:
         return pd.DataFrame(columns=[*CELL_KEYS, "row_key", "label", "n", "compared"])
     versions = data_versions(runs)
-    out: list[dict[str, Any]] = []
-    for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False):
-        entry: dict[str, Any] = dict(zip(CELL_KEYS, key, strict=True))
-        entry["paper_name"] = next((p for p in group["paper_name"] if p), "")
-        first = group.iloc[0]
-        for column in ("overrides", "overrides_map", "sweep", "sweep_params", "sweep_map", "base_seed"):
-            entry[column] = first[column]
-        entry["config_files"] = sorted({f for f in group["config_file"] if f})
-        entry["data_paths"] = sorted({p for p in group["data_path"] if p})
-        entry["split_reason"] = "; ".join(sorted({r for r in group["split_reason"] if r}))
-        entry["n"] = int(len(group))
-        entry["repetitions"] = int(group["repetition"].max()) + 1
-        for metric in (*METRICS, *EXTRA_METRICS):
-            samples = _samples(group, metric)
-            entry[metric] = stats.t_interval(list(samples.values()))
-            entry[f"{metric}_samples"] = samples
-        entry["times"] = _times(group)
-        entry["oversubscribed"] = int(group["oversubscribed"].astype(bool).sum())
-        entry["load_unknown"] = int((~group["load_known"].astype(bool)).sum())
-        entry["seeds"] = sorted(int(s) for s in group["seed"])
-        entry["versions"] = sorted(set(group["version"]))
-        entry["commits"] = sorted(set(group["commit"]))
-        entry["dirty"] = bool(group["dirty"].any())
-        entry["devices"] = sorted(set(group["device_name"]))
-        days = sorted(v[:10] for v in group["finished_at"] if v)
-        entry["date_first"], entry["date_last"] = (days[0], days[-1]) if days else ("", "")
-        entry["links"] = sorted(group["link"])
-        entry["folders"] = sorted(set(group["folder"]))
-        entry["seed_of"] = dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True))
-        entry["per_class"] = _per_class(group)
-        entry["curves"] = [{"seed": int(s), "curve": c, "op": op} for s, c, op in
-                           sorted(zip(group["seed"], group["curve"], group["op"], strict=True),
-                                  key=lambda t: t[0]) if c is not None]
-        entry["audits"] = [{"seed": int(s), **a} for s, a in zip(group["seed"], group["selection_audit"],
-                                                                 strict=True) if a is not None]
-        compared = versions[(entry["kind"], entry["dataset"])].compared
-        entry["compared"] = compared == entry["data_fp"]
-        # the features' backbone, and the compared version's: a row on other features of the same
-        # dataset is labelled with its backbone when that is what differs
-        entry["backbone"] = next((b for b in group["backbone"] if b), "")
-        same = runs[(runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
-                    & (runs["data_fp"] == compared)]
-        entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
-        out.append(entry)
+    out = [_entry(dict(zip(CELL_KEYS, key, strict=True)), group, runs, versions)
+           for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False)]
     frame = pd.DataFrame(out)
     frame["row_key"] = [tuple(r[k] for k in ROW_KEYS) + (() if r["compared"] else ("data", r["data_fp"]))
                         for r in out]
@@ -244,6 +200,61 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
     frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs["data_versions"] = [v for v in versions.values() if len(v.counts) > 1]
     return frame
+
+
+def _entry(entry: dict[str, Any], group: pd.DataFrame, runs: pd.DataFrame,
+           versions: dict[tuple[str, str], DataVersions]) -> dict[str, Any]:
+    """The aggregated row of one cell group (``entry`` holds its cell keys)."""
+    entry.update(_settings(group))
+    entry["repetitions"] = int(group["repetition"].max()) + 1
+    for metric in (*METRICS, *EXTRA_METRICS):
+        samples = _samples(group, metric)
+        entry[metric] = stats.t_interval(list(samples.values()))
+        entry[f"{metric}_samples"] = samples
+    entry["times"] = _times(group)
+    entry.update(_provenance(group))
+    entry["per_class"] = _per_class(group)
+    entry.update(_curves_and_audits(group))
+    compared = versions[(entry["kind"], entry["dataset"])].compared
+    entry["compared"] = compared == entry["data_fp"]
+    # the features' backbone, and the compared version's: a row on other features of the same
+    # dataset is labelled with its backbone when that is what differs
+    entry["backbone"] = next((b for b in group["backbone"] if b), "")
+    same = runs[(runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
+                & (runs["data_fp"] == compared)]
+    entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
+    return entry
+
+
+def _settings(group: pd.DataFrame) -> dict[str, Any]:
+    """What a cell group's runs were told: name, overrides, sweep, files, split."""
+    first = group.iloc[0]
+    return {"paper_name": next((p for p in group["paper_name"] if p), ""),
+            **{c: first[c] for c in ("overrides", "overrides_map", "sweep", "sweep_params", "sweep_map", "base_seed")},
+            "config_files": sorted({f for f in group["config_file"] if f}),
+            "data_paths": sorted({p for p in group["data_path"] if p}),
+            "split_reason": "; ".join(sorted({r for r in group["split_reason"] if r})), "n": int(len(group))}
+
+
+def _provenance(group: pd.DataFrame) -> dict[str, Any]:
+    """Load, seeds, versions, devices, dates and links of a cell group's runs."""
+    days = sorted(v[:10] for v in group["finished_at"] if v)
+    return {"oversubscribed": int(group["oversubscribed"].astype(bool).sum()),
+            "load_unknown": int((~group["load_known"].astype(bool)).sum()),
+            "seeds": sorted(int(s) for s in group["seed"]), "versions": sorted(set(group["version"])),
+            "commits": sorted(set(group["commit"])), "dirty": bool(group["dirty"].any()),
+            "devices": sorted(set(group["device_name"])),
+            "date_first": days[0] if days else "", "date_last": days[-1] if days else "",
+            "links": sorted(group["link"]), "folders": sorted(set(group["folder"])),
+            "seed_of": dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True))}
+
+
+def _curves_and_audits(group: pd.DataFrame) -> dict[str, Any]:
+    return {"curves": [{"seed": int(s), "curve": c, "op": op} for s, c, op in
+                       sorted(zip(group["seed"], group["curve"], group["op"], strict=True),
+                              key=lambda t: t[0]) if c is not None],
+            "audits": [{"seed": int(s), **a} for s, a in zip(group["seed"], group["selection_audit"],
+                                                             strict=True) if a is not None]}
 
 
 def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFrame:
@@ -262,25 +273,23 @@ def _labels(frame: pd.DataFrame) -> list[str]:
     rows = sorted(set(frame["row_key"]), key=repr)
     backbones = {rk: (b, c) for rk, b, c in zip(frame["row_key"], frame["backbone"],
                                                 frame["compared_backbone"], strict=True)}
-    labels = {}
-    for rk in rows:
-        kind, _method, cid, standard, device, schedule = rk[:6]
-        twins = [o for o in rows if o[0] == kind and base[o] == base[rk] and o != rk]
-        parts = [base[rk]]
-        if not standard:
-            parts.append("non-standard split")
-        if schedule:
-            parts.append(schedule)
-        if any(o[4] != device for o in twins):
-            parts.append(device)
-        if any(o[2] != cid for o in twins):
-            parts.append(f"cfg {cid[:8]}")
-        if len(rk) > len(ROW_KEYS):
-            backbone, compared = backbones[rk]
-            parts.append(f"backbone {backbone}, not compared" if backbone and backbone != compared
-                         else f"data {rk[-1][:8]}, not compared")
-        labels[rk] = " · ".join(parts)
+    labels = {rk: _label(rk, base, [o for o in rows if o[0] == rk[0] and base[o] == base[rk] and o != rk],
+                         backbones.get(rk, ("", ""))) for rk in rows}
     return [labels[rk] for rk in frame["row_key"]]
+
+
+def _label(rk: tuple[Any, ...], base: dict[Any, str], twins: list[tuple[Any, ...]],
+           backbone: tuple[str, str]) -> str:
+    """A row's label: its base, plus what tells it from its twins (rows of the same base)."""
+    _kind, _method, cid, standard, device, schedule = rk[:6]
+    parts = [base[rk], "" if standard else "non-standard split", schedule,
+             device if any(o[4] != device for o in twins) else "",
+             f"cfg {cid[:8]}" if any(o[2] != cid for o in twins) else ""]
+    if len(rk) > len(ROW_KEYS):
+        used, compared = backbone
+        parts.append(f"backbone {used}, not compared" if used and used != compared
+                     else f"data {rk[-1][:8]}, not compared")
+    return " · ".join(p for p in parts if p)
 
 
 @dataclass(frozen=True)
@@ -416,43 +425,53 @@ def comparison_sides(runs: pd.DataFrame, spec_a: str, spec_b: str, dataset: str)
         raise UserError(f"no records on dataset {dataset!r} (runs on a standard split)",
                         hint="check --dataset and --results-dir")
     settings = run_settings(sub)
-    picked = []
-    for spec in specs:
-        mask = [spec.matches(m, s, c.get("components") or {}) for m, s, c in
-                zip(sub["method"], settings, sub["config"], strict=True)]
-        if any(mask):
-            picked.append(sub[mask])
-            continue
-        mine = sub[sub["method"] == spec.method]
-        if mine.empty:
-            raise UserError(f"no records of {spec.text!r} on {dataset}",
-                            hint=f"configurations with records there: {_found(sub)}")
-        what = "its default configuration" if not spec.settings else "this configuration"
-        raise UserError(f"no records of {spec.text!r} ({what}) on {dataset}",
-                        hint=f"configurations of {spec.method} with records there: {_found(mine)}; name one "
-                             "as METHOD[PARAM=VALUE,...], quoted")
+    picked = [_matching(spec, sub, settings, dataset) for spec in specs]
     shared = set(picked[0]["data_fp"]) & set(picked[1]["data_fp"])
     if not shared:
-        backbones = [sorted(set(side["backbone"]) - {""}) for side in picked]
-        if backbones[0] and backbones[1] and not set(backbones[0]) & set(backbones[1]):
-            raise UserError(f"{spec_a} ran on backbone {', '.join(backbones[0])} and {spec_b} on backbone "
-                            f"{', '.join(backbones[1])} ({dataset}): runs on different backbones are never paired",
-                            hint=f"run both on one feature set (zslbench run --method "
-                            f"{specs[0].method},{specs[1].method} --dataset {dataset})")
-        raise UserError(f"{spec_a} and {spec_b} never ran on the same version of {dataset} (data fingerprints "
-                        "differ), so their numbers are not comparable",
-                        hint="re-run both on the same data (zslbench run ... --dataset " + dataset + ")")
+        raise _never_paired(spec_a, spec_b, specs, picked, dataset)
     counts = pd.concat(picked).groupby("data_fp").size()
     fp = max(sorted(shared), key=lambda f: int(counts.get(f, 0)))
-    sides = []
-    for spec, runs_of in zip(specs, picked, strict=True):
-        mine = runs_of[runs_of["data_fp"] == fp]
-        configs = list(mine.groupby(["config_id", "device_type", "schedule"], sort=True))
-        (cid, device, schedule), group = max(configs, key=lambda kv: (kv[0][2] == "", len(kv[1]),
-                                                                       max(kv[1]["finished_at"])))
-        of_method = sub[(sub["method"] == spec.method) & (sub["data_fp"] == fp)]
-        n_configs = len(of_method.groupby(["config_id", "device_type", "schedule"]))
-        overrides = ", ".join(x for x in (group["overrides"].iloc[0], group["sweep"].iloc[0]) if x)
-        sides.append(Side(spec.text, spec.method, cid, overrides, device, schedule,
-                          {m: _samples(group, m) for m in TESTED_METRICS}, n_configs - 1))
+    sides = [_side(spec, runs_of, sub, fp) for spec, runs_of in zip(specs, picked, strict=True)]
     return sides[0], sides[1], fp
+
+
+def _matching(spec: ConfigSpec, sub: pd.DataFrame, settings: list[dict[str, Any]], dataset: str) -> pd.DataFrame:
+    """The runs of ``sub`` that are ``spec``; none is a ``UserError`` naming what there is."""
+    mask = [spec.matches(m, s, c.get("components") or {}) for m, s, c in
+            zip(sub["method"], settings, sub["config"], strict=True)]
+    if any(mask):
+        return sub[mask]
+    mine = sub[sub["method"] == spec.method]
+    if mine.empty:
+        raise UserError(f"no records of {spec.text!r} on {dataset}",
+                        hint=f"configurations with records there: {_found(sub)}")
+    what = "its default configuration" if not spec.settings else "this configuration"
+    raise UserError(f"no records of {spec.text!r} ({what}) on {dataset}",
+                    hint=f"configurations of {spec.method} with records there: {_found(mine)}; name one "
+                         "as METHOD[PARAM=VALUE,...], quoted")
+
+
+def _never_paired(spec_a: str, spec_b: str, specs: list[ConfigSpec], picked: list[pd.DataFrame],
+                  dataset: str) -> UserError:
+    backbones = [sorted(set(side["backbone"]) - {""}) for side in picked]
+    if backbones[0] and backbones[1] and not set(backbones[0]) & set(backbones[1]):
+        return UserError(f"{spec_a} ran on backbone {', '.join(backbones[0])} and {spec_b} on backbone "
+                         f"{', '.join(backbones[1])} ({dataset}): runs on different backbones are never paired",
+                         hint=f"run both on one feature set (zslbench run --method "
+                         f"{specs[0].method},{specs[1].method} --dataset {dataset})")
+    return UserError(f"{spec_a} and {spec_b} never ran on the same version of {dataset} (data fingerprints "
+                     "differ), so their numbers are not comparable",
+                     hint="re-run both on the same data (zslbench run ... --dataset " + dataset + ")")
+
+
+def _side(spec: ConfigSpec, runs_of: pd.DataFrame, sub: pd.DataFrame, fp: str) -> Side:
+    """One side of a comparison: the full schedule first, then the configuration with most runs."""
+    mine = runs_of[runs_of["data_fp"] == fp]
+    configs = list(mine.groupby(["config_id", "device_type", "schedule"], sort=True))
+    (cid, device, schedule), group = max(configs, key=lambda kv: (kv[0][2] == "", len(kv[1]),
+                                                                   max(kv[1]["finished_at"])))
+    of_method = sub[(sub["method"] == spec.method) & (sub["data_fp"] == fp)]
+    n_configs = len(of_method.groupby(["config_id", "device_type", "schedule"]))
+    overrides = ", ".join(x for x in (group["overrides"].iloc[0], group["sweep"].iloc[0]) if x)
+    return Side(spec.text, spec.method, cid, overrides, device, schedule,
+                {m: _samples(group, m) for m in TESTED_METRICS}, n_configs - 1)

@@ -22,7 +22,7 @@ from zslbench.leaderboard.collect import (
     measured,
 )
 from zslbench.leaderboard.model import Page
-from zslbench.leaderboard.tables import Cell, Table
+from zslbench.leaderboard.tables import Cell, Column, Row, Table
 
 #: CSV column stem of each metric: the headline AUSUC (per class, Chao et al.) and the per-image
 #: variant say which they are.
@@ -78,7 +78,9 @@ def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
     """(full row label, dataset label, metric) -> the cell as marked in the page's tables."""
     out = {}
     for table in tables:
-        for row in (r for r in table.rows if r.source == "measured" and r.prov):
+        for row in table.rows:
+            if row.source != "measured" or not row.prov:
+                continue
             for key, cell in row.cells.items():
                 ds, _, metric = key.rpartition(":") if ":" in key else (table.dataset, "", key)
                 out[(row.prov.label or row.label, ds, metric)] = cell
@@ -91,44 +93,53 @@ def _provenance(e: Any) -> dict[str, Any]:
             "records": ";".join(e.links)}
 
 
+def _cited(row: Row) -> dict[str, str]:
+    """A reported row's devices and citation (empty without provenance)."""
+    return {"devices": ", ".join(row.prov.devices) if row.prov else "",
+            "citation": row.prov.citation if row.prov else ""}
+
+
 def main_csv(page: Page, agg: pd.DataFrame) -> str:
     """Tidy: one line per (row, dataset). Measured lines (sweep runs included, with their values)
     come from ``agg``; reported lines from the tables. Never a line of both."""
-    kind = page.kind
     marks = _marked_cells(page.tables + page.sweep_tables)
-    lines: list[dict[str, Any]] = []
-    for e in (agg[agg["kind"] == kind] if not agg.empty else agg).itertuples(index=False):
-        ds = dataset_label(e.dataset, kind)
-        comparable = bool(e.standard) and bool(e.compared)
-        line = {"kind": kind, "source": "measured", "table": "sweep" if e.sweep else "main", "row": e.label,
-                "method": e.method, "paper_name": e.paper_name, "dataset": ds, "comparable": flag(comparable),
-                "split_standard": flag(e.standard), "data_fingerprint": e.data_fp, "schedule": e.schedule,
-                "sweep": e.sweep, "config_files": ";".join(e.config_files), "n": e.n, **_provenance(e)}
-        for m in (*METRICS, *EXTRA_METRICS):
-            interval, stem = getattr(e, m), CSV_METRIC[m]
-            line.update({f"{stem}_mean": num(interval.mean), f"{stem}_std": num(interval.std),
-                         f"{stem}_n": interval.n, f"{stem}_ci_low": num(interval.low),
-                         f"{stem}_ci_high": num(interval.high)})
-        for m in TESTED_METRICS:
-            cell = marks.get((e.label, ds, m))
-            line[f"best_{CSV_METRIC[m]}"] = flag(cell is not None and cell.best)
-            line[f"p_vs_best_{CSV_METRIC[m]}"] = p_text(cell.p) if cell else ""
-            line[f"test_{CSV_METRIC[m]}"] = cell.test if cell else ""
-        lines.append(line)
+    rows = (agg[agg["kind"] == page.kind] if not agg.empty else agg).itertuples(index=False)
+    lines = [_measured_line(page.kind, e, marks) for e in rows]
+    return to_csv(MAIN_HEADER, lines + _reported_lines(page))
+
+
+def _measured_line(kind: str, e: Any, marks: dict[tuple[str, str, str], Cell]) -> dict[str, Any]:
+    ds = dataset_label(e.dataset, kind)
+    line = {"kind": kind, "source": "measured", "table": "sweep" if e.sweep else "main", "row": e.label,
+            "method": e.method, "paper_name": e.paper_name, "dataset": ds,
+            "comparable": flag(bool(e.standard) and bool(e.compared)),
+            "split_standard": flag(e.standard), "data_fingerprint": e.data_fp, "schedule": e.schedule,
+            "sweep": e.sweep, "config_files": ";".join(e.config_files), "n": e.n, **_provenance(e)}
+    for m in (*METRICS, *EXTRA_METRICS):
+        interval, stem = getattr(e, m), CSV_METRIC[m]
+        line.update({f"{stem}_mean": num(interval.mean), f"{stem}_std": num(interval.std),
+                     f"{stem}_n": interval.n, f"{stem}_ci_low": num(interval.low),
+                     f"{stem}_ci_high": num(interval.high)})
+    for m in TESTED_METRICS:
+        cell = marks.get((e.label, ds, m))
+        line[f"best_{CSV_METRIC[m]}"] = flag(cell is not None and cell.best)
+        line[f"p_vs_best_{CSV_METRIC[m]}"] = p_text(cell.p) if cell else ""
+        line[f"test_{CSV_METRIC[m]}"] = cell.test if cell else ""
+    return line
+
+
+def _reported_lines(page: Page) -> list[dict[str, Any]]:
     emitted: dict[tuple[str, str, str], dict[str, Any]] = {}
     for table in page.tables:
         tname = "ablation" if table.kind.startswith("ablation") else "main"
-        for row in (r for r in table.rows if r.source == "reported"):
-            for column in table.columns:
-                ds, metric = column.key.split(":")
-                line = emitted.setdefault((tname, row.label, ds), {
-                    "kind": kind, "source": "reported", "table": tname, "row": row.label, "method": row.method,
-                    "paper_name": row.name, "dataset": ds, "comparable": "true",
-                    **{f"best_{CSV_METRIC[m]}": "false" for m in TESTED_METRICS},
-                    "devices": ", ".join(row.prov.devices) if row.prov else "",
-                    "citation": row.prov.citation if row.prov else ""})
-                line[f"{CSV_METRIC[metric]}_mean"] = num(table.cell(row, column).mean)
-    return to_csv(MAIN_HEADER, lines + list(emitted.values()))
+        for row, column in ((r, c) for r in table.rows if r.source == "reported" for c in table.columns):
+            ds, metric = column.key.split(":")
+            line = emitted.setdefault((tname, row.label, ds), {
+                "kind": page.kind, "source": "reported", "table": tname, "row": row.label, "method": row.method,
+                "paper_name": row.name, "dataset": ds, "comparable": "true",
+                **{f"best_{CSV_METRIC[m]}": "false" for m in TESTED_METRICS}, **_cited(row)})
+            line[f"{CSV_METRIC[metric]}_mean"] = num(table.cell(row, column).mean)
+    return list(emitted.values())
 
 
 def time_csv(page: Page, agg: pd.DataFrame) -> str:
@@ -140,23 +151,25 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
     lines: list[dict[str, Any]] = []
     for e in measured(agg, kind).itertuples(index=False):
         ds = dataset_label(e.dataset, kind)
-        for device, t in e.times.items():
-            lines.append({"kind": kind, "source": "measured", "row": e.label, "method": e.method, "dataset": ds,
-                          "device": device, "runs": t["runs"], "train_s_median": num(t["median"]),
-                          "train_s_min": num(t["min"]), "train_s_max": num(t["max"]), "train_runs_timed": t["n"],
-                          "train_runs_busy": t["busy"], "busy_only": flag(t["busy_only"]),
-                          "train_runs_load_unknown": t["unknown"], "best": flag(best.get((device, e.label, ds))),
-                          "records": ";".join(e.links)})
+        lines += [{"kind": kind, "source": "measured", "row": e.label, "method": e.method, "dataset": ds,
+                   "device": device, "runs": t["runs"], "train_s_median": num(t["median"]),
+                   "train_s_min": num(t["min"]), "train_s_max": num(t["max"]), "train_runs_timed": t["n"],
+                   "train_runs_busy": t["busy"], "busy_only": flag(t["busy_only"]),
+                   "train_runs_load_unknown": t["unknown"], "best": flag(bool(best.get((device, e.label, ds)))),
+                   "records": ";".join(e.links)} for device, t in e.times.items()]
+    return to_csv(TIME_HEADER, lines + _reported_time_lines(page))
+
+
+def _reported_time_lines(page: Page) -> list[dict[str, Any]]:
     table = page.reported_time
-    for row in (table.rows if table else []):
-        for column in (c for c in table.columns if not c.descriptive):
-            cell = table.cell(row, column)
-            if not cell.missing:
-                lines.append({"kind": kind, "source": "reported", "row": row.label, "method": row.method,
-                              "dataset": column.key, "device": ", ".join(row.prov.devices) if row.prov else "",
-                              "reported_min": num((cell.sort_value or 0.0) / 60.0), "best": "false",
-                              "citation": row.prov.citation if row.prov else ""})
-    return to_csv(TIME_HEADER, lines)
+    if table is None:
+        return []
+    return [{"kind": page.kind, "source": "reported", "row": row.label, "method": row.method,
+             "dataset": column.key, "device": _cited(row)["devices"],
+             "reported_min": num((cell.sort_value or 0.0) / 60.0), "best": "false",
+             "citation": _cited(row)["citation"]}
+            for row in table.rows for column in table.columns if not column.descriptive
+            if not (cell := table.cell(row, column)).missing]
 
 
 def per_class_csv(page: Page) -> str:
@@ -164,20 +177,20 @@ def per_class_csv(page: Page) -> str:
     for source, group in (("measured", page.per_class_tables), ("reported", page.reported_per_class)):
         for table in group:
             for row in table.rows:
-                share, n_test = row.cells.get("share"), row.cells.get("n_test")
-                for column in (c for c in table.columns if c.key.startswith("m:")):
-                    cell = table.cell(row, column)
-                    if cell.missing:
-                        continue
-                    lines.append({"kind": page.kind, "source": source, "dataset": table.dataset, "class": row.label,
-                                  "share_of_unseen_pct": num(share.mean if share else None),
-                                  "n_test": n_test.text() if n_test and not n_test.missing else "",
-                                  "row": column.title, "accuracy_mean": num(cell.mean), "accuracy_std": num(cell.std),
-                                  "n": "" if cell.n is None else cell.n, "ci_low": num(cell.low),
-                                  "ci_high": num(cell.high), "best": flag(cell.best), "p_vs_best": p_text(cell.p),
-                                  "test": cell.test,
-                                  "citation": row.prov.citation if (row.prov and source == "reported") else ""})
+                lines += [_per_class_line(page.kind, source, table, row, column) for column in table.columns
+                          if column.key.startswith("m:") and not table.cell(row, column).missing]
     return to_csv(PER_CLASS_HEADER, lines)
+
+
+def _per_class_line(kind: str, source: str, table: Table, row: Row, column: Column) -> dict[str, Any]:
+    share, n_test, cell = row.cells.get("share"), row.cells.get("n_test"), table.cell(row, column)
+    return {"kind": kind, "source": source, "dataset": table.dataset, "class": row.label,
+            "share_of_unseen_pct": num(share.mean if share else None),
+            "n_test": n_test.text() if n_test and not n_test.missing else "",
+            "row": column.title, "accuracy_mean": num(cell.mean), "accuracy_std": num(cell.std),
+            "n": "" if cell.n is None else cell.n, "ci_low": num(cell.low),
+            "ci_high": num(cell.high), "best": flag(cell.best), "p_vs_best": p_text(cell.p),
+            "test": cell.test, "citation": row.prov.citation if (row.prov and source == "reported") else ""}
 
 
 def audit_csv(page: Page, agg: pd.DataFrame) -> str:

@@ -30,7 +30,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -43,6 +43,9 @@ from zslbench.leaderboard.collect import (
 )
 from zslbench.leaderboard.markup import unique_slugs
 from zslbench.results import value_text
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
 STYLE_VERSION = 5
@@ -69,7 +72,7 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
            "#6a3d9a", "#e6ab02", "#1b9e77", "#fb9a99")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINESTYLES = ("-", "--", ":", "-.")
-RC = {
+RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "zslbench-leaderboard",
     "svg.fonttype": "path",
     "font.family": "DejaVu Sans",
@@ -159,69 +162,90 @@ def figure_specs(agg: pd.DataFrame, kind: str, sweeps: list[tuple[str, pd.DataFr
     ``sweeps`` are the page's sweep groups (``tables.sweep_groups``), ``ranking`` its
     :class:`~zslbench.leaderboard.ranks.Ranking` (or None)."""
     sub = measured(agg, kind)
-    specs: list[FigureSpec] = []
     styles = _styles(agg[agg["kind"] == kind], colors) if not agg.empty else {}
-    names = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
+    rows = list(sub.itertuples(index=False))
+    names = sorted({g.dataset for g in rows}, key=dataset_order)
+    specs = _dataset_specs(kind, rows, names, styles, "curves", _curve_series)
+    specs += _time_specs(kind, rows, styles)
+    specs += _dataset_specs(kind, rows, names, styles, "per_class", _per_class_series)
+    specs += _sweep_specs(kind, sweeps, colors)
+    if ranking is not None:
+        specs.append(_cd_spec(kind, ranking, colors))
+    return specs
+
+
+#: Per-dataset figures: (file stem part, title after the dataset's name).
+_PER_DATASET = {"curves": ("curves", "seen–unseen accuracy curves"),
+                "per_class": ("per-class", "per-class unseen accuracy, classes by frequency")}
+
+
+def _curve_series(g: Any) -> dict[str, Any] | None:
+    runs = [{"seed": c["seed"], "A_U": [_r(u) for u in c["curve"][0]], "A_S": [_r(s) for s in c["curve"][1]],
+             "op": [_r(c["op"][0]), _r(c["op"][1])]} for c in g.curves]
+    return {"runs": runs, "ausuc": [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)], "n": int(g.n)} if runs else None
+
+
+def _per_class_series(g: Any) -> dict[str, Any] | None:
+    pts = [{"name": e["name"], "share": _r(100 * e["share"]),
+            "acc": [_r(e["interval"].mean), _r(e["interval"].std)]} for e in g.per_class]
+    pts = [p for p in pts if p["share"] is not None and p["acc"][0] is not None]
+    return {"points": pts} if pts else None
+
+
+def _dataset_specs(kind: str, rows: list[Any], names: list[str], styles: dict[Any, dict[str, str]],
+                   figure: str, series_of: Any) -> list[FigureSpec]:
+    """One figure per dataset with a series per row that has something to plot."""
+    stem, what = _PER_DATASET[figure]
     slugs = unique_slugs(names)
+    specs = []
     for name in names:
         ds = dataset_label(name, kind)
         series = []
-        for g in (g for g in sub.itertuples(index=False) if g.dataset == name):
-            runs = [{"seed": c["seed"], "A_U": [_r(u) for u in c["curve"][0]], "A_S": [_r(s) for s in c["curve"][1]],
-                     "op": [_r(c["op"][0]), _r(c["op"][1])]} for c in g.curves]
-            if runs:
-                series.append({"label": g.label, **styles[g.row_key], "runs": runs,
-                               "ausuc": [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)], "n": int(g.n)})
+        for g in (g for g in rows if g.dataset == name):
+            body = series_of(g)
+            if body is not None:
+                series.append({"label": g.label, **styles[g.row_key], **body})
         if series:
-            specs.append(FigureSpec(name=f"{kind}-curves-{slugs[name]}", kind=kind, figure="curves",
-                                    title=f"{ds}: seen–unseen accuracy curves", data={"dataset": ds, "series": series}))
-    devices = sorted({d for g in sub.itertuples(index=False) for d in g.times}) if not sub.empty else []
+            specs.append(FigureSpec(name=f"{kind}-{stem}-{slugs[name]}", kind=kind, figure=figure,
+                                    title=f"{ds}: {what}", data={"dataset": ds, "series": series}))
+    return specs
+
+
+def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -> list[FigureSpec]:
+    """H against training time, one figure per device."""
+    devices = sorted({d for g in rows for d in g.times})
     device_slugs = unique_slugs(devices)
+    specs = []
     for device in devices:
-        points = []
-        for g in sub.itertuples(index=False):
-            t = g.times.get(device)
-            if t is None or _r(g.H.mean) is None:
-                continue
-            points.append({"label": g.label, **styles[g.row_key], "dataset": dataset_label(g.dataset, kind),
-                           "train": [_r(t["median"]), _r(t["min"]), _r(t["max"])], "busy": t["busy_only"],
-                           "H": [_r(g.H.mean), _r(g.H.std)], "excluded": not (g.standard and g.compared)})
+        points = [{"label": g.label, **styles[g.row_key], "dataset": dataset_label(g.dataset, kind),
+                   "train": [_r(t["median"]), _r(t["min"]), _r(t["max"])], "busy": t["busy_only"],
+                   "H": [_r(g.H.mean), _r(g.H.std)], "excluded": not (g.standard and g.compared)}
+                  for g in rows if (t := g.times.get(device)) is not None and _r(g.H.mean) is not None]
         if points:
             order = sorted({p["dataset"] for p in points}, key=lambda d: dataset_order(d.lower()))
             suffix = "" if len(devices) == 1 else f"-{device_slugs[device]}"
             specs.append(FigureSpec(name=f"{kind}-h-vs-time{suffix}", kind=kind, figure="h_vs_time",
                                     title=f"harmonic mean H vs training time on {device}",
                                     data={"datasets": order, "points": points, "device": device}))
-    for name in names:
-        ds = dataset_label(name, kind)
-        series = []
-        for g in (g for g in sub.itertuples(index=False) if g.dataset == name):
-            pts = [{"name": e["name"], "share": _r(100 * e["share"]), "acc": [_r(e["interval"].mean),
-                                                                              _r(e["interval"].std)]}
-                   for e in g.per_class]
-            pts = [p for p in pts if p["share"] is not None and p["acc"][0] is not None]
-            if pts:
-                series.append({"label": g.label, **styles[g.row_key], "points": pts})
-        if series:
-            specs.append(FigureSpec(name=f"{kind}-per-class-{slugs[name]}", kind=kind, figure="per_class",
-                                    title=f"{ds}: per-class unseen accuracy, classes by frequency",
-                                    data={"dataset": ds, "series": series}))
-    sweep_keys = [(title, param) for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
-    sweep_slugs = unique_slugs(f"{title} {param}" for title, param in sweep_keys)
-    for title, group in sweeps:
-        color = colors[group["method"].iloc[0]]
-        for param in sorted(group["sweep_map"].iloc[0]):
-            specs.append(_sweep_spec(kind, title, param, group, color,
-                                     f"{kind}-sweep-{sweep_slugs[f'{title} {param}']}"))
-    if ranking is not None:
-        specs.append(FigureSpec(
-            name=f"{kind}-critical-difference", kind=kind, figure="cd",
-            title=f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)",
-            data={"methods": [{"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
-                              for r, x in zip(ranking.rows, ranking.ranks, strict=True)],
-                  "cd": _r(ranking.cd, 4), "alpha": ranking.alpha, "n": len(ranking.datasets),
-                  "cliques": [list(c) for c in ranking.cliques]}))
     return specs
+
+
+def _sweep_specs(kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]) -> list[FigureSpec]:
+    keys = [(title, param) for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
+    slugs = unique_slugs(f"{title} {param}" for title, param in keys)
+    return [_sweep_spec(kind, title, param, group, colors[group["method"].iloc[0]],
+                        f"{kind}-sweep-{slugs[f'{title} {param}']}")
+            for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
+
+
+def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
+    return FigureSpec(
+        name=f"{kind}-critical-difference", kind=kind, figure="cd",
+        title=f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)",
+        data={"methods": [{"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
+                          for r, x in zip(ranking.rows, ranking.ranks, strict=True)],
+              "cd": _r(ranking.cd, 4), "alpha": ranking.alpha, "n": len(ranking.datasets),
+              "cliques": [list(c) for c in ranking.cliques]})
 
 
 def _sweep_spec(kind: str, title: str, param: str, group: pd.DataFrame, color: str, name: str) -> FigureSpec:
@@ -233,7 +257,7 @@ def _sweep_spec(kind: str, title: str, param: str, group: pd.DataFrame, color: s
         label = dataset_label(e.dataset, kind) + "".join(f", {k}={value_text(v)}" for k, v in sorted(others.items()))
         lines.setdefault(label, []).append(
             {"x": e.sweep_map[param], **{m: [_r(getattr(e, m).mean), _r(getattr(e, m).std)] for m in SWEEP_METRICS}})
-    series = [{"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
+    series: list[dict[str, Any]] = [{"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
               for label, pts in sorted(lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()),
                                                                       kv[0]))]
     return FigureSpec(name=name, kind=kind, figure="sweep", title=f"sweep of {title}: metrics vs {param}",
@@ -480,25 +504,41 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     """Classes side by side, most frequent first (evenly spaced whatever their frequencies: SUN's
     72 equally frequent classes do not collapse into one strip); their shares in a bar panel above."""
     series = spec.data["series"]
-    shares: dict[str, float] = {}
-    for s in series:
-        for p in s["points"]:
-            shares.setdefault(p["name"], p["share"])
+    shares = _first_shares(series)
     order = sorted(shares, key=lambda name: (-shares[name], name))
     x_of = {name: i for i, name in enumerate(order)}
     top, ax = fig.subplots(2, 1, sharex=True, height_ratios=(1, 3))
-    top.bar(range(len(order)), [shares[n] for n in order], color="#9aa5b8", width=0.8)
-    top.set_ylabel("share of\nunseen (%)")
-    if shares and min(shares.values()) > 0 and max(shares.values()) > 10 * min(shares.values()):
-        _plain_log_axis(top, "y", subs=(1.0,))  # a short panel: decades only
+    _share_panel(top, [shares[n] for n in order])
     named = len(order) <= NAMED_CLASSES
+    look = {"ms": 5, "capsize": 2} if named else {"ms": 3.5, "capsize": 0}
     width = 0.7 / max(len(series), 1) if named else 0.0  # spread the methods within a class's column
     for i, s in enumerate(series):
         pts = [p for p in s["points"] if p["name"] in x_of]
         xs = [x_of[p["name"]] + (i - (len(series) - 1) / 2) * width for p in pts]
         ax.errorbar(xs, [p["acc"][0] for p in pts], yerr=[p["acc"][1] or 0.0 for p in pts] if named else None,
-                    marker=s["marker"], ms=5 if named else 3.5, color=s["color"], elinewidth=0.8,
-                    capsize=2 if named else 0, ls="none", alpha=0.85, label=s["label"])
+                    marker=s["marker"], color=s["color"], elinewidth=0.8, ls="none", alpha=0.85,
+                    label=s["label"], **look)
+    _class_axis(ax, order, named)
+    _legend_below(fig, ax, spec)
+
+
+def _first_shares(series: list[dict[str, Any]]) -> dict[str, float]:
+    """Each class's share of the unseen test set, as the first series that has it says."""
+    shares: dict[str, float] = {}
+    for s in series:
+        for p in s["points"]:
+            shares.setdefault(p["name"], p["share"])
+    return shares
+
+
+def _share_panel(ax: Any, shares: list[float]) -> None:
+    ax.bar(range(len(shares)), shares, color="#9aa5b8", width=0.8)
+    ax.set_ylabel("share of\nunseen (%)")
+    if shares and min(shares) > 0 and max(shares) > 10 * min(shares):
+        _plain_log_axis(ax, "y", subs=(1.0,))  # a short panel: decades only
+
+
+def _class_axis(ax: Any, order: list[str], named: bool) -> None:
     if named:
         ax.set_xticks(range(len(order)), order, rotation=45, ha="right", fontsize=7.5)
         ax.set_xlabel("unseen classes, most frequent first")
@@ -507,42 +547,63 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     ax.set_xlim(-0.7, len(order) - 0.3)
     ax.set_ylabel("per-class unseen accuracy (%)")
     ax.set_ylim(bottom=0)
-    _legend_below(fig, ax, spec)
+
+
+@dataclass(frozen=True)
+class _SweepAxis:
+    """The x axis of a sweep: the swept values (numbers) or their categories (anything else)."""
+
+    numeric: bool
+    categories: list[str]
+    ticks: list[Any]
+    labels: list[str]
+    log: bool
+
+    @classmethod
+    def of(cls, xs: list[Any]) -> _SweepAxis:
+        if all(_numeric(x) for x in xs):
+            ticks = sorted(set(xs), key=value_sort_key)
+            return cls(True, [], ticks, [value_text(x) for x in ticks], min(xs) > 0 and max(xs) >= 10 * min(xs))
+        categories = sorted({json.dumps(x, sort_keys=True) for x in xs})
+        return cls(False, categories, list(range(len(categories))),
+                   [value_text(json.loads(c)) for c in categories], False)
+
+    def x(self, value: Any) -> Any:
+        return value if self.numeric else self.categories.index(json.dumps(value, sort_keys=True))
 
 
 def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
     """The x axis is ticked at the swept values themselves (log-spaced when they span a decade)."""
-    from matplotlib.ticker import FixedLocator, NullLocator
-
     series = spec.data["series"]
-    xs_all = [p["x"] for s in series for p in s["points"]]
-    numeric = all(_numeric(x) for x in xs_all)
-    categories = sorted({json.dumps(x, sort_keys=True) for x in xs_all}) if not numeric else []
-    ticks = sorted(set(xs_all), key=value_sort_key) if numeric else list(range(len(categories)))
-    tick_labels = ([value_text(x) for x in ticks] if numeric
-                   else [value_text(json.loads(c)) for c in categories])
-    log = numeric and min(xs_all) > 0 and max(xs_all) >= 10 * min(xs_all)
+    axis = _SweepAxis.of([p["x"] for s in series for p in s["points"]])
     axes = fig.subplots(1, len(SWEEP_METRICS), sharex=True)
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
         for i, s in enumerate(series):
             pts = [p for p in s["points"] if p[metric][0] is not None]
-            xs = [p["x"] if numeric else categories.index(json.dumps(p["x"], sort_keys=True)) for p in pts]
-            ax.errorbar(xs, [p[metric][0] for p in pts], yerr=[p[metric][1] or 0.0 for p in pts],
+            ax.errorbar([axis.x(p["x"]) for p in pts], [p[metric][0] for p in pts],
+                        yerr=[p[metric][1] or 0.0 for p in pts],
                         marker=MARKERS[i % len(MARKERS)], ls=LINESTYLES[i % len(LINESTYLES)], ms=5,
                         color=spec.data["color"], capsize=2, elinewidth=0.8, lw=1.2, label=s["label"])
-        ax.set_title(metric, fontsize=9.5)
-        ax.margins(y=0.15)
-        low, high = ax.get_ylim()
-        if high - low < 2.0:  # a flat line: keep it mid-panel
-            ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
-        ax.set_xlabel(spec.data["param"], fontsize=8)
-        if log:
-            ax.set_xscale("log")
-        ax.xaxis.set_major_locator(FixedLocator(ticks))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.set_xticks(ticks, tick_labels, rotation=30 if not numeric or len(ticks) > 6 else 0, fontsize=7.5)
+        _sweep_panel(ax, metric, spec.data["param"], axis)
     axes[0].set_ylabel("%")
     _legend_below(fig, axes[0], spec)
+
+
+def _sweep_panel(ax: Any, metric: str, param: str, axis: _SweepAxis) -> None:
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ax.set_title(metric, fontsize=9.5)
+    ax.margins(y=0.15)
+    low, high = ax.get_ylim()
+    if high - low < 2.0:  # a flat line: keep it mid-panel
+        ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
+    ax.set_xlabel(param, fontsize=8)
+    if axis.log:
+        ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(axis.ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticks(axis.ticks, axis.labels, rotation=30 if not axis.numeric or len(axis.ticks) > 6 else 0,
+                  fontsize=7.5)
 
 
 def _draw_cd(fig: Any, spec: FigureSpec) -> None:

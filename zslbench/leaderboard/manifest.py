@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
+#: The board's list of third-party plugins (``zslbench board``), beside the pages: the render
+#: reads past it as an input, never as a file in the way.
+PLUGINS_NAME = "plugins.toml"
 GENERATOR = "zslbench leaderboard"
 #: How manifests began before the ``generator`` field (the committed board's, until it is
 #: re-rendered): they are ours too.

@@ -13,6 +13,7 @@ Nothing here reads a clock: the only dates on a board are the records' own ``fin
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,16 +151,6 @@ class Page:
         return self.ranking.table(self.kind) if self.ranking else None
 
     @property
-    def all_tables(self) -> list[Table]:
-        """Every table, in page order."""
-        out = ([self.cite] if self.cite else []) + list(self.tables)
-        if self.ranking_table is not None:
-            out.append(self.ranking_table)
-        out += self.time_tables + ([self.reported_time] if self.reported_time else [])
-        out += self.sweep_tables + ([self.audit] if self.audit else [])
-        return out + self.per_class_tables + self.reported_per_class
-
-    @property
     def tests(self) -> dict[str, int]:
         """How many comparisons behind the bold used each test (paired, Welch's)."""
         out: dict[str, int] = {}
@@ -180,21 +171,28 @@ class Page:
         out: list[dict[str, Any]] = []
         seen: set[tuple[str, str]] = set()
         for table in (t for t in self.tables if t.kind in ("h", "ablation-h")):
-            reported = {r.method: r for r in table.rows if r.source == "reported" and r.method}
-            for row in (r for r in table.rows if r.comparable and r.method in reported):
-                for column in (c for c in table.columns if c.title == "H"):
-                    cell = table.cell(row, column)
-                    if cell.missing or (row.label, column.group) in seen:
-                        continue
-                    seen.add((row.label, column.group))
-                    out.append({"row": row, "dataset": column.group, "measured": cell,
-                                "reported": table.cell(reported[row.method], column)})
+            out += _beside_reported(table, seen)
         return out
 
     @property
     def excluded_rows(self) -> list[Row]:
         """Measured rows shown but never compared (non-standard split, other data version)."""
         return [r for r in (self.tables[0].rows if self.tables else []) if r.source == "measured" and r.excluded]
+
+
+def _beside_reported(table: Table, seen: set[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Each comparable measured H of ``table`` not in ``seen`` beside its method's reported H."""
+    reported = {r.method: r for r in table.rows if r.source == "reported" and r.method}
+    pairs = [(row, column) for row in table.rows if row.comparable and row.method in reported
+             for column in table.columns if column.title == "H"]
+    out = []
+    for row, column in pairs:
+        cell = table.cell(row, column)
+        if not (cell.missing or (row.label, column.group) in seen):
+            seen.add((row.label, column.group))
+            out.append({"row": row, "dataset": column.group, "measured": cell,
+                        "reported": table.cell(reported[row.method], column)})
+    return out
 
 
 @dataclass
@@ -239,39 +237,52 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
     with ``-p MODULE`` when that plugin was a ``-p`` module."""
     cells: dict[tuple[Any, ...], dict[str, Any]] = {}
     for e in runs.itertuples(index=False):
-        opts: tuple[str, ...] = (("--config", e.config_file) if e.config_file else ())
-        opts += ("--base-seed", str(e.base_seed)) if e.base_seed else ()
-        for k, v in sorted(e.overrides_map.items()):
-            opts += ("--set", f"{k}={value_text(v)}")
-        opts += (() if e.standard else ("--allow-nonstandard-split",)) + (
-            ("--device", "cuda") if e.device_type == "cuda" else ())
-        by_name = e.data_plugin not in ("", "open_dataset")  # a name a plugin registered
-        dataset = _arg(e.data_path, root) if e.data_path and not by_name else e.dataset
-        plugins: tuple[str, ...] = (e.data_plugin,) if by_name and e.data_plugin_p else ()
-        slot = cells.setdefault((e.method, dataset, opts, e.sweep_params, e.folder, plugins),
-                                {"seeds": 0, "sweep": {}})
+        slot = cells.setdefault(_cell_key(e, root), {"seeds": 0, "sweep": {}})
         slot["seeds"] = max(slot["seeds"], int(e.repetition) + 1)
         for param, value in e.sweep_map.items():
             slot["sweep"].setdefault(param, {})[value_text(value)] = value
     units: dict[tuple[Any, ...], dict[str, dict[str, str]]] = {}
     for (method, dataset, opts, _, folder, plugins), slot in cells.items():
-        sweep: tuple[str, ...] = ()
-        for p, vals in sorted(slot["sweep"].items()):
-            sweep += ("--sweep", p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)))
-        unit = units.setdefault((opts + sweep, slot["seeds"], folder, plugins), {})
+        unit = units.setdefault((opts + _sweep_options(slot["sweep"]), slot["seeds"], folder, plugins), {})
         unit.setdefault(method, {})[dataset] = dataset
     out: list[tuple[Any, list[str]]] = []
     for (opts, seeds, folder, plugins), methods in units.items():
         by_datasets: dict[tuple[str, ...], list[str]] = {}
-        for method, datasets in methods.items():
-            by_datasets.setdefault(tuple(sorted(datasets, key=dataset_order)), []).append(method)
+        for method, of_method in methods.items():
+            by_datasets.setdefault(tuple(sorted(of_method, key=dataset_order)), []).append(method)
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
-            config, rest = (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
-            words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config, "--method", ",".join(names), "--dataset", ",".join(datasets),
-                     "--seeds", str(seeds), *rest, "--results-dir", _arg(folder, root)]
-            out.append(((bool(config), min(ranks.get(m, 0) for m in names), words), words))
+            words = _run_words(opts, plugins, names, datasets, seeds, _arg(folder, root))
+            out.append(((opts[:1] == ("--config",), min(ranks.get(m, 0) for m in names), words), words))
     return [words for _, words in sorted(out, key=lambda t: (not t[0][0], t[0][1], t[0][2]))]
+
+
+def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
+    """(method, dataset argument, options, swept parameters, records folder, ``-p`` modules) of a run."""
+    opts: tuple[str, ...] = (("--config", e.config_file) if e.config_file else ())
+    opts += ("--base-seed", str(e.base_seed)) if e.base_seed else ()
+    for k, v in sorted(e.overrides_map.items()):
+        opts += ("--set", f"{k}={value_text(v)}")
+    opts += (() if e.standard else ("--allow-nonstandard-split",)) + (
+        ("--device", "cuda") if e.device_type == "cuda" else ())
+    by_name = e.data_plugin not in ("", "open_dataset")  # a name a plugin registered
+    dataset = _arg(e.data_path, root) if e.data_path and not by_name else e.dataset
+    plugins: tuple[str, ...] = (e.data_plugin,) if by_name and e.data_plugin_p else ()
+    return (e.method, dataset, opts, e.sweep_params, e.folder, plugins)
+
+
+def _sweep_options(sweep: dict[str, dict[str, Any]]) -> tuple[str, ...]:
+    out: tuple[str, ...] = ()
+    for p, vals in sorted(sweep.items()):
+        out += ("--sweep", p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)))
+    return out
+
+
+def _run_words(opts: tuple[str, ...], plugins: tuple[str, ...], names: list[str], datasets: tuple[str, ...],
+               seeds: int, folder: str) -> list[str]:
+    config, rest = (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
+    return ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config, "--method", ",".join(names),
+            "--dataset", ",".join(datasets), "--seeds", str(seeds), *rest, "--results-dir", folder]
 
 
 def _facts(kept: pd.DataFrame, superseded: pd.DataFrame, agg: pd.DataFrame, kind: str) -> Facts:
@@ -282,7 +293,7 @@ def _facts(kept: pd.DataFrame, superseded: pd.DataFrame, agg: pd.DataFrame, kind
         return Facts(superseded=len(old))
     ranks = dict(zip(agg["method"], agg["method_rank"], strict=True))
     days = sorted(d[:10] for d in runs["finished_at"] if d)
-    return Facts(records=len(runs), superseded=len(old), methods=sorted(set(runs["method"]), key=ranks.get),
+    return Facts(records=len(runs), superseded=len(old), methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
                  datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
                  seeds=sorted(set(int(n) for n in sub["n"])),
                  date_first=days[0] if days else "", date_last=days[-1] if days else "",
@@ -304,43 +315,88 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
     agg = aggregate(kept, reported.method_order())
     root = project_root(out_dir, results_dir)
     kinds = tuple(k for k in KINDS if k != "custom" or (not kept.empty and (kept["kind"] == "custom").any()))
-    anchors = row_anchors(agg)
-    colors = method_colors(sorted(set(agg["method"]), key=lambda m: (agg.loc[agg["method"] == m, "method_rank"]
-                                                                      .iloc[0], m)) if not agg.empty else [])
-    ranks = dict(zip(agg["method"], agg["method_rank"], strict=True)) if not agg.empty else {}
     versions: list[DataVersions] = agg.attrs.get("data_versions", []) if not agg.empty else []
-    paths = Paths(records_text=_rel(results_dir, out_dir) + "/", records_href=path_href(_rel(results_dir, out_dir)) + "/",
-                  results_arg=_arg(results_dir, root), out_arg=_arg(out_dir, root),
-                  reported_text=_rel(reported.path, out_dir) if reported.path else "",
-                  reported_href=path_href(_rel(reported.path, out_dir)) if reported.path else "")
-    pages: dict[str, Page] = {}
-    all_figures: list[FigureSpec] = []
-    for kind in kinds:
-        rep = reported if kind == "real" else None
-        of_kind = kept[kept["kind"] == kind] if not kept.empty else kept
-        tables = setting_tables(agg, kind, rep, anchors)
-        if kind == "real":
-            tables += ablation_tables(agg, reported, anchors)
-        ranking, ranking_note = rank_methods(tables[0])
-        sweeps = sweep_tables(agg, kind, anchors)
-        specs = figure_specs(agg, kind, sweep_groups(agg, kind), colors, ranking)
-        all_figures += specs
-        per_class = per_class_tables(agg, kind)
-        reported_pc = reported_per_class_tables(reported) if kind == "real" else []
-        reported_time = reported_time_table(reported) if kind == "real" else None
-        shown = tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
-        used_refs = {ref for table in shown for row in table.rows
-                     if row.source == "reported" and row.prov for ref in row.prov.refs}
-        pages[kind] = Page(
-            kind=kind, facts=_facts(kept, superseded, agg, kind), paths=paths, tables=tables,
-            time_tables=time_tables(agg, kind, anchors), sweep_tables=sweeps, per_class_tables=per_class,
-            cite=cite_table(agg, kind, anchors),
-            ranking=ranking, ranking_note=ranking_note, audit=audit_table(agg, kind, anchors), figures=specs,
-            provenance_rows=[r for t in tables[:1] + sweeps for r in t.rows if r.source == "measured" and r.prov],
-            references={k: reported.references.get(k, k) for k in sorted(used_refs)},
-            commands=[shell_command(words) for words in reproduce_commands(of_kind, root, ranks)],
-            reported_time=reported_time, reported_per_class=reported_pc,
-            source=(reported.source or "the curated reported file") if rep and reported.rows else "",
-            data_versions=[v for v in versions if v.kind == kind], kinds=kinds)
-    return Board(pages=pages, figures=all_figures, runs=len(kept), superseded=len(superseded), refused=refused,
-                 reported=reported, agg=agg, warnings=[v.warning() for v in versions])
+    ctx = _Context(agg=agg, kept=kept, superseded=superseded, reported=reported, root=root, kinds=kinds,
+                   versions=versions, paths=_paths(results_dir, out_dir, root, reported))
+    pages = {kind: _page(ctx, kind) for kind in kinds}
+    return Board(pages=pages, figures=[f for page in pages.values() for f in page.figures], runs=len(kept),
+                 superseded=len(superseded), refused=refused, reported=reported, agg=agg,
+                 warnings=[v.warning() for v in versions])
+
+
+def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> Paths:
+    records = _rel(results_dir, out_dir)
+    rep = _rel(reported.path, out_dir) if reported.path else ""
+    return Paths(records_text=records + "/", records_href=path_href(records) + "/",
+                 results_arg=_arg(results_dir, root), out_arg=_arg(out_dir, root),
+                 reported_text=rep, reported_href=path_href(rep) if rep else "")
+
+
+@dataclass
+class _Context:
+    """What every page of a board is built from."""
+
+    agg: pd.DataFrame
+    kept: pd.DataFrame
+    superseded: pd.DataFrame
+    reported: Reported
+    root: Path
+    kinds: tuple[str, ...]
+    versions: list[DataVersions]
+    paths: Paths
+
+    @functools.cached_property
+    def anchors(self) -> Any:
+        return row_anchors(self.agg)
+
+    @functools.cached_property
+    def ranks(self) -> dict[str, int]:
+        agg = self.agg
+        return dict(zip(agg["method"], agg["method_rank"], strict=True)) if not agg.empty else {}
+
+    @functools.cached_property
+    def colors(self) -> dict[str, str]:
+        agg = self.agg
+        return method_colors(sorted(set(agg["method"]), key=lambda m: (
+            agg.loc[agg["method"] == m, "method_rank"].iloc[0], m)) if not agg.empty else [])
+
+
+def _of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    return frame[frame["kind"] == kind] if not frame.empty else frame
+
+
+def _measured_rows(tables: list[Table]) -> list[Row]:
+    return [r for t in tables for r in t.rows if r.source == "measured" and r.prov]
+
+
+def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
+    """The references the reported rows of ``shown`` cite, by key."""
+    used = {ref for table in shown for row in table.rows if row.source == "reported" and row.prov
+            for ref in row.prov.refs}
+    return {k: reported.references.get(k, k) for k in sorted(used)}
+
+
+def _page(ctx: _Context, kind: str) -> Page:
+    """One page of the board."""
+    agg, reported, anchors = ctx.agg, ctx.reported, ctx.anchors
+    real = kind == "real"
+    tables = setting_tables(agg, kind, reported if real else None, anchors)
+    if real:
+        tables += ablation_tables(agg, reported, anchors)
+    ranking, ranking_note = rank_methods(tables[0])
+    sweeps = sweep_tables(agg, kind, anchors)
+    reported_pc = reported_per_class_tables(reported) if real else []
+    reported_time = reported_time_table(reported) if real else None
+    return Page(
+        kind=kind, facts=_facts(ctx.kept, ctx.superseded, agg, kind), paths=ctx.paths, tables=tables,
+        time_tables=time_tables(agg, kind, anchors), sweep_tables=sweeps,
+        per_class_tables=per_class_tables(agg, kind), cite=cite_table(agg, kind, anchors),
+        ranking=ranking, ranking_note=ranking_note, audit=audit_table(agg, kind, anchors),
+        figures=figure_specs(agg, kind, sweep_groups(agg, kind), ctx.colors, ranking),
+        provenance_rows=_measured_rows(tables[:1] + sweeps),
+        references=_references(reported, tables + sweeps + reported_pc + ([reported_time] if reported_time else [])),
+        commands=[shell_command(words) for words in reproduce_commands(_of_kind(ctx.kept, kind), ctx.root,
+                                                                       ctx.ranks)],
+        reported_time=reported_time, reported_per_class=reported_pc,
+        source=(reported.source or "the curated reported file") if real and reported.rows else "",
+        data_versions=[v for v in ctx.versions if v.kind == kind], kinds=ctx.kinds)

@@ -58,25 +58,36 @@ def _config_path(config_file: str, results_dir: Path) -> Path:
 
 def stale_records(results_dir: Path, registry: Any, data_dir: Path | None = None) -> PruneReport:
     """Plan every record's run with the current code and compare keys (see the module)."""
-    import torch
-
-    from zslbench import api
-    from zslbench import identity as ident
     from zslbench.leaderboard.collect import load_runs
-    from zslbench.planning import plan_grid
-    from zslbench.results import valid_record
 
     runs, _refused = load_runs(results_dir, link_base=results_dir)
     report = PruneReport()
-    if runs.empty:
-        return report
     groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
     for row in runs.itertuples(index=False):
         groups[_group_key(row)].append(row)
-    for (_, _, base_seed, device_type, config_file), rows in sorted(groups.items(), key=lambda kv: repr(kv[0])):
-        if device_type == "cuda" and not torch.cuda.is_available():
-            report.unknown += [(Path(r.path), "ran on a GPU; this machine has none to plan it on") for r in rows]
-            continue
+    for key, rows in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+        planned = _plan(key, rows, results_dir, registry, data_dir, report)
+        if planned is not None:
+            _compare_keys(rows, planned, report)
+    report.stale.sort()
+    report.unknown.sort()
+    return report
+
+
+def _plan(key: tuple[Any, ...], rows: list[Any], results_dir: Path, registry: Any, data_dir: Path | None,
+          report: PruneReport) -> list[Any] | None:
+    """The runs the current code plans for one group of records, or None (each record then listed
+    in ``report.unknown`` with why)."""
+    import torch
+
+    from zslbench import api
+    from zslbench.planning import plan_grid
+
+    _, _, base_seed, device_type, config_file = key
+    why = ""
+    if device_type == "cuda" and not torch.cuda.is_available():
+        why = "ran on a GPU; this machine has none to plan it on"
+    else:
         first = rows[0]
         config = _config_path(config_file, results_dir) if config_file else None
         try:
@@ -87,29 +98,33 @@ def stale_records(results_dir: Path, registry: Any, data_dir: Path | None = None
                 base_seed=base_seed, device=device_type, results_dir=results_dir, data_dir=data_dir,
                 sets=dict(first.overrides_map), sweeps={k: [v] for k, v in first.sweep_map.items()},
                 allow_nonstandard_split=not all(bool(r.standard) for r in rows))
-            planned = plan_grid(request, registry, api.loader(registry, request.data_dir))
+            return list(plan_grid(request, registry, api.loader(registry, request.data_dir)))
         except api.MissingData as exc:
-            report.unknown += [(Path(r.path), f"cannot plan it: {exc.lines[0]}") for r in rows]
-            continue
+            why = f"cannot plan it: {exc.lines[0]}"
         except UserError as exc:
-            report.unknown += [(Path(r.path), f"cannot plan it: {exc.one_line()}") for r in rows]
+            why = f"cannot plan it: {exc.one_line()}"
+    report.unknown += [(Path(r.path), why) for r in rows]
+    return None
+
+
+def _compare_keys(rows: list[Any], planned: list[Any], report: PruneReport) -> None:
+    """Count each record whose key the plan gives as current, list the others as stale, with why."""
+    from zslbench import identity as ident
+    from zslbench.results import valid_record
+
+    keys = {p.key for p in planned}
+    by_slot = {(p.dataset, p.method, p.repetition): p for p in planned}
+    for row in rows:
+        record = valid_record(Path(row.path))
+        if isinstance(record, Exception):  # changed since it was read: leave it alone
             continue
-        keys = {p.key for p in planned}
-        by_slot = {(p.dataset, p.method, p.repetition): p for p in planned}
-        for row in rows:
-            record = valid_record(Path(row.path))
-            if isinstance(record, Exception):  # changed since it was read: leave it alone
-                continue
-            if record.key in keys:
-                report.current += 1
-                continue
-            plan = by_slot.get((row.dataset, row.method, int(row.repetition)))
-            why = (ident.difference(ident.recorded_identity(record), plan.identity) if plan is not None
-                   else "its own configuration no longer plans it")
-            report.stale.append((Path(row.path), why))
-    report.stale.sort()
-    report.unknown.sort()
-    return report
+        if record.key in keys:
+            report.current += 1
+            continue
+        plan = by_slot.get((row.dataset, row.method, int(row.repetition)))
+        why = (ident.difference(ident.recorded_identity(record), plan.identity) if plan is not None
+               else "its own configuration no longer plans it")
+        report.stale.append((Path(row.path), why))
 
 
 def remove(results_dir: Path, paths: list[Path]) -> list[Path]:

@@ -58,28 +58,47 @@ class Ranking:
                      columns=columns, rows=out_rows, show_source=False)
 
 
-def rank_methods(h_table: Table, alpha: float = stats.ALPHA) -> tuple[Ranking | None, str]:
-    """The ranking of the rows of a page's H table, or None and the reason it cannot be made."""
-    columns = [c for c in h_table.columns if c.title == METRIC]
+def _pool(h_table: Table) -> list[Row]:
+    """The comparable measured rows, of the full schedule unless every one is reduced."""
     pool = [r for r in h_table.rows if r.comparable]
-    if any(r.schedule != "reduced" for r in pool):
-        pool = [r for r in pool if r.schedule != "reduced"]
-    left_out = [(r.label, ", ".join(r.excluded) or "reduced schedule") for r in h_table.rows
-                if r.source == "measured" and r not in pool]
+    full = [r for r in pool if r.schedule != "reduced"]
+    return full or pool
+
+
+def _block(h_table: Table, pool: list[Row]) -> tuple[list[Column], list[Row]]:
+    """The complete block to rank: the datasets where at least two rows of ``pool`` ran, then the
+    rows that ran on all of them; while fewer than two rows remain, the dataset with the fewest
+    rows is dropped."""
 
     def has(row: Row, column: Column) -> bool:
         return not h_table.cell(row, column).missing
 
-    datasets = [c for c in columns if sum(has(r, c) for r in pool) >= 2]
+    def count(column: Column) -> int:
+        return sum(has(r, column) for r in pool)
+
+    datasets = [c for c in h_table.columns if c.title == METRIC and count(c) >= 2]
     while True:
         rows = [r for r in pool if all(has(r, c) for c in datasets)]
         if len(rows) >= 2 or len(datasets) <= 1:
-            break
-        datasets.remove(min(datasets, key=lambda c: (sum(has(r, c) for r in pool), c.group)))
+            return datasets, rows
+        datasets.remove(min(datasets, key=lambda c: (count(c), c.group)))
+
+
+def rank_methods(h_table: Table, alpha: float = stats.ALPHA) -> tuple[Ranking | None, str]:
+    """The ranking of the rows of a page's H table, or None and the reason it cannot be made."""
+    pool = _pool(h_table)
+    datasets, rows = _block(h_table, pool)
     if len(datasets) < 2 or len(rows) < 3:
         return None, (f"needs at least 3 methods that ran on the same 2 or more datasets (here {len(rows)} on "
                       f"{len(datasets)})")
+    left_out = [(r.label, ", ".join(r.excluded) or "reduced schedule") for r in h_table.rows
+                if r.source == "measured" and r not in pool]
     left_out += [(r.label, "not run on every ranked dataset") for r in pool if r not in rows]
+    return _ranking(h_table, datasets, rows, alpha, left_out), ""
+
+
+def _ranking(h_table: Table, datasets: list[Column], rows: list[Row], alpha: float,
+             left_out: list[tuple[str, str]]) -> Ranking:
     scores = np.array([[h_table.cell(r, c).mean for r in rows] for c in datasets], dtype=float)
     result = stats.friedman(scores)
     per_dataset = [stats.average_ranks(scores[i:i + 1]) for i in range(len(datasets))]
@@ -88,5 +107,4 @@ def rank_methods(h_table: Table, alpha: float = stats.ALPHA) -> tuple[Ranking | 
     ranks = [result.ranks[i] for i in order]
     return Ranking(metric=METRIC, datasets=[c.group for c in datasets], rows=[rows[i] for i in order], ranks=ranks,
                    per_dataset=[[float(per_dataset[d][i]) for d in range(len(datasets))] for i in order],
-                   friedman=result, cd=cd, alpha=alpha, cliques=stats.cliques(ranks, cd),
-                   left_out=left_out), ""
+                   friedman=result, cd=cd, alpha=alpha, cliques=stats.cliques(ranks, cd), left_out=left_out)

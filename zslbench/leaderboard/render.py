@@ -124,17 +124,16 @@ def _asset(name: str) -> str:
 @cache
 def environment(fmt: str) -> jinja2.Environment:
     """The jinja2 environment of one format: "md" or "html"."""
-    loader = jinja2.PackageLoader("zslbench.leaderboard", "templates")
-    common = {"undefined": jinja2.StrictUndefined, "trim_blocks": True, "lstrip_blocks": True,
-              "keep_trailing_newline": True}
-    if fmt == "md":
-        env = jinja2.Environment(loader=loader, autoescape=True, finalize=md_finalize, **common)
+    md = fmt == "md"
+    env = jinja2.Environment(loader=jinja2.PackageLoader("zslbench.leaderboard", "templates"), autoescape=True,
+                             finalize=md_finalize if md else None, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    if md:
         env.filters["join"] = _md_join
         # Inside a code fence (longer than any backtick run of its lines) text is shown verbatim.
         env.filters["fenced"] = Markup
         env.globals["fmt"] = MarkdownFormat()
     else:
-        env = jinja2.Environment(loader=loader, autoescape=True, **common)
         env.globals["fmt"] = HtmlFormat()
         env.filters["fenced"] = escape
         env.globals["asset"] = lambda name: Markup(_asset(name))  # our own CSS and JS, inlined

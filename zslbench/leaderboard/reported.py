@@ -33,15 +33,16 @@ from zslbench.errors import UserError
 
 #: The folder of the curated file, beside the board (the committed ``leaderboards/reported/``).
 DEFAULT_DIR = Path("reported")
-#: The same folder in the clone zslbench runs from (an editable install, as the README says).
-CLONE_DIR = Path(__file__).resolve().parents[2] / "leaderboards" / DEFAULT_DIR
+#: The committed board's folder, relative to the current directory (a clone's root).
+BOARD_REPORTED = Path("leaderboards") / DEFAULT_DIR
 
 
 def default_reported(out_dir: Path) -> list[Path]:
-    """Where ``--reported`` is looked for when not given, in order: the folders beside the output
-    (the committed ``leaderboards/reported/``) and in the clone zslbench runs from; the first that
-    holds a JSON file."""
-    return [Path(out_dir) / DEFAULT_DIR, CLONE_DIR]
+    """Where ``--reported`` is looked for when not given, in order: the folder beside the output
+    (the committed ``leaderboards/reported/``) and ``leaderboards/reported/`` of the current
+    directory (a render of one's own records from a clone's root); the first that holds a JSON
+    file."""
+    return [Path(out_dir) / DEFAULT_DIR, BOARD_REPORTED]
 
 
 def find_reported(out_dir: Path) -> Path | None:
@@ -130,43 +131,59 @@ def load_reported(path: Path) -> Reported:
     if not isinstance(doc, dict) or doc.get("schema") != 1:
         raise _fail(path, "top level", "expected an object with \"schema\": 1")
     references = {str(k): str(v) for k, v in (doc.get("references") or {}).items()}
-    rows: list[ReportedRow] = []
-    for i, raw in enumerate(doc.get("rows") or []):
-        where = f"rows[{i}]"
-        if not isinstance(raw, dict):
-            raise _fail(path, where, "not an object")
-        table = raw.get("table")
-        if table not in TABLES:
-            raise _fail(path, where, f"table {table!r} is not one of {', '.join(TABLES)}")
-        for key in ("method", "citation"):
-            if not isinstance(raw.get(key), str) or not raw[key].strip():
-                raise _fail(path, where, f"{key!r} is missing (every reported row needs a citation)")
-        refs = tuple(str(r) for r in raw.get("refs") or ())
-        unknown = [r for r in refs if r not in references]
-        if unknown:
-            raise _fail(path, where, f"refs {', '.join(unknown)} are not in \"references\"")
-        values: dict[str, dict[str, float | None]] = {}
-        for dataset, cells in (raw.get("values") or {}).items():
-            if not isinstance(cells, dict):
-                raise _fail(path, f"{where}.values.{dataset}", "not an object")
-            values[str(dataset).upper()] = {
-                str(m): _value(path, f"{where}.values.{dataset}.{m}", v) for m, v in cells.items()}
-        classes = []
-        for j, cls in enumerate(raw.get("classes") or []):
-            if not isinstance(cls, dict) or "name" not in cls:
-                raise _fail(path, f"{where}.classes[{j}]", "needs a name")
-            classes.append({"name": str(cls["name"]),
-                            "share_of_unseen_pct": _value(path, f"{where}.classes[{j}]",
-                                                          cls.get("share_of_unseen_pct")),
-                            "accuracy": _value(path, f"{where}.classes[{j}]", cls.get("accuracy"))})
-        if table == "per_class" and not (raw.get("dataset") and classes):
-            raise _fail(path, where, "a per_class row needs \"dataset\" and \"classes\"")
-        rows.append(ReportedRow(
-            table=table, method=raw["method"].strip(), citation=raw["citation"].strip(), refs=refs,
-            zslbench_method=raw.get("zslbench_method") or None, values=values,
-            device=raw.get("device") or None,
-            dataset=str(raw["dataset"]).upper() if raw.get("dataset") else None,
-            classes=tuple(classes)))
+    rows = tuple(_row(path, f"rows[{i}]", raw, references) for i, raw in enumerate(doc.get("rows") or []))
     return Reported(path=path, about=str(doc.get("about") or ""), source=str(doc.get("source") or "").strip(),
-                    tables=dict(doc.get("tables") or {}),
-                    references=references, rows=tuple(rows))
+                    tables=dict(doc.get("tables") or {}), references=references, rows=rows)
+
+
+def _row(path: Path, where: str, raw: Any, references: dict[str, str]) -> ReportedRow:
+    """One validated row of the curated file."""
+    refs = _checked_head(path, where, raw, references)
+    table = raw["table"]
+    values = _values(path, where, raw.get("values") or {})
+    classes = _classes(path, where, raw.get("classes") or [])
+    if table == "per_class" and not (raw.get("dataset") and classes):
+        raise _fail(path, where, "a per_class row needs \"dataset\" and \"classes\"")
+    return ReportedRow(
+        table=table, method=raw["method"].strip(), citation=raw["citation"].strip(), refs=refs,
+        zslbench_method=raw.get("zslbench_method") or None, values=values,
+        device=raw.get("device") or None,
+        dataset=str(raw["dataset"]).upper() if raw.get("dataset") else None, classes=classes)
+
+
+def _checked_head(path: Path, where: str, raw: Any, references: dict[str, str]) -> tuple[str, ...]:
+    """Check a row's table, method, citation and references; its references."""
+    if not isinstance(raw, dict):
+        raise _fail(path, where, "not an object")
+    table = raw.get("table")
+    if table not in TABLES:
+        raise _fail(path, where, f"table {table!r} is not one of {', '.join(TABLES)}")
+    for key in ("method", "citation"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise _fail(path, where, f"{key!r} is missing (every reported row needs a citation)")
+    refs = tuple(str(r) for r in raw.get("refs") or ())
+    unknown = [r for r in refs if r not in references]
+    if unknown:
+        raise _fail(path, where, f"refs {', '.join(unknown)} are not in \"references\"")
+    return refs
+
+
+def _values(path: Path, where: str, raw: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    values: dict[str, dict[str, float | None]] = {}
+    for dataset, cells in raw.items():
+        if not isinstance(cells, dict):
+            raise _fail(path, f"{where}.values.{dataset}", "not an object")
+        values[str(dataset).upper()] = {
+            str(m): _value(path, f"{where}.values.{dataset}.{m}", v) for m, v in cells.items()}
+    return values
+
+
+def _classes(path: Path, where: str, raw: list[Any]) -> tuple[dict[str, Any], ...]:
+    classes = []
+    for j, cls in enumerate(raw):
+        if not isinstance(cls, dict) or "name" not in cls:
+            raise _fail(path, f"{where}.classes[{j}]", "needs a name")
+        classes.append({"name": str(cls["name"]),
+                        "share_of_unseen_pct": _value(path, f"{where}.classes[{j}]", cls.get("share_of_unseen_pct")),
+                        "accuracy": _value(path, f"{where}.classes[{j}]", cls.get("accuracy"))})
+    return tuple(classes)

@@ -255,17 +255,21 @@ def mark(table: Table) -> Table:
             cell.best, cell.status, cell.p, cell.test = False, "", None, ""
     if table.best_axis == "column":
         for column in (c for c in table.columns if c.mark):
-            entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
-            if column.mark == SIGNIFICANCE:
-                _mark_significance(entries, column.higher_better)
-            else:
-                _mark_fastest([cell for cell, _ in entries])
+            _mark_column(table, column)
     else:
         columns = [c for c in table.columns if c.mark == SIGNIFICANCE and c.comparable]
         for row in table.rows:
             if row.source == "measured":
                 _mark_significance([(table.cell(row, c), "") for c in columns], True)
     return table
+
+
+def _mark_column(table: Table, column: Column) -> None:
+    entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
+    if column.mark == SIGNIFICANCE:
+        _mark_significance(entries, column.higher_better)
+    else:
+        _mark_fastest([cell for cell, _ in entries])
 
 
 def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> None:
@@ -283,12 +287,12 @@ def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> 
 def _mark_fastest(cells: list[Cell]) -> None:
     """The fastest median of quiet runs (ties at display precision all marked); only with two or
     more timed rows."""
-    timed = [c for c in cells if c.sort_value is not None and not c.flag]
+    timed = [(c, round(c.sort_value, c.decimals)) for c in cells if c.sort_value is not None and not c.flag]
     if len(timed) < 2:
         return
-    best = min(round(c.sort_value, c.decimals) for c in timed)
-    for cell in timed:
-        cell.best = round(cell.sort_value, cell.decimals) == best
+    best = min(value for _, value in timed)
+    for cell, value in timed:
+        cell.best = value == best
 
 
 # --- building rows ----------------------------------------------------------------------------
@@ -300,6 +304,15 @@ def _excluded(entry: Any) -> list[str]:
     if not entry.compared:
         out.append("other data version")
     return out
+
+
+def _row_of(rows: dict[Any, Row], key: Any, entry: Any, anchors: dict[Any, str], ds: str,
+            label: str | None = None) -> Row:
+    """The row ``key`` of ``rows`` (made from ``entry`` when new), its provenance extended by
+    ``entry``'s runs on ``ds``."""
+    row = rows.setdefault(key, _measured_row(entry, anchors, label))
+    _extend_provenance(row.prov, entry, ds)
+    return row
 
 
 def _measured_row(entry: Any, anchors: dict[Any, str], label: str | None = None) -> Row:
@@ -355,12 +368,12 @@ def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table |
     for row in rows:
         cells = {}
         for metric in CITE_METRICS:
-            parts = [row.cells.get(f"{ds}:{metric}") for ds in datasets]
-            if any(c is None or c.missing for c in parts):
+            parts = [c for ds in datasets if (c := row.cells.get(f"{ds}:{metric}")) is not None and not c.missing]
+            if len(parts) < len(datasets):
                 cells[metric] = Cell()
                 continue
-            interval = stats.mean_of_means([stats.Interval(c.mean, c.std if c.std is not None else math.nan,
-                                                           math.nan, math.nan, c.n or 0) for c in parts])
+            interval = stats.mean_of_means([stats.Interval(_num(c.mean), _num(c.std), math.nan, math.nan, c.n or 0)
+                                            for c in parts])
             cells[metric] = _clipped(Cell(interval.mean, None, len(datasets), interval.low, interval.high))
         row.cells = cells
     return Table(id=f"{kind}-cite", kind="cite", title="Cite this: mean over datasets",
@@ -368,7 +381,12 @@ def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table |
                  params={"datasets": datasets})
 
 
-def _extend_provenance(prov: Provenance, entry: Any, ds: str) -> None:
+def _num(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _extend_provenance(prov: Provenance | None, entry: Any, ds: str) -> None:
+    assert prov is not None, "a measured row has provenance"
     prov.versions = sorted(set(prov.versions) | set(entry.versions))
     prov.commits = sorted(set(prov.commits) | set(entry.commits))
     prov.dirty = prov.dirty or bool(entry.dirty)
@@ -388,11 +406,10 @@ def measured_rows(agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], anchor
     """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
     rows: dict[Any, Row] = {}
     for entry in measured(agg, kind).itertuples(index=False):
-        row = rows.setdefault(entry.row_key, _measured_row(entry, anchors))
         ds = dataset_label(entry.dataset, kind)
+        row = _row_of(rows, entry.row_key, entry, anchors, ds)
         for metric in metrics:
             row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
-        _extend_provenance(row.prov, entry, ds)
     return list(rows.values())
 
 
@@ -496,12 +513,11 @@ def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[T
     for entry in measured(agg, kind).itertuples(index=False):
         ds = dataset_label(entry.dataset, kind)
         for device, t in entry.times.items():
-            row = by_device.setdefault(device, {}).setdefault(entry.row_key, _measured_row(entry, anchors))
+            row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, anchors, ds)
             row.cells[ds] = Cell(t["median"], None, t["n"], unit=" s", decimals=time_decimals(t["median"]),
                                  flag="busy" if t["busy_only"] else "")
             if t["busy"]:
                 row.note = _busy_note(row.note, ds, t)
-            _extend_provenance(row.prov, entry, ds)
     ids = unique_slugs(by_device, prefix=f"{kind}-time-")
     tables = []
     for device in sorted(by_device):
@@ -579,11 +595,10 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
             rows: dict[str, Row] = {}
             values: dict[str, dict[str, Any]] = {}
             for entry in group[group["dataset"] == name].itertuples(index=False):
-                row = rows.setdefault(entry.sweep, _measured_row(entry, anchors, label=entry.sweep))
+                row = _row_of(rows, entry.sweep, entry, anchors, ds, label=entry.sweep)
                 values[entry.sweep] = entry.sweep_map
                 for metric in SWEEP_METRICS:
                     row.cells[metric] = _metric_cell(entry, metric)
-                _extend_provenance(row.prov, entry, ds)
             order = sorted(rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())])
             columns = [Column(key=m, title=m, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
                        for m in SWEEP_METRICS]
@@ -676,13 +691,12 @@ def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table 
             continue
         ds = dataset_label(entry.dataset, kind)
         datasets.append(entry.dataset)
-        row = rows.setdefault(entry.row_key, _measured_row(entry, anchors))
+        row = _row_of(rows, entry.row_key, entry, anchors, ds)
         gaps = {a["seed"]: a["test_selected_H"] - a["clean_H"] for a in entry.audits}
         row.cells[ds] = Cell.of(stats.t_interval(list(gaps.values())))
         epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
         row.cells[f"{ds}:epoch"] = Cell(text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0]))
         rules.update(a["rule"] for a in entry.audits if a["rule"])
-        _extend_provenance(row.prov, entry, ds)
     labels = [dataset_label(d, kind) for d in sorted(set(datasets), key=dataset_order)]
     columns = []
     for ds in labels:
