@@ -174,17 +174,13 @@ def optional_field(record: Record, name: str) -> Any:
     return getattr(record, name, None)
 
 
-def is_synthetic_name(name: str) -> bool:
-    """``toy`` and ``synth-*`` are the embedded stand-ins, whatever a record claims."""
-    return name == "toy" or name.startswith("synth-")
-
-
-def dataset_kind(record: Record) -> str:
-    """The record's ``dataset_kind``, except that a run on an embedded stand-in never counts as
-    real (fail safe)."""
-    if record.dataset_kind == "real" and is_synthetic_name(record.dataset):
-        return "synthetic"
-    return record.dataset_kind
+def dataset_kind(record: Record, datasets: claims.Declarations | None = None) -> str:
+    """The kind its dataset declares (a run on a declared stand-in never counts as real, whatever
+    the record claims), else the record's ``dataset_kind`` (a dataset opened from a file, or a
+    plugin not installed here)."""
+    declared = (claims.declared_datasets() if datasets is None else datasets).get(record.dataset)
+    kind = getattr(declared, "kind", None)
+    return kind if isinstance(kind, str) else record.dataset_kind
 
 
 def value_text(value: Any) -> str:
