@@ -110,7 +110,8 @@ def _add_kinds(registry: Registry, pm: pluggy.PluginManager, problem: Any) -> No
         dist = registry.plugins.get(plugin_name)
         who = f"plugin {plugin_name!r} ({dist or 'loaded with -p'})"
         try:
-            added = list(impl.function() or [])
+            returned: Any = impl.function()  # a plugin's code: anything, checked below
+            added = list(returned or [])
         except Exception as exc:
             problem(f"plugin {plugin_name!r} failed in zslbench_add_kinds: "
                     f"{type(exc).__name__}: {exc}")
