@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from zslbench.data.synthetic import SHAPES, generate
+from zslbench.data.synthetic import generate
+from zslbench_plugins.synthetic import SHAPES
 
 
 @pytest.mark.parametrize("name", list(SHAPES))

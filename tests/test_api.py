@@ -164,7 +164,7 @@ def test_python_dash_m_zslbench_is_the_command_line():
 
 def test_a_string_sweep_value_is_one_value_or_a_comma_list_never_its_characters(tmp_path):
     """Issue 27 item 9: ``{"regressor.alpha": "0.1"}`` swept "0", "." and "1"."""
-    from zslbench.api import _swept
+    from zslbench.request import _swept
 
     assert _swept("regressor.alpha", "0.1") == [0.1]
     assert _swept("regressor.alpha", "0.1, 1") == [0.1, 1]

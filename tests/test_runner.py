@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from zslbench import executors as executors_mod
+from zslbench import prepare as prepare_mod
 from zslbench import runner as runner_mod
+from zslbench import store as store_mod
 from zslbench.errors import ConfigError, UserError
 from zslbench.protocol import run_protocol
 from zslbench.records import read_record
@@ -128,7 +131,7 @@ def test_a_record_made_with_an_integer_for_a_float_keeps_its_id_and_stays_cached
     res = tmp_path / "res"
     args = ("run", "--method", "krr", "--dataset", "toy", "--results-dir", str(res))
     monkey = pytest.MonkeyPatch()
-    monkey.setattr(runner_mod, "canonical_number", lambda value, annotation: value)
+    monkey.setattr(prepare_mod, "canonical_number", lambda value, annotation: value)
     try:  # as zslbench 0.1 recorded it: the integer in its config and its id
         assert invoke_main(*args, "--set", "regressor.alpha=1").exit_code == 0
     finally:
@@ -182,7 +185,7 @@ def test_a_bad_results_dir_is_refused_before_training(tmp_path, make, needle):
         check_results_dir(target)
     trained = []
     monkey = pytest.MonkeyPatch()
-    monkey.setattr(runner_mod, "run_protocol", lambda *a, **k: trained.append(1))
+    monkey.setattr(executors_mod, "run_protocol", lambda *a, **k: trained.append(1))
     try:
         with pytest.raises(ConfigError, match=needle):
             list(_toy_grid(target))
@@ -201,7 +204,7 @@ def test_a_read_only_results_dir_is_refused(tmp_path):
 
 
 def test_a_nearly_full_disk_is_refused_up_front(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner_mod.shutil, "disk_usage",
+    monkeypatch.setattr(store_mod.shutil, "disk_usage",
                         lambda p: type("U", (), {"free": 1024})())
     with pytest.raises(ConfigError, match="KiB free"):
         check_results_dir(tmp_path)

@@ -6,14 +6,8 @@ The data path, folder by folder: ``zslbench.data`` (files in, Split V2.0 enforce
 ``zslbench.leaderboard``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("zslbench")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+unknown"
-
-from zslbench.hookspecs import hookimpl  # noqa: E402  (the marker plugins import)
+from zslbench._version import __version__
+from zslbench.hookspecs import hookimpl  # (the marker plugins import)
 
 __all__ = ["__version__", "hookimpl", "load_results", "run"]
 

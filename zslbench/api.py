@@ -1,7 +1,7 @@
 """The Python API: ``zslbench.run(...)`` and ``zslbench.load_results(...)``.
 
 ``zslbench run`` on the command line and :func:`run` here take one path: :func:`grid_request`
-resolves the options (a keyword given wins over the ``config`` file's value, as a command-line
+(:mod:`zslbench.request`) resolves the options (a keyword given wins over the ``config`` file's value, as a command-line
 option does), :func:`make_executor` picks the executor, and :func:`outcomes` runs the grid
 (``zslbench.runner.run_grid``). The CLI adds only its progress lines and its table.
 
@@ -19,14 +19,21 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from zslbench.config import EXECUTORS, load_config
-from zslbench.errors import ConfigError, DataError, UserError, blame
+from zslbench.data.dataset import ZSLData
+from zslbench.errors import ConfigError, UserError, blame
+from zslbench.executors import RayExecutor
+from zslbench.planning import Emit, Loader
 from zslbench.records import Record
 from zslbench.registry import Registry, load_registry
+from zslbench.request import GridRequest, MissingData, grid_request, missing_data
+from zslbench.runner import RunOutcome, run_grid
+
+__all__ = ["MissingData", "RunsFailed", "grid_request", "loader", "make_executor", "missing_data",
+           "outcomes", "print_progress", "run"]
 
 
 class RunsFailed(UserError):
@@ -44,161 +51,11 @@ class RunsFailed(UserError):
                          "cause and run again: recorded runs are cached")
 
 
-class MissingData(DataError):
-    """Files the grid's datasets need are missing; ``lines`` names each (the CLI prints them
-    all, one a line)."""
-
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        more = f" (and {len(lines) - 1} more missing file(s))" if len(lines) > 1 else ""
-        super().__init__(lines[0] + more)
-
-
-def _names(value: str | Sequence[str] | None) -> list[str]:
-    from zslbench.runner import split_names
-
-    return split_names(_listed(value))
-
-
-def _listed(value: str | Sequence[str] | None) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
-
-
-def _swept(key: str, values: Any) -> list[Any]:
-    """A sweep's values as a list: a string is read as on the command line (``"0.1"`` is one
-    value, ``"1,2,4"`` three, ``"[1, 2]"`` a JSON list), never as its characters; a single
-    number is one value."""
-    from zslbench.runner import parse_sweeps
-
-    if isinstance(values, str):
-        return parse_sweeps([f"{key}={values}"])[key]
-    if isinstance(values, (bytes, Mapping)):
-        raise ConfigError(f"sweep {key}={values!r} is not a list of values",
-                          hint=f'e.g. sweeps={{"{key}": [0.1, 1.0]}}')
-    return list(values) if isinstance(values, Iterable) else [values]
-
-
-def _pick(value: Any, conf: Mapping[str, Any], key: str, default: Any) -> Any:
-    """A value given here wins over the config file's, which wins over the default."""
-    if value is not None:
-        return value
-    return conf.get(key, default)
-
-
-def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = None,
-                 datasets: str | Sequence[str] | None = None, config: str | Path | None = None,
-                 seeds: int | None = None, base_seed: int | None = None,
-                 device: str | None = None, results_dir: str | Path | None = None,
-                 data_dir: str | Path | None = None,
-                 sets: Mapping[str, Any] | Sequence[str] | None = None,
-                 sweeps: Mapping[str, Sequence[Any]] | Sequence[str] | None = None,
-                 executor: str | None = None, allow_nonstandard_split: bool | None = None,
-                 force: bool = False, recheck: bool = False) -> tuple[Any, str]:
-    """The resolved ``GridRequest`` and the executor's name; every mistake is one
-    ``ConfigError`` line, and nothing has run yet.
-
-    ``None`` means "not given": the ``config`` file's value is used, else the default.
-    ``sets`` is ``{"embedder.latent_dim": 64, "preprocessor": "none"}`` or the CLI's
-    ``["embedder.latent_dim=64"]`` strings (those win over the file's ``[set]`` on the same key);
-    ``sweeps`` likewise (``{"embedder.margin": [1, 2, 4]}`` or ``["embedder.margin=1,2,4"]``).
-    """
-    from zslbench import provenance
-    from zslbench.data.dataset import resolve_data_dir
-    from zslbench.runner import (
-        GridRequest,
-        Overrides,
-        expand_datasets,
-        parse_overrides,
-        parse_sweeps,
-    )
-
-    conf = load_config(Path(config)) if config is not None else {}
-    method_names = _names(methods if methods else conf.get("methods"))
-    if not method_names:
-        raise ConfigError(f"--method {','.join(_listed(methods))!r} names no method" if methods
-                          else "no method given",
-                          hint="e.g. --method bt-gp, or a --config file that lists methods "
-                          "(see `zslbench list`)")
-    for name in method_names:
-        registry.get("method", name)
-    dataset_names = expand_datasets(_names(datasets if datasets else conf.get("datasets")),
-                                    registry)
-    if not dataset_names:
-        raise ConfigError(f"--dataset {','.join(_listed(datasets))!r} names no dataset" if datasets
-                          else
-                          "no dataset given", hint="e.g. --dataset toy, or a --config file that "
-                          "lists datasets (see `zslbench list`)")
-    parsed = Overrides()
-    typed = dict(conf.get("set", {}))  # the file's [set], then a dict given here, on top
-    typed.update(sets if isinstance(sets, Mapping) else {})
-    for key, value in typed.items():
-        target, dot, param = key.partition(".")
-        if dot:
-            parsed.params.setdefault(target, {})[param] = value
-        else:
-            parsed.swaps[target] = str(value)
-    if methods and conf.get("methods"):
-        # --method narrowed the file's grid: the file's [set] for components that none of the
-        # chosen methods uses is not a typo, it belongs to the methods left out
-        from zslbench.runner import prepare_method
-
-        used: set[str] = set()
-        for name in method_names:
-            prep = prepare_method(registry, name)
-            used |= set(prep.classes) | {cls.name for cls in prep.classes.values()}
-        given_here = {k.partition(".")[0] for k in (sets if isinstance(sets, Mapping) else {})}
-        for target in [t for t in parsed.params if t not in used and t not in given_here]:
-            del parsed.params[target]
-    cli_sets = parse_overrides([] if sets is None or isinstance(sets, Mapping) else list(sets))
-    for target, params in cli_sets.params.items():
-        parsed.params.setdefault(target, {}).update(params)
-    parsed.swaps.update(cli_sets.swaps)
-    sweep_values = {k: _swept(k, v) for k, v in conf.get("sweep", {}).items()}
-    if isinstance(sweeps, Mapping):
-        sweep_values.update({k: _swept(k, v) for k, v in sweeps.items()})
-    elif sweeps:
-        sweep_values.update(parse_sweeps(list(sweeps)))
-    executor = _pick(executor, conf, "executor", "local")
-    if executor not in EXECUTORS:
-        raise ConfigError(f"executor {executor!r} is not an executor",
-                          hint=f"valid: {', '.join(EXECUTORS)}")
-    n_seeds = int(_pick(seeds, conf, "seeds", 1))
-    if n_seeds < 1:
-        raise ConfigError(f"seeds = {n_seeds} must be at least 1", hint="e.g. seeds=3")
-    resolved_dir = resolve_data_dir(_pick(data_dir, conf, "data_dir", None))
-    missing = missing_data(registry, dataset_names, resolved_dir)
-    if missing:
-        raise MissingData(missing)
-    request = GridRequest(
-        methods=method_names, datasets=dataset_names,
-        results_dir=Path(_pick(results_dir, conf, "results_dir", "results")),
-        data_dir=resolved_dir, seeds=n_seeds, base_seed=int(_pick(base_seed, conf, "base_seed", 0)),
-        device=provenance.resolve_device(_pick(device, conf, "device", "auto")),
-        overrides=parsed, sweeps=sweep_values, force=force, recheck=recheck,
-        allow_nonstandard=bool(_pick(allow_nonstandard_split, conf, "allow_nonstandard_split",
-                                     False)),
-        config_file=Path(config).as_posix() if config is not None else None,
-        schedule=conf.get("schedule"))
-    return request, executor
-
-
-def missing_data(registry: Registry, datasets: list[str], data_dir: Path) -> list[str]:
-    """One line per file a dataset needs and ``data_dir`` lacks (checked before anything runs)."""
-    missing: list[str] = []
-    for name in datasets:
-        spec = registry.items["dataset"][name].obj
-        if spec.missing is not None:
-            missing += spec.missing(data_dir)
-    return missing
-
-
 def make_executor(name: str, device: str, *, address: str | None = None,
                   cpus_per_run: float | None = None, gpus_per_run: float | None = None,
-                  plugins: tuple[str, ...] = ()) -> Any:
+                  plugins: tuple[str, ...] = ()) -> RayExecutor | None:
     """``None`` for the local executor (``run_grid``'s default), else a started Ray executor."""
     if name == "ray":
-        from zslbench.executors import RayExecutor
-
         return RayExecutor(address=address, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
                            device=device, plugins=plugins)
     if address is not None or cpus_per_run is not None or gpus_per_run is not None:
@@ -207,10 +64,10 @@ def make_executor(name: str, device: str, *, address: str | None = None,
     return None
 
 
-def loader(registry: Registry, data_dir: Path | None) -> Callable[[str], tuple[Any, str]]:
+def loader(registry: Registry, data_dir: Path | None) -> Loader:
     """``load(name) -> (data, kind)`` for the grid: the dataset's plugin reads it from
     ``data_dir``; a failure names the dataset (``dataset 'x' in load``)."""
-    def load(name: str) -> tuple[Any, str]:
+    def load(name: str) -> tuple[ZSLData, str]:
         spec = registry.items["dataset"][name].obj
         with blame(f"dataset {name!r}", "load"):
             return spec.load(data_dir), spec.kind
@@ -218,12 +75,10 @@ def loader(registry: Registry, data_dir: Path | None) -> Callable[[str], tuple[A
     return load
 
 
-def outcomes(request: Any, registry: Registry, executor: Any = None,
-             on_event: Callable[[str, dict[str, Any]], None] | None = None) -> Iterator[Any]:
+def outcomes(request: GridRequest, registry: Registry, executor: RayExecutor | None = None,
+             on_event: Emit | None = None) -> Iterator[RunOutcome]:
     """Run the grid (``runner.run_grid``), one ``RunOutcome`` per run as it ends; the executor
     is shut down at the end, or when the caller stops (Ctrl-C)."""
-    from zslbench.runner import run_grid
-
     try:
         yield from run_grid(request, registry, loader(registry, request.data_dir),
                             on_event=on_event, executor=executor)

@@ -333,14 +333,3 @@ def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     out = out or _board_dir()
     render_board(results_dir, out)
     render_board(results_dir, out, check_only=True)
-
-
-def entry() -> None:
-    """``python -m zslbench.board ARGS``: the same as ``zslbench board ARGS``."""
-    from zslbench.cli import main
-
-    main(["board", *sys.argv[1:]])
-
-
-if __name__ == "__main__":
-    entry()

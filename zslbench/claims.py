@@ -22,22 +22,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 from zslbench import identity as ident
 from zslbench.records import Record, RecordError, config_id, run_name
+from zslbench.registry import installed_datasets
 
 #: The name of a dataset -> its declaration (a ``zslbench.data.dataset.DatasetSpec``: ``kind``,
 #: ``benchmark``).
 Declarations = Mapping[str, Any]
-
-
-@lru_cache(maxsize=1)
-def _default_declarations() -> dict[str, Any]:
-    from zslbench.registry import load_registry
-
-    return {name: p.obj for name, p in load_registry().items["dataset"].items()}
 
 
 def declared_datasets(registry: Any = None) -> Declarations:
@@ -45,7 +38,7 @@ def declared_datasets(registry: Any = None) -> Declarations:
     once per process)."""
     if registry is not None:
         return {name: p.obj for name, p in registry.items["dataset"].items()}
-    return _default_declarations()
+    return installed_datasets()
 
 
 def _content_fingerprint(parts: Mapping[str, Any], features_hash: str) -> str:

@@ -127,7 +127,7 @@ def _method_parameters(reg: Registry, name: str) -> None:
     value this method uses and the component's own default."""
     import inspect
 
-    from zslbench.runner import prepare_method
+    from zslbench.prepare import prepare_method
 
     prep = prepare_method(reg, name)
     spec = prep.spec

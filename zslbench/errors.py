@@ -75,3 +75,20 @@ def blamed(exc: BaseException) -> str:
     component, action = chain[0]
     outer = chain[-1][1]
     return f"{component} in {action}" + (f" ({outer})" if outer != action else "")
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying what failed in a run: the component and stage when known (``regressor
+    'linear' in fit (validation fit)``), then what it raised; a plugin's ``sys.exit(0)`` and
+    ``KeyboardInterrupt`` are named as such, since neither says anything by itself."""
+    where = blamed(exc)
+    if isinstance(exc, SystemExit):
+        what = f"called sys.exit({exc.code!r})"
+    elif isinstance(exc, KeyboardInterrupt):
+        what = "raised KeyboardInterrupt (not a Ctrl-C from the user)"
+    elif isinstance(exc, UserError):
+        what = f"{type(exc).__name__}: {exc.one_line()}"
+    else:
+        what = f"{type(exc).__name__}: {exc}"
+    text = (f"{where}: " if where else "") + what
+    return " ".join(text.split())

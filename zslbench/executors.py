@@ -1,18 +1,22 @@
-"""How runs execute: failure isolation shared by every executor, and the Ray executor.
+"""How runs execute: :func:`execute` (one plan, in this process), the local executor and the Ray
+executor.
 
 A run fails alone, whatever failed in it: its data (the ``clip``
 preprocessor refusing negative features), a component, the model, or plugin code calling
-``sys.exit(0)`` or raising ``KeyboardInterrupt``. :func:`failure_reason` turns any of these into the
-one line that :func:`write_failure_note` keeps in ``<run_id>.failed`` next to where the record would
-go; the grid goes on and exits non-zero at the end. Only a real Ctrl-C (SIGINT) or ``kill``
-(SIGTERM, which the CLI turns into ``KeyboardInterrupt``) stops a grid: :func:`user_interrupts`
-counts those signals, so :func:`zslbench.runner.execute` tells them from a ``KeyboardInterrupt``
-that plugin code raised itself.
+``sys.exit(0)`` or raising ``KeyboardInterrupt``. :func:`zslbench.errors.failure_reason` turns any
+of these into the one line that the driver keeps in ``<run_id>.failed`` next to where the record
+would go (:func:`zslbench.store.write_failure_note`); the grid goes on and exits non-zero at the
+end. Only a real Ctrl-C (SIGINT) or ``kill`` (SIGTERM, which the CLI turns into
+``KeyboardInterrupt``) stops a grid (:mod:`zslbench.interrupts`).
+
+An executor's ``run(batches, emit)`` takes one :class:`Batch` per dataset and yields the batch
+itself (the driver then reports that dataset's cached runs, before any fit), then one
+:class:`RunResult` per run, in any order.
 
 The Ray executor: one Ray task per run, for grids on many cores, GPUs or machines.
 
 Optional (``pip install -e ".[ray]"``); the default local executor
-(``zslbench.runner.LocalExecutor``) never imports Ray. Why Ray: it schedules by declared
+(:class:`LocalExecutor`) never imports Ray. Why Ray: it schedules by declared
 resources, so a run can take a fraction of a GPU (``--gpus-per-run 0.25``) and four small runs
 share one device; the same code runs on a laptop (a local cluster started here) and on a SLURM
 allocation (``ray start`` on the nodes, then ``--address``); and its object store gives every
@@ -20,7 +24,7 @@ worker zero-copy access to a dataset that the driver loaded once.
 
 What stays on the driver, exactly as with the local executor: planning (cached runs are never
 submitted), the dataset checks, and writing every record atomically as its task finishes. A
-worker only runs :func:`zslbench.runner.execute` on one plan. So caching, resume after a kill, and
+worker only runs :func:`execute` on one plan. So caching, resume after a kill, and
 Ctrl-C (outstanding tasks are cancelled; complete records stay) behave as they do locally, and a
 failed task fails its run only. Progress inside a run (phases, steps) is not streamed back from
 workers: the driver prints one line per finished run.
@@ -30,125 +34,108 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import signal
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
-from zslbench.errors import ConfigError, UserError, blamed
-from zslbench.files import atomic_write_text
-
-#: Ctrl-C and kill signals received while :func:`user_interrupts` watched (a process-wide count).
-_user_signals = 0
-
-
-def user_signals() -> int:
-    """How many SIGINT/SIGTERM the user sent so far while :func:`user_interrupts` watched: a
-    ``KeyboardInterrupt`` raised while this count did not move came from code, not the user."""
-    return _user_signals
+from zslbench import interrupts, provenance
+from zslbench.data.dataset import ZSLData
+from zslbench.errors import ConfigError, failure_reason
+from zslbench.planning import DatasetPlan, Emit, PlannedRun
+from zslbench.protocol import ProtocolResult, run_protocol
 
 
-@contextmanager
-def user_interrupts() -> Iterator[None]:
-    """Count SIGINT and SIGTERM before their usual handler raises ``KeyboardInterrupt``.
+@dataclass
+class Batch:
+    """One dataset handed to an executor: its plan (the driver reports its cached runs and its
+    failure) and the runs to do (``todo``), on ``planned.data``."""
 
-    Only the main thread can set handlers, and only a Python handler is wrapped (the default
-    SIGINT one, or the CLI's SIGTERM one): a signal that kills the process still kills it.
+    planned: DatasetPlan
+    todo: list[PlannedRun]
+
+
+@dataclass
+class RunResult:
+    """What a run produced, wherever it ran; the driver turns it into a record."""
+
+    plan: PlannedRun
+    result: ProtocolResult | None = None
+    error: str | None = None
+    load: dict[str, Any] = field(default_factory=dict)
+    device: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    started_at: str = ""
+    finished_at: str = ""
+
+
+def execute(plan: PlannedRun, data: ZSLData,
+            on_event: Callable[[str, dict[str, Any]], None] | None = None) -> RunResult:
+    """Run one plan on ``data`` (in this process: the local executor, or a Ray worker).
+
+    Whatever fails in the run (its data, a component, the model, plugin code calling
+    ``sys.exit`` or raising ``KeyboardInterrupt``) gives a ``RunResult`` whose ``error`` is one
+    line naming the method, the dataset, the seed, and the component and stage that failed: the
+    run fails alone. Only the user's Ctrl-C or kill (:mod:`zslbench.interrupts`) propagates;
+    mistakes in the grid's configuration were refused by ``prepare_grid`` before anything ran.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    saved: dict[int, Any] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous = signal.getsignal(sig)
-        if callable(previous):
-            saved[sig] = previous
-            signal.signal(sig, _counting(previous))
+    started = datetime.now(timezone.utc)
+    snapshot = provenance.load_snapshot()
+    out = RunResult(plan, started_at=started.isoformat(timespec="seconds"))
+    signals = interrupts.user_signals()
+    startup = 0.0
     try:
-        yield
-    finally:
-        for sig, previous in saved.items():
-            signal.signal(sig, previous)
+        startup = provenance.warm_device(plan.device)
+        provenance.reset_peak_memory(plan.device)
+        assert plan.prepared is not None, "a planned run carries its prepared method"
+        method = plan.prepared.instantiate(plan.seed, plan.device)
+        out.result = run_protocol(data, method, plan.seed, plan.device, on_event=on_event)
+    except BaseException as exc:  # the run failed: name what failed, write no record
+        if isinstance(exc, KeyboardInterrupt) and interrupts.user_signals() != signals:
+            raise  # the user's Ctrl-C: the grid stops
+        out.error = (f"{plan.method} on {plan.dataset} (seed {plan.seed}): "
+                     + failure_reason(exc))
+        if os.environ.get("ZSLBENCH_TRACEBACK"):
+            import traceback
+
+            out.error += "\n" + "".join(traceback.format_exception(exc))
+    out.load = provenance.load_report(snapshot)
+    out.device = provenance.device_info(plan.device)
+    if startup:
+        out.device["startup_seconds"] = startup
+    peak = provenance.peak_memory_mib(plan.device)
+    if peak is not None:
+        out.device["peak_memory_mib"] = peak
+    out.environment = provenance.environment()
+    out.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return out
 
 
-def _counting(previous: Callable[..., Any]) -> Callable[..., Any]:
-    def handler(signum: int, frame: Any) -> Any:
-        global _user_signals
-        _user_signals += 1
-        return previous(signum, frame)
+class LocalExecutor:
+    """Runs plans one after another in this process, reporting every phase and step."""
 
-    return handler
+    name = "local"
 
+    def run(self, batches: Iterable[Batch], emit: Emit) -> Iterator[Batch | RunResult]:
+        for batch in batches:
+            yield batch  # lets the driver report this dataset's cached runs before any fit
+            for plan in batch.todo:
+                emit("run", {"dataset": plan.dataset, "method": plan.method,
+                             "repetition": plan.repetition, "seed": plan.seed,
+                             "sweep": plan.config.get("sweep"), "reason": plan.reason})
+                assert batch.planned.data is not None, "a batch with runs to do has its data"
+                with interrupts.user_interrupts():
+                    result = execute(plan, batch.planned.data, on_event=emit)
+                yield result
 
-def failure_reason(exc: BaseException) -> str:
-    """One line saying what failed in a run: the component and stage when known (``regressor
-    'linear' in fit (validation fit)``), then what it raised; a plugin's ``sys.exit(0)`` and
-    ``KeyboardInterrupt`` are named as such, since neither says anything by itself."""
-    where = blamed(exc)
-    if isinstance(exc, SystemExit):
-        what = f"called sys.exit({exc.code!r})"
-    elif isinstance(exc, KeyboardInterrupt):
-        what = "raised KeyboardInterrupt (not a Ctrl-C from the user)"
-    elif isinstance(exc, UserError):
-        what = f"{type(exc).__name__}: {exc.one_line()}"
-    else:
-        what = f"{type(exc).__name__}: {exc}"
-    text = (f"{where}: " if where else "") + what
-    return " ".join(text.split())
+    def shutdown(self) -> None:
+        """Nothing to release."""
 
 
-def failure_note_path(record_path: Path) -> Path:
-    """Where a failed run's note goes: ``<run_id>.failed`` beside its record's ``<run_id>.json``
-    (no reader of records globs it)."""
-    return Path(record_path).with_suffix(".failed")
-
-
-def write_failure_note(record_path: Path, reason: str) -> Path:
-    """Keep a failed run's one-line reason, atomically (a reader sees no note or the whole one)."""
-    path = failure_note_path(record_path)
-    atomic_write_text(path, reason.splitlines()[0] + "\n" if reason else "failed\n")
-    return path
-
-
-def clear_failure_note(record_path: Path, *, other_configs: bool = False) -> None:
-    """Remove a run's failure note once the run has its record: that failure no longer holds.
-
-    With ``other_configs`` (a run that is not part of a sweep), the notes of the same run under
-    another configuration go too: same dataset, method, data, device type and seed, another
-    config id (``--set preprocessor=none`` after the ``clip`` default refused the data), so that
-    fixed failures do not stay behind. Only plain files named as the harness names its notes, of
-    one line, are removed."""
-    failure_note_path(record_path).unlink(missing_ok=True)
-    if not other_configs:
-        return
-    parts = Path(record_path).stem.split("__")
-    if len(parts) != 6:
-        return
-    dataset, method, config, data, device, seed = parts
-    for note in Path(record_path).parent.glob(f"*__{device}__{seed}.failed"):
-        theirs = note.stem.split("__")
-        if (len(theirs) != 6 or theirs[:2] != [dataset, method] or theirs[3] != data
-                or theirs[2] == config or not re.fullmatch(r"[0-9a-f]{8}", theirs[2])):
-            continue
-        try:
-            if note.is_symlink() or not note.is_file() or note.stat().st_size > 4096:
-                continue
-            if note.read_text(encoding="utf-8", errors="replace").count("\n") != 1:
-                continue
-            note.unlink()
-        except OSError:
-            continue
-
-
-def _execute_remote(plan: Any, data: Any, threads: int) -> Any:
+def _execute_remote(plan: PlannedRun, data: ZSLData, threads: int) -> RunResult:
     """Body of a Ray task: run one plan with the CPU threads the task asked for."""
     import torch
-
-    from zslbench.runner import execute
 
     torch.set_num_threads(max(1, threads))
     return execute(plan, data)
@@ -204,17 +191,17 @@ class RayExecutor:
                                max_retries=0)(_execute_remote)
         self.pending: list[Any] = []
 
-    def run(self, batches: Iterable[tuple[Any, list[Any]]],
-            emit: Callable[[str, dict[str, Any]], None]) -> Iterator[Any]:
+    def run(self, batches: Iterable[Batch], emit: Emit) -> Iterator[Batch | RunResult]:
         ray = self.ray
         owner: dict[Any, Any] = {}
         threads = max(1, int(self.cpus))
         try:
-            for data, plans in batches:
-                yield None  # the driver reports this dataset's cached runs now
+            for batch in batches:
+                yield batch  # the driver reports this dataset's cached runs now
+                plans = batch.todo
                 if not plans:
                     continue
-                ref = ray.put(data)  # once per dataset: workers read it zero-copy
+                ref = ray.put(batch.planned.data)  # once per dataset: workers read it zero-copy
                 for plan in plans:
                     task = self.task.remote(plan, ref, threads)
                     owner[task] = plan
@@ -227,9 +214,7 @@ class RayExecutor:
             self.cancel()
             raise
 
-    def _collect(self, owner: dict[Any, Any], block: bool) -> Iterator[Any]:
-        from zslbench.runner import RunResult
-
+    def _collect(self, owner: dict[Any, Any], block: bool) -> Iterator[RunResult]:
         ray = self.ray
         while self.pending:
             done, self.pending = ray.wait(self.pending, num_returns=1,

@@ -1,133 +1,54 @@
 """Planning a grid: which runs it holds, their seeds and keys, which are cached, and why the others
-are not; execution (:mod:`zslbench.runner`, :mod:`zslbench.executors`) only runs the plans.
+are not; execution (:mod:`zslbench.executors`, driven by :mod:`zslbench.runner`) only runs the plans.
 
-``zslbench run`` and ``zslbench run --dry-run`` plan through the same :func:`plan_dataset`, so
+``zslbench run`` and ``zslbench run --dry-run`` plan through the same generator, :func:`plan`, so
 what the dry run says is what the run does. For every run that is not taken from the cache the
 plan gives one reason (:func:`zslbench.identity.difference`): ``new``, ``data changed``,
 ``config changed``, ``protocol changed``, ``code of `krr` changed``, ``--force``, ``damaged
-record``, ``failed before`` (a ``<run_id>.failed`` note beside the record's path). An earlier run is found among the records of the results dir by (dataset, method,
-device type, base seed, repetition, swept values), so a reason is given even when the new run's
-file name differs from the old one's (a new seed, config or data fingerprint is in the name).
+record``, ``failed before`` (a ``<run_id>.failed`` note beside the record's path). An earlier run
+is found among the records of the results dir by (dataset, method, device type, base seed,
+repetition, swept values), so a reason is given even when the new run's file name differs from the
+old one's (a new seed, config or data fingerprint is in the name).
 """
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zslbench import claims
+from zslbench import claims, interrupts, provenance
 from zslbench import identity as ident
 from zslbench.data import backbones
 from zslbench.data.checks import check_dataset, declared_benchmarks
 from zslbench.data.dataset import ZSLData, check_backbone
-from zslbench.errors import ConfigError
-from zslbench.records import SCHEMA_VERSION, Record, RecordError, run_name
+from zslbench.errors import ConfigError, UserError, failure_reason
+from zslbench.prepare import PreparedMethod, prepare_grid
+from zslbench.records import SCHEMA_VERSION, Record, RecordError, jsonable, run_name
+from zslbench.registry import Registry
+from zslbench.request import GridRequest, Overrides
+from zslbench.store import (
+    RecordIndex,
+    check_results_dir,
+    device_type,
+    failure_note,
+    record_path,
+    run_slot,
+)
 
 derive_seed = ident.derive_seed
-
-
-def device_type(device: str) -> str:
-    return "cuda" if device.startswith("cuda") else "cpu"
-
-
-def _slot(dataset: str, method: str, dev_type: str | None, base_seed: int, repetition: int,
-          sweep: Any) -> tuple[Any, ...]:
-    return (dataset, method, dev_type, base_seed, repetition,
-            repr(sorted((sweep or {}).items())))
-
-
-def _read(path: Path, datasets: Any = None) -> Record | RecordError:
-    """A record, or why not: any file of the results dir is untrusted content, and one that
-    cannot be read (NaN under the digest, absurd nesting) is a refusal, never a crash of the
-    grid's planning."""
-    from zslbench.results import valid_record  # pandas: only once there are records to read
-
-    try:
-        return valid_record(path, datasets)  # the board's checks too: malformed per_class, curve, overrides
-    except RecordError as exc:
-        return exc
-    except RecursionError:
-        return RecordError("is nested too deeply to read")
-    except Exception as exc:  # noqa: BLE001 - untrusted content: refuse, naming why
-        return RecordError(f"cannot be read as a record ({type(exc).__name__}: {exc})")
-
-
-@dataclass
-class RecordIndex:
-    """The records of a results dir, read once per grid: by file, and by run slot (dataset,
-    method, device type, base seed, repetition, sweep) to find the run a new one replaces."""
-
-    by_path: dict[Path, Record | RecordError] = field(default_factory=dict)
-    by_slot: dict[tuple[Any, ...], list[Record]] = field(default_factory=dict)
-    _configs: set[tuple[str, str, str]] | None = field(default=None, repr=False)
-
-    @classmethod
-    def read(cls, results_dir: Path, datasets: Any = None) -> RecordIndex:
-        """``datasets``: the declarations records are checked against
-        (:func:`zslbench.claims.declared_datasets`)."""
-        index = cls()
-        if not Path(results_dir).is_dir():
-            return index
-        for path in sorted(Path(results_dir).rglob("*.json")):
-            if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
-                continue  # temporaries of atomic writes
-            rec = _read(path, datasets)
-            index.by_path[path.resolve()] = rec
-            if isinstance(rec, Record):
-                slot = _slot(rec.dataset, rec.method, rec.device.get("type"), rec.base_seed,
-                             rec.repetition, rec.config.get("sweep"))
-                index.by_slot.setdefault(slot, []).append(rec)
-        return index
-
-    def has_config(self, dataset: str, method: str, config_id: str) -> bool:
-        """Whether a record of ``method`` on ``dataset`` in configuration ``config_id`` is here."""
-        if self._configs is None:
-            self._configs = {(rec.dataset, rec.method, rec.config_id)
-                             for recs in self.by_slot.values() for rec in recs}
-        return (dataset, method, config_id) in self._configs
-
-    def previous(self, slot: tuple[Any, ...], config_id: str, data_fp: str) -> Record | None:
-        """The earlier run of this slot that best explains a change: same config and data
-        first, then same config, then same data, else the newest."""
-        found = self.by_slot.get(slot, [])
-        if not found:
-            return None
-
-        def rank(rec: Record) -> tuple[int, int, str]:
-            return (rec.config_id == config_id, rec.data.get("fingerprint") == data_fp,
-                    rec.finished_at)
-
-        return max(found, key=rank)
-
-    def eta(self, dataset: str, method: str, device_name: str) -> float | None:
-        """Median wall seconds of earlier runs of (dataset, method) on this device model, None
-        without any; runs on an oversubscribed machine are left out."""
-        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
-                 for recs in self.by_slot.values() for rec in recs
-                 if rec.dataset == dataset and rec.method == method
-                 and rec.device.get("name") == device_name
-                 and rec.load.get("oversubscribed") is not True]
-        return statistics.median(times) if times else None
-
-    def busy_eta(self, dataset: str, method: str, device_name: str) -> float | None:
-        """Median wall seconds of earlier runs of (dataset, method) on this device model taken on
-        an oversubscribed machine: an approximate ETA where :meth:`eta` has none."""
-        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
-                 for recs in self.by_slot.values() for rec in recs
-                 if rec.dataset == dataset and rec.method == method
-                 and rec.device.get("name") == device_name
-                 and rec.load.get("oversubscribed") is True]
-        return statistics.median(times) if times else None
+#: ``load(name) -> (data, kind)``: how the grid reads a dataset (``zslbench.api.loader``).
+Loader = Callable[[str], tuple[ZSLData, str]]
+#: ``on_event(kind, info)``: progress reports (``zslbench.runner.run_grid`` lists the kinds).
+Emit = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass
 class PlannedRun:
     """One run of the grid as planned: ``status`` is ``"cached"`` (``record`` holds it) or
     ``"run"``, with ``reason`` saying why it is not taken from the cache. A run to do is handed
-    as is to an executor (``runner.execute``): it is picklable, so that a Ray worker can run it."""
+    as is to an executor (``executors.execute``): it is picklable, so that a Ray worker can run it."""
 
     dataset: str
     method: str
@@ -145,8 +66,8 @@ class PlannedRun:
     eta_seconds: float | None = None
     #: Why a file at ``path`` could not be read as a record (it is then re-run and replaced).
     damaged: str | None = None
-    #: The resolved method (``runner.PreparedMethod``) that runs it.
-    prepared: Any = None
+    #: The resolved method that runs it.
+    prepared: PreparedMethod | None = None
     #: The dataset's kind (``synthetic``, ``real``, ...), stored in its record.
     kind: str = ""
     #: The torch device it runs on (``cpu``, ``cuda``, ``cuda:1``).
@@ -161,7 +82,7 @@ class PlannedRun:
         return f"{self.dataset} · {self.method}{extra} · r{self.repetition} (seed {self.seed})"
 
 
-def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset: str,
+def plan_dataset(configs: Iterable[tuple[PreparedMethod, dict[str, Any], Overrides]], *, dataset: str,
                  data_fingerprint: str, results_dir: Path, seeds: int, base_seed: int,
                  device: str, device_name: str, force: bool, index: RecordIndex,
                  config_file: str | None = None, schedule: str | None = None,
@@ -169,10 +90,9 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
     """Plan every (configuration, repetition) of one dataset.
 
     ``configs`` are ``(PreparedMethod, sweep combination, Overrides)`` from
-    ``runner.prepare_grid``. Component digests are computed once per component class.
+    :func:`zslbench.prepare.prepare_grid`. Component digests are computed once per component
+    class.
     """
-    from zslbench.runner import _jsonable
-
     dev_type = device_type(device)
     digests: dict[type, dict[str, Any]] = {}
     #: record path -> (config id, data fingerprint) of the run of this grid that writes it
@@ -185,7 +105,7 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
                      if index.has_config(dataset, prep.spec.name, old.config_id())), prep)
         config = prep.config(overrides)
         if combo:
-            config["sweep"] = _jsonable(combo)
+            config["sweep"] = jsonable(combo)
         if config_file:
             config["config_file"] = config_file
         if schedule == "reduced":
@@ -206,13 +126,13 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
                                 config_id, data_fingerprint, dev_type, seed)
             identity = ident.run_identity(config_id, data_fingerprint, seed, dev_type, components)
             key = ident.run_key(identity, SCHEMA_VERSION)
-            path = Path(results_dir) / f"{run_id}.json"
+            path = record_path(results_dir, run_id)
             claimed[path.resolve()] = (config_id, data_fingerprint)
             run = PlannedRun(dataset, prep.spec.name, rep, seed, run_id, key, config_id, config,
                              identity, path, "run", eta_seconds=eta, prepared=prep,
                              kind=kind, device=device, eta_approximate=approximate and eta is not None)
             existing = index.by_path.get(path.resolve())
-            failed = _failure_note(path)
+            failed = failure_note(path)
             if failed is not None and not (isinstance(existing, Record) and existing.key == key):
                 run.reason = f"failed before ({failed})"
             elif isinstance(existing, RecordError):
@@ -227,7 +147,7 @@ def plan_dataset(configs: Iterable[tuple[Any, dict[str, Any], Any]], *, dataset:
             else:
                 if existing is None:
                     existing = index.previous(
-                        _slot(dataset, prep.spec.name, dev_type, base_seed, rep, config.get("sweep")),
+                        run_slot(dataset, prep.spec.name, dev_type, base_seed, rep, config.get("sweep")),
                         config_id, data_fingerprint)
                 run.reason = ident.difference(
                     ident.recorded_identity(existing) if existing is not None else None,
@@ -247,7 +167,7 @@ def _free_name(index: RecordIndex, claimed: dict[Path, tuple[str, str]], results
     its full name keeps it."""
     names = [run_name(dataset, method, config_id, data_fp, dev_type, seed, full=full)
              for full in (False, True)]
-    short, full = ((results_dir / f"{n}.json").resolve() for n in names)
+    short, full = (record_path(results_dir, n).resolve() for n in names)
 
     def owner(path: Path) -> tuple[str, str] | None:
         rec = index.by_path.get(path)
@@ -268,19 +188,7 @@ def _free_name(index: RecordIndex, claimed: dict[Path, tuple[str, str]], results
     return names[1]
 
 
-def _failure_note(path: Path) -> str | None:
-    """The one-line reason of this run's last failure: the ``<run_id>.failed`` note beside its
-    record's path (written by the runner when a run fails, removed when it succeeds)."""
-    note = path.with_suffix(".failed")
-    try:
-        text = note.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-    first = text.splitlines()[0] if text else "no reason kept"
-    return first if len(first) <= 160 else first[:157] + "..."
-
-
-def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLData, str]],
+def load_checked(request: GridRequest, registry: Registry, load: Loader,
                  dataset: str) -> tuple[ZSLData, str, Any, dict[str, Any]]:
     """Load ``dataset`` and run the dataset contract on it (before any training, and for a dry
     run): (data, kind, the checks' verdict, the record's ``data`` section)."""
@@ -317,26 +225,85 @@ def load_checked(request: Any, registry: Any, load: Callable[[str], tuple[ZSLDat
     return data, kind, verdict, info
 
 
-def plan_grid(request: Any, registry: Any, load: Callable[[str], tuple[ZSLData, str]]
-              ) -> list[PlannedRun]:
-    """The whole grid planned, without running anything (``zslbench run --dry-run``): every
-    dataset is loaded and checked, since its fingerprint is part of every key."""
-    from zslbench import provenance
-    from zslbench.runner import check_results_dir, prepare_grid
+@dataclass
+class DatasetPlan:
+    """One dataset of a grid, planned: its runs and the checked data they run on, or, when the
+    dataset could not be loaded, why (``failure``; its runs then fail, the grid goes on)."""
 
+    dataset: str
+    runs: list[PlannedRun] = field(default_factory=list)
+    data: ZSLData | None = None
+    #: The dataset checks' verdict (``zslbench.data.checks``) and the record's ``data`` section.
+    verdict: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+
+
+@dataclass
+class GridPlan:
+    """A grid, checked and ready: every configuration resolved, the results dir read once;
+    :attr:`datasets` plans one dataset at a time (loading it), in the request's order."""
+
+    request: GridRequest
+    configs: list[tuple[PreparedMethod, dict[str, Any], Overrides]]
+    index: RecordIndex
+    device_name: str
+    datasets: Iterator[DatasetPlan]
+
+
+def plan(request: GridRequest, registry: Registry, load: Loader, *,
+         on_event: Emit | None = None, keep_going: bool = False) -> GridPlan:
+    """Plan the grid: what ``zslbench run`` runs and ``--dry-run`` prints.
+
+    Every configuration is resolved and the results dir checked before any data is loaded (a
+    mistake is one ``ConfigError`` line). Each dataset is then loaded and checked when its plan
+    is asked for, since its fingerprint is part of every key. With ``keep_going`` a dataset that
+    cannot be loaded gives a :class:`DatasetPlan` with its ``failure`` (and a ``"warning"``
+    event) rather than an exception; the user's Ctrl-C always propagates.
+    """
     configs = prepare_grid(request, registry)
     check_results_dir(request.results_dir)
     index = RecordIndex.read(request.results_dir, claims.declared_datasets(registry))
     device_name = str(provenance.device_info(request.device)["name"])
-    out: list[PlannedRun] = []
-    for dataset in request.datasets:
-        _, _, verdict, _ = load_checked(request, registry, load, dataset)
-        out += plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
-                            results_dir=request.results_dir, seeds=request.seeds,
-                            base_seed=request.base_seed, device=request.device,
-                            device_name=device_name, force=request.force, index=index,
-                            config_file=request.config_file, schedule=request.schedule)
-    return out
+    emit = on_event or (lambda kind, info: None)
+
+    def datasets() -> Iterator[DatasetPlan]:
+        for dataset in request.datasets:
+            emit("dataset", {"dataset": dataset})
+            signals = interrupts.user_signals()
+            try:
+                data, kind, verdict, info = load_checked(request, registry, load, dataset)
+            except BaseException as exc:  # its runs fail, the grid goes on (as a failed run)
+                if isinstance(exc, KeyboardInterrupt) and interrupts.user_signals() != signals:
+                    raise  # the user's Ctrl-C: the grid stops
+                if not keep_going:
+                    raise  # nothing else could run: the data error itself is the answer (exit 2)
+                reason = _load_failure(exc).removeprefix(f"{dataset}: ")
+                emit("warning", {"message": f"{dataset}: {reason}; its runs fail, the grid goes on"})
+                yield DatasetPlan(dataset, failure=reason)
+                continue
+            runs = plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
+                                results_dir=request.results_dir, seeds=request.seeds,
+                                base_seed=request.base_seed, device=request.device,
+                                device_name=device_name, force=request.force or request.recheck,
+                                index=index, config_file=request.config_file,
+                                schedule=request.schedule, kind=kind)
+            yield DatasetPlan(dataset, runs, data, verdict, info)
+
+    return GridPlan(request, configs, index, device_name, datasets())
+
+
+def _load_failure(exc: BaseException) -> str:
+    """One line for a dataset that could not be loaded or failed the split checks."""
+    if isinstance(exc, UserError):
+        return exc.one_line()
+    return "cannot be loaded: " + failure_reason(exc)
+
+
+def plan_grid(request: GridRequest, registry: Registry, load: Loader) -> list[PlannedRun]:
+    """The whole grid planned, without running anything (``zslbench run --dry-run``): every
+    dataset is loaded and checked, since its fingerprint is part of every key."""
+    return [run for planned in plan(request, registry, load).datasets for run in planned.runs]
 
 
 def fmt_seconds(seconds: float) -> str:

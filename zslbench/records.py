@@ -152,12 +152,44 @@ def _required(f: Any) -> bool:
     return f.default is MISSING and f.default_factory is MISSING
 
 
-def _finite(value: Any) -> bool:
+def is_finite(value: Any) -> bool:
+    """Whether ``value`` is a finite JSON number (an int or a float, not a bool): the one test
+    of a number in a record, used by the schema checks here and by :mod:`zslbench.results`."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
 
 
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON data for a record: NumPy arrays and scalars as lists and numbers,
+    tuples as lists, a non-finite float as its text (``"nan"``), anything else as its repr."""
+    import numpy as np  # only when a record is made: reading records needs no NumPy
+
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not np.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
+
+
 def _check_types(raw: dict[str, Any]) -> None:
+    """Every field that leaderboards and the cache rely on has its type (one check per part)."""
+    _check_names(raw)
+    _check_metrics(raw)
+    _check_objects(raw)
+    _check_load(raw.get("load", {}))
+    _check_config(raw["config"])
+    _check_audit(raw.get("selection_audit"), raw["metrics"])
+
+
+def _check_names(raw: dict[str, Any]) -> None:
     for name in ("run_id", "key", "config_id", "dataset", "method", "digest"):
         if not isinstance(raw.get(name), str) or not raw[name]:
             raise RecordError(f"field {name!r} is not a non-empty string")
@@ -166,20 +198,26 @@ def _check_types(raw: dict[str, Any]) -> None:
     for name in ("repetition", "base_seed", "seed"):
         if not isinstance(raw.get(name), int) or isinstance(raw[name], bool):
             raise RecordError(f"field {name!r} is not an integer")
+
+
+def _check_metrics(raw: dict[str, Any]) -> None:
     metrics = raw.get("metrics")
     if not isinstance(metrics, dict):
         raise RecordError("field 'metrics' is not an object")
     for m in METRICS:
-        if not _finite(metrics.get(m)):
+        if not is_finite(metrics.get(m)):
             raise RecordError(f"metric {m} is {metrics.get(m)!r}, not a finite number")
     for m, v in metrics.items():
-        if m not in METRICS + EXTRA_METRICS or not _finite(v):
+        if m not in METRICS + EXTRA_METRICS or not is_finite(v):
             raise RecordError(f"metric {m}={v!r} is unknown or not a finite number")
-    if not _finite(raw.get("gamma")):
+    if not is_finite(raw.get("gamma")):
         raise RecordError("field 'gamma' is not a finite number")
     timings = raw.get("timings")
-    if not isinstance(timings, dict) or not _finite(timings.get("train")):
+    if not isinstance(timings, dict) or not is_finite(timings.get("train")):
         raise RecordError("timings lack a finite 'train'")
+
+
+def _check_objects(raw: dict[str, Any]) -> None:
     for name in ("config", "split", "data", "device", "environment", "git", "identity"):
         if not isinstance(raw.get(name, {}), dict):
             raise RecordError(f"field {name!r} is not an object")
@@ -187,22 +225,26 @@ def _check_types(raw: dict[str, Any]) -> None:
         raise RecordError("split.standard is not true or false")
     if not isinstance(raw["split"].get("reason", ""), str):
         raise RecordError("split.reason is not a string")
-    load = raw.get("load", {})
+
+
+def _check_load(load: Any) -> None:
     if not isinstance(load, dict):
         raise RecordError("field 'load' is not an object")
     if "oversubscribed" in load and not isinstance(load["oversubscribed"], bool):
         raise RecordError("load.oversubscribed is not true or false")
     for key in ("cpu_seconds", "wall_seconds", "load_start", "load_end", "cores", "threads",
                 "other_load"):
-        if load.get(key) is not None and not _finite(load[key]):
+        if load.get(key) is not None and not is_finite(load[key]):
             raise RecordError(f"load.{key} is not a finite number")
-    sweep = raw["config"].get("sweep")
+
+
+def _check_config(config: dict[str, Any]) -> None:
+    sweep = config.get("sweep")
     if sweep is not None and (not isinstance(sweep, dict)
                               or not all(isinstance(k, str) and "." in k for k in sweep)):
         raise RecordError("config.sweep is not an object of component.param keys")
-    if not isinstance(raw["config"].get("config_file", ""), str):
+    if not isinstance(config.get("config_file", ""), str):
         raise RecordError("config.config_file is not a string")
-    _check_audit(raw.get("selection_audit"), metrics)
 
 
 def _check_audit(audit: Any, metrics: dict[str, Any]) -> None:
@@ -218,7 +260,7 @@ def _check_audit(audit: Any, metrics: dict[str, Any]) -> None:
         raise RecordError("selection_audit.rule is not a non-empty string")
     hs = audit["H_by_epoch"]
     if (not isinstance(hs, list) or not hs
-            or not all(_finite(h) and 0.0 <= h <= 100.0 for h in hs)):
+            or not all(is_finite(h) and 0.0 <= h <= 100.0 for h in hs)):
         raise RecordError("selection_audit.H_by_epoch is not a list of H values in [0, 100]")
     epoch = audit["test_selected_epoch"]
     if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= len(hs):

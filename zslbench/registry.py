@@ -13,9 +13,11 @@ import importlib
 import os
 import re
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any, cast
+from typing import Any, overload
 
 import pluggy
 
@@ -108,7 +110,8 @@ def _add_kinds(registry: Registry, pm: pluggy.PluginManager, problem: Any) -> No
         dist = registry.plugins.get(plugin_name)
         who = f"plugin {plugin_name!r} ({dist or 'loaded with -p'})"
         try:
-            added = list(cast("list[object]", impl.function() or []))
+            returned: Any = impl.function()  # a plugin's code: anything, checked below
+            added = list(returned or [])
         except Exception as exc:
             problem(f"plugin {plugin_name!r} failed in zslbench_add_kinds: "
                     f"{type(exc).__name__}: {exc}")
@@ -282,3 +285,49 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
             except Exception as exc:
                 problem(f"plugin {plugin_name!r} failed in {hook_name}: {type(exc).__name__}: {exc}")
     return registry
+
+
+@lru_cache(maxsize=1)
+def installed_datasets() -> dict[str, Any]:
+    """Name -> declaration (``DatasetSpec``) of every dataset the installed plugins register,
+    loaded once per process."""
+    return {name: p.obj for name, p in load_registry().items["dataset"].items()}
+
+
+class DatasetOrder(Sequence[str]):
+    """The names of the datasets that declare an ``order`` (their place in tables), in that
+    order; read from the declarations on first use, so that importing a module that holds one
+    loads no plugin."""
+
+    def __init__(self, datasets: Mapping[str, Any] | None = None) -> None:
+        self._datasets = datasets
+        self._names: tuple[str, ...] | None = None
+
+    def _load(self) -> tuple[str, ...]:
+        if self._names is None:
+            specs = self._datasets if self._datasets is not None else installed_datasets()
+            ranked = sorted((spec.order, name) for name, spec in specs.items()
+                            if getattr(spec, "order", None) is not None)
+            self._names = tuple(name for _, name in ranked)
+        return self._names
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __repr__(self) -> str:
+        return f"DatasetOrder({self._load()!r})"
+
+
+def dataset_order(datasets: Mapping[str, Any] | None = None) -> DatasetOrder:
+    """The datasets' declared table order (``DatasetSpec.order``: the xlsa17 plugin declares the
+    paper's columns, CUB, SUN, AWA2, AWA1, APY), from ``datasets`` or the installed plugins."""
+    return DatasetOrder(datasets)

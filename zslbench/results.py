@@ -124,6 +124,10 @@ def valid_record(path: Path, datasets: claims.Declarations | None = None) -> Rec
         run_row(path, item, Path(path).parent)
     except RecordError as exc:
         return exc
+    except RecursionError:
+        return RecordError("is nested too deeply to read")
+    except Exception as exc:  # noqa: BLE001 - untrusted content: refuse, naming why
+        return RecordError(f"cannot be read as a record ({type(exc).__name__}: {exc})")
     return item
 
 
@@ -170,17 +174,13 @@ def optional_field(record: Record, name: str) -> Any:
     return getattr(record, name, None)
 
 
-def is_synthetic_name(name: str) -> bool:
-    """``toy`` and ``synth-*`` are the embedded stand-ins, whatever a record claims."""
-    return name == "toy" or name.startswith("synth-")
-
-
-def dataset_kind(record: Record) -> str:
-    """The record's ``dataset_kind``, except that a run on an embedded stand-in never counts as
-    real (fail safe)."""
-    if record.dataset_kind == "real" and is_synthetic_name(record.dataset):
-        return "synthetic"
-    return record.dataset_kind
+def dataset_kind(record: Record, datasets: claims.Declarations | None = None) -> str:
+    """The kind its dataset declares (a run on a declared stand-in never counts as real, whatever
+    the record claims), else the record's ``dataset_kind`` (a dataset opened from a file, or a
+    plugin not installed here)."""
+    declared = (claims.declared_datasets() if datasets is None else datasets).get(record.dataset)
+    kind = getattr(declared, "kind", None)
+    return kind if isinstance(kind, str) else record.dataset_kind
 
 
 def value_text(value: Any) -> str:
@@ -230,10 +230,11 @@ def _text(value: Any, field: str, default: str = "") -> str:
     return value
 
 
-def _finite(value: Any, field: str, *, optional: bool = True) -> float:
+def _number(value: Any, field: str, *, optional: bool = True) -> float:
+    """A finite number as a float (NaN for an absent optional one), else a refusal."""
     if value is None and optional:
         return math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not records.is_finite(value):
         raise _refuse(field, f"is {value!r}, not a finite number")
     return float(value)
 
@@ -261,8 +262,8 @@ def _per_class(record: Record) -> tuple[tuple[int, str, float, float, int | None
         if n_test is not None and (isinstance(n_test, bool) or not isinstance(n_test, int) or n_test < 0):
             raise _refuse(f"{where}.n_test", "is not a count")
         out.append((cls, _text(entry.get("name"), f"{where}.name", f"class {cls}"),
-                    _finite(entry.get("accuracy"), f"{where}.accuracy"),
-                    _finite(entry.get("frequency"), f"{where}.frequency"), n_test))
+                    _number(entry.get("accuracy"), f"{where}.accuracy"),
+                    _number(entry.get("frequency"), f"{where}.frequency"), n_test))
     return tuple(out)
 
 
@@ -277,8 +278,8 @@ def _curve(record: Record) -> tuple[tuple[float, ...], tuple[float, ...]] | None
         return None
     if not isinstance(a_u, list) or not isinstance(a_s, list) or len(a_u) != len(a_s):
         raise _refuse("curve", "does not hold two lists A_U and A_S of one length")
-    return (tuple(_finite(v, "curve.A_U", optional=False) for v in a_u),
-            tuple(_finite(v, "curve.A_S", optional=False) for v in a_s))
+    return (tuple(_number(v, "curve.A_U", optional=False) for v in a_u),
+            tuple(_number(v, "curve.A_S", optional=False) for v in a_s))
 
 
 def _selection_audit(record: Record) -> dict[str, Any] | None:
@@ -290,8 +291,8 @@ def _selection_audit(record: Record) -> dict[str, Any] | None:
     epoch = raw.get("test_selected_epoch")
     if isinstance(epoch, bool) or not isinstance(epoch, int):
         raise _refuse("selection_audit.test_selected_epoch", "is not an integer")
-    return {"clean_H": _finite(raw.get("clean_H"), "selection_audit.clean_H", optional=False),
-            "test_selected_H": _finite(raw.get("test_selected_H"), "selection_audit.test_selected_H",
+    return {"clean_H": _number(raw.get("clean_H"), "selection_audit.clean_H", optional=False),
+            "test_selected_H": _number(raw.get("test_selected_H"), "selection_audit.test_selected_H",
                                        optional=False),
             "test_selected_epoch": epoch, "rule": _text(raw.get("rule"), "selection_audit.rule")}
 
@@ -369,13 +370,13 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         "load_known": bool(record.load),
         "per_class": _per_class(record),
         "curve": _curve(record),
-        "op": (_finite(op.get("A_U"), "operating_point.A_U"), _finite(op.get("A_S"), "operating_point.A_S")),
+        "op": (_number(op.get("A_U"), "operating_point.A_U"), _number(op.get("A_S"), "operating_point.A_S")),
         "selection_audit": _selection_audit(record),
     }
     for metric in METRICS:
         row[metric] = float(record.metrics[metric])
     for metric in EXTRA_METRICS:  # optional: absent means not measured
-        row[metric] = _finite(record.metrics.get(metric), f"metrics.{metric}")
+        row[metric] = _number(record.metrics.get(metric), f"metrics.{metric}")
     return row
 
 

@@ -53,6 +53,11 @@ def zslbench_commands(cli) -> None:
     cli.add_command(data)
 
 
+#: The paper's column order in tables (CUB, SUN, AWA2, AWA1, APY): each dataset declares its place
+#: (``DatasetSpec.order``), and the leaderboard reads it (``zslbench.registry.dataset_order``).
+TABLE_ORDER = ("cub", "sun", "awa2", "awa1", "apy")
+
+
 @hookimpl
 def zslbench_datasets() -> list[DatasetSpec]:
     registry = load_registry()["datasets"]
@@ -64,5 +69,5 @@ def zslbench_datasets() -> list[DatasetSpec]:
                 f"needs `zslbench data download`")
         specs.append(DatasetSpec(name=name, load=_loader(name), kind="real", description=desc,
                                  groups=("all",), missing=_missing(name),
-                                 benchmark=benchmark(name)))
+                                 benchmark=benchmark(name), order=TABLE_ORDER.index(name)))
     return specs

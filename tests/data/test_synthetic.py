@@ -23,7 +23,8 @@ import pytest
 
 from zslbench.data.checks import check_dataset
 from zslbench.data.dataset import ZSLData
-from zslbench.data.synthetic import GENERATOR_VERSION, SHAPES, _counts, _gauss, _soft_clip, generate
+from zslbench.data.synthetic import GENERATOR_VERSION, _counts, _gauss, _soft_clip, generate
+from zslbench_plugins.synthetic import SHAPES
 
 #: The content fingerprint of every stand-in (generator v3), as records carry it.
 PINNED = {
@@ -54,7 +55,8 @@ _CHILD = """
 import hashlib, json, sys
 import numpy as np
 from zslbench.data.checks import check_dataset
-from zslbench.data.synthetic import SHAPES, generate
+from zslbench.data.synthetic import generate
+from zslbench_plugins.synthetic import SHAPES
 
 try:  # which BLAS kernel runs (threadpoolctl comes with scikit-learn, a dev dependency)
     import threadpoolctl

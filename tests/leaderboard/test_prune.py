@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from tests.cli_helpers import invoke_main
-from zslbench.data.synthetic import SHAPES, generate
+from zslbench.data.synthetic import generate
 from zslbench_plugins import npz
+from zslbench_plugins.synthetic import SHAPES
 
 
 def test_prune_lists_stale_records_and_removes_them_only_with_yes(tmp_path: Path, monkeypatch) -> None:

@@ -12,8 +12,9 @@ import pytest
 from lb_factory import fake_render_figure
 
 from tests.cli_helpers import invoke_main
-from zslbench.data.synthetic import SHAPES, generate
+from zslbench.data.synthetic import generate
 from zslbench_plugins import npz
+from zslbench_plugins.synthetic import SHAPES
 
 PLUGIN = '''
 from pathlib import Path

@@ -12,9 +12,10 @@ import pytest
 
 from tests.cli_helpers import invoke_main
 from zslbench.data.checks import check_dataset
-from zslbench.data.synthetic import SHAPES, generate
+from zslbench.data.synthetic import generate
 from zslbench.errors import DataError
 from zslbench_plugins import npz
+from zslbench_plugins.synthetic import SHAPES
 
 
 def arrays(seed: int = 0, *, n_seen: int = 6, n_unseen: int = 3, per_class: int = 12,

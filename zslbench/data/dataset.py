@@ -228,6 +228,9 @@ class DatasetSpec:
     ``benchmark`` declares which published benchmark a ``real`` dataset is and what pins it
     (:class:`Benchmark`); a ``real`` dataset without one (a file that says ``kind="real"``) is
     matched by its split against every declared benchmark.
+    ``order`` is the dataset's place in tables (the paper's columns: lower first); datasets
+    without one follow by name (:func:`zslbench.registry.dataset_order`). ``stand_in_for`` names
+    the real dataset whose shape a synthetic stand-in copies (``synth-apy`` -> ``apy``).
     """
 
     name: str
@@ -239,6 +242,8 @@ class DatasetSpec:
     #: The runner calls it for every requested dataset before any work, and never substitutes data.
     missing: Callable[[Path | None], list[str]] | None = None
     benchmark: Benchmark | None = None
+    order: int | None = None
+    stand_in_for: str | None = None
 
     def __post_init__(self) -> None:
         check_name(self.name, where=f"dataset {self.name!r}",

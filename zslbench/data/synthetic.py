@@ -1,10 +1,11 @@
-"""Embedded synthetic datasets: ``toy`` and full-size stand-ins ``synth-awa1 ... synth-sun``.
+"""The generator of the embedded synthetic datasets (``toy`` and the full-size stand-ins
+``synth-awa1 ... synth-sun``, whose shapes the ``synthetic`` plugin declares).
 
 They exist so that the whole harness (and the speed targets) can be exercised without the
 ResNet-101 features of xlsa17, which must be downloaded. They copy each benchmark's *shape and
 imbalance* from the paper's Table 1 and the real Split V2.0 counts: seen/unseen classes, attribute
 dimension, 2048-d features, total images, min/max images per class, trainval/test-seen/test-unseen
-sizes, and for APY the unseen class frequencies of the paper's Table 4 (one class, "person", holds a
+sizes, and for APY the unseen class names and frequencies of the paper's Table 4 (one class, "person", holds a
 third of all images). Their *numbers are not* the benchmarks': every record and leaderboard names
 them ``synth-*`` and keeps them apart from real results.
 
@@ -96,34 +97,16 @@ class SynthShape:
     #: scale of the part of each class mean that the attributes cannot predict
     class_noise: float = 0.25
     #: within-class spread along the same directions that separate classes; no projection can
-    #: remove it, so it bounds the accuracy of every method (set per dataset, see ``SHAPES``)
+    #: remove it, so it bounds the accuracy of every method (set per dataset by its plugin)
     hidden_noise: float = 1.2
+    #: names of the unseen classes, when the benchmark's are given (``<name>(synth)`` each);
+    #: else ``unseen_000``, ... Names are labels, not data: they are left out of the hash of
+    #: the generator's parameters (:func:`generate`), which is the same with or without them.
+    unseen_names: tuple[str, ...] | None = None
 
     @property
     def total(self) -> int:
         return self.trainval + self.test_seen + self.test_unseen
-
-
-# APY's unseen classes and their frequencies, from the paper's Table 4.
-APY_UNSEEN_NAMES = ("cow", "horse", "motorbike", "person", "pottedplant", "sheep", "train",
-                    "tvmonitor", "donkey", "goat", "jetski", "statue")
-APY_UNSEEN_FREQ = (2.48, 3.81, 3.75, 63.99, 5.50, 2.95, 2.22, 3.77, 1.75, 2.06, 5.04, 2.61)
-
-SHAPES: dict[str, SynthShape] = {
-    s.name: s
-    for s in [
-        SynthShape("synth-awa1", 40, 10, 85, 19832, 4958, 5685, 92, 1168, 13, data_seed=101),
-        SynthShape("synth-awa2", 40, 10, 85, 23527, 5882, 7913, 100, 1645, 13, data_seed=102),
-        SynthShape("synth-apy", 20, 12, 64, 5932, 1483, 7924, 51, 5071, 5,
-                   unseen_freq=APY_UNSEEN_FREQ, data_seed=103),
-        SynthShape("synth-cub", 150, 50, 312, 7057, 1764, 2967, 41, 60, 50, data_seed=104,
-                   nuisance=1.5, noise=0.45, hidden_noise=1.0),
-        SynthShape("synth-sun", 645, 72, 102, 10320, 2580, 1440, 20, 20, 65, data_seed=105,
-                   nuisance=1.2, noise=0.35, hidden_noise=0.8),
-        # Small enough to run every method end to end in seconds.
-        SynthShape("toy", 12, 6, 24, 960, 240, 480, 40, 160, 4, feature_dim=256, data_seed=7),
-    ]
-}
 
 
 def _popcount16() -> np.ndarray:
@@ -295,12 +278,13 @@ def generate(shape: SynthShape) -> ZSLData:
     val_classes = np.sort(rng.permutation(shape.n_seen)[: shape.n_val_classes])
 
     names = [f"seen_{c:03d}" for c in range(shape.n_seen)]
-    if shape.name == "synth-apy":
-        names += [f"{u}(synth)" for u in APY_UNSEEN_NAMES]
+    if shape.unseen_names is not None:
+        names += [f"{u}(synth)" for u in shape.unseen_names]
     else:
         names += [f"unseen_{c:03d}" for c in range(shape.n_unseen)]
 
     params = asdict(shape)
+    del params["unseen_names"]
     data_fp = hashlib.sha256(
         json.dumps({"generator": GENERATOR_VERSION, "shape": params}, sort_keys=True).encode()
     ).hexdigest()

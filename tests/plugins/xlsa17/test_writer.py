@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from zslbench.data.checks import check_dataset
-from zslbench.data.synthetic import SHAPES, generate
+from zslbench.data.synthetic import generate
 from zslbench_plugins import npz
+from zslbench_plugins.synthetic import SHAPES
 from zslbench_plugins.xlsa17.loader import read_xlsa17
 from zslbench_plugins.xlsa17.writer import save_xlsa17
 

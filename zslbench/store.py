@@ -1,0 +1,213 @@
+"""The results folder: the one owner of where records and failure notes go, and of reading,
+validating and writing them.
+
+A results folder holds one ``<run_id>.json`` record per run (:func:`record_path`; the name is
+:func:`zslbench.records.run_name`'s) and, beside it, a ``<run_id>.failed`` note while the run's
+last attempt failed (:func:`write_failure_note`, :func:`failure_note`,
+:func:`clear_failure_note`). :func:`check_results_dir` refuses, before any training, a folder that
+cannot take records. :class:`RecordIndex` reads the folder once per grid, every record checked as
+the board checks it (:func:`zslbench.results.valid_record`), so a damaged one is re-run rather than
+served from the cache; :func:`write_record` writes a record atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zslbench import records
+from zslbench.errors import ConfigError
+from zslbench.files import atomic_write_text
+from zslbench.records import Record, RecordError
+
+#: Below this much free space the results dir is refused up front (records are ~100 KiB each).
+MIN_FREE_BYTES = 4 * 2**20
+
+
+def record_path(results_dir: Path, run_id: str) -> Path:
+    """Where the record of run ``run_id`` goes: ``<results_dir>/<run_id>.json``."""
+    return Path(results_dir) / f"{run_id}.json"
+
+
+def write_record(results_dir: Path, record: Record) -> Path:
+    """Seal ``record`` and write it to :func:`record_path` atomically (a reader or a killed run
+    only ever sees the old file or the complete new one)."""
+    return records.write_record(results_dir, record)
+
+
+def device_type(device: str) -> str:
+    """The device type a record's name and key hold: ``cuda`` for any CUDA device, else ``cpu``."""
+    return "cuda" if device.startswith("cuda") else "cpu"
+
+
+def check_results_dir(path: Path) -> None:
+    """Refuse, before any training, a results dir that cannot take records (one line naming it).
+
+    Nothing is created here: the folder is made when the first record is written, so a run
+    refused for another reason leaves no empty folder behind.
+    """
+    path = Path(path)
+    existing = next((p for p in [path, *path.parents] if p.exists()), None)
+    if existing is None:  # pragma: no cover - "/" always exists
+        return
+    if not existing.is_dir():
+        where = "is a file" if existing == path else f"is under the file {existing}"
+        raise ConfigError(f"--results-dir {path} {where}, not a directory",
+                          hint="choose another --results-dir")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not writable" if existing == path else f"cannot be created ({existing} is " \
+            "not writable)"
+        raise ConfigError(f"--results-dir {path} {what}",
+                          hint="choose a writable --results-dir or fix its permissions")
+    try:
+        free = shutil.disk_usage(existing).free
+    except OSError:
+        free = None
+    if free is not None and free < MIN_FREE_BYTES:
+        raise ConfigError(f"--results-dir {path}: only {free // 1024} KiB free on its disk",
+                          hint="free some space (a record takes ~100 KiB) or choose another disk")
+
+
+def failure_note_path(path: Path) -> Path:
+    """Where a failed run's note goes: ``<run_id>.failed`` beside its record's ``<run_id>.json``
+    (no reader of records globs it)."""
+    return Path(path).with_suffix(".failed")
+
+
+def write_failure_note(path: Path, reason: str) -> Path:
+    """Keep a failed run's one-line reason, atomically (a reader sees no note or the whole one)."""
+    note = failure_note_path(path)
+    atomic_write_text(note, reason.splitlines()[0] + "\n" if reason else "failed\n")
+    return note
+
+
+def clear_failure_note(path: Path, *, other_configs: bool = False) -> None:
+    """Remove a run's failure note once the run has its record: that failure no longer holds.
+
+    With ``other_configs`` (a run that is not part of a sweep), the notes of the same run under
+    another configuration go too: same dataset, method, data, device type and seed, another
+    config id (``--set preprocessor=none`` after the ``clip`` default refused the data), so that
+    fixed failures do not stay behind. Only plain files named as the harness names its notes, of
+    one line, are removed."""
+    failure_note_path(path).unlink(missing_ok=True)
+    if not other_configs:
+        return
+    parts = Path(path).stem.split("__")
+    if len(parts) != 6:
+        return
+    dataset, method, config, data, device, seed = parts
+    for note in Path(path).parent.glob(f"*__{device}__{seed}.failed"):
+        theirs = note.stem.split("__")
+        if (len(theirs) != 6 or theirs[:2] != [dataset, method] or theirs[3] != data
+                or theirs[2] == config or not re.fullmatch(r"[0-9a-f]{8}", theirs[2])):
+            continue
+        try:
+            if note.is_symlink() or not note.is_file() or note.stat().st_size > 4096:
+                continue
+            if note.read_text(encoding="utf-8", errors="replace").count("\n") != 1:
+                continue
+            note.unlink()
+        except OSError:
+            continue
+
+
+def failure_note(path: Path) -> str | None:
+    """The one-line reason of this run's last failure: the ``<run_id>.failed`` note beside its
+    record's path (written by the runner when a run fails, removed when it succeeds)."""
+    try:
+        text = failure_note_path(path).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    first = text.splitlines()[0] if text else "no reason kept"
+    return first if len(first) <= 160 else first[:157] + "..."
+
+
+def run_slot(dataset: str, method: str, dev_type: str | None, base_seed: int, repetition: int,
+             sweep: Any) -> tuple[Any, ...]:
+    """The run a record fills, whatever its configuration or data: (dataset, method, device
+    type, base seed, repetition, swept values); a new run replaces the earlier run of its slot."""
+    return (dataset, method, dev_type, base_seed, repetition,
+            repr(sorted((sweep or {}).items())))
+
+
+def read_checked(path: Path, datasets: Any = None) -> Record | RecordError:
+    """The record at ``path`` when the board would take it, else why not
+    (:func:`zslbench.results.valid_record`): any file of the results dir is untrusted content,
+    and one that cannot be read is a refusal, never a crash of the grid's planning."""
+    from zslbench.results import valid_record  # pandas: only once there are records to read
+
+    return valid_record(path, datasets)
+
+
+@dataclass
+class RecordIndex:
+    """The records of a results dir, read once per grid: by file, and by run slot (dataset,
+    method, device type, base seed, repetition, sweep) to find the run a new one replaces."""
+
+    by_path: dict[Path, Record | RecordError] = field(default_factory=dict)
+    by_slot: dict[tuple[Any, ...], list[Record]] = field(default_factory=dict)
+    _configs: set[tuple[str, str, str]] | None = field(default=None, repr=False)
+
+    @classmethod
+    def read(cls, results_dir: Path, datasets: Any = None) -> RecordIndex:
+        """``datasets``: the declarations records are checked against
+        (:func:`zslbench.claims.declared_datasets`)."""
+        index = cls()
+        if not Path(results_dir).is_dir():
+            return index
+        for path in sorted(Path(results_dir).rglob("*.json")):
+            if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
+                continue  # temporaries of atomic writes
+            rec = read_checked(path, datasets)
+            index.by_path[path.resolve()] = rec
+            if isinstance(rec, Record):
+                slot = run_slot(rec.dataset, rec.method, rec.device.get("type"), rec.base_seed,
+                             rec.repetition, rec.config.get("sweep"))
+                index.by_slot.setdefault(slot, []).append(rec)
+        return index
+
+    def has_config(self, dataset: str, method: str, config_id: str) -> bool:
+        """Whether a record of ``method`` on ``dataset`` in configuration ``config_id`` is here."""
+        if self._configs is None:
+            self._configs = {(rec.dataset, rec.method, rec.config_id)
+                             for recs in self.by_slot.values() for rec in recs}
+        return (dataset, method, config_id) in self._configs
+
+    def previous(self, slot: tuple[Any, ...], config_id: str, data_fp: str) -> Record | None:
+        """The earlier run of this slot that best explains a change: same config and data
+        first, then same config, then same data, else the newest."""
+        found = self.by_slot.get(slot, [])
+        if not found:
+            return None
+
+        def rank(rec: Record) -> tuple[int, int, str]:
+            return (rec.config_id == config_id, rec.data.get("fingerprint") == data_fp,
+                    rec.finished_at)
+
+        return max(found, key=rank)
+
+    def eta(self, dataset: str, method: str, device_name: str) -> float | None:
+        """Median wall seconds of earlier runs of (dataset, method) on this device model, None
+        without any; runs on an oversubscribed machine are left out."""
+        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
+                 for recs in self.by_slot.values() for rec in recs
+                 if rec.dataset == dataset and rec.method == method
+                 and rec.device.get("name") == device_name
+                 and rec.load.get("oversubscribed") is not True]
+        return statistics.median(times) if times else None
+
+    def busy_eta(self, dataset: str, method: str, device_name: str) -> float | None:
+        """Median wall seconds of earlier runs of (dataset, method) on this device model taken on
+        an oversubscribed machine: an approximate ETA where :meth:`eta` has none."""
+        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
+                 for recs in self.by_slot.values() for rec in recs
+                 if rec.dataset == dataset and rec.method == method
+                 and rec.device.get("name") == device_name
+                 and rec.load.get("oversubscribed") is True]
+        return statistics.median(times) if times else None
+
