@@ -293,7 +293,7 @@ def test_the_builtins_that_add_commands_are_exactly_those_help_imports():
 
 
 def test_list_summaries_are_first_sentences_without_rst():
-    from zslbench.cli import summary
+    from zslbench.listing import summary
 
     assert summary("Closed-form bilinear compatibility ``x^T V s_c`` (see the module\n    docstring).\n\n"
                    "    More.") == "Closed-form bilinear compatibility x^T V s_c (see the module docstring)."

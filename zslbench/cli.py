@@ -16,19 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 import zslbench
 from zslbench import threads
 from zslbench.config import EXECUTORS
-from zslbench.console import Reporter, err_console, print_results, say_error, terminal_text
+from zslbench.console import (
+    Reporter,
+    err_console,
+    print_results,
+    say_error,
+    terminal_text,
+)
 from zslbench.data.dataset import DATA_ENV
 from zslbench.errors import UserError, blamed
 from zslbench.registry import Registry, load_registry
+from zslbench.request import missing_data_line
 
-# Tables go to stdout; when it is a file or pipe, do not squeeze them into 80 columns.
-out_console = Console(width=None if sys.stdout.isatty() else 160)
 _registries: dict[tuple[tuple[str, ...], bool, bool], Registry] = {}
 
 
@@ -101,102 +104,6 @@ def _add_plugin_commands(args: list[str]) -> None:
 def cli(ctx: click.Context, plugins: tuple[str, ...], strict_plugins: bool) -> None:
     """Benchmark Generalized Zero-Shot Learning methods on xlsa17 (Split V2.0)."""
     ctx.obj = State(plugins=plugins, strict=strict_plugins)
-
-
-def summary(doc: str | None) -> str:
-    """A docstring's first sentence as plain text: its first paragraph joined into one line,
-    up to the first full stop that ends a sentence, without reStructuredText marks."""
-    import re
-
-    paragraph = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
-    text = re.sub(r":[a-z]+:`~?(?:[\w.]+\.)?([^`]+)`", r"\1", paragraph)  # :class:`~a.b.C` -> C
-    text = re.sub(r"``([^`]+)``", r"\1", text)
-    text = re.sub(r"`([^`]+)`", r"\1", text)
-    depth, end = 0, len(text)
-    for i, ch in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "." and depth <= 0 and (i + 1 == len(text) or (text[i + 1] == " " and i + 2 < len(text)
-                                                                 and text[i + 2].isupper())):
-            end = i + 1
-            break
-    return text[:end]
-
-
-def _method_parameters(reg: Registry, name: str) -> None:
-    """``zslbench list --method NAME``: each role's component and its hyperparameters, with the
-    value this method uses and the component's own default."""
-    import inspect
-
-    from zslbench.prepare import prepare_method
-
-    prep = prepare_method(reg, name)
-    spec = prep.spec
-    out_console.print(f"{name}: {spec.paper_name or name} — model {spec.model}, "
-                      f"{' '.join(f'{r}={n}' for r, n in prep.spec.roles().items())}",
-                      markup=False, highlight=False)
-    if spec.citation:
-        out_console.print(f"citation: {spec.citation}", markup=False, highlight=False)
-    t = Table(title=f"Hyperparameters of {name} (set one with --set ROLE.PARAM=VALUE)", title_justify="left")
-    for col in ("role", "component", "parameter", "value", "default", "summary"):
-        t.add_column(col)
-    for role, cls in prep.classes.items():
-        signature = inspect.signature(cls.__init__).parameters
-        params = prep.params[role]
-        if not params:
-            t.add_row(role, cls.name, "(none)", "", "", summary(cls.__doc__))
-        for i, (param, value) in enumerate(params.items()):
-            default = signature[param].default if param in signature else inspect.Parameter.empty
-            shown = "" if default is inspect.Parameter.empty else repr(default)
-            t.add_row(role if i == 0 else "", cls.name if i == 0 else "", param, repr(value),
-                      shown if shown != repr(value) else "(same)", summary(cls.__doc__) if i == 0 else "")
-    out_console.print(t)
-
-
-@cli.command("list")
-@click.option("-m", "--method", "method", default=None, metavar="NAME",
-              help="Show this method's components and hyperparameters, with their defaults.")
-@click.pass_obj
-def list_cmd(state: State, method: str | None) -> None:
-    """Show every dataset, method and component, with the plugin that provides it (--method NAME:
-    one method's hyperparameters and defaults)."""
-    reg = state.registry()
-    if method is not None:
-        _method_parameters(reg, method)
-        return
-
-    def dist(p: Any) -> str:
-        return p.distribution or "(-p, not installed)"
-
-    t = Table(title="Datasets", title_justify="left")
-    for col in ("name", "kind", "groups", "plugin", "distribution", "description"):
-        t.add_column(col)
-    for name in reg.names("dataset"):
-        p = reg.items["dataset"][name]
-        t.add_row(name, p.obj.kind, ",".join(p.obj.groups), p.plugin, dist(p), p.obj.description)
-    out_console.print(t)
-
-    t = Table(title="Methods", title_justify="left")
-    for col in ("name", "model", "components", "preprocessor", "calibrator", "paper name",
-                "plugin", "distribution"):
-        t.add_column(col)
-    for name in reg.names("method"):
-        p = reg.items["method"][name]
-        m = p.obj
-        subs = " ".join(f"{r}={n}" for r, n in m.sub_components().items())
-        t.add_row(name, m.model, subs, m.preprocessor, m.calibrator, m.paper_name, p.plugin,
-                  dist(p))
-    out_console.print(t)
-
-    t = Table(title="Components", title_justify="left")
-    for col in ("kind", "name", "class", "plugin", "distribution", "summary"):
-        t.add_column(col)
-    for kind in reg.component_kinds():
-        for name in reg.names(kind):
-            p = reg.items[kind][name]
-            t.add_row(kind, name, p.obj.__qualname__, p.plugin, dist(p), summary(p.obj.__doc__))
-    out_console.print(t)
-    if reg.problems:
-        err_console.print(f"{len(reg.problems)} plugin problem(s), see the warnings above.")
 
 
 @cli.command()
@@ -317,30 +224,12 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
         raise SystemExit(1)
 
 
-def missing_data_line(lines: list[str]) -> str:
-    """Missing data files as one line: each file (relative to the folder they share), then the
-    first file's fix (one line per file would make ``--dataset all`` without the data ten lines of
-    300 characters)."""
-    if len(lines) == 1:
-        return lines[0]
-    parts = [line.partition(" is missing") for line in lines]
-    if not all(sep for _, sep, _ in parts):
-        return f"{lines[0]} (and {len(lines) - 1} more missing file(s))"
-    paths = [path for path, _, _ in parts]
-    try:
-        root = os.path.commonpath(paths)
-    except ValueError:  # no common folder (relative and absolute paths mixed)
-        root = ""
-    shown = [os.path.relpath(p, root) if root else p for p in paths]
-    where = f" under {root}" if root else ""
-    fix = parts[0][2].lstrip(": ")
-    return f"{len(lines)} data files are missing{where} ({', '.join(shown)}); for the first: {fix}"
-
-
 def _add_core_commands() -> None:
     from zslbench.board import board
     from zslbench.leaderboard.cli import compare, leaderboard
+    from zslbench.listing import list_cmd
 
+    cli.add_command(list_cmd)
     cli.add_command(leaderboard)
     cli.add_command(compare)
     cli.add_command(board)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from types import TracebackType
 from typing import Any
@@ -21,6 +22,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 err_console = Console(stderr=True, highlight=False)
+# Tables go to stdout; when it is a file or pipe, do not squeeze them into 80 columns.
+out_console = Console(width=None if sys.stdout.isatty() else 160)
 #: Result tables: at most 80 columns wide, in a terminal or a pipe.
 TABLE_WIDTH = 80
 PLAIN_STEP_SECONDS = 10.0

@@ -43,7 +43,7 @@ PROTOCOL_VERSION = 2
 #: The core numerics every run shares; ``tests/test_identity.py`` pins their digest.
 PROTOCOL_MODULES = ("zslbench.protocol", "zslbench.search", "zslbench.metrics",
                     "zslbench.classifier", "zslbench.model", "zslbench.data.checks",
-                    "zslbench.data.splits")
+                    "zslbench.data.fingerprints", "zslbench.data.splits")
 
 #: Packages whose imports are followed from a component's module (besides its own top package).
 PLUGIN_PACKAGES = ("zslbench_plugins",)

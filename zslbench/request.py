@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -346,3 +347,23 @@ def missing_data(registry: Registry, datasets: list[str], data_dir: Path | None)
         if spec.missing is not None:
             missing += spec.missing(data_dir)
     return missing
+
+
+def missing_data_line(lines: list[str]) -> str:
+    """Missing data files as one line: each file (relative to the folder they share), then the
+    first file's fix (one line per file would make ``--dataset all`` without the data ten lines of
+    300 characters)."""
+    if len(lines) == 1:
+        return lines[0]
+    parts = [line.partition(" is missing") for line in lines]
+    if not all(sep for _, sep, _ in parts):
+        return f"{lines[0]} (and {len(lines) - 1} more missing file(s))"
+    paths = [path for path, _, _ in parts]
+    try:
+        root = os.path.commonpath(paths)
+    except ValueError:  # no common folder (relative and absolute paths mixed)
+        root = ""
+    shown = [os.path.relpath(p, root) if root else p for p in paths]
+    where = f" under {root}" if root else ""
+    fix = parts[0][2].lstrip(": ")
+    return f"{len(lines)} data files are missing{where} ({', '.join(shown)}); for the first: {fix}"

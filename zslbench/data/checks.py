@@ -12,7 +12,8 @@ skip them:
   classes among the trainval classes, no test-unseen class among them, validation classes among
   the seen classes;
 * **identity**: a content fingerprint over the index sets, the labels, the attribute matrix and
-  the validation classes (:func:`content_parts`), plus a hash of every feature byte.
+  the validation classes (:func:`~zslbench.data.fingerprints.content_parts`), plus a hash of
+  every feature byte.
 
 The split checks run here, once per load: a loader parses its files and leaves the split to
 them, naming the file and keys its messages should use (``ZSLData.split_naming``).
@@ -34,7 +35,6 @@ What "standard" means depends on the dataset's kind:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -42,21 +42,23 @@ from typing import Any
 import numpy as np
 
 from zslbench.data.dataset import Benchmark, DatasetSpec, ZSLData
+from zslbench.data.fingerprints import (  # CONTENT_SCHEME and the two below: also read from here
+    CONTENT_SCHEME,
+    HASH_BLOCK,
+    content_parts,
+    features_hash,
+    sha_hex,
+)
 from zslbench.data.splits import (
     DATASET_NAMING,
     OVERRIDE_FLAG,
     Failure,
     check_split,
     format_value,
-    split_fingerprint,
 )
 from zslbench.errors import DataError, SplitError
 
-#: Prefix of the content fingerprint's text; bump it if the definition changes.
-CONTENT_SCHEME = "zslbench-content-fingerprint-v1"
 KINDS = ("real", "synthetic", "custom")
-#: Bytes hashed per block when fingerprinting features (keeps memory flat on memory maps).
-_HASH_BLOCK = 64 * 2**20
 #: The largest finite float32: every method computes in float32 (or wider) from these features.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -112,55 +114,6 @@ def declared_benchmarks(specs: Iterable[DatasetSpec]) -> list[Benchmark]:
     return [spec.benchmark for spec in specs if spec.benchmark is not None]
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def attributes_fingerprint(attributes: np.ndarray) -> str:
-    """sha256 of the (classes x dims) attribute matrix as little-endian float32, with its shape."""
-    att = np.ascontiguousarray(np.asarray(attributes, dtype="<f4"))
-    return _sha(f"{att.shape}".encode() + att.tobytes())
-
-
-def labels_fingerprint(labels: np.ndarray) -> str:
-    """sha256 of the per-image 0-based labels as little-endian int64."""
-    return _sha(np.ascontiguousarray(np.asarray(labels, dtype="<i8")).tobytes())
-
-
-def val_classes_text(val_classes: np.ndarray | None) -> str:
-    """The validation classes as sorted 0-based ids, ``"none"`` when the dataset has none."""
-    if val_classes is None or len(val_classes) == 0:
-        return "none"
-    return ",".join(map(str, np.unique(np.asarray(val_classes, dtype=np.int64)).tolist()))
-
-
-def content_parts(data: ZSLData) -> dict[str, str]:
-    """Fingerprint of each part of a dataset's content that defines the benchmark."""
-    return {
-        "split": split_fingerprint(data.trainval_idx + 1, data.test_seen_idx + 1,
-                                   data.test_unseen_idx + 1),
-        "labels": labels_fingerprint(data.labels),
-        "attributes": attributes_fingerprint(data.attributes),
-        "val_classes": _sha(val_classes_text(data.val_classes).encode()),
-    }
-
-
-def features_hash(features: np.ndarray) -> str:
-    """blake2b over every byte of the features (float32, C order) and their shape.
-
-    Every byte counts: a damaged cache or a re-extracted feature file gives another value, so a
-    record made from other features is never taken for this one's. Hashing goes block by block,
-    so a memory-mapped AWA2 (300 MB) is never copied whole.
-    """
-    h = hashlib.blake2b(digest_size=32)
-    h.update(f"{tuple(features.shape)}|float32".encode())
-    rows = max(1, _HASH_BLOCK // max(1, features.shape[1] * 4))
-    for start in range(0, features.shape[0], rows):
-        block = np.ascontiguousarray(features[start:start + rows], dtype=np.float32)
-        h.update(block.data.cast("B"))
-    return h.hexdigest()
-
-
 def _check_structure(data: ZSLData) -> None:
     name = data.name
     f = data.features
@@ -171,7 +124,7 @@ def _check_structure(data: ZSLData) -> None:
                                    or np.issubdtype(f.dtype, np.integer)):
         raise DataError(f"{name}: features have dtype {f.dtype}; they must be real numbers",
                         hint="store the features as float32")
-    rows = max(1, _HASH_BLOCK // max(1, f.shape[1] * 4))
+    rows = max(1, HASH_BLOCK // max(1, f.shape[1] * 4))
     lo, hi = np.inf, -np.inf
     big = FLOAT32_MAX
     for start in range(0, f.shape[0], rows):
@@ -255,7 +208,7 @@ def check_dataset(data: ZSLData, kind: str, *, benchmark: Benchmark | None = Non
                          "test-unseen class may have any")
     parts = content_parts(data)
     fhash = features_hash(data.features)
-    fingerprint = _sha((CONTENT_SCHEME + "\n" + "\n".join(f"{k}:{v}" for k, v in sorted(
+    fingerprint = sha_hex((CONTENT_SCHEME + "\n" + "\n".join(f"{k}:{v}" for k, v in sorted(
         parts.items())) + f"\nfeatures:{fhash}\n").encode())
     matched: Benchmark | None = None
     unverified: list[str] = []

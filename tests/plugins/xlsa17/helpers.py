@@ -28,8 +28,7 @@ import pytest
 import scipy.io
 
 from tests.cli_helpers import invoke_main
-from zslbench.data import checks as data_checks
-from zslbench.data import splits
+from zslbench.data import fingerprints, splits
 from zslbench_plugins.xlsa17 import checks
 
 SHARED_ENV = "ZSLBENCH_SHARED_DATA"
@@ -142,9 +141,9 @@ def registry_for(arrays: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]
                  attribute_dim=int(np.asarray(arrays["att"]).shape[0]),
                  feature_dim=int(np.asarray(arrays["features"]).shape[0]),
                  split_fingerprint=splits.split_fingerprint(tv, ts, tu),
-                 attributes=data_checks.attributes_fingerprint(np.asarray(arrays["att"]).T),
-                 labels=data_checks.labels_fingerprint(labels - 1),
-                 val_classes=hashlib.sha256(data_checks.val_classes_text(val_classes).encode()
+                 attributes=fingerprints.attributes_fingerprint(np.asarray(arrays["att"]).T),
+                 labels=fingerprints.labels_fingerprint(labels - 1),
+                 val_classes=hashlib.sha256(fingerprints.val_classes_text(val_classes).encode()
                                             ).hexdigest(),
                  n_val_classes=int(val_classes.size))
     return entry
