@@ -13,13 +13,12 @@ malformed (a non-finite number in its configuration, a ``per_class`` entry witho
 curve with unequal lengths, ...) is refused like an invalid one.
 
 Fields newer than the record schema this zslbench reads (``selection_audit``, a configuration's
-``schedule``) are read through :func:`optional_field`, the one place that knows how to find them.
+``schedule``) are read through :func:`~zslbench.record_fields.optional_field`, the one place that knows how to find them.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from collections.abc import Iterable
@@ -29,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from zslbench import claims, records
+from zslbench import record_fields as fields
 from zslbench.errors import UserError
 from zslbench.records import Record, RecordError
 
@@ -40,10 +40,6 @@ EXTRA_METRICS = records.EXTRA_METRICS
 COLUMNS = ["dataset", "dataset_kind", "method", "config_id", "config", "seed", "repetition", "base_seed",
            *METRICS, *EXTRA_METRICS, "train_seconds", "device_type", "device_name", "data_fingerprint",
            "backbone", "standard", "oversubscribed", "schedule", "finished_at", "path"]
-
-#: Deepest nesting accepted in a free-form value (an override, a swept value).
-MAX_DEPTH = 16
-
 
 def load_results(results_dir: str | Path) -> pd.DataFrame:
     """Every valid, intact record under ``results_dir`` (searched recursively) as one row.
@@ -168,12 +164,6 @@ def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 
 # -- one record -> one row ------------------------------------------------------------------------
 
-def optional_field(record: Record, name: str) -> Any:
-    """A field newer than the schema this zslbench reads (``selection_audit``): None when the
-    record type or the record lacks it. The one adapter between record schema versions."""
-    return getattr(record, name, None)
-
-
 def dataset_kind(record: Record, datasets: claims.Declarations | None = None) -> str:
     """The kind its dataset declares (a run on a declared stand-in never counts as real, whatever
     the record claims), else the record's ``dataset_kind`` (a dataset opened from a file, or a
@@ -192,111 +182,6 @@ def assignments(values: dict[str, Any]) -> str:
     return ", ".join(f"{k}={value_text(v)}" for k, v in sorted(values.items()))
 
 
-def _refuse(field: str, problem: str) -> RecordError:
-    return RecordError(f"{field} {problem}")
-
-
-def _plain(value: Any, field: str, depth: int = 0) -> Any:
-    """A free-form value as plain JSON data: strings, booleans, None, finite numbers, lists and
-    objects of them, at most :data:`MAX_DEPTH` deep."""
-    if depth > MAX_DEPTH:
-        raise _refuse(field, "is nested too deeply")
-    if value is None or isinstance(value, (str, bool)):
-        return value
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise _refuse(field, f"holds {value!r}, not a finite number")
-        return value
-    if isinstance(value, list):
-        return [_plain(v, field, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v, field, depth + 1) for k, v in value.items()}
-    raise _refuse(field, f"holds a {type(value).__name__}")
-
-
-def _mapping(value: Any, field: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _refuse(field, "is not an object")
-    return _plain(value, field)
-
-
-def _text(value: Any, field: str, default: str = "") -> str:
-    if value is None or value == "":
-        return default
-    if not isinstance(value, str):
-        raise _refuse(field, "is not a string")
-    return value
-
-
-def _number(value: Any, field: str, *, optional: bool = True) -> float:
-    """A finite number as a float (NaN for an absent optional one), else a refusal."""
-    if value is None and optional:
-        return math.nan
-    if not records.is_finite(value):
-        raise _refuse(field, f"is {value!r}, not a finite number")
-    return float(value)
-
-
-def _per_class(record: Record) -> tuple[tuple[int, str, float, float, int | None], ...]:
-    """The unseen classes' entries as ``(class, name, accuracy, frequency, n_test)``."""
-    raw = record.per_class
-    if raw is None:
-        return ()
-    if not isinstance(raw, dict):
-        raise _refuse("per_class", "is not an object")
-    entries = raw.get("unseen") or []
-    if not isinstance(entries, list):
-        raise _refuse("per_class.unseen", "is not a list")
-    out, seen = [], set()
-    for i, entry in enumerate(entries):
-        where = f"per_class.unseen[{i}]"
-        if not isinstance(entry, dict):
-            raise _refuse(where, "is not an object")
-        cls = entry.get("class")
-        if isinstance(cls, bool) or not isinstance(cls, int) or cls in seen:
-            raise _refuse(f"{where}.class", "is not a distinct integer")
-        seen.add(cls)
-        n_test = entry.get("n_test")
-        if n_test is not None and (isinstance(n_test, bool) or not isinstance(n_test, int) or n_test < 0):
-            raise _refuse(f"{where}.n_test", "is not a count")
-        out.append((cls, _text(entry.get("name"), f"{where}.name", f"class {cls}"),
-                    _number(entry.get("accuracy"), f"{where}.accuracy"),
-                    _number(entry.get("frequency"), f"{where}.frequency"), n_test))
-    return tuple(out)
-
-
-def _curve(record: Record) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-    raw = record.curve
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise _refuse("curve", "is not an object")
-    a_u, a_s = raw.get("A_U"), raw.get("A_S")
-    if not a_u:
-        return None
-    if not isinstance(a_u, list) or not isinstance(a_s, list) or len(a_u) != len(a_s):
-        raise _refuse("curve", "does not hold two lists A_U and A_S of one length")
-    return (tuple(_number(v, "curve.A_U", optional=False) for v in a_u),
-            tuple(_number(v, "curve.A_S", optional=False) for v in a_s))
-
-
-def _selection_audit(record: Record) -> dict[str, Any] | None:
-    raw = optional_field(record, "selection_audit")
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise _refuse("selection_audit", "is not an object")
-    epoch = raw.get("test_selected_epoch")
-    if isinstance(epoch, bool) or not isinstance(epoch, int):
-        raise _refuse("selection_audit.test_selected_epoch", "is not an integer")
-    return {"clean_H": _number(raw.get("clean_H"), "selection_audit.clean_H", optional=False),
-            "test_selected_H": _number(raw.get("test_selected_H"), "selection_audit.test_selected_H",
-                                       optional=False),
-            "test_selected_epoch": epoch, "rule": _text(raw.get("rule"), "selection_audit.rule")}
-
-
 def _link(path: Path, link_base: Path) -> str:
     """``path`` relative to the directory the pages are written to, with forward slashes."""
     return Path(os.path.relpath(Path(path).resolve(), Path(link_base).resolve())).as_posix()
@@ -309,26 +194,26 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
     objects (``config``, ``device``, ``data``, ``git``, ``load``) may lack a key, which reads as
     unknown, and anything malformed in them raises :class:`RecordError`.
     """
-    config = _mapping(record.config, "config")
-    sweep = _mapping(config.get("sweep"), "config.sweep")
-    components = _mapping(config.get("components"), "config.components")
+    config = fields.mapping(record.config, "config")
+    sweep = fields.mapping(config.get("sweep"), "config.sweep")
+    components = fields.mapping(config.get("components"), "config.components")
     # A target that is neither a role nor a component of this run (a grid's --set for another
     # method, recorded before records kept only their own) says nothing about this run.
     applies = set(components) | {c.get("name") for c in components.values() if isinstance(c, dict)}
-    overrides = {k: v for k, v in _mapping(config.get("overrides"), "config.overrides").items()
+    overrides = {k: v for k, v in fields.mapping(config.get("overrides"), "config.overrides").items()
                  if k not in sweep and (k.partition(".")[0] in applies or "." not in k)}
-    device = _mapping(record.device, "device")
+    device = fields.mapping(record.device, "device")
     source = record.data.get("source")
     source = source if isinstance(source, dict) else {}
     provider = record.data.get("provider")
     provider = provider if isinstance(provider, dict) else {}
-    schedule = _text(config.get("schedule"), "config.schedule")
+    schedule = fields.text(config.get("schedule"), "config.schedule")
     op = record.operating_point if isinstance(record.operating_point, dict) else {}
     row = {
         "kind": dataset_kind(record),
         "dataset": record.dataset,
         "method": record.method,
-        "paper_name": _text(record.paper_name, "paper_name"),
+        "paper_name": fields.text(record.paper_name, "paper_name"),
         "config_id": record.config_id,
         "config": config,
         "overrides": assignments(overrides),
@@ -336,30 +221,30 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         "sweep": assignments(sweep),
         "sweep_params": ", ".join(sorted(sweep)),
         "sweep_map": sweep,
-        "config_file": _text(config.get("config_file"), "config.config_file"),
+        "config_file": fields.text(config.get("config_file"), "config.config_file"),
         "schedule": "reduced" if schedule == "reduced" else "",
         "standard": record.standard,
-        "split_reason": _text(record.split.get("reason"), "split.reason"),
-        "data_fp": _text(record.data.get("fingerprint"), "data.fingerprint"),
+        "split_reason": fields.text(record.split.get("reason"), "split.reason"),
+        "data_fp": fields.text(record.data.get("fingerprint"), "data.fingerprint"),
         # The backbone of the features ("" where the record names none: before backbones were named)
-        "backbone": _text(record.data.get("backbone"), "data.backbone"),
+        "backbone": fields.text(record.data.get("backbone"), "data.backbone"),
         # A dataset opened from a file is named by its path on the command line.
-        "data_path": _text(source.get("path"), "data.source.path"),
+        "data_path": fields.text(source.get("path"), "data.source.path"),
         # Who registered the dataset's name ("open_dataset" for a file opened by its path; "" in
         # records made before this was recorded), and whether that plugin was a -p module.
-        "data_plugin": _text(provider.get("plugin"), "data.provider.plugin"),
+        "data_plugin": fields.text(provider.get("plugin"), "data.provider.plugin"),
         "data_plugin_p": bool(provider) and provider.get("distribution") is None,
-        "device_type": _text(device.get("type"), "device.type", "unknown"),
-        "device_name": _text(device.get("name"), "device.name") or _text(device.get("type"), "device.type",
+        "device_type": fields.text(device.get("type"), "device.type", "unknown"),
+        "device_name": fields.text(device.get("name"), "device.name") or fields.text(device.get("type"), "device.type",
                                                                           "unknown"),
         "seed": record.seed,
         "repetition": record.repetition,
         "base_seed": record.base_seed,
         "version": record.zslbench_version or "unknown",
-        "commit": _text(record.git.get("commit"), "git.commit", "unknown"),
+        "commit": fields.text(record.git.get("commit"), "git.commit", "unknown"),
         "dirty": record.git.get("dirty") is True,
-        "started_at": _text(record.started_at, "started_at"),
-        "finished_at": _text(record.finished_at, "finished_at"),
+        "started_at": fields.text(record.started_at, "started_at"),
+        "finished_at": fields.text(record.finished_at, "finished_at"),
         "run_id": record.run_id,
         "path": Path(path).as_posix(),
         "folder": Path(path).parent.as_posix(),
@@ -368,15 +253,15 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         # An empty ``load`` (a record that did not measure it) is unknown, not oversubscribed.
         "oversubscribed": record.load.get("oversubscribed") is True,
         "load_known": bool(record.load),
-        "per_class": _per_class(record),
-        "curve": _curve(record),
-        "op": (_number(op.get("A_U"), "operating_point.A_U"), _number(op.get("A_S"), "operating_point.A_S")),
-        "selection_audit": _selection_audit(record),
+        "per_class": fields.per_class(record),
+        "curve": fields.curve(record),
+        "op": (fields.number(op.get("A_U"), "operating_point.A_U"), fields.number(op.get("A_S"), "operating_point.A_S")),
+        "selection_audit": fields.selection_audit(record),
     }
     for metric in METRICS:
         row[metric] = float(record.metrics[metric])
     for metric in EXTRA_METRICS:  # optional: absent means not measured
-        row[metric] = _number(record.metrics.get(metric), f"metrics.{metric}")
+        row[metric] = fields.number(record.metrics.get(metric), f"metrics.{metric}")
     return row
 
 
