@@ -461,31 +461,45 @@ def metric_columns(datasets: list[str], metrics: tuple[str, ...]) -> list[Column
 
 # --- the tables -------------------------------------------------------------------------------
 
-#: The measured tables of every page: (id suffix, kind, title, metrics). GZSL's headline metrics
-#: and its operating point are apart so that bold (H, AUSUC) never sits beside A_U / A_S, and so
-#: that each table, with its intervals, reads at 1400 px.
+#: The measured tables of every page: (kind, title, metrics); a table's id is ``{page kind}-{kind}``.
+#: GZSL's headline metrics and its operating point are apart so that bold (H, AUSUC) never sits
+#: beside A_U / A_S, and so that each table, with its intervals, reads at 1400 px.
 SETTING_TABLES = (
-    ("h", "h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
-    ("zsl", "zsl", "Zero-shot learning: A_T", ("A_T",)),
-    ("au-as", "au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", ("A_U", "A_S")),
+    ("h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
+    ("zsl", "Zero-shot learning: A_T", ("A_T",)),
+    ("au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", ("A_U", "A_S")),
 )
+#: The paper's model-structure ablation (real page only), in the same form.
+ABLATION_TABLES = (
+    ("ablation-h", "Ablation: H and A_T", ("H", "A_T")),
+    ("ablation-au-as", "Ablation: A_U and A_S", ("A_U", "A_S")),
+)
+
+
+def _paired_tables(agg: pd.DataFrame, kind: str, reported: Reported | None, rep_rows: list[ReportedRow],
+                   specs: tuple[tuple[str, str, tuple[str, ...]], ...], params: dict[str, Any],
+                   anchors: dict[Any, str], *, only_reported_methods: bool = False) -> list[Table]:
+    """Methods × datasets tables, each of the paper's rows (``rep_rows``) followed by the measured
+    rows of the same method; ``only_reported_methods`` leaves out measured rows of other methods."""
+    datasets = datasets_for(agg, kind, reported)
+    methods = {rep.zslbench_method for rep in rep_rows}
+    tables = []
+    for tkind, title, metrics in specs:
+        rows = paired(reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, anchors))
+        if only_reported_methods:
+            rows = [r for r in rows if r.source == "reported" or r.method in methods]
+        tables.append(mark(Table(id=f"{kind}-{tkind}", kind=tkind, title=title,
+                                 columns=metric_columns(datasets, metrics), rows=rows, params=params)))
+    return tables
 
 
 def setting_tables(agg: pd.DataFrame, kind: str, reported: Reported | None, anchors: dict[Any, str]) -> list[Table]:
     """The methods × datasets tables. On the real page each of the paper's rows is followed by the
     measured rows of the same method."""
-    datasets = datasets_for(agg, kind, reported)
-    main_rep = reported.rows_for("main") if (kind == "real" and reported) else []
-    params = {"reported": bool(main_rep), "paper_table": reported.table_info("main").get("paper_table", "")
-              if main_rep and reported else "", "source": reported.source if main_rep and reported else "",
-              "sweeps": not measured(agg, kind, sweeps=True).empty}
-    tables = []
-    for suffix, tkind, title, metrics in SETTING_TABLES:
-        rep_metrics = tuple(m for m in metrics if any(m in v for r in main_rep for v in r.values.values()))
-        rows = paired(reported_rows(main_rep, rep_metrics), measured_rows(agg, kind, metrics, anchors))
-        tables.append(mark(Table(id=f"{kind}-{suffix}", kind=tkind, title=title,
-                                 columns=metric_columns(datasets, metrics), rows=rows, params=params)))
-    return tables
+    rep = reported if kind == "real" and reported is not None and reported.rows_for("main") else None
+    params = {"reported": rep is not None, "paper_table": rep.table_info("main").get("paper_table", "") if rep else "",
+              "source": rep.source if rep else "", "sweeps": not measured(agg, kind, sweeps=True).empty}
+    return _paired_tables(agg, kind, reported, rep.rows_for("main") if rep else [], SETTING_TABLES, params, anchors)
 
 
 def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, str]) -> list[Table]:
@@ -493,17 +507,9 @@ def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, st
     rep_rows = reported.rows_for("ablation")
     if not rep_rows:
         return []
-    datasets = datasets_for(agg, "real", reported)
-    info = reported.table_info("ablation")
-    tables = []
-    for suffix, title, metrics in (("h", "Ablation: H and A_T", ("H", "A_T")),
-                                   ("au-as", "Ablation: A_U and A_S", ("A_U", "A_S"))):
-        rows = [r for r in paired(reported_rows(rep_rows, metrics), measured_rows(agg, "real", metrics, anchors))
-                if r.source == "reported" or any(rep.zslbench_method == r.method for rep in rep_rows)]
-        tables.append(mark(Table(id=f"real-ablation-{suffix}", kind=f"ablation-{suffix}", title=title,
-                                 columns=metric_columns(datasets, metrics), rows=rows,
-                                 params={"paper_table": info.get("paper_table", ""), "source": reported.source})))
-    return tables
+    params = {"paper_table": reported.table_info("ablation").get("paper_table", ""), "source": reported.source}
+    return _paired_tables(agg, "real", reported, rep_rows, ABLATION_TABLES, params, anchors,
+                          only_reported_methods=True)
 
 
 def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
