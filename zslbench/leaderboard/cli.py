@@ -15,14 +15,18 @@ from zslbench.console import terminal_text
 # stays fast (it imports this module to list the commands).
 
 
+#: The option every command here reads its records from.
+RESULTS_DIR = click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
+                           show_default=True, help="Directory of result records (searched recursively).")
+
+
 def _echo(text: str, err: bool = False) -> None:
     """``click.echo`` of text that may quote a record's fields: never an escape sequence."""
     click.echo(terminal_text(text), err=err)
 
 
 @click.group("leaderboard", invoke_without_command=True)
-@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
-              show_default=True, help="Directory of result records (searched recursively).")
+@RESULTS_DIR
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Directory the leaderboard is written to [default: RESULTS_DIR/leaderboard]. The "
                    "committed board: --results-dir leaderboards/records --out leaderboards.")
@@ -119,8 +123,7 @@ def _check(site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allo
 
 
 @leaderboard.command("prune")
-@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
-              show_default=True, help="Directory of result records (searched recursively).")
+@RESULTS_DIR
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
               help="Folder of the datasets' files [env ZSLBENCH_DATA].")
 @click.option("--yes", is_flag=True, help="Remove the stale records (without it, only list them).")
@@ -170,8 +173,7 @@ def _num(value: float, sign: bool = False) -> str:
 @click.argument("method_a", metavar="CONFIG_A")
 @click.argument("method_b", metavar="CONFIG_B")
 @click.option("-d", "--dataset", required=True, help="The dataset both methods ran on.")
-@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
-              show_default=True, help="Directory of result records (searched recursively).")
+@RESULTS_DIR
 def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> None:
     """Is CONFIG_A really better than CONFIG_B on a dataset? The mean difference A - B of H, A_T
     and AUSUC over seeds, with its 95% confidence interval and the two-sided p-value of a t-test:

@@ -231,11 +231,10 @@ def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -
 
 
 def _sweep_specs(kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]) -> list[FigureSpec]:
-    keys = [(title, param) for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
-    slugs = unique_slugs(f"{title} {param}" for title, param in keys)
+    keys = [(title, param, group) for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
+    slugs = unique_slugs(f"{title} {param}" for title, param, _ in keys)
     return [_sweep_spec(kind, title, param, group, colors[group["method"].iloc[0]],
-                        f"{kind}-sweep-{slugs[f'{title} {param}']}")
-            for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
+                        f"{kind}-sweep-{slugs[f'{title} {param}']}") for title, param, group in keys]
 
 
 def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:

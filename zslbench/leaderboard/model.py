@@ -139,8 +139,6 @@ class Page:
     kinds: tuple[str, ...] = ()
     #: The "cite this" table: each compared configuration's mean over the page's datasets.
     cite: Table | None = None
-    #: CSV file suffix ("" / "-train-time" / "-per-class") -> text (filled by build).
-    csv: dict[str, str] = field(default_factory=dict)
 
     @property
     def has_measured(self) -> bool:

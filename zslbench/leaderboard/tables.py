@@ -241,10 +241,6 @@ class Table:
                     counts[cell.n] = counts.get(cell.n, 0) + 1
         return max(sorted(counts), key=lambda n: counts[n]) if counts else None
 
-    @property
-    def tested(self) -> bool:
-        return any(c.mark == SIGNIFICANCE for c in self.columns)
-
 
 # --- marks ------------------------------------------------------------------------------------
 
@@ -614,6 +610,21 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
     return tables
 
 
+def _class_table(classes: list[tuple[str, float | None, dict[str, Cell]]], source: str,
+                 prov: Provenance | None = None, **table: Any) -> Table:
+    """A per-class table: one row per class, as ``(name, share of the unseen images in %, cells)``
+    in the given order, its share in a column of its own."""
+    rows = []
+    for name, share, cells in classes:
+        cells["share"] = Cell(share, unit=" %", decimals=2)
+        rows.append(Row(label=name, name=name, source=source, cells=cells, prov=prov))
+    return Table(rows=rows, row_header="Class", best_axis="row", show_source=False, **table)
+
+
+def _share_column() -> Column:
+    return Column(key="share", title="share of unseen images", descriptive=True)
+
+
 def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
     """Per dataset: unseen classes (most frequent first) × methods, accuracy mean ± std."""
     sub = measured(agg, kind)
@@ -625,8 +636,7 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
         groups = [g for g in sub.itertuples(index=False) if g.dataset == name and g.per_class]
         if not groups:
             continue
-        columns = [Column(key="share", title="share of unseen images", descriptive=True),
-                   Column(key="n_test", title="test images", descriptive=True)]
+        columns = [_share_column(), Column(key="n_test", title="test images", descriptive=True)]
         classes: dict[int, dict[str, Any]] = {}
         class_cells: dict[int, dict[str, Cell]] = {}
         for g in groups:  # already in method order
@@ -635,18 +645,19 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
             for entry in g.per_class:
                 classes.setdefault(entry["class"], entry)
                 class_cells.setdefault(entry["class"], {})[key] = Cell.of(entry["interval"], dict(entry["samples"]))
-        rows = []
-        for cls, entry in sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0])):
-            cells = class_cells[cls]
-            share = _finite(entry["share"])
-            cells["share"] = Cell(None if share is None else 100 * share, unit=" %", decimals=2)
-            cells["n_test"] = Cell(text_override=str(entry["n_test"]) if entry["n_test"] is not None else MISSING,
-                                   sort_value=_finite(entry["n_test"]))
-            rows.append(Row(label=entry["name"], name=entry["name"], source="measured", cells=cells))
-        tables.append(mark(Table(id=ids[name], kind="perclass", title=f"Per-class unseen accuracy: {ds}",
-                                 columns=columns, rows=rows, row_header="Class", best_axis="row",
-                                 show_source=False, dataset=ds)))
+        for cls, entry in classes.items():
+            class_cells[cls]["n_test"] = Cell(text_override=MISSING if entry["n_test"] is None else str(entry["n_test"]),
+                                              sort_value=_finite(entry["n_test"]))
+        order = sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0]))
+        rows = [(entry["name"], _percent(entry["share"]), class_cells[cls]) for cls, entry in order]
+        tables.append(mark(_class_table(rows, "measured", id=ids[name], kind="perclass", columns=columns,
+                                        title=f"Per-class unseen accuracy: {ds}", dataset=ds)))
     return tables
+
+
+def _percent(share: Any) -> float | None:
+    share = _finite(share)
+    return None if share is None else 100 * share
 
 
 def _share(entry: dict[str, Any]) -> float:
@@ -662,7 +673,7 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
     tables = []
     ids = unique_slugs(by_dataset, prefix="real-perclass-reported-")
     for ds, rows in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
-        columns = [Column(key="share", title="share of unseen images", descriptive=True)]
+        columns = [_share_column()]
         class_cells: dict[str, dict[str, Cell]] = {}
         shares: dict[str, float | None] = {}
         for rep in rows:
@@ -671,14 +682,11 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
             for cls in rep.classes:
                 class_cells.setdefault(cls["name"], {})[key] = Cell(cls["accuracy"])
                 shares.setdefault(cls["name"], cls["share_of_unseen_pct"])
-        out_rows = []
-        for cname in sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c)):
-            cells = class_cells[cname]
-            cells["share"] = Cell(shares.get(cname), unit=" %", decimals=2)
-            out_rows.append(Row(label=cname, name=cname, source="reported", cells=cells, prov=_reported_prov(rows[0])))
-        tables.append(Table(id=ids[ds], kind="reported-perclass", title=f"Per-class unseen accuracy: {ds} (reported)",
-                            columns=columns, rows=out_rows, row_header="Class", best_axis="row",
-                            show_source=False, dataset=ds, params={"citation": rows[0].citation}))
+        order = sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c))
+        tables.append(_class_table([(c, shares.get(c), class_cells[c]) for c in order], "reported",
+                                   _reported_prov(rows[0]), id=ids[ds], kind="reported-perclass", columns=columns,
+                                   title=f"Per-class unseen accuracy: {ds} (reported)", dataset=ds,
+                                   params={"citation": rows[0].citation}))
     return tables
 
 
