@@ -53,14 +53,6 @@ class Site:
     refused: list[tuple[str, str]] = field(default_factory=list)
 
     @property
-    def runs(self) -> int:
-        return self.board.runs
-
-    @property
-    def superseded(self) -> int:
-        return self.board.superseded
-
-    @property
     def figure_specs(self) -> list[FigureSpec]:
         return self.board.figures
 

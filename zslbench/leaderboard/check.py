@@ -238,7 +238,7 @@ def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: b
     final = next(a for a in site.artefacts if a.path == MANIFEST)
     # First a manifest that lists every file this render may leave behind, so that a render killed
     # half-way still owns what it wrote; the complete manifest comes last.
-    interim = manifest_bytes(site.artefacts, site.runs, site.superseded, extra=owned)
+    interim = manifest_bytes(site.artefacts, site.board.runs, site.board.superseded, extra=owned)
     files = [(a.path, a.data) for a in changed if a.path != MANIFEST]
     with Staging(out_dir) as staging:
         first = staging.stage(MANIFEST, interim)

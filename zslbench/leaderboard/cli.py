@@ -90,7 +90,7 @@ def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = 
         _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     _echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
-          f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+          f"({site.board.runs} records" + (f", {site.board.superseded} superseded" if site.board.superseded else "") + ")")
 
 
 def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> list[Path]:
@@ -119,7 +119,7 @@ def _check(site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allo
               f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
               f"--out {out_dir.as_posix()}` and commit the result", err=True)
         raise SystemExit(1)
-    _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
+    _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)")
 
 
 @leaderboard.command("prune")

@@ -38,14 +38,17 @@ LANDING = "index.html"
 FOLD_ROWS = 15
 
 
-def _p(value: float | None) -> str:
-    """A p-value as shown: three decimals, or an upper bound below 0.001."""
-    if value is None:
-        return ""
-    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+class _Format:
+    """What both formats write alike: a p-value."""
+
+    def p(self, value: float | None) -> str:
+        """A p-value as shown: three decimals, or an upper bound below 0.001."""
+        if value is None:
+            return ""
+        return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
 
 
-class MarkdownFormat:
+class MarkdownFormat(_Format):
     """Inline marks in Markdown; every name passes :func:`md_escape` or :func:`md_code`."""
 
     md = True
@@ -66,14 +69,8 @@ class MarkdownFormat:
     def image(self, alt: Any, href: str) -> Markup:
         return Markup(f"![{md_finalize(alt)}]({safe_href(href)})")
 
-    def page(self, kind: str) -> str:
-        return PAGE_FILES[kind][0]
 
-    def p(self, value: float | None) -> str:
-        return _p(value)
-
-
-class HtmlFormat:
+class HtmlFormat(_Format):
     """Inline marks in HTML; every name is escaped by ``markupsafe``."""
 
     md = False
@@ -90,12 +87,6 @@ class HtmlFormat:
 
     def link(self, label: Any, href: str) -> Markup:
         return Markup('<a href="{}">{}</a>').format(safe_href(href), label)
-
-    def page(self, kind: str) -> str:
-        return PAGE_FILES[kind][1]
-
-    def p(self, value: float | None) -> str:
-        return _p(value)
 
 
 def _md_join(values: Any, separator: str = "") -> Markup:
