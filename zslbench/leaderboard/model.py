@@ -283,13 +283,11 @@ def _run_words(opts: tuple[str, ...], plugins: tuple[str, ...], names: list[str]
             "--dataset", ",".join(datasets), "--seeds", str(seeds), *rest, "--results-dir", folder]
 
 
-def _facts(kept: pd.DataFrame, superseded: pd.DataFrame, agg: pd.DataFrame, kind: str) -> Facts:
-    runs = kept[kept["kind"] == kind] if not kept.empty else kept
-    old = superseded[superseded["kind"] == kind] if not superseded.empty else superseded
-    sub = agg[agg["kind"] == kind] if not agg.empty else agg
+def _facts(ctx: _Context, kind: str) -> Facts:
+    runs, old, sub = _of_kind(ctx.kept, kind), _of_kind(ctx.superseded, kind), _of_kind(ctx.agg, kind)
     if runs.empty:
         return Facts(superseded=len(old))
-    ranks = dict(zip(agg["method"], agg["method_rank"], strict=True))
+    ranks = ctx.ranks
     days = sorted(d[:10] for d in runs["finished_at"] if d)
     return Facts(records=len(runs), superseded=len(old), methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
                  datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
@@ -354,9 +352,7 @@ class _Context:
 
     @functools.cached_property
     def colors(self) -> dict[str, str]:
-        agg = self.agg
-        return method_colors(sorted(set(agg["method"]), key=lambda m: (
-            agg.loc[agg["method"] == m, "method_rank"].iloc[0], m)) if not agg.empty else [])
+        return method_colors(sorted(self.ranks, key=lambda m: (self.ranks[m], m)))
 
 
 def _of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -386,7 +382,7 @@ def _page(ctx: _Context, kind: str) -> Page:
     reported_pc = reported_per_class_tables(reported) if real else []
     reported_time = reported_time_table(reported) if real else None
     return Page(
-        kind=kind, facts=_facts(ctx.kept, ctx.superseded, agg, kind), paths=ctx.paths, tables=tables,
+        kind=kind, facts=_facts(ctx, kind), paths=ctx.paths, tables=tables,
         time_tables=time_tables(agg, kind, anchors), sweep_tables=sweeps,
         per_class_tables=per_class_tables(agg, kind), cite=cite_table(agg, kind, anchors),
         ranking=ranking, ranking_note=ranking_note, audit=audit_table(agg, kind, anchors),
