@@ -573,16 +573,10 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
     out = []
     for key, group in sub.groupby(keys, sort=True):
         _, method, params, overrides, standard, device, schedule, compared = key
-        title = f"{method} over {params}" + (f" [{overrides}]" if overrides else "")
-        if not standard:
-            title += " · non-standard split"
-        if schedule:
-            title += f" · {schedule}"
-        if not compared:
-            title += " · other data version"
-        if sub["device_type"].nunique() > 1:
-            title += f" · {device}"
-        out.append((title, group))
+        parts = [f"{method} over {params}" + (f" [{overrides}]" if overrides else ""),
+                 "" if standard else "non-standard split", schedule, "" if compared else "other data version",
+                 device if sub["device_type"].nunique() > 1 else ""]
+        out.append((" · ".join(p for p in parts if p), group))
     return out
 
 
