@@ -25,7 +25,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from zslbench.leaderboard.markup import md_code, md_finalize, path_href, safe_href, slug
-from zslbench.leaderboard.model import Board, Page
+from zslbench.leaderboard.model import Board
 from zslbench.leaderboard.tables import Cell
 
 #: Markdown page and HTML page of each kind, and how the pages name it.
@@ -133,12 +133,9 @@ def environment(fmt: str) -> jinja2.Environment:
     return env
 
 
-def page_markdown(page: Page) -> str:
-    return environment("md").get_template("page.md.j2").render(page=page)
-
-
-def page_html(page: Page) -> str:
-    return environment("html").get_template("page.html.j2").render(page=page)
+def render(template: str, **context: Any) -> str:
+    """``template`` rendered in its format's environment: ``*.md.j2`` Markdown, else HTML."""
+    return environment("md" if template.endswith(".md.j2") else "html").get_template(template).render(**context)
 
 
 def landing_kind(board: Board) -> str:
@@ -148,9 +145,3 @@ def landing_kind(board: Board) -> str:
         if kind in board.pages and board.pages[kind].has_measured:
             return kind
     return "real"
-
-
-def index_markdown(board: Board) -> str:
-    return environment("md").get_template("index.md.j2").render(board=board, pages=board.pages,
-                                                                landing=landing_kind(board))
-
