@@ -383,14 +383,11 @@ def _num(value: float | None) -> float:
 
 def _extend_provenance(prov: Provenance | None, entry: Any, ds: str) -> None:
     assert prov is not None, "a measured row has provenance"
-    prov.versions = sorted(set(prov.versions) | set(entry.versions))
-    prov.commits = sorted(set(prov.commits) | set(entry.commits))
+    for name in ("versions", "commits", "devices"):
+        setattr(prov, name, sorted(set(getattr(prov, name)) | set(getattr(entry, name))))
     prov.dirty = prov.dirty or bool(entry.dirty)
-    prov.devices = sorted(set(prov.devices) | set(entry.devices))
-    firsts = [d for d in (prov.date_first, entry.date_first) if d]
-    lasts = [d for d in (prov.date_last, entry.date_last) if d]
-    prov.date_first = min(firsts) if firsts else ""
-    prov.date_last = max(lasts) if lasts else ""
+    prov.date_first = min(filter(None, (prov.date_first, entry.date_first)), default="")
+    prov.date_last = max(filter(None, (prov.date_last, entry.date_last)), default="")
     if entry.split_reason and entry.split_reason not in prov.split_reason:
         prov.split_reason = "; ".join(x for x in (prov.split_reason, entry.split_reason) if x)
     prov.records.append((ds, list(entry.links)))
