@@ -28,6 +28,7 @@ Everything a leaderboard shows comes from here, so the grouping rules live in on
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -404,10 +405,8 @@ class Side:
 
 def _found(sub: pd.DataFrame) -> str:
     """The configurations with records in ``sub``, as they are named, with their run counts."""
-    counts: dict[str, int] = {}
-    for method, settings in zip(sub["method"], run_settings(sub), strict=True):
-        name = spec_text(method, settings)
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(spec_text(method, settings)
+                     for method, settings in zip(sub["method"], run_settings(sub), strict=True))
     return ", ".join(f"{n} ({c} run(s))" for n, c in sorted(counts.items()))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,13 +152,9 @@ class Page:
     @property
     def tests(self) -> dict[str, int]:
         """How many comparisons behind the bold used each test (paired, Welch's)."""
-        out: dict[str, int] = {}
-        for table in self.tables + self.sweep_tables + self.per_class_tables:
-            for row in table.rows:
-                for cell in row.cells.values():
-                    if cell.test:
-                        out[cell.test] = out.get(cell.test, 0) + 1
-        return dict(sorted(out.items()))
+        tables = self.tables + self.sweep_tables + self.per_class_tables
+        counts = Counter(c.test for t in tables for r in t.rows for c in r.cells.values() if c.test)
+        return dict(sorted(counts.items()))
 
     @property
     def busy_cells(self) -> int:

@@ -25,6 +25,7 @@ Rules the builders follow:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,11 +235,7 @@ class Table:
 
     def common_n(self) -> int | None:
         """The number of seeds most measured cells have: said once, per cell only where it differs."""
-        counts: dict[int, int] = {}
-        for row in self.rows:
-            for cell in row.cells.values():
-                if cell.n is not None and not cell.missing:
-                    counts[cell.n] = counts.get(cell.n, 0) + 1
+        counts = Counter(c.n for r in self.rows for c in r.cells.values() if c.n is not None and not c.missing)
         return max(sorted(counts), key=lambda n: counts[n]) if counts else None
 
 
