@@ -79,9 +79,14 @@ def method_ranks(methods: Iterable[str], first: Iterable[str] = ()) -> dict[str,
     return {m: i for i, m in enumerate(ordered)}
 
 
+def is_number(value: Any) -> bool:
+    """An int or a float (a bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def value_sort_key(value: Any) -> tuple[int, float, str]:
     """Swept values in order: numbers numerically, then anything else by its text."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if is_number(value):
         return (0, float(value), "")
     return (1, 0.0, value_text(value))
 

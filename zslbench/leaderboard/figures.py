@@ -38,6 +38,7 @@ from zslbench.leaderboard.collect import (
     SWEEP_METRICS,
     dataset_label,
     dataset_order,
+    is_number,
     measured,
     value_sort_key,
 )
@@ -261,10 +262,6 @@ def _sweep_spec(kind: str, title: str, param: str, group: pd.DataFrame, color: s
                                                                       kv[0]))]
     return FigureSpec(name=name, kind=kind, figure="sweep", title=f"sweep of {title}: metrics vs {param}",
                       data={"param": param, "series": series, "color": color})
-
-
-def _numeric(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # --- legends -----------------------------------------------------------------------------------
@@ -560,7 +557,7 @@ class _SweepAxis:
 
     @classmethod
     def of(cls, xs: list[Any]) -> _SweepAxis:
-        if all(_numeric(x) for x in xs):
+        if all(is_number(x) for x in xs):
             ticks = sorted(set(xs), key=value_sort_key)
             return cls(True, [], ticks, [value_text(x) for x in ticks], min(xs) > 0 and max(xs) >= 10 * min(xs))
         categories = sorted({json.dumps(x, sort_keys=True) for x in xs})
