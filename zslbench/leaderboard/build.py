@@ -53,25 +53,17 @@ class Site:
     refused: list[tuple[str, str]] = field(default_factory=list)
 
     @property
-    def runs(self) -> int:
-        return self.board.runs
-
-    @property
-    def superseded(self) -> int:
-        return self.board.superseded
-
-    @property
     def figure_specs(self) -> list[FigureSpec]:
         return self.board.figures
 
 
 def texts(b: Board) -> dict[str, str]:
     """Every text file of the board: Markdown, HTML and CSV."""
-    out = {"README.md": render.index_markdown(b)}
+    out = {"README.md": render.render("index.md.j2", board=b, pages=b.pages, landing=render.landing_kind(b))}
     for kind, page in b.pages.items():
         md_name, html_name, _ = render.PAGE_FILES[kind]
-        out[md_name] = render.page_markdown(page)
-        out[html_name] = render.page_html(page)
+        out[md_name] = render.render("page.md.j2", page=page)
+        out[html_name] = render.render("page.html.j2", page=page)
         for suffix, text in csvs.page_csvs(page, b.agg).items():
             out[f"{kind}{suffix}.csv"] = text
     out[render.LANDING] = out[render.PAGE_FILES[render.landing_kind(b)][1]]

@@ -99,9 +99,17 @@ def links_in(out_dir: Path, inputs: list[Path]) -> list[str]:
     return sorted(found)
 
 
+def _first_three(items: list[str]) -> str:
+    return ", ".join(items[:3]) + (", ..." if len(items) > 3 else "")
+
+
+def all_links(out_dir: Path, inputs: list[Path], paths: frozenset[str] | set[str]) -> list[str]:
+    """:func:`links_on_the_way` to ``paths`` and :func:`links_in` ``out_dir``, sorted, once each."""
+    return sorted(set(links_on_the_way(out_dir, paths)) | set(links_in(out_dir, inputs)))
+
+
 def refuse_links(links: list[str]) -> UserError:
-    shown = ", ".join(links[:3]) + (", ..." if len(links) > 3 else "")
-    return UserError(f"{shown}: a symbolic link where zslbench leaderboard writes; it never writes or deletes "
+    return UserError(f"{_first_three(links)}: a symbolic link where zslbench leaderboard writes; it never writes or deletes "
                      "through a link", hint="remove the link (or choose another --out) and render again")
 
 
@@ -153,10 +161,9 @@ def _excused(path: Path, skip: list[Path], records_here: bool) -> bool:
 
 
 def refuse_foreign(out_dir: Path, foreign: list[str]) -> UserError:
-    shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
     count = f"{len(foreign)}" if len(foreign) <= 3 else "more than 3"
     return UserError(f"{Path(out_dir).as_posix()}: holds {count} file(s) that zslbench leaderboard did not "
-                     f"write ({shown}); it writes only into a new or empty directory or one it rendered before",
+                     f"write ({_first_three(foreign)}); it writes only into a new or empty directory or one it rendered before",
                      hint="choose another --out, or pass --overwrite-foreign to write beside them (a file at "
                           "a path the leaderboard writes is then replaced)")
 
@@ -181,8 +188,7 @@ def compare(site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: boo
     out_dir = Path(out_dir)
     problems: list[str] = []
     rendered = {a.path: a for a in site.artefacts}
-    links = sorted(set(links_on_the_way(out_dir, frozenset(rendered) | frozenset(owned_files(out_dir))))
-                   | set(links_in(out_dir, inputs)))
+    links = all_links(out_dir, inputs, frozenset(rendered) | frozenset(owned_files(out_dir)))
     problems += [f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
                  for link in links]
     problems += [line for path, artefact in sorted(rendered.items())
@@ -232,7 +238,7 @@ def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: b
     final = next(a for a in site.artefacts if a.path == MANIFEST)
     # First a manifest that lists every file this render may leave behind, so that a render killed
     # half-way still owns what it wrote; the complete manifest comes last.
-    interim = manifest_bytes(site.artefacts, site.runs, site.superseded, extra=owned)
+    interim = manifest_bytes(site.artefacts, site.board.runs, site.board.superseded, extra=owned)
     files = [(a.path, a.data) for a in changed if a.path != MANIFEST]
     with Staging(out_dir) as staging:
         first = staging.stage(MANIFEST, interim)
@@ -251,7 +257,7 @@ def refuse_unsafe(out_dir: Path, inputs: list[Path], produced: frozenset[str] = 
                   owned: frozenset[str] | set[str] = frozenset(), *, overwrite_foreign: bool) -> None:
     """Raise when a link is in ``out_dir`` or on the way to the files written or deleted, or
     (unless ``overwrite_foreign``) a file not ours is there."""
-    links = sorted(set(links_on_the_way(out_dir, produced | owned)) | set(links_in(out_dir, inputs)))
+    links = all_links(out_dir, inputs, produced | owned)
     if links:
         raise refuse_links(links)
     foreign = [] if overwrite_foreign else foreign_files(out_dir, inputs, produced, limit=4)

@@ -15,14 +15,18 @@ from zslbench.console import terminal_text
 # stays fast (it imports this module to list the commands).
 
 
+#: The option every command here reads its records from.
+RESULTS_DIR = click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
+                           show_default=True, help="Directory of result records (searched recursively).")
+
+
 def _echo(text: str, err: bool = False) -> None:
     """``click.echo`` of text that may quote a record's fields: never an escape sequence."""
     click.echo(terminal_text(text), err=err)
 
 
 @click.group("leaderboard", invoke_without_command=True)
-@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
-              show_default=True, help="Directory of result records (searched recursively).")
+@RESULTS_DIR
 @click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Directory the leaderboard is written to [default: RESULTS_DIR/leaderboard]. The "
                    "committed board: --results-dir leaderboards/records --out leaderboards.")
@@ -86,7 +90,7 @@ def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = 
         _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     _echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
-          f"({site.runs} records" + (f", {site.superseded} superseded" if site.superseded else "") + ")")
+          f"({site.board.runs} records" + (f", {site.board.superseded} superseded" if site.board.superseded else "") + ")")
 
 
 def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> list[Path]:
@@ -115,12 +119,11 @@ def _check(site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allo
               f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
               f"--out {out_dir.as_posix()}` and commit the result", err=True)
         raise SystemExit(1)
-    _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.runs} records)")
+    _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)")
 
 
 @leaderboard.command("prune")
-@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
-              show_default=True, help="Directory of result records (searched recursively).")
+@RESULTS_DIR
 @click.option("--data-dir", type=click.Path(path_type=Path), default=None,
               help="Folder of the datasets' files [env ZSLBENCH_DATA].")
 @click.option("--yes", is_flag=True, help="Remove the stale records (without it, only list them).")
@@ -170,8 +173,7 @@ def _num(value: float, sign: bool = False) -> str:
 @click.argument("method_a", metavar="CONFIG_A")
 @click.argument("method_b", metavar="CONFIG_B")
 @click.option("-d", "--dataset", required=True, help="The dataset both methods ran on.")
-@click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
-              show_default=True, help="Directory of result records (searched recursively).")
+@RESULTS_DIR
 def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> None:
     """Is CONFIG_A really better than CONFIG_B on a dataset? The mean difference A - B of H, A_T
     and AUSUC over seeds, with its 95% confidence interval and the two-sided p-value of a t-test:

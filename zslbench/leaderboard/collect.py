@@ -28,6 +28,7 @@ Everything a leaderboard shows comes from here, so the grouping rules live in on
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,9 +81,14 @@ def method_ranks(methods: Iterable[str], first: Iterable[str] = ()) -> dict[str,
     return {m: i for i, m in enumerate(ordered)}
 
 
+def is_number(value: Any) -> bool:
+    """An int or a float (a bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def value_sort_key(value: Any) -> tuple[int, float, str]:
     """Swept values in order: numbers numerically, then anything else by its text."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if is_number(value):
         return (0, float(value), "")
     return (1, 0.0, value_text(value))
 
@@ -406,10 +412,8 @@ class Side:
 
 def _found(sub: pd.DataFrame) -> str:
     """The configurations with records in ``sub``, as they are named, with their run counts."""
-    counts: dict[str, int] = {}
-    for method, settings in zip(sub["method"], run_settings(sub), strict=True):
-        name = spec_text(method, settings)
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(spec_text(method, settings)
+                     for method, settings in zip(sub["method"], run_settings(sub), strict=True))
     return ", ".join(f"{n} ({c} run(s))" for n, c in sorted(counts.items()))
 
 

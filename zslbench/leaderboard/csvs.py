@@ -87,9 +87,10 @@ def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
     return out
 
 
-def _provenance(e: Any) -> dict[str, Any]:
-    return {"zslbench_versions": ";".join(e.versions), "git_commits": ";".join(e.commits),
-            "date_first": e.date_first, "date_last": e.date_last, "devices": ";".join(e.devices),
+def _entry_fields(kind: str, e: Any) -> dict[str, Any]:
+    """What every measured line of an aggregated row says: its page kind, row, method, dataset and
+    records."""
+    return {"kind": kind, "row": e.label, "method": e.method, "dataset": dataset_label(e.dataset, kind),
             "records": ";".join(e.links)}
 
 
@@ -109,12 +110,13 @@ def main_csv(page: Page, agg: pd.DataFrame) -> str:
 
 
 def _measured_line(kind: str, e: Any, marks: dict[tuple[str, str, str], Cell]) -> dict[str, Any]:
-    ds = dataset_label(e.dataset, kind)
-    line = {"kind": kind, "source": "measured", "table": "sweep" if e.sweep else "main", "row": e.label,
-            "method": e.method, "paper_name": e.paper_name, "dataset": ds,
-            "comparable": flag(bool(e.standard) and bool(e.compared)),
+    line = {**_entry_fields(kind, e), "source": "measured", "table": "sweep" if e.sweep else "main",
+            "paper_name": e.paper_name, "comparable": flag(bool(e.standard) and bool(e.compared)),
             "split_standard": flag(e.standard), "data_fingerprint": e.data_fp, "schedule": e.schedule,
-            "sweep": e.sweep, "config_files": ";".join(e.config_files), "n": e.n, **_provenance(e)}
+            "sweep": e.sweep, "config_files": ";".join(e.config_files), "n": e.n,
+            "zslbench_versions": ";".join(e.versions), "git_commits": ";".join(e.commits),
+            "date_first": e.date_first, "date_last": e.date_last, "devices": ";".join(e.devices)}
+    ds = line["dataset"]
     for m in (*METRICS, *EXTRA_METRICS):
         interval, stem = getattr(e, m), CSV_METRIC[m]
         line.update({f"{stem}_mean": num(interval.mean), f"{stem}_std": num(interval.std),
@@ -151,12 +153,11 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
     lines: list[dict[str, Any]] = []
     for e in measured(agg, kind).itertuples(index=False):
         ds = dataset_label(e.dataset, kind)
-        lines += [{"kind": kind, "source": "measured", "row": e.label, "method": e.method, "dataset": ds,
-                   "device": device, "runs": t["runs"], "train_s_median": num(t["median"]),
-                   "train_s_min": num(t["min"]), "train_s_max": num(t["max"]), "train_runs_timed": t["n"],
-                   "train_runs_busy": t["busy"], "busy_only": flag(t["busy_only"]),
-                   "train_runs_load_unknown": t["unknown"], "best": flag(bool(best.get((device, e.label, ds)))),
-                   "records": ";".join(e.links)} for device, t in e.times.items()]
+        lines += [{**_entry_fields(kind, e), "source": "measured", "device": device, "runs": t["runs"],
+                   "train_s_median": num(t["median"]), "train_s_min": num(t["min"]), "train_s_max": num(t["max"]),
+                   "train_runs_timed": t["n"], "train_runs_busy": t["busy"], "busy_only": flag(t["busy_only"]),
+                   "train_runs_load_unknown": t["unknown"], "best": flag(bool(best.get((device, e.label, ds))))}
+                  for device, t in e.times.items()]
     return to_csv(TIME_HEADER, lines + _reported_time_lines(page))
 
 
@@ -195,15 +196,10 @@ def _per_class_line(kind: str, source: str, table: Table, row: Row, column: Colu
 
 def audit_csv(page: Page, agg: pd.DataFrame) -> str:
     """Every selection audit, one line per record (seed): never beside the clean numbers."""
-    lines = []
-    for e in measured(agg, page.kind).itertuples(index=False):
-        for a in e.audits:
-            lines.append({"kind": page.kind, "row": e.label, "method": e.method,
-                          "dataset": dataset_label(e.dataset, page.kind), "seed": a["seed"],
-                          "clean_H": num(a["clean_H"]), "test_selected_H": num(a["test_selected_H"]),
-                          "inflation_H": num(a["test_selected_H"] - a["clean_H"]),
-                          "test_selected_epoch": a["test_selected_epoch"], "rule": a["rule"],
-                          "records": ";".join(e.links)})
+    lines = [{**_entry_fields(page.kind, e), "seed": a["seed"], "clean_H": num(a["clean_H"]),
+              "test_selected_H": num(a["test_selected_H"]), "inflation_H": num(a["test_selected_H"] - a["clean_H"]),
+              "test_selected_epoch": a["test_selected_epoch"], "rule": a["rule"]}
+             for e in measured(agg, page.kind).itertuples(index=False) for a in e.audits]
     return to_csv(AUDIT_HEADER, lines)
 
 

@@ -38,6 +38,7 @@ from zslbench.leaderboard.collect import (
     SWEEP_METRICS,
     dataset_label,
     dataset_order,
+    is_number,
     measured,
     value_sort_key,
 )
@@ -231,11 +232,10 @@ def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -
 
 
 def _sweep_specs(kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]) -> list[FigureSpec]:
-    keys = [(title, param) for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
-    slugs = unique_slugs(f"{title} {param}" for title, param in keys)
+    keys = [(title, param, group) for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
+    slugs = unique_slugs(f"{title} {param}" for title, param, _ in keys)
     return [_sweep_spec(kind, title, param, group, colors[group["method"].iloc[0]],
-                        f"{kind}-sweep-{slugs[f'{title} {param}']}")
-            for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
+                        f"{kind}-sweep-{slugs[f'{title} {param}']}") for title, param, group in keys]
 
 
 def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
@@ -262,10 +262,6 @@ def _sweep_spec(kind: str, title: str, param: str, group: pd.DataFrame, color: s
                                                                       kv[0]))]
     return FigureSpec(name=name, kind=kind, figure="sweep", title=f"sweep of {title}: metrics vs {param}",
                       data={"param": param, "series": series, "color": color})
-
-
-def _numeric(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # --- legends -----------------------------------------------------------------------------------
@@ -561,7 +557,7 @@ class _SweepAxis:
 
     @classmethod
     def of(cls, xs: list[Any]) -> _SweepAxis:
-        if all(_numeric(x) for x in xs):
+        if all(is_number(x) for x in xs):
             ticks = sorted(set(xs), key=value_sort_key)
             return cls(True, [], ticks, [value_text(x) for x in ticks], min(xs) > 0 and max(xs) >= 10 * min(xs))
         categories = sorted({json.dumps(x, sort_keys=True) for x in xs})

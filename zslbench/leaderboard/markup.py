@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterable
 from urllib.parse import quote, urlsplit
 
@@ -102,9 +103,7 @@ def unique_slugs(names: Iterable[str], prefix: str = "") -> dict[str, str]:
     an anchor. Deterministic: a name's slug depends only on the names it collides with."""
     names = sorted(set(names))
     base = {n: prefix + slug(n) for n in names}
-    counts: dict[str, int] = {}
-    for s in base.values():
-        counts[s] = counts.get(s, 0) + 1
+    counts = Counter(base.values())
     out = {}
     for n in names:
         clash = counts[base[n]] > 1 or not re.sub(r"[^a-z0-9]+", "", str(n).lower())

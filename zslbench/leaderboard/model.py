@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,8 +140,6 @@ class Page:
     kinds: tuple[str, ...] = ()
     #: The "cite this" table: each compared configuration's mean over the page's datasets.
     cite: Table | None = None
-    #: CSV file suffix ("" / "-train-time" / "-per-class") -> text (filled by build).
-    csv: dict[str, str] = field(default_factory=dict)
 
     @property
     def has_measured(self) -> bool:
@@ -153,13 +152,9 @@ class Page:
     @property
     def tests(self) -> dict[str, int]:
         """How many comparisons behind the bold used each test (paired, Welch's)."""
-        out: dict[str, int] = {}
-        for table in self.tables + self.sweep_tables + self.per_class_tables:
-            for row in table.rows:
-                for cell in row.cells.values():
-                    if cell.test:
-                        out[cell.test] = out.get(cell.test, 0) + 1
-        return dict(sorted(out.items()))
+        tables = self.tables + self.sweep_tables + self.per_class_tables
+        counts = Counter(c.test for t in tables for r in t.rows for c in r.cells.values() if c.test)
+        return dict(sorted(counts.items()))
 
     @property
     def busy_cells(self) -> int:
@@ -285,13 +280,11 @@ def _run_words(opts: tuple[str, ...], plugins: tuple[str, ...], names: list[str]
             "--dataset", ",".join(datasets), "--seeds", str(seeds), *rest, "--results-dir", folder]
 
 
-def _facts(kept: pd.DataFrame, superseded: pd.DataFrame, agg: pd.DataFrame, kind: str) -> Facts:
-    runs = kept[kept["kind"] == kind] if not kept.empty else kept
-    old = superseded[superseded["kind"] == kind] if not superseded.empty else superseded
-    sub = agg[agg["kind"] == kind] if not agg.empty else agg
+def _facts(ctx: _Context, kind: str) -> Facts:
+    runs, old, sub = _of_kind(ctx.kept, kind), _of_kind(ctx.superseded, kind), _of_kind(ctx.agg, kind)
     if runs.empty:
         return Facts(superseded=len(old))
-    ranks = dict(zip(agg["method"], agg["method_rank"], strict=True))
+    ranks = ctx.ranks
     days = sorted(d[:10] for d in runs["finished_at"] if d)
     return Facts(records=len(runs), superseded=len(old), methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
                  datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
@@ -356,9 +349,7 @@ class _Context:
 
     @functools.cached_property
     def colors(self) -> dict[str, str]:
-        agg = self.agg
-        return method_colors(sorted(set(agg["method"]), key=lambda m: (
-            agg.loc[agg["method"] == m, "method_rank"].iloc[0], m)) if not agg.empty else [])
+        return method_colors(sorted(self.ranks, key=lambda m: (self.ranks[m], m)))
 
 
 def _of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -388,7 +379,7 @@ def _page(ctx: _Context, kind: str) -> Page:
     reported_pc = reported_per_class_tables(reported) if real else []
     reported_time = reported_time_table(reported) if real else None
     return Page(
-        kind=kind, facts=_facts(ctx.kept, ctx.superseded, agg, kind), paths=ctx.paths, tables=tables,
+        kind=kind, facts=_facts(ctx, kind), paths=ctx.paths, tables=tables,
         time_tables=time_tables(agg, kind, anchors), sweep_tables=sweeps,
         per_class_tables=per_class_tables(agg, kind), cite=cite_table(agg, kind, anchors),
         ranking=ranking, ranking_note=ranking_note, audit=audit_table(agg, kind, anchors),

@@ -25,7 +25,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from zslbench.leaderboard.markup import md_code, md_finalize, path_href, safe_href, slug
-from zslbench.leaderboard.model import Board, Page
+from zslbench.leaderboard.model import Board
 from zslbench.leaderboard.tables import Cell
 
 #: Markdown page and HTML page of each kind, and how the pages name it.
@@ -38,14 +38,17 @@ LANDING = "index.html"
 FOLD_ROWS = 15
 
 
-def _p(value: float | None) -> str:
-    """A p-value as shown: three decimals, or an upper bound below 0.001."""
-    if value is None:
-        return ""
-    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+class _Format:
+    """What both formats write alike: a p-value."""
+
+    def p(self, value: float | None) -> str:
+        """A p-value as shown: three decimals, or an upper bound below 0.001."""
+        if value is None:
+            return ""
+        return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
 
 
-class MarkdownFormat:
+class MarkdownFormat(_Format):
     """Inline marks in Markdown; every name passes :func:`md_escape` or :func:`md_code`."""
 
     md = True
@@ -66,14 +69,8 @@ class MarkdownFormat:
     def image(self, alt: Any, href: str) -> Markup:
         return Markup(f"![{md_finalize(alt)}]({safe_href(href)})")
 
-    def page(self, kind: str) -> str:
-        return PAGE_FILES[kind][0]
 
-    def p(self, value: float | None) -> str:
-        return _p(value)
-
-
-class HtmlFormat:
+class HtmlFormat(_Format):
     """Inline marks in HTML; every name is escaped by ``markupsafe``."""
 
     md = False
@@ -90,12 +87,6 @@ class HtmlFormat:
 
     def link(self, label: Any, href: str) -> Markup:
         return Markup('<a href="{}">{}</a>').format(safe_href(href), label)
-
-    def page(self, kind: str) -> str:
-        return PAGE_FILES[kind][1]
-
-    def p(self, value: float | None) -> str:
-        return _p(value)
 
 
 def _md_join(values: Any, separator: str = "") -> Markup:
@@ -142,12 +133,9 @@ def environment(fmt: str) -> jinja2.Environment:
     return env
 
 
-def page_markdown(page: Page) -> str:
-    return environment("md").get_template("page.md.j2").render(page=page)
-
-
-def page_html(page: Page) -> str:
-    return environment("html").get_template("page.html.j2").render(page=page)
+def render(template: str, **context: Any) -> str:
+    """``template`` rendered in its format's environment: ``*.md.j2`` Markdown, else HTML."""
+    return environment("md" if template.endswith(".md.j2") else "html").get_template(template).render(**context)
 
 
 def landing_kind(board: Board) -> str:
@@ -157,9 +145,3 @@ def landing_kind(board: Board) -> str:
         if kind in board.pages and board.pages[kind].has_measured:
             return kind
     return "real"
-
-
-def index_markdown(board: Board) -> str:
-    return environment("md").get_template("index.md.j2").render(board=board, pages=board.pages,
-                                                                landing=landing_kind(board))
-

@@ -25,6 +25,7 @@ Rules the builders follow:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,16 +235,8 @@ class Table:
 
     def common_n(self) -> int | None:
         """The number of seeds most measured cells have: said once, per cell only where it differs."""
-        counts: dict[int, int] = {}
-        for row in self.rows:
-            for cell in row.cells.values():
-                if cell.n is not None and not cell.missing:
-                    counts[cell.n] = counts.get(cell.n, 0) + 1
+        counts = Counter(c.n for r in self.rows for c in r.cells.values() if c.n is not None and not c.missing)
         return max(sorted(counts), key=lambda n: counts[n]) if counts else None
-
-    @property
-    def tested(self) -> bool:
-        return any(c.mark == SIGNIFICANCE for c in self.columns)
 
 
 # --- marks ------------------------------------------------------------------------------------
@@ -387,14 +380,11 @@ def _num(value: float | None) -> float:
 
 def _extend_provenance(prov: Provenance | None, entry: Any, ds: str) -> None:
     assert prov is not None, "a measured row has provenance"
-    prov.versions = sorted(set(prov.versions) | set(entry.versions))
-    prov.commits = sorted(set(prov.commits) | set(entry.commits))
+    for name in ("versions", "commits", "devices"):
+        setattr(prov, name, sorted(set(getattr(prov, name)) | set(getattr(entry, name))))
     prov.dirty = prov.dirty or bool(entry.dirty)
-    prov.devices = sorted(set(prov.devices) | set(entry.devices))
-    firsts = [d for d in (prov.date_first, entry.date_first) if d]
-    lasts = [d for d in (prov.date_last, entry.date_last) if d]
-    prov.date_first = min(firsts) if firsts else ""
-    prov.date_last = max(lasts) if lasts else ""
+    prov.date_first = min(filter(None, (prov.date_first, entry.date_first)), default="")
+    prov.date_last = max(filter(None, (prov.date_last, entry.date_last)), default="")
     if entry.split_reason and entry.split_reason not in prov.split_reason:
         prov.split_reason = "; ".join(x for x in (prov.split_reason, entry.split_reason) if x)
     prov.records.append((ds, list(entry.links)))
@@ -461,31 +451,45 @@ def metric_columns(datasets: list[str], metrics: tuple[str, ...]) -> list[Column
 
 # --- the tables -------------------------------------------------------------------------------
 
-#: The measured tables of every page: (id suffix, kind, title, metrics). GZSL's headline metrics
-#: and its operating point are apart so that bold (H, AUSUC) never sits beside A_U / A_S, and so
-#: that each table, with its intervals, reads at 1400 px.
+#: The measured tables of every page: (kind, title, metrics); a table's id is ``{page kind}-{kind}``.
+#: GZSL's headline metrics and its operating point are apart so that bold (H, AUSUC) never sits
+#: beside A_U / A_S, and so that each table, with its intervals, reads at 1400 px.
 SETTING_TABLES = (
-    ("h", "h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
-    ("zsl", "zsl", "Zero-shot learning: A_T", ("A_T",)),
-    ("au-as", "au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", ("A_U", "A_S")),
+    ("h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
+    ("zsl", "Zero-shot learning: A_T", ("A_T",)),
+    ("au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", ("A_U", "A_S")),
 )
+#: The paper's model-structure ablation (real page only), in the same form.
+ABLATION_TABLES = (
+    ("ablation-h", "Ablation: H and A_T", ("H", "A_T")),
+    ("ablation-au-as", "Ablation: A_U and A_S", ("A_U", "A_S")),
+)
+
+
+def _paired_tables(agg: pd.DataFrame, kind: str, reported: Reported | None, rep_rows: list[ReportedRow],
+                   specs: tuple[tuple[str, str, tuple[str, ...]], ...], params: dict[str, Any],
+                   anchors: dict[Any, str], *, only_reported_methods: bool = False) -> list[Table]:
+    """Methods × datasets tables, each of the paper's rows (``rep_rows``) followed by the measured
+    rows of the same method; ``only_reported_methods`` leaves out measured rows of other methods."""
+    datasets = datasets_for(agg, kind, reported)
+    methods = {rep.zslbench_method for rep in rep_rows}
+    tables = []
+    for tkind, title, metrics in specs:
+        rows = paired(reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, anchors))
+        if only_reported_methods:
+            rows = [r for r in rows if r.source == "reported" or r.method in methods]
+        tables.append(mark(Table(id=f"{kind}-{tkind}", kind=tkind, title=title,
+                                 columns=metric_columns(datasets, metrics), rows=rows, params=params)))
+    return tables
 
 
 def setting_tables(agg: pd.DataFrame, kind: str, reported: Reported | None, anchors: dict[Any, str]) -> list[Table]:
     """The methods × datasets tables. On the real page each of the paper's rows is followed by the
     measured rows of the same method."""
-    datasets = datasets_for(agg, kind, reported)
-    main_rep = reported.rows_for("main") if (kind == "real" and reported) else []
-    params = {"reported": bool(main_rep), "paper_table": reported.table_info("main").get("paper_table", "")
-              if main_rep and reported else "", "source": reported.source if main_rep and reported else "",
-              "sweeps": not measured(agg, kind, sweeps=True).empty}
-    tables = []
-    for suffix, tkind, title, metrics in SETTING_TABLES:
-        rep_metrics = tuple(m for m in metrics if any(m in v for r in main_rep for v in r.values.values()))
-        rows = paired(reported_rows(main_rep, rep_metrics), measured_rows(agg, kind, metrics, anchors))
-        tables.append(mark(Table(id=f"{kind}-{suffix}", kind=tkind, title=title,
-                                 columns=metric_columns(datasets, metrics), rows=rows, params=params)))
-    return tables
+    rep = reported if kind == "real" and reported is not None and reported.rows_for("main") else None
+    params = {"reported": rep is not None, "paper_table": rep.table_info("main").get("paper_table", "") if rep else "",
+              "source": rep.source if rep else "", "sweeps": not measured(agg, kind, sweeps=True).empty}
+    return _paired_tables(agg, kind, reported, rep.rows_for("main") if rep else [], SETTING_TABLES, params, anchors)
 
 
 def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, str]) -> list[Table]:
@@ -493,17 +497,9 @@ def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, st
     rep_rows = reported.rows_for("ablation")
     if not rep_rows:
         return []
-    datasets = datasets_for(agg, "real", reported)
-    info = reported.table_info("ablation")
-    tables = []
-    for suffix, title, metrics in (("h", "Ablation: H and A_T", ("H", "A_T")),
-                                   ("au-as", "Ablation: A_U and A_S", ("A_U", "A_S"))):
-        rows = [r for r in paired(reported_rows(rep_rows, metrics), measured_rows(agg, "real", metrics, anchors))
-                if r.source == "reported" or any(rep.zslbench_method == r.method for rep in rep_rows)]
-        tables.append(mark(Table(id=f"real-ablation-{suffix}", kind=f"ablation-{suffix}", title=title,
-                                 columns=metric_columns(datasets, metrics), rows=rows,
-                                 params={"paper_table": info.get("paper_table", ""), "source": reported.source})))
-    return tables
+    params = {"paper_table": reported.table_info("ablation").get("paper_table", ""), "source": reported.source}
+    return _paired_tables(agg, "real", reported, rep_rows, ABLATION_TABLES, params, anchors,
+                          only_reported_methods=True)
 
 
 def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
@@ -571,16 +567,10 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
     out = []
     for key, group in sub.groupby(keys, sort=True):
         _, method, params, overrides, standard, device, schedule, compared = key
-        title = f"{method} over {params}" + (f" [{overrides}]" if overrides else "")
-        if not standard:
-            title += " · non-standard split"
-        if schedule:
-            title += f" · {schedule}"
-        if not compared:
-            title += " · other data version"
-        if sub["device_type"].nunique() > 1:
-            title += f" · {device}"
-        out.append((title, group))
+        parts = [f"{method} over {params}" + (f" [{overrides}]" if overrides else ""),
+                 "" if standard else "non-standard split", schedule, "" if compared else "other data version",
+                 device if sub["device_type"].nunique() > 1 else ""]
+        out.append((" · ".join(p for p in parts if p), group))
     return out
 
 
@@ -608,6 +598,21 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
     return tables
 
 
+def _class_table(classes: list[tuple[str, float | None, dict[str, Cell]]], source: str,
+                 prov: Provenance | None = None, **table: Any) -> Table:
+    """A per-class table: one row per class, as ``(name, share of the unseen images in %, cells)``
+    in the given order, its share in a column of its own."""
+    rows = []
+    for name, share, cells in classes:
+        cells["share"] = Cell(share, unit=" %", decimals=2)
+        rows.append(Row(label=name, name=name, source=source, cells=cells, prov=prov))
+    return Table(rows=rows, row_header="Class", best_axis="row", show_source=False, **table)
+
+
+def _share_column() -> Column:
+    return Column(key="share", title="share of unseen images", descriptive=True)
+
+
 def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
     """Per dataset: unseen classes (most frequent first) × methods, accuracy mean ± std."""
     sub = measured(agg, kind)
@@ -619,8 +624,7 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
         groups = [g for g in sub.itertuples(index=False) if g.dataset == name and g.per_class]
         if not groups:
             continue
-        columns = [Column(key="share", title="share of unseen images", descriptive=True),
-                   Column(key="n_test", title="test images", descriptive=True)]
+        columns = [_share_column(), Column(key="n_test", title="test images", descriptive=True)]
         classes: dict[int, dict[str, Any]] = {}
         class_cells: dict[int, dict[str, Cell]] = {}
         for g in groups:  # already in method order
@@ -629,18 +633,19 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
             for entry in g.per_class:
                 classes.setdefault(entry["class"], entry)
                 class_cells.setdefault(entry["class"], {})[key] = Cell.of(entry["interval"], dict(entry["samples"]))
-        rows = []
-        for cls, entry in sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0])):
-            cells = class_cells[cls]
-            share = _finite(entry["share"])
-            cells["share"] = Cell(None if share is None else 100 * share, unit=" %", decimals=2)
-            cells["n_test"] = Cell(text_override=str(entry["n_test"]) if entry["n_test"] is not None else MISSING,
-                                   sort_value=_finite(entry["n_test"]))
-            rows.append(Row(label=entry["name"], name=entry["name"], source="measured", cells=cells))
-        tables.append(mark(Table(id=ids[name], kind="perclass", title=f"Per-class unseen accuracy: {ds}",
-                                 columns=columns, rows=rows, row_header="Class", best_axis="row",
-                                 show_source=False, dataset=ds)))
+        for cls, entry in classes.items():
+            class_cells[cls]["n_test"] = Cell(text_override=MISSING if entry["n_test"] is None else str(entry["n_test"]),
+                                              sort_value=_finite(entry["n_test"]))
+        order = sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0]))
+        rows = [(entry["name"], _percent(entry["share"]), class_cells[cls]) for cls, entry in order]
+        tables.append(mark(_class_table(rows, "measured", id=ids[name], kind="perclass", columns=columns,
+                                        title=f"Per-class unseen accuracy: {ds}", dataset=ds)))
     return tables
+
+
+def _percent(share: Any) -> float | None:
+    share = _finite(share)
+    return None if share is None else 100 * share
 
 
 def _share(entry: dict[str, Any]) -> float:
@@ -656,7 +661,7 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
     tables = []
     ids = unique_slugs(by_dataset, prefix="real-perclass-reported-")
     for ds, rows in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
-        columns = [Column(key="share", title="share of unseen images", descriptive=True)]
+        columns = [_share_column()]
         class_cells: dict[str, dict[str, Cell]] = {}
         shares: dict[str, float | None] = {}
         for rep in rows:
@@ -665,14 +670,11 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
             for cls in rep.classes:
                 class_cells.setdefault(cls["name"], {})[key] = Cell(cls["accuracy"])
                 shares.setdefault(cls["name"], cls["share_of_unseen_pct"])
-        out_rows = []
-        for cname in sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c)):
-            cells = class_cells[cname]
-            cells["share"] = Cell(shares.get(cname), unit=" %", decimals=2)
-            out_rows.append(Row(label=cname, name=cname, source="reported", cells=cells, prov=_reported_prov(rows[0])))
-        tables.append(Table(id=ids[ds], kind="reported-perclass", title=f"Per-class unseen accuracy: {ds} (reported)",
-                            columns=columns, rows=out_rows, row_header="Class", best_axis="row",
-                            show_source=False, dataset=ds, params={"citation": rows[0].citation}))
+        order = sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c))
+        tables.append(_class_table([(c, shares.get(c), class_cells[c]) for c in order], "reported",
+                                   _reported_prov(rows[0]), id=ids[ds], kind="reported-perclass", columns=columns,
+                                   title=f"Per-class unseen accuracy: {ds} (reported)", dataset=ds,
+                                   params={"citation": rows[0].citation}))
     return tables
 
 
