@@ -63,6 +63,14 @@ Differences, by protocol or necessity:
 * the discriminator's update reads the auto-encoder's codes detached (the official code lets its
   loss reach the other networks' gradients, then zeroes them before they are used: the same
   update).
+
+Side by side with the official code (patched only to read the same files, log, and evaluate once
+at the end), on the real APY split files with generated 128-d features, hidden 256, S = NS = 64,
+30 epochs with the warm-ups 20 times faster, the CUB script's other values, 3 seeds each: the
+per-epoch means of every loss term agree within a few percent from epoch 2 on (epoch 29: total
+1.78 / relation 0.437 / reconstruction 0.015 official, 1.78 / 0.442 / 0.015 here); final
+uncalibrated H 72.2 ± 1.5 official, 69.8 ± 4.5 here; CPU time 85 s official, 55 s here (the
+table: CHANGES.md).
 """
 
 from __future__ import annotations
