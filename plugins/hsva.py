@@ -193,7 +193,7 @@ class AlignmentClassifier(nn.Module):
     def __init__(self, d_in: int, hidden: int, n_classes: int, gen: torch.Generator) -> None:
         super().__init__()
         self.fc1 = _xavier(d_in, hidden, gen)
-        self.bn = nn.BatchNorm1d(hidden, track_running_stats=False)
+        self.bn = nn.BatchNorm1d(hidden, track_running_stats=False, device="cpu")
         with torch.no_grad():
             self.bn.weight.normal_(1.0, 0.02, generator=gen)
             self.bn.bias.zero_()

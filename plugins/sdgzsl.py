@@ -166,9 +166,9 @@ class ConditionalVAE(nn.Module):
         self.var = default_linear(enc_out, z_dim, gen)
         self.d1 = default_linear(z_dim + c_dim, hidden, gen)
         self.d2 = default_linear(hidden, hidden, gen)
-        self.bn2 = nn.BatchNorm1d(hidden, eps=BN_EPS)
+        self.bn2 = nn.BatchNorm1d(hidden, eps=BN_EPS, device="cpu")
         self.d3 = default_linear(hidden, hidden, gen)
-        self.bn3 = nn.BatchNorm1d(hidden, eps=BN_EPS)
+        self.bn3 = nn.BatchNorm1d(hidden, eps=BN_EPS, device="cpu")
         self.d4 = default_linear(hidden, x_dim, gen)
         self.enc_drop, self.dec_drop, self.z_dim = enc_drop, dec_drop, z_dim
 
@@ -308,7 +308,8 @@ class SDGZSLGenerator(FeatureGenerator):
         ae = SplitAutoEncoder(dim, int(self.s_dim), int(self.ns_dim), hidden,
                               float(self.ae_drop), g_init).to(device)
         rel = RelationNet(int(self.s_dim), k, hidden, g_init).to(device)
-        disc = default_linear(2 * int(self.s_dim), 2, g_init).to(device)
+        # models.py:141: Linear(2 S_dim, 2), which assumes NS_dim = S_dim (as every script sets)
+        disc = default_linear(int(self.s_dim) + int(self.ns_dim), 2, g_init).to(device)
         lr, wd = float(self.lr), float(self.weight_decay)
         opt = adam([*vae.parameters(), *rel.parameters(), *ae.parameters()], lr,
                    weight_decay=wd)  # train.py:116-119: three Adams, per-parameter state

@@ -90,7 +90,12 @@ def test_dropout_and_initialisation_follow_pytorch():
 
 
 def test_check_model():
-    check_model(GenerativeModel.with_generator(SDGZSLGenerator, **TINY))
+    # the features as the method's minmax preprocessor gives them (fitted on the training rows)
+    p = toy_problem(0)
+    train = p["features"][p["train"]]
+    lo, hi = train.min(0), train.max(0)
+    p["features"] = ((p["features"] - lo) / np.where(hi > lo, hi - lo, 1)).astype(np.float32)
+    check_model(GenerativeModel.with_generator(SDGZSLGenerator, **TINY), problem=p)
 
 
 def test_synthesis_runs_in_evaluation_mode_and_every_term_is_recorded():
