@@ -1,7 +1,7 @@
 """The generative family's shared base: a ``generator`` component kind, and one model that owns
 everything else a generative GZSL method does.
 
-A generative method (f-CLSWGAN, CADA-VAE, TF-VAEGAN, FREE, CE-GZSL) learns to synthesise features
+A generative method (f-CLSWGAN, CADA-VAE, TF-VAEGAN, FREE, CE-GZSL, HSVA, SDGZSL) learns to synthesise features
 of a class from its attributes, then trains a softmax classifier over *all* candidate classes on
 real seen features plus synthetic unseen ones, and scores images with it. Only the first part
 differs between methods. So a method is a :class:`FeatureGenerator` (its networks and losses,

@@ -30,7 +30,12 @@ SHORT = {"f-clswgan": ("generator.nepoch=2", "generator.pretrain_epochs=2", "gen
                   "generator.ndh=64", "model.syn_num=20", "model.classifier_epochs=2"),
          "ce-gzsl": ("generator.nepoch=2", "generator.ngh=64", "generator.ndh=64",
                      "generator.embed_size=64", "generator.nhF=32", "model.syn_num=20",
-                     "model.classifier_epochs=2")}
+                     "model.classifier_epochs=2"),
+         "hsva": ("generator.epochs=2", "generator.encoder_hidden=64", "generator.decoder_hidden=64",
+                  "generator.coarse_size=64", "generator.latent_hidden=64",
+                  "model.classifier_epochs=2"),
+         "sdgzsl": ("generator.nepoch=1", "generator.hidden=64", "generator.s_dim=32",
+                    "generator.ns_dim=32", "model.syn_num=20", "model.classifier_epochs=2")}
 
 
 def test_every_builtin_method_is_checked() -> None:
