@@ -135,8 +135,10 @@ class _LinearTripletEmbedder(Embedder):
             raise DataError(f"{self.name} embedder: the training features contain NaN or inf",
                             hint="fix the feature file, or preprocess with the clip preprocessor")
         linear = _init_linear(f.shape[1], int(self.latent_dim), generator, device)
+        # foreach: one multi-tensor operation per update step for W and b together (the same
+        # element-wise arithmetic as the per-tensor loop; fewer kernel launches on a GPU).
         optimiser = torch.optim.Adam(linear.parameters(), lr=float(self.lr),
-                                     weight_decay=float(self.weight_decay))
+                                     weight_decay=float(self.weight_decay), foreach=True)
         state = self._prepare(y, len(classes), generator, f)
         return EpisodeTrainer(self, linear, optimiser, state, classes, seed)
 

@@ -125,23 +125,20 @@ class _NearestSampleSqDist(torch.autograd.Function):
         # dists[r, i] = ‖x_r‖² − 2 x_r·m_i + ‖m_i‖² and only the minimiser r of each (class j, mean i)
         # carries the gradient g[j, i], so with G the (n_CB·L, L) gradient of ``dists``:
         #   d/dx_r = 2 (Σ_i G[r, i]) x_r − 2 (G m)_r,   d/dm_i = 2 (Σ_r G[r, i]) m_i − 2 (Gᵀ x)_i.
-        # G is built one sample slot s at a time, an (L, L) block that stays in cache, and each block
-        # goes straight into two GEMMs against [m | 1] and [x_s | 1], whose last columns are the sums.
+        # G holds g[j, i] at the first sample slot s that attains the minimum (exact ties — the
+        # same image drawn twice — give the whole gradient to the first, as ``torch.min`` does),
+        # built for all slots at once. It goes into GEMMs against [m | 1] and [x | 1], whose last
+        # columns are the sums: G m is one product over all slots; Gᵀ x is accumulated slot by
+        # slot, which keeps each product's summation order that of an (L, L) block.
         means_1 = torch.cat([means, means.new_ones(n_cls, 1)], dim=1)
         samples_1 = torch.cat([samples, samples.new_ones(samples.shape[0], 1)], dim=1)
-        g_by_sample = samples.new_empty(samples.shape[0], means_1.shape[1])
+        hit = dists == nearest
+        block = grad * (hit & (hit.cumsum(dim=0) == 1))  # (n_CB, L, L): G by sample slot
+        g_by_sample = block.view(n_cb * n_cls, n_cls) @ means_1
         g_by_mean = means.new_zeros(n_cls, samples_1.shape[1])
-        # Float masks, not bool: on the CPU a bool→float multiply costs twice a float one.
-        remaining = grad.clone()  # the gradient of the (j, i) whose minimiser is not found yet
-        hit = torch.empty_like(grad)
-        block = torch.empty_like(grad)
-        for s in range(n_cb):
-            torch.eq(dists[s], nearest, out=hit)
-            torch.mul(remaining, hit, out=block)
-            remaining -= block  # exact ties: the first minimiser takes all, the others get 0
-            rows = slice(s * n_cls, (s + 1) * n_cls)
-            torch.mm(block, means_1, out=g_by_sample[rows])
-            g_by_mean.addmm_(block.T, samples_1[rows])
+        for block_t, rows in zip(block.mT.unbind(0), samples_1.view(n_cb, n_cls, -1).unbind(0),
+                                 strict=True):
+            g_by_mean.addmm_(block_t, rows)
         d_samples = 2.0 * (g_by_sample[:, -1:] * samples - g_by_sample[:, :-1])
         d_means = 2.0 * (g_by_mean[:, -1:] * means - g_by_mean[:, :-1])
         return d_samples, d_means, None, None
