@@ -86,7 +86,7 @@ LATTICE_STEP = 0.02
 #: A Newton step larger than this (max over log-parameters) gets a fresh Hessian, not BFGS.
 _FRESH_HESSIAN_STEP = 0.3
 #: Bytes one (chunk, n, n) float64 work tensor may take in stage 2 (bounds peak memory).
-_STAGE2_BYTES = 24 * 2**20
+_STAGE2_BYTES = 48 * 2**20
 #: Bytes of (lengthscales, n, n) float64 work that one batch of stage 1 may hold.
 _STAGE1_BYTES = 192 * 2**20
 
