@@ -1,101 +1,117 @@
-"""Where an L_BT episode's time goes at SUN shape, and the floor that its two matrix products set.
+"""An L_BT episode's time against the floor that its matrix products set, for the five shapes.
 
-bt-gp's ``train`` on SUN is dominated by the embedder: 2 fits (validation, then final) x 500
-episodes, each a (5160 x 2048) x (2048 x 64) product forward and its (64 x 5160) x (5160 x 2048)
-gradient, about 2.7 GFLOP per episode that no reordering removes (Adam is not rotation-invariant,
-so the features cannot be projected to fewer dimensions without changing W). This script times,
-on this machine and with zslbench's thread policy:
+bt-gp's ``train`` is dominated by the embedder: 2 fits (validation, then final) x 500 episodes.
+Each episode of ``EpisodeTrainer.step`` (sample, gather, forward, L_BT, backward, Adam) has three
+matrix products that no reordering removes, for a batch of B = L x n_cb images (L seen classes)
+of d = 2048 features mapped to k = 64 dimensions:
 
-* a whole episode (``EpisodeTrainer.step``: sample, gather, forward, L_BT, backward, Adam);
-* the two products alone at the batch's shape, and the row gather;
-* a square 2048^3 product, as this CPU's practical GEMM rate.
+* the forward product F·Wᵀ, (B x d) x (d x k);
+* the gradient product Gᵀ·F, (k x B) x (B x d) (Adam is not rotation-invariant, so the features
+  cannot be projected to fewer dimensions without changing W);
+* L_BT's distance product, (B x (k+2)) x ((k+2) x L): every sample against every class mean
+  (the loss takes, for each class mean, the nearest sample of every other class).
 
-and projects each to the 2 x 500 episodes of one run. "Products only" is the floor for the
-embedder with the paper's schedule and our batch shape: any faster run has to change the numbers
-(fewer episodes, smaller batches, lower precision) or the hardware. Medians of ``--repeats``
-timings; on a shared machine, run it twice and compare.
+This script trains the ``bt`` embedder (the paper's defaults) on each stand-in's trainval images
+(``synth-apy`` ... ``synth-sun``: the real datasets' sizes and class counts, ``clip``-preprocessed
+as bt-gp does) for a whole fit, and after every episode times the three products alone at that
+episode's shapes, so that both see the same machine load (back to back, one process). The floor
+of a fit is the sum of the products' times; the ratio is (episode time) / (floor). Early episodes
+take the dense L_BT backward and later ones the sparse one, so a whole fit is timed, not one
+episode. On a shared machine, run it twice and compare; report ``uptime`` with it.
 
-Usage: ``python benchmarks/episode_floor.py [--shape sun|awa2] [--repeats 30]``
+Usage: ``python benchmarks/episode_floor.py [--shapes apy,awa1,awa2,cub,sun] [--episodes 500]``
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import sys
 import time
-from collections.abc import Callable
-from pathlib import Path
 
 from zslbench import threads
 
 threads.apply_defaults()  # as the CLI does, before torch loads
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from zslbench.provenance import cpu_name  # noqa: E402
+from zslbench.registry import load_registry  # noqa: E402
 from zslbench_plugins.embedders import BalancedTripletEmbedder  # noqa: E402
+from zslbench_plugins.preprocessors import ClipScale  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_bench_embedders import _shape  # noqa: E402  (the benchmarks' one SUN/AWA2 shape)
-
-FITS, EPISODES = 2, 500
+SHAPES = ("apy", "awa1", "awa2", "cub", "sun")
+FITS = 2
 
 
-def median_ms(fn: Callable[[], object], repeats: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
+def trainval(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The stand-in's trainval features (clip-preprocessed, as bt-gp's preprocessor) and labels."""
+    data = load_registry().get("dataset", f"synth-{name}").obj.load(None)
+    features = data.features[data.trainval_idx]
+    return ClipScale().fit(features).transform(features), data.labels[data.trainval_idx]
+
+
+def measure(name: str, episodes: int) -> dict[str, float]:
+    features, labels = trainval(name)
+    model = BalancedTripletEmbedder(random_state=0, episodes=episodes)
+    trainer = model.trainer(features, labels)
+    n_cls, n_cb = len(trainer.classes), int(model.n_cb)
+    rows, k = n_cls * n_cb, int(model.latent_dim)
+    f = trainer.state.features
+    gen = torch.Generator().manual_seed(1)
+    batch = f[torch.randperm(len(f), generator=gen)[:rows] % len(f)].contiguous()
+    grad = torch.randn(rows, k, generator=gen)
+    aug_s = torch.randn(rows, k + 2, generator=gen)
+    aug_m_t = torch.randn(k + 2, n_cls, generator=gen)
+    bias = trainer.linear.bias.detach()
+    times = {"episode": 0.0, "forward": 0.0, "gradient": 0.0, "distances": 0.0}
+
+    def timed(key: str, fn) -> None:
         start = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+        times[key] += time.perf_counter() - start
+
+    for _ in range(3):  # warm-up of the products (the episodes warm up themselves)
+        torch.addmm(bias, batch, trainer.linear.weight.detach().T.contiguous())
+    for _ in range(episodes):
+        timed("episode", trainer.step)
+        w_t = trainer.linear.weight.detach().T.contiguous()
+        timed("forward", lambda w_t=w_t: torch.addmm(bias, batch, w_t))
+        timed("gradient", lambda: grad.T @ batch)
+        timed("distances", lambda: aug_s @ aug_m_t)
+    gflop = {"forward": 2.0 * rows * f.shape[1] * k / 1e9,
+             "gradient": 2.0 * rows * f.shape[1] * k / 1e9,
+             "distances": 2.0 * rows * (k + 2) * n_cls / 1e9}
+    floor = times["forward"] + times["gradient"] + times["distances"]
+    return {"classes": n_cls, "rows": rows, "episode_ms": 1e3 * times["episode"] / episodes,
+            "floor_ms": 1e3 * floor / episodes, "ratio": times["episode"] / floor,
+            "gflop": sum(gflop.values()),
+            "gflops": sum(gflop.values()) * episodes / floor,
+            "run_s": FITS * times["episode"]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shape", choices=("sun", "awa2"), default="sun")
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--episodes", type=int, default=500)
     args = parser.parse_args()
-
-    features, labels = _shape(args.shape)
-    trainer = BalancedTripletEmbedder(random_state=0).trainer(features, labels)
-    rows = trainer.state.sampler.batch_size
-    f = torch.from_numpy(features)
-    batch = f[:rows].clone()
-    w_t = trainer.linear.weight.detach().T.contiguous()
-    bias = trainer.linear.bias.detach()
-    grad = torch.randn(rows, w_t.shape[1])
-    index = torch.randperm(len(f))[:rows]
-    out = torch.empty_like(batch)
     square = torch.rand(2048, 2048)
-
-    episode = median_ms(trainer.step, args.repeats)
-    forward = median_ms(lambda: torch.addmm(bias, batch, w_t), args.repeats)
-    backward = median_ms(lambda: grad.T @ batch, args.repeats)
-    gather = median_ms(lambda: torch.index_select(f, 0, index, out=out), args.repeats)
-    square_ms = median_ms(lambda: square @ square, max(5, args.repeats // 3))
-    gflop = 2.0 * rows * batch.shape[1] * w_t.shape[1] / 1e9
-
-    per_run = FITS * EPISODES / 1e3
-    print(f"# L_BT episode at {args.shape.upper()} shape ({rows} images x {batch.shape[1]} features"
-          f" -> {w_t.shape[1]}), {cpu_name()}, {torch.get_num_threads()} threads,"
-          f" median of {args.repeats}\n")
-    print("| part | ms per episode | s per run (2 x 500 episodes) | GFLOP/s |")
-    print("|---|---:|---:|---:|")
-    for name, ms, flops in (
-        ("whole episode", episode, None),
-        ("forward product F·Wᵀ", forward, gflop),
-        ("gradient product Gᵀ·F", backward, gflop),
-        ("row gather", gather, None),
-        ("rest (L_BT forward + backward, sampling, Adam)", episode - forward - backward - gather,
-         None),
-        ("**floor: the two products only**", forward + backward, 2 * gflop),
-    ):
-        rate = f"{flops / ms * 1e3:.0f}" if flops else ""
-        print(f"| {name} | {ms:.1f} | {ms * per_run:.1f} | {rate} |")
-    print(f"\nThis CPU's square 2048³ product: {2 * 2048**3 / square_ms / 1e6:.0f} GFLOP/s.")
+    for _ in range(2):
+        square @ square
+    start = time.perf_counter()
+    for _ in range(5):
+        square @ square
+    square_rate = 5 * 2 * 2048**3 / (time.perf_counter() - start) / 1e9
+    print(f"# L_BT episode vs its matrix-product floor, {cpu_name()}, "
+          f"{torch.get_num_threads()} thread(s), {args.episodes} episodes per shape\n")
+    print("| shape | classes | batch rows | ms per episode | floor ms | episode / floor "
+          "| floor GFLOP | floor GFLOP/s | s per run (2 fits) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in args.shapes.split(","):
+        r = measure(name, args.episodes)
+        print(f"| {name} | {r['classes']} | {r['rows']} | {r['episode_ms']:.2f} | "
+              f"{r['floor_ms']:.2f} | {r['ratio']:.2f} | {r['gflop']:.3f} | {r['gflops']:.0f} | "
+              f"{r['run_s']:.1f} |", flush=True)
+    print(f"\nThis CPU's square 2048³ product: {square_rate:.0f} GFLOP/s.")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ with the wall time of each part. Counting adds Python overhead to every operatio
 here are not the run's times; the operation and FLOP counts do not depend on the machine or its
 load. Numpy work (the search's bookkeeping, calibration, metrics) has time but no count.
 
+Two counts: ``ops``, every aten operation, and ``kernels``, those that can launch a kernel, i.e.
+without views and aliases (``view``, ``slice``, ``transpose``, ``detach``, ...: metadata only)
+and the profiler's ``record_function`` markers.
+
 Usage: ``python benchmarks/profile_btgp.py [--method bt-gp] [--datasets synth-apy,synth-cub]
 [--json out.json]``
 """
@@ -44,6 +48,10 @@ from zslbench.runner import parse_overrides, prepare_method  # noqa: E402
 SHAPES = ("synth-apy", "synth-awa1", "synth-awa2", "synth-cub", "synth-sun")
 
 
+#: Operations that only make a tensor's metadata (their schema does not mark them as views).
+_METADATA = {torch.ops.aten.detach, torch.ops.aten.lift_fresh, torch.ops.aten._unsafe_view}
+
+
 class Counter(TorchDispatchMode):
     """Counts aten operations and matrix-product FLOPs under the current ``key``."""
 
@@ -51,12 +59,16 @@ class Counter(TorchDispatchMode):
         super().__init__()
         self.key = "setup"
         self.ops: dict[str, int] = defaultdict(int)
+        self.kernels: dict[str, int] = defaultdict(int)
         self.flops: dict[str, int] = defaultdict(int)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         self.ops[self.key] += 1
+        if not (func.is_view or func._overloadpacket in _METADATA
+                or func.namespace == "profiler"):
+            self.kernels[self.key] += 1
         count = flop_registry.get(func._overloadpacket)
         if count is not None:
             self.flops[self.key] += int(count(*args, **kwargs, out_val=out))
@@ -113,12 +125,13 @@ def profile(method: str, dataset: str, seed: int = 0) -> dict[str, Any]:
             "wall_seconds": time.perf_counter() - start, "episodes": tracker.episodes,
             "stage_entries": dict(tracker.entries),
             "parts": {p: {"seconds": round(tracker.seconds.get(p, 0.0), 3),
-                          "ops": counter.ops.get(p, 0), "gflop": counter.flops.get(p, 0) / 1e9}
+                          "ops": counter.ops.get(p, 0), "kernels": counter.kernels.get(p, 0),
+                          "gflop": counter.flops.get(p, 0) / 1e9}
                       for p in parts if p not in ("done",)}}
 
 
-def rows(prof: dict[str, Any]) -> list[tuple[str, float, int, float, str]]:
-    """(part, seconds, ops, GFLOP, per-unit note) for the table."""
+def rows(prof: dict[str, Any]) -> list[tuple[str, float, int, int, float, str]]:
+    """(part, seconds, ops, kernels, GFLOP, per-unit note) for the table."""
     out = []
     emb = [v for k, v in prof["parts"].items() if k.endswith("/embedder_fit")]
     reg = [v for k, v in prof["parts"].items() if k.endswith("/regressor_fit")]
@@ -126,19 +139,24 @@ def rows(prof: dict[str, Any]) -> list[tuple[str, float, int, float, str]]:
     fits = prof["stage_entries"].get("regressor_fit", 0)
     if emb:
         ops, flops = sum(v["ops"] for v in emb), sum(v["gflop"] for v in emb)
-        note = (f"{ops / episodes:.0f} ops, {flops / episodes * 1e3:.0f} MFLOP per episode "
-                f"({episodes} episodes)") if episodes else ""
-        out.append(("embedder episodes", sum(v["seconds"] for v in emb), ops, flops, note))
+        kernels = sum(v.get("kernels", 0) for v in emb)
+        note = (f"{ops / episodes:.0f} ops ({kernels / episodes:.0f} kernels), "
+                f"{flops / episodes * 1e3:.0f} MFLOP per episode ({episodes} episodes)"
+                if episodes else "")
+        out.append(("embedder episodes", sum(v["seconds"] for v in emb), ops, kernels, flops,
+                    note))
     if reg:
-        ops = sum(v["ops"] for v in reg)
-        out.append(("GP/KRR fits", sum(v["seconds"] for v in reg), ops,
+        ops, kernels = sum(v["ops"] for v in reg), sum(v.get("kernels", 0) for v in reg)
+        out.append(("GP/KRR fits", sum(v["seconds"] for v in reg), ops, kernels,
                     sum(v["gflop"] for v in reg),
-                    f"{ops / fits:.0f} ops per fit ({fits} fits)" if fits else ""))
+                    f"{ops / fits:.0f} ops ({kernels / fits:.0f} kernels) per fit ({fits} fits)"
+                    if fits else ""))
     for phase in ("preprocess", "search", "fit_validation", "calibration", "fit_final",
                   "evaluation", "setup"):
         v = prof["parts"].get(phase)
         if v and (v["ops"] or v["seconds"] >= 0.001):
-            out.append((f"{phase} (rest)", v["seconds"], v["ops"], v["gflop"], ""))
+            out.append((f"{phase} (rest)", v["seconds"], v["ops"], v.get("kernels", 0),
+                        v["gflop"], ""))
     return out
 
 
@@ -155,9 +173,9 @@ def main() -> None:
         prof = profile(args.method, dataset)
         profiles.append(prof)
         print(f"\n{dataset}: H {prof['H']:.2f}, {prof['wall_seconds']:.1f} s under counting")
-        print(f"  {'part':22} {'seconds':>8} {'ops':>10} {'GFLOP':>9}  per unit")
-        for part, sec, ops, gflop, note in rows(prof):
-            print(f"  {part:22} {sec:8.2f} {ops:10d} {gflop:9.2f}  {note}")
+        print(f"  {'part':22} {'seconds':>8} {'ops':>10} {'kernels':>10} {'GFLOP':>9}  per unit")
+        for part, sec, ops, kernels, gflop, note in rows(prof):
+            print(f"  {part:22} {sec:8.2f} {ops:10d} {kernels:10d} {gflop:9.2f}  {note}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(profiles, fh, indent=1)
