@@ -17,8 +17,13 @@ import tempfile
 from pathlib import Path
 
 # Paper Table 5 (RTX 2080 Ti), L_BT + GP (ours), minutes -> seconds. Reported, not measured here.
-PAPER_TABLE5_S = {"synth-cub": 5 * 60, "synth-sun": 8 * 60, "synth-awa2": 3 * 60,
-                  "synth-awa1": 3 * 60, "synth-apy": 2 * 60}
+PAPER_TABLE5_S = {
+    "synth-cub": 5 * 60,
+    "synth-sun": 8 * 60,
+    "synth-awa2": 3 * 60,
+    "synth-awa1": 3 * 60,
+    "synth-apy": 2 * 60,
+}
 #: Issue 10's target for bt-gp's ``train`` on the 2-core CPU: at most 30 s on every dataset (SUN
 #: included; benchmarks/episode_floor.py shows what that asks of this CPU).
 TARGET_S = {ds: 30.0 for ds in PAPER_TABLE5_S}
@@ -30,14 +35,28 @@ def one(dataset: str, method: str, device: str, results: Path, sets: list[str]) 
     from zslbench.runner import GridRequest, parse_overrides, run_grid
 
     reg = load_registry()
-    req = GridRequest(methods=[method], datasets=[dataset], results_dir=results, device=device,
-                      overrides=parse_overrides(sets), force=True)
+    req = GridRequest(
+        methods=[method],
+        datasets=[dataset],
+        results_dir=results,
+        device=device,
+        overrides=parse_overrides(sets),
+        force=True,
+    )
     spec = reg.get("dataset", dataset).obj
     (outcome,) = list(run_grid(req, reg, lambda name: spec.load(None)))
     rec = outcome.record
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"timings": rec["timings"], "metrics": rec["metrics"], "peak_mb": peak_mb,
-                      "device": rec["device"]["name"]}))
+    print(
+        json.dumps(
+            {
+                "timings": rec["timings"],
+                "metrics": rec["metrics"],
+                "peak_mb": peak_mb,
+                "device": rec["device"]["name"],
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -56,24 +75,41 @@ def main() -> None:
     for ds in args.datasets.split(","):
         runs = []
         for _ in range(args.repeats):
-            cmd = [sys.executable, __file__, "--one", ds, "--method", args.method, "--device", args.device]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--one",
+                ds,
+                "--method",
+                args.method,
+                "--device",
+                args.device,
+            ]
             for s in args.set:
                 cmd += ["--set", s]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
             runs.append(json.loads(out.strip().splitlines()[-1]))
-        med = {k: statistics.median(r["timings"].get(k, 0.0) for r in runs) for k in ("train", *STAGES)}
+        med = {
+            k: statistics.median(r["timings"].get(k, 0.0) for r in runs) for k in ("train", *STAGES)
+        }
         peak = max(r["peak_mb"] for r in runs)
         target = TARGET_S.get(ds, 30.0)
         rows.append((ds, med, peak, target, runs[0]["metrics"]["H"], runs[0]["device"]))
-    print(f"method {args.method}, device {args.device} ({rows[0][5]}), median of {args.repeats} run(s)\n")
-    print("| dataset | train s | embedder s | regressor s | calibration s | eval s | peak RSS MB "
-          "| target s | met | paper Table 5 s (2080 Ti, reported) | H % |")
+    print(
+        f"method {args.method}, device {args.device} ({rows[0][5]}), median of {args.repeats} run(s)\n"
+    )
+    print(
+        "| dataset | train s | embedder s | regressor s | calibration s | eval s | peak RSS MB "
+        "| target s | met | paper Table 5 s (2080 Ti, reported) | H % |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for ds, med, peak, target, h, _ in rows:
         met = "yes" if med["train"] <= target and peak <= 3072 else "NO"
-        print(f"| {ds} | {med['train']:.1f} | {med['embedder_fit']:.1f} | {med['regressor_fit']:.1f} | "
-              f"{med['calibration']:.2f} | {med['evaluation']:.2f} | {peak:.0f} | {target:.0f} | {met} | "
-              f"{PAPER_TABLE5_S[ds]} | {h:.1f} |")
+        print(
+            f"| {ds} | {med['train']:.1f} | {med['embedder_fit']:.1f} | {med['regressor_fit']:.1f} | "
+            f"{med['calibration']:.2f} | {med['evaluation']:.2f} | {peak:.0f} | {target:.0f} | {met} | "
+            f"{PAPER_TABLE5_S[ds]} | {h:.1f} |"
+        )
 
 
 if __name__ == "__main__":

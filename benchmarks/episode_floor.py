@@ -78,15 +78,22 @@ def measure(name: str, episodes: int) -> dict[str, float]:
         timed("forward", lambda w_t=w_t: torch.addmm(bias, batch, w_t))
         timed("gradient", lambda: grad.T @ batch)
         timed("distances", lambda: aug_s @ aug_m_t)
-    gflop = {"forward": 2.0 * rows * f.shape[1] * k / 1e9,
-             "gradient": 2.0 * rows * f.shape[1] * k / 1e9,
-             "distances": 2.0 * rows * (k + 2) * n_cls / 1e9}
+    gflop = {
+        "forward": 2.0 * rows * f.shape[1] * k / 1e9,
+        "gradient": 2.0 * rows * f.shape[1] * k / 1e9,
+        "distances": 2.0 * rows * (k + 2) * n_cls / 1e9,
+    }
     floor = times["forward"] + times["gradient"] + times["distances"]
-    return {"classes": n_cls, "rows": rows, "episode_ms": 1e3 * times["episode"] / episodes,
-            "floor_ms": 1e3 * floor / episodes, "ratio": times["episode"] / floor,
-            "gflop": sum(gflop.values()),
-            "gflops": sum(gflop.values()) * episodes / floor,
-            "run_s": FITS * times["episode"]}
+    return {
+        "classes": n_cls,
+        "rows": rows,
+        "episode_ms": 1e3 * times["episode"] / episodes,
+        "floor_ms": 1e3 * floor / episodes,
+        "ratio": times["episode"] / floor,
+        "gflop": sum(gflop.values()),
+        "gflops": sum(gflop.values()) * episodes / floor,
+        "run_s": FITS * times["episode"],
+    }
 
 
 def main() -> None:
@@ -101,16 +108,23 @@ def main() -> None:
     for _ in range(5):
         square @ square
     square_rate = 5 * 2 * 2048**3 / (time.perf_counter() - start) / 1e9
-    print(f"# L_BT episode vs its matrix-product floor, {cpu_name()}, "
-          f"{torch.get_num_threads()} thread(s), {args.episodes} episodes per shape\n")
-    print("| shape | classes | batch rows | ms per episode | floor ms | episode / floor "
-          "| floor GFLOP | floor GFLOP/s | s per run (2 fits) |")
+    print(
+        f"# L_BT episode vs its matrix-product floor, {cpu_name()}, "
+        f"{torch.get_num_threads()} thread(s), {args.episodes} episodes per shape\n"
+    )
+    print(
+        "| shape | classes | batch rows | ms per episode | floor ms | episode / floor "
+        "| floor GFLOP | floor GFLOP/s | s per run (2 fits) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in args.shapes.split(","):
         r = measure(name, args.episodes)
-        print(f"| {name} | {r['classes']} | {r['rows']} | {r['episode_ms']:.2f} | "
-              f"{r['floor_ms']:.2f} | {r['ratio']:.2f} | {r['gflop']:.3f} | {r['gflops']:.0f} | "
-              f"{r['run_s']:.1f} |", flush=True)
+        print(
+            f"| {name} | {r['classes']} | {r['rows']} | {r['episode_ms']:.2f} | "
+            f"{r['floor_ms']:.2f} | {r['ratio']:.2f} | {r['gflop']:.3f} | {r['gflops']:.0f} | "
+            f"{r['run_s']:.1f} |",
+            flush=True,
+        )
     print(f"\nThis CPU's square 2048³ product: {square_rate:.0f} GFLOP/s.")
 
 

@@ -40,8 +40,7 @@ from zslbench_plugins.vaegan import FREEGenerator, TFVAEGANGenerator  # noqa: E4
 
 SHAPES = {"toy": (960, 256, 24, 12, 6), "cub": (7057, 2048, 312, 150, 50)}
 #: Official epochs of one generator fit (each module's docstring gives the source).
-OFFICIAL_EPOCHS = {"f-clswgan": 56, "cada-vae": 100, "tf-vaegan": 300, "free": 501,
-                   "ce-gzsl": 2000}
+OFFICIAL_EPOCHS = {"f-clswgan": 56, "cada-vae": 100, "tf-vaegan": 300, "free": 501, "ce-gzsl": 2000}
 #: One epoch of each generator at official size (f-CLSWGAN's classifier pre-training is a
 #: one-off: left out by ``cls_weight=0``, it costs under 1% of its GAN epochs).
 ONE_EPOCH = {
@@ -84,8 +83,10 @@ def main() -> None:
     args = parser.parse_args()
     x, y, att, seen = data(args.shape)
     rate = gemm_rate(args.repeats)
-    print(f"# {cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
-          f"shape {args.shape} {tuple(x.shape)}, GEMM 2048^3: {rate / 1e9:.0f} GFLOP/s")
+    print(
+        f"# {cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
+        f"shape {args.shape} {tuple(x.shape)}, GEMM 2048^3: {rate / 1e9:.0f} GFLOP/s"
+    )
     print("| method | GFLOP/epoch | s/epoch | floor s/epoch | x floor | epochs | run (2 fits) |")
     print("|---|---|---|---|---|---|---|")
     for name in args.methods:
@@ -102,8 +103,10 @@ def main() -> None:
         floor = flops / rate
         epochs = OFFICIAL_EPOCHS[name]
         run_min = 2 * epochs * t / 60
-        print(f"| {name} | {flops / 1e9:.1f} | {t:.2f} | {floor:.2f} | {t / floor:.1f} | "
-              f"{epochs} | {run_min:.0f} min |")
+        print(
+            f"| {name} | {flops / 1e9:.1f} | {t:.2f} | {floor:.2f} | {t / floor:.1f} | "
+            f"{epochs} | {run_min:.0f} min |"
+        )
 
 
 if __name__ == "__main__":

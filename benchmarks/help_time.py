@@ -23,8 +23,12 @@ from pathlib import Path
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--exe", action="append", default=None,
-                        help="a zslbench executable (repeatable) [default: the one beside this python]")
+    parser.add_argument(
+        "--exe",
+        action="append",
+        default=None,
+        help="a zslbench executable (repeatable) [default: the one beside this python]",
+    )
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     exes = args.exe or [str(Path(sys.executable).with_name("zslbench"))]
@@ -35,10 +39,16 @@ def main() -> None:
             subprocess.run([exe, "--help"], check=True, capture_output=True)
             times[exe].append(time.perf_counter() - start)
     for exe, ts in times.items():
-        print(f"{exe}: median {statistics.median(ts):.2f} s (min {min(ts):.2f}, max {max(ts):.2f}, "
-              f"{len(ts)} runs; load average {os.getloadavg()[0]:.1f})")
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import zslbench.cli"],
-                          capture_output=True, text=True, check=True)
+        print(
+            f"{exe}: median {statistics.median(ts):.2f} s (min {min(ts):.2f}, max {max(ts):.2f}, "
+            f"{len(ts)} runs; load average {os.getloadavg()[0]:.1f})"
+        )
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import zslbench.cli"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     rows = []
     for line in proc.stderr.splitlines():
         parts = line.split("|")

@@ -51,12 +51,17 @@ def cell_text(recs: list[Record]) -> tuple[str, float | None]:
 def table(results_dir: Path, device: str | None = None, markdown: bool = False) -> str:
     cells = collect(results_dir, device)
     devices = sorted({d for _, _, d in cells})
-    datasets = [d for d in DATASETS if any(k[1] == d for k in cells)] or sorted({k[1] for k in cells})
+    datasets = [d for d in DATASETS if any(k[1] == d for k in cells)] or sorted(
+        {k[1] for k in cells}
+    )
     lines = []
     for dev in devices:
         methods = sorted({m for m, _, d in cells if d == dev}, key=lambda m: (m != "bt-gp", m))
-        base = {ds: cell_text(cells[("bt-gp", ds, dev)])[1] for ds in datasets
-                if ("bt-gp", ds, dev) in cells}
+        base = {
+            ds: cell_text(cells[("bt-gp", ds, dev)])[1]
+            for ds in datasets
+            if ("bt-gp", ds, dev) in cells
+        }
         header = ["method"] + [f"{ds} (x bt-gp)" for ds in datasets]
         rows = []
         for m in methods:
@@ -70,8 +75,10 @@ def table(results_dir: Path, device: str | None = None, markdown: bool = False) 
                 ratio = f" ({med / base[ds]:.1f}x)" if base.get(ds) and m != "bt-gp" else ""
                 row.append(text + ratio)
             rows.append(row)
-        lines.append(f"train seconds on {dev}: median over seeds; [n] = runs left out, taken on an "
-                     "oversubscribed machine; * = only such runs")
+        lines.append(
+            f"train seconds on {dev}: median over seeds; [n] = runs left out, taken on an "
+            "oversubscribed machine; * = only such runs"
+        )
         if markdown:
             lines.append("| " + " | ".join(header) + " |")
             lines.append("|" + "---|" * len(header))
@@ -86,8 +93,9 @@ def table(results_dir: Path, device: str | None = None, markdown: bool = False) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results-dir", type=Path,
-                        default=REPO / "leaderboards" / "records" / "synthetic")
+    parser.add_argument(
+        "--results-dir", type=Path, default=REPO / "leaderboards" / "records" / "synthetic"
+    )
     parser.add_argument("--device", choices=("cpu", "cuda"), default=None)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()

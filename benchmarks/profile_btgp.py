@@ -66,8 +66,7 @@ class Counter(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         self.ops[self.key] += 1
-        if not (func.is_view or func._overloadpacket in _METADATA
-                or func.namespace == "profiler"):
+        if not (func.is_view or func._overloadpacket in _METADATA or func.namespace == "profiler"):
             self.kernels[self.key] += 1
         count = flop_registry.get(func._overloadpacket)
         if count is not None:
@@ -116,18 +115,30 @@ def profile(method: str, dataset: str, seed: int = 0) -> dict[str, Any]:
     tracker = Tracker(counter)
     start = time.perf_counter()
     with counter:
-        result = run_protocol(data, prep.instantiate(seed=seed, device="cpu"), seed, "cpu",
-                              on_event=tracker.event)
+        result = run_protocol(
+            data, prep.instantiate(seed=seed, device="cpu"), seed, "cpu", on_event=tracker.event
+        )
     tracker.phase, tracker.stage = "done", None
     tracker._switch()
     parts = sorted(set(counter.ops) | set(tracker.seconds))
-    return {"method": method, "dataset": dataset, "H": float(result.evaluation["H"]),
-            "wall_seconds": time.perf_counter() - start, "episodes": tracker.episodes,
-            "stage_entries": dict(tracker.entries),
-            "parts": {p: {"seconds": round(tracker.seconds.get(p, 0.0), 3),
-                          "ops": counter.ops.get(p, 0), "kernels": counter.kernels.get(p, 0),
-                          "gflop": counter.flops.get(p, 0) / 1e9}
-                      for p in parts if p not in ("done",)}}
+    return {
+        "method": method,
+        "dataset": dataset,
+        "H": float(result.evaluation["H"]),
+        "wall_seconds": time.perf_counter() - start,
+        "episodes": tracker.episodes,
+        "stage_entries": dict(tracker.entries),
+        "parts": {
+            p: {
+                "seconds": round(tracker.seconds.get(p, 0.0), 3),
+                "ops": counter.ops.get(p, 0),
+                "kernels": counter.kernels.get(p, 0),
+                "gflop": counter.flops.get(p, 0) / 1e9,
+            }
+            for p in parts
+            if p not in ("done",)
+        },
+    }
 
 
 def rows(prof: dict[str, Any]) -> list[tuple[str, float, int, int, float, str]]:
@@ -140,23 +151,41 @@ def rows(prof: dict[str, Any]) -> list[tuple[str, float, int, int, float, str]]:
     if emb:
         ops, flops = sum(v["ops"] for v in emb), sum(v["gflop"] for v in emb)
         kernels = sum(v.get("kernels", 0) for v in emb)
-        note = (f"{ops / episodes:.0f} ops ({kernels / episodes:.0f} kernels), "
-                f"{flops / episodes * 1e3:.0f} MFLOP per episode ({episodes} episodes)"
-                if episodes else "")
-        out.append(("embedder episodes", sum(v["seconds"] for v in emb), ops, kernels, flops,
-                    note))
+        note = (
+            f"{ops / episodes:.0f} ops ({kernels / episodes:.0f} kernels), "
+            f"{flops / episodes * 1e3:.0f} MFLOP per episode ({episodes} episodes)"
+            if episodes
+            else ""
+        )
+        out.append(("embedder episodes", sum(v["seconds"] for v in emb), ops, kernels, flops, note))
     if reg:
         ops, kernels = sum(v["ops"] for v in reg), sum(v.get("kernels", 0) for v in reg)
-        out.append(("GP/KRR fits", sum(v["seconds"] for v in reg), ops, kernels,
-                    sum(v["gflop"] for v in reg),
-                    f"{ops / fits:.0f} ops ({kernels / fits:.0f} kernels) per fit ({fits} fits)"
-                    if fits else ""))
-    for phase in ("preprocess", "search", "fit_validation", "calibration", "fit_final",
-                  "evaluation", "setup"):
+        out.append(
+            (
+                "GP/KRR fits",
+                sum(v["seconds"] for v in reg),
+                ops,
+                kernels,
+                sum(v["gflop"] for v in reg),
+                f"{ops / fits:.0f} ops ({kernels / fits:.0f} kernels) per fit ({fits} fits)"
+                if fits
+                else "",
+            )
+        )
+    for phase in (
+        "preprocess",
+        "search",
+        "fit_validation",
+        "calibration",
+        "fit_final",
+        "evaluation",
+        "setup",
+    ):
         v = prof["parts"].get(phase)
         if v and (v["ops"] or v["seconds"] >= 0.001):
-            out.append((f"{phase} (rest)", v["seconds"], v["ops"], v.get("kernels", 0),
-                        v["gflop"], ""))
+            out.append(
+                (f"{phase} (rest)", v["seconds"], v["ops"], v.get("kernels", 0), v["gflop"], "")
+            )
     return out
 
 
@@ -166,8 +195,10 @@ def main() -> None:
     parser.add_argument("--datasets", default=",".join(SHAPES))
     parser.add_argument("--json", default=None, help="also write the raw counts here")
     args = parser.parse_args()
-    print(f"{args.method} on {cpu_name()}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} thread(s); times include the counting overhead")
+    print(
+        f"{args.method} on {cpu_name()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} thread(s); times include the counting overhead"
+    )
     profiles = []
     for dataset in args.datasets.split(","):
         prof = profile(args.method, dataset)

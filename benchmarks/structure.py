@@ -71,7 +71,7 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
                 base = node.module or ""
                 if node.level:
                     anchor = name.split(".") if is_pkg else name.split(".")[:-1]
-                    anchor = anchor[:len(anchor) - node.level + 1]
+                    anchor = anchor[: len(anchor) - node.level + 1]
                     base = ".".join(anchor + ([base] if base else []))
                 subs = [f"{base}.{alias.name}" for alias in node.names]
                 found = [s for s in subs if s in known]
@@ -166,14 +166,19 @@ def cycles(graph: dict[str, set[str]] | None = None) -> list[tuple[list[str], li
 
 def line_counts(root: Path = ROOT) -> dict[str, int]:
     """Physical lines per module."""
-    return {name: len(path.read_text(encoding="utf-8").splitlines())
-            for name, path in modules(root).items()}
+    return {
+        name: len(path.read_text(encoding="utf-8").splitlines())
+        for name, path in modules(root).items()
+    }
 
 
 def oversized(root: Path = ROOT) -> dict[str, int]:
     """The modules outside :data:`EXEMPT` above :data:`MAX_LINES` lines."""
-    return {name: n for name, n in line_counts(root).items()
-            if n > MAX_LINES and not (name == EXEMPT or name.startswith(EXEMPT + "."))}
+    return {
+        name: n
+        for name, n in line_counts(root).items()
+        if n > MAX_LINES and not (name == EXEMPT or name.startswith(EXEMPT + "."))
+    }
 
 
 def complexity(root: Path = ROOT, top: int = 10) -> tuple[str, list[tuple[int, str]]]:
@@ -192,10 +197,23 @@ def complexity(root: Path = ROOT, top: int = 10) -> tuple[str, list[tuple[int, s
             continue
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                branches = sum(isinstance(n, (ast.If, ast.For, ast.While, ast.Try, ast.With,
-                                              ast.BoolOp, ast.IfExp, ast.comprehension,
-                                              ast.ExceptHandler))
-                               for n in ast.walk(node))
+                branches = sum(
+                    isinstance(
+                        n,
+                        (
+                            ast.If,
+                            ast.For,
+                            ast.While,
+                            ast.Try,
+                            ast.With,
+                            ast.BoolOp,
+                            ast.IfExp,
+                            ast.comprehension,
+                            ast.ExceptHandler,
+                        ),
+                    )
+                    for n in ast.walk(node)
+                )
                 found.append((1 + branches, f"{name}:{node.name}"))
     tool = "radon cc" if cc_visit is not None else "ast branch count (radon not installed)"
     return tool, sorted(found, key=lambda item: (-item[0], item[1]))[:top]
@@ -203,13 +221,15 @@ def complexity(root: Path = ROOT, top: int = 10) -> tuple[str, list[tuple[int, s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 when there is an import cycle or an oversized module")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when there is an import cycle or an oversized module",
+    )
     args = parser.parse_args(argv)
     counts = line_counts()
     big = oversized()
-    print(f"Physical lines per module of {PACKAGE}/ (> {MAX_LINES} flagged, "
-          f"{EXEMPT} exempt):")
+    print(f"Physical lines per module of {PACKAGE}/ (> {MAX_LINES} flagged, {EXEMPT} exempt):")
     for name, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         flag = "  <-- over" if name in big else ""
         print(f"  {n:5d}  {name}{flag}")

@@ -42,9 +42,12 @@ def shaped(request) -> tuple[str, np.ndarray, np.ndarray]:
 
 
 def _info(benchmark, name: str, trainer) -> None:
-    benchmark.extra_info.update(shape=name, threads=torch.get_num_threads(),
-                                full_pass=trainer.state.full,
-                                batch=trainer.state.sampler.batch_size)
+    benchmark.extra_info.update(
+        shape=name,
+        threads=torch.get_num_threads(),
+        full_pass=trainer.state.full,
+        batch=trainer.state.sampler.batch_size,
+    )
 
 
 def test_bench_bt_episode(benchmark, shaped) -> None:
@@ -72,7 +75,12 @@ def test_bench_bt_full_fit(benchmark, shaped) -> None:
     name, features, labels = shaped
     model = benchmark.pedantic(
         lambda: BalancedTripletEmbedder(random_state=0).fit(features, labels),
-        rounds=1, iterations=1)
-    benchmark.extra_info.update(shape=name, threads=torch.get_num_threads(),
-                                final_loss=float(model.loss_history_[-20:].mean()))
+        rounds=1,
+        iterations=1,
+    )
+    benchmark.extra_info.update(
+        shape=name,
+        threads=torch.get_num_threads(),
+        final_loss=float(model.loss_history_[-20:].mean()),
+    )
     assert model.W_.shape == (64, FEATURE_DIM)

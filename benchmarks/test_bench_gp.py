@@ -92,41 +92,53 @@ def test_bench_gp_adam_schedule_sun_shape_k64(benchmark):
 def test_bench_gp_adam_schedule_optimum_sun_shape_k4(benchmark):
     """The full paper schedule on 4 outputs: time, objective gap and prototype difference."""
     spec = {"dataset": "SUN", "n_outputs": 4, "seed": 0, "noise": 0.3}
-    problem = make_shaped(spec["dataset"], spec["n_outputs"], seed=spec["seed"],
-                          noise=spec["noise"])
+    problem = make_shaped(
+        spec["dataset"], spec["n_outputs"], seed=spec["seed"], noise=spec["noise"]
+    )
     adam = benchmark.pedantic(_fit, args=(problem,), kwargs={"optimizer": "adam"}, rounds=1)
     ours = _fit(problem)
     pred_adam = adam.predict(problem.unseen_semantics)
     pred_ours = ours.predict(problem.unseen_semantics)
     gap = (ours.log_marginal_likelihood_ - adam.log_marginal_likelihood_) / np.abs(
-        adam.log_marginal_likelihood_)
+        adam.log_marginal_likelihood_
+    )
     benchmark.extra_info.update(
         relative_objective_gain_over_adam=gap.tolist(),
-        prototype_relative_difference=float(np.linalg.norm(pred_ours - pred_adam)
-                                            / np.linalg.norm(pred_adam)),
+        prototype_relative_difference=float(
+            np.linalg.norm(pred_ours - pred_adam) / np.linalg.norm(pred_adam)
+        ),
         newton_s=ours.fit_info_["seconds"],
     )
     assert np.all(gap >= -1e-3)
     if os.environ.get("ZSLBENCH_WRITE_GP_REFERENCE") == "1":
-        REFERENCE.write_text(json.dumps({
-            "problem": spec,
-            "checksums": {
-                "seen_semantics": float(problem.seen_semantics.sum()),
-                "seen_prototypes": float(problem.seen_prototypes.sum()),
-                "unseen_semantics": float(problem.unseen_semantics.sum()),
-            },
-            "adam": {
-                "lr": adam.lr, "n_iter": adam.n_iter,
-                "lengthscale": adam.lengthscale_.tolist(),
-                "outputscale": adam.outputscale_.tolist(),
-                "noise": adam.noise_.tolist(),
-                "log_marginal_likelihood": adam.log_marginal_likelihood_.tolist(),
-                "unseen_prototypes": pred_adam.astype(float).tolist(),
-                "seconds": adam.fit_info_["seconds"],
-            },
-            "environment": {
-                "torch": torch.__version__, "gpytorch": gpytorch.__version__,
-                "numpy": np.__version__, "threads": torch.get_num_threads(),
-                "platform": platform.platform(),
-            },
-        }, indent=1) + "\n")
+        REFERENCE.write_text(
+            json.dumps(
+                {
+                    "problem": spec,
+                    "checksums": {
+                        "seen_semantics": float(problem.seen_semantics.sum()),
+                        "seen_prototypes": float(problem.seen_prototypes.sum()),
+                        "unseen_semantics": float(problem.unseen_semantics.sum()),
+                    },
+                    "adam": {
+                        "lr": adam.lr,
+                        "n_iter": adam.n_iter,
+                        "lengthscale": adam.lengthscale_.tolist(),
+                        "outputscale": adam.outputscale_.tolist(),
+                        "noise": adam.noise_.tolist(),
+                        "log_marginal_likelihood": adam.log_marginal_likelihood_.tolist(),
+                        "unseen_prototypes": pred_adam.astype(float).tolist(),
+                        "seconds": adam.fit_info_["seconds"],
+                    },
+                    "environment": {
+                        "torch": torch.__version__,
+                        "gpytorch": gpytorch.__version__,
+                        "numpy": np.__version__,
+                        "threads": torch.get_num_threads(),
+                        "platform": platform.platform(),
+                    },
+                },
+                indent=1,
+            )
+            + "\n"
+        )

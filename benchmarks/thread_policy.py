@@ -40,36 +40,61 @@ CONFIGS: dict[str, dict[str, str]] = {
     "2T-spin10k": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "GOMP_SPINCOUNT": "10000"},
     "zslbench-default": {},
 }
-MANAGED = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY",
-           "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "ZSLBENCH_THREAD_POLICY")
+MANAGED = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+    "KMP_BLOCKTIME",
+    "ZSLBENCH_THREAD_POLICY",
+)
 
 
 def load1() -> float:
     return os.getloadavg()[0]
 
 
-def one_run(python: str, dataset: str, env_extra: dict[str, str], sets: list[str],
-            timeout: float) -> dict[str, object]:
+def one_run(
+    python: str, dataset: str, env_extra: dict[str, str], sets: list[str], timeout: float
+) -> dict[str, object]:
     """One ``zslbench run`` in a fresh process; its record's train seconds (None on timeout)."""
     env = {k: v for k, v in os.environ.items() if k not in MANAGED}
     env.update(env_extra)
     if env_extra:  # an explicit configuration: zslbench must not add its own defaults
         env["ZSLBENCH_THREAD_POLICY"] = "off"
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [python, "-c", "from zslbench.cli import main; main()", "run", "--method", "bt-gp",
-               "--dataset", dataset, "--results-dir", tmp, "--force"]
+        cmd = [
+            python,
+            "-c",
+            "from zslbench.cli import main; main()",
+            "run",
+            "--method",
+            "bt-gp",
+            "--dataset",
+            dataset,
+            "--results-dir",
+            tmp,
+            "--force",
+        ]
         for s in sets:
             cmd += ["--set", s]
         before = load1()
         start = time.perf_counter()
         try:
-            subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=True)
+            subprocess.run(
+                cmd, env=env, capture_output=True, text=True, timeout=timeout, check=True
+            )
         except subprocess.TimeoutExpired:
             return {"train": None, "wall": time.perf_counter() - start, "load": before}
         (path,) = Path(tmp).glob("*.json")
         rec = json.loads(path.read_text())
-    return {"train": rec["timings"]["train"], "wall": time.perf_counter() - start, "load": before,
-            "record_load": rec.get("load", {})}
+    return {
+        "train": rec["timings"]["train"],
+        "wall": time.perf_counter() - start,
+        "load": before,
+        "record_load": rec.get("load", {}),
+    }
 
 
 def start_hogs(n: int) -> list[subprocess.Popen]:
@@ -104,7 +129,7 @@ def main() -> None:
     for dataset in args.datasets.split(","):
         for hogs in hog_levels:
             for r in range(args.rounds):
-                order = configs[r % len(configs):] + configs[: r % len(configs)]
+                order = configs[r % len(configs) :] + configs[: r % len(configs)]
                 for label in order:
                     hog_procs = start_hogs(hogs)
                     try:
@@ -114,19 +139,30 @@ def main() -> None:
                         stop_hogs(hog_procs)
                     res.update(dataset=dataset, hogs=hogs, config=label, round=r)
                     runs.append(res)
-                    print(f"# {dataset} hogs={hogs} round={r} {label}: train "
-                          f"{fmt(res['train'], args.timeout)} s (load before {res['load']:.2f})",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"# {dataset} hogs={hogs} round={r} {label}: train "
+                        f"{fmt(res['train'], args.timeout)} s (load before {res['load']:.2f})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     if args.json:
                         Path(args.json).write_text(json.dumps(runs, indent=1))
-        print(f"\n{dataset}, bt-gp, {' '.join('--set ' + s for s in args.set)}; `train` seconds, "
-              f"median of {args.rounds} (min-max); load = 1-min load average before the runs\n")
+        print(
+            f"\n{dataset}, bt-gp, {' '.join('--set ' + s for s in args.set)}; `train` seconds, "
+            f"median of {args.rounds} (min-max); load = 1-min load average before the runs\n"
+        )
         ref = configs[0]
         print("| hogs | config | median | min-max | ratio to " + ref + " | load (median) |")
         print("|---|---|---|---|---|---|")
         for hogs in hog_levels:
-            rows = {c: [x for x in runs if x["dataset"] == dataset and x["hogs"] == hogs
-                        and x["config"] == c] for c in configs}
+            rows = {
+                c: [
+                    x
+                    for x in runs
+                    if x["dataset"] == dataset and x["hogs"] == hogs and x["config"] == c
+                ]
+                for c in configs
+            }
 
             def med(xs: list[dict[str, object]]) -> float:
                 vals = [args.timeout if x["train"] is None else float(x["train"]) for x in xs]
@@ -139,8 +175,10 @@ def main() -> None:
                 hi = None if any(v is None for v in vals) else max(vals)
                 ratio = med(xs) / med(rows[ref])
                 load = statistics.median(float(x["load"]) for x in xs)
-                print(f"| {hogs} | {c} | {fmt(med(xs), args.timeout) if None not in vals else '>' + format(med(xs), '.0f')} "
-                      f"| {fmt(lo, args.timeout)}-{fmt(hi, args.timeout)} | {ratio:.2f} | {load:.1f} |")
+                print(
+                    f"| {hogs} | {c} | {fmt(med(xs), args.timeout) if None not in vals else '>' + format(med(xs), '.0f')} "
+                    f"| {fmt(lo, args.timeout)}-{fmt(hi, args.timeout)} | {ratio:.2f} | {load:.1f} |"
+                )
 
 
 if __name__ == "__main__":

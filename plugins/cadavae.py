@@ -110,6 +110,7 @@ NOISES = ("official", "standard")
 # Loss terms and schedule (public: the tests check them against closed forms)
 # --------------------------------------------------------------------------------------------
 
+
 def warmup_factor(epoch: int, factor: float, start: int, end: int) -> float:
     """A loss weight's warm-up (``model/vaemodel.py:163-173``): 0 up to epoch ``start``, rising
     linearly to ``factor`` at epoch ``end``, then constant."""
@@ -123,26 +124,30 @@ def gaussian_kl(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
     return -0.5 * torch.sum(1.0 + logvar - mu.pow(2) - logvar.exp())
 
 
-def wasserstein_distance(mu1: torch.Tensor, logvar1: torch.Tensor, mu2: torch.Tensor,
-                         logvar2: torch.Tensor) -> torch.Tensor:
+def wasserstein_distance(
+    mu1: torch.Tensor, logvar1: torch.Tensor, mu2: torch.Tensor, logvar2: torch.Tensor
+) -> torch.Tensor:
     """The 2-Wasserstein distance between diagonal Gaussians, row by row, summed over rows
     (``model/vaemodel.py:153-156``): ``sqrt(||mu1 - mu2||^2 + ||sigma1 - sigma2||^2)`` with
     ``sigma = exp(logvar / 2)`` (the Frobenius norm of the difference of the covariances' square
     roots, for diagonal covariances)."""
-    d2 = (mu1 - mu2).pow(2).sum(dim=1) + (torch.exp(0.5 * logvar1) - torch.exp(0.5 * logvar2)
-                                          ).pow(2).sum(dim=1)
+    d2 = (mu1 - mu2).pow(2).sum(dim=1) + (torch.exp(0.5 * logvar1) - torch.exp(0.5 * logvar2)).pow(
+        2
+    ).sum(dim=1)
     return torch.sqrt(d2).sum()
 
 
-def cross_reconstruction_loss(x: torch.Tensor, a: torch.Tensor, x_from_a: torch.Tensor,
-                              a_from_x: torch.Tensor) -> torch.Tensor:
+def cross_reconstruction_loss(
+    x: torch.Tensor, a: torch.Tensor, x_from_a: torch.Tensor, a_from_x: torch.Tensor
+) -> torch.Tensor:
     """Each modality decoded from the other's latent sample, summed L1 error
     (``model/vaemodel.py:137-141``)."""
     return F.l1_loss(x_from_a, x, reduction="sum") + F.l1_loss(a_from_x, a, reduction="sum")
 
 
-def sample_latent(mu: torch.Tensor, logvar: torch.Tensor, generator: torch.Generator,
-                  noise: str) -> torch.Tensor:
+def sample_latent(
+    mu: torch.Tensor, logvar: torch.Tensor, generator: torch.Generator, noise: str
+) -> torch.Tensor:
     """A noisy latent sample. ``"official"``: ``mu + exp(logvar) * eps`` with one ``eps`` per row
     (``model/vaemodel.py:92-97``); ``"standard"``: ``mu + exp(logvar / 2) * eps``, ``eps`` per
     entry."""
@@ -153,11 +158,17 @@ def sample_latent(mu: torch.Tensor, logvar: torch.Tensor, generator: torch.Gener
     return mu + torch.exp(0.5 * logvar) * eps
 
 
-def vae_loss(img: torch.Tensor, att: torch.Tensor,
-             image_posterior: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-             attribute_posterior: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-             image_decoder: nn.Module, attribute_decoder: nn.Module, beta: float, cross: float,
-             distance: float) -> torch.Tensor:
+def vae_loss(
+    img: torch.Tensor,
+    att: torch.Tensor,
+    image_posterior: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    attribute_posterior: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    image_decoder: nn.Module,
+    attribute_decoder: nn.Module,
+    beta: float,
+    cross: float,
+    distance: float,
+) -> torch.Tensor:
     """The CADA-VAE loss of one batch (``model/vaemodel.py:128-186``): L1 reconstruction
     ``+ beta * KL + cross * cross-reconstruction + distance * W``. Each posterior is
     ``(mu, logvar, z)`` with ``z`` its noisy sample.
@@ -172,12 +183,15 @@ def vae_loss(img: torch.Tensor, att: torch.Tensor,
     if cross > 0:
         out_x = image_decoder(torch.cat([z_x, z_a]))
         out_a = attribute_decoder(torch.cat([z_a, z_x]))
-        loss = (F.l1_loss(out_x[:b], img, reduction="sum")
-                + F.l1_loss(out_a[:b], att, reduction="sum")
-                + cross * cross_reconstruction_loss(img, att, out_x[b:], out_a[b:]))
+        loss = (
+            F.l1_loss(out_x[:b], img, reduction="sum")
+            + F.l1_loss(out_a[:b], att, reduction="sum")
+            + cross * cross_reconstruction_loss(img, att, out_x[b:], out_a[b:])
+        )
     else:
-        loss = (F.l1_loss(image_decoder(z_x), img, reduction="sum")
-                + F.l1_loss(attribute_decoder(z_a), att, reduction="sum"))
+        loss = F.l1_loss(image_decoder(z_x), img, reduction="sum") + F.l1_loss(
+            attribute_decoder(z_a), att, reduction="sum"
+        )
     if beta > 0:
         loss = loss + beta * (gaussian_kl(mu_x, lv_x) + gaussian_kl(mu_a, lv_a))
     if distance > 0:
@@ -188,6 +202,7 @@ def vae_loss(img: torch.Tensor, att: torch.Tensor,
 # --------------------------------------------------------------------------------------------
 # Networks
 # --------------------------------------------------------------------------------------------
+
 
 def _xavier(d_in: int, d_out: int, generator: torch.Generator) -> nn.Linear:
     """The official ``weights_init`` (``model/models.py:6-11``), drawn on the CPU from
@@ -213,7 +228,7 @@ class Encoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         out = self.heads(F.relu(self.hidden(x)))
-        return out[:, :self.latent], out[:, self.latent:]
+        return out[:, : self.latent], out[:, self.latent :]
 
 
 class Decoder(nn.Module):
@@ -231,6 +246,7 @@ class Decoder(nn.Module):
 # --------------------------------------------------------------------------------------------
 # The generator component
 # --------------------------------------------------------------------------------------------
+
 
 class VAEGenerator(FeatureGenerator):
     """CADA-VAE's generator stage (step 1 of the module docstring): the aligned VAEs. Its
@@ -259,20 +275,40 @@ class VAEGenerator(FeatureGenerator):
 
     name = "cada-vae"
     classifier_defaults: ClassVar[dict[str, Any]] = {
-        "syn_num": 400, "seen_num": 200, "classifier_lr": 0.001, "classifier_beta1": 0.5,
-        "classifier_epochs": 23, "classifier_batch_size": 32, "classifier_init": "xavier",
-        "classifier_batches": "reshuffle"}
+        "syn_num": 400,
+        "seen_num": 200,
+        "classifier_lr": 0.001,
+        "classifier_beta1": 0.5,
+        "classifier_epochs": 23,
+        "classifier_batch_size": 32,
+        "classifier_init": "xavier",
+        "classifier_batches": "reshuffle",
+    }
     classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
-        "classifier_epochs": (21, 23, 29, 33)}
+        "classifier_epochs": (21, 23, 29, 33)
+    }
 
-    def __init__(self, latent_size: int = 64, image_encoder_hidden: int = 1560,
-                 image_decoder_hidden: int = 1660, attribute_encoder_hidden: int = 1450,
-                 attribute_decoder_hidden: int = 665, epochs: int = 100, batch_size: int = 50,
-                 lr: float = 0.00015, beta_factor: float = 0.25, beta_start: int = 0,
-                 beta_end: int = 93, cross_reconstruction_factor: float = 2.37,
-                 cross_reconstruction_start: int = 21, cross_reconstruction_end: int = 75,
-                 distance_factor: float = 8.13, distance_start: int = 6, distance_end: int = 22,
-                 noise: str = "official") -> None:
+    def __init__(
+        self,
+        latent_size: int = 64,
+        image_encoder_hidden: int = 1560,
+        image_decoder_hidden: int = 1660,
+        attribute_encoder_hidden: int = 1450,
+        attribute_decoder_hidden: int = 665,
+        epochs: int = 100,
+        batch_size: int = 50,
+        lr: float = 0.00015,
+        beta_factor: float = 0.25,
+        beta_start: int = 0,
+        beta_end: int = 93,
+        cross_reconstruction_factor: float = 2.37,
+        cross_reconstruction_start: int = 21,
+        cross_reconstruction_end: int = 75,
+        distance_factor: float = 8.13,
+        distance_start: int = 6,
+        distance_end: int = 22,
+        noise: str = "official",
+    ) -> None:
         self.latent_size = latent_size
         self.image_encoder_hidden = image_encoder_hidden
         self.image_decoder_hidden = image_decoder_hidden
@@ -294,8 +330,15 @@ class VAEGenerator(FeatureGenerator):
 
     def check_params(self) -> None:
         who = self.name
-        for p in ("latent_size", "image_encoder_hidden", "image_decoder_hidden",
-                  "attribute_encoder_hidden", "attribute_decoder_hidden", "epochs", "batch_size"):
+        for p in (
+            "latent_size",
+            "image_encoder_hidden",
+            "image_decoder_hidden",
+            "attribute_encoder_hidden",
+            "attribute_decoder_hidden",
+            "epochs",
+            "batch_size",
+        ):
             hp.integer(who, p, getattr(self, p), 1)
         hp.real(who, "lr", self.lr)
         for term in ("beta", "cross_reconstruction", "distance"):
@@ -303,18 +346,26 @@ class VAEGenerator(FeatureGenerator):
             start = hp.integer(who, f"{term}_start", getattr(self, f"{term}_start"), 0)
             end = hp.integer(who, f"{term}_end", getattr(self, f"{term}_end"), 0)
             if end <= start:
-                raise ConfigError(f"{who}.{term}_end={end} must be greater than "
-                                  f"{who}.{term}_start={start}",
-                                  hint=f"the warm-up rises from {term}_start to {term}_end")
+                raise ConfigError(
+                    f"{who}.{term}_end={end} must be greater than {who}.{term}_start={start}",
+                    hint=f"the warm-up rises from {term}_start to {term}_end",
+                )
         hp.choice(who, "noise", self.noise, NOISES)
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-            seen_columns: torch.Tensor, seed: int) -> VAEGenerator:
+    def fit(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        att: torch.Tensor,
+        seen_columns: torch.Tensor,
+        seed: int,
+    ) -> VAEGenerator:
         """Train the two VAEs (``model/vaemodel.py:195-290``); initialisation and training draw
         from two streams of ``seed``."""
         device = x.device
-        init_seed, train_seed = (int(s) & (2**63 - 1) for s in
-                                 np.random.SeedSequence(seed).generate_state(2, np.uint64))
+        init_seed, train_seed = (
+            int(s) & (2**63 - 1) for s in np.random.SeedSequence(seed).generate_state(2, np.uint64)
+        )
         g_init = torch.Generator().manual_seed(init_seed)
         g = torch.Generator(device=device).manual_seed(train_seed)
         k = int(self.latent_size)
@@ -324,8 +375,9 @@ class VAEGenerator(FeatureGenerator):
         dec_a = Decoder(k, int(self.attribute_decoder_hidden), att.shape[1], g_init).to(device)
         modules = (enc_x, enc_a, dec_x, dec_a)
         # model/vaemodel.py:84
-        optimiser = adam([p for m in modules for p in m.parameters()], float(self.lr), 0.9,
-                         amsgrad=True)
+        optimiser = adam(
+            [p for m in modules for p in m.parameters()], float(self.lr), 0.9, amsgrad=True
+        )
         n, bs = x.shape[0], int(self.batch_size)
         per_epoch = -(-n // bs)  # model/vaemodel.py:211: range(0, ntrain, batch_size)
         epochs = int(self.epochs)
@@ -335,13 +387,21 @@ class VAEGenerator(FeatureGenerator):
             m.train()
         with steps("cada-vae epochs", epochs) as advance:
             for epoch in range(epochs):
-                beta = warmup_factor(epoch, float(self.beta_factor), int(self.beta_start),
-                                     int(self.beta_end))
-                cross = warmup_factor(epoch, float(self.cross_reconstruction_factor),
-                                      int(self.cross_reconstruction_start),
-                                      int(self.cross_reconstruction_end))
-                dist = warmup_factor(epoch, float(self.distance_factor),
-                                     int(self.distance_start), int(self.distance_end))
+                beta = warmup_factor(
+                    epoch, float(self.beta_factor), int(self.beta_start), int(self.beta_end)
+                )
+                cross = warmup_factor(
+                    epoch,
+                    float(self.cross_reconstruction_factor),
+                    int(self.cross_reconstruction_start),
+                    int(self.cross_reconstruction_end),
+                )
+                dist = warmup_factor(
+                    epoch,
+                    float(self.distance_factor),
+                    int(self.distance_start),
+                    int(self.distance_end),
+                )
                 total = torch.zeros((), dtype=torch.float64, device=device)
                 count = 0
                 for _ in range(per_epoch):
@@ -351,8 +411,17 @@ class VAEGenerator(FeatureGenerator):
                     mu_a, lv_a = enc_a(a)
                     z_x = sample_latent(mu_x, lv_x, g, noise)
                     z_a = sample_latent(mu_a, lv_a, g, noise)
-                    loss = vae_loss(img, a, (mu_x, lv_x, z_x), (mu_a, lv_a, z_a), dec_x, dec_a,
-                                    beta, cross, dist)
+                    loss = vae_loss(
+                        img,
+                        a,
+                        (mu_x, lv_x, z_x),
+                        (mu_a, lv_a, z_a),
+                        dec_x,
+                        dec_a,
+                        beta,
+                        cross,
+                        dist,
+                    )
                     optimiser.zero_grad(set_to_none=True)
                     loss.backward()
                     optimiser.step()
@@ -390,12 +459,17 @@ def zslbench_generators() -> list[type[FeatureGenerator]]:
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
-    return [MethodSpec(
-        "cada-vae", model="generative", components={"generator": "cada-vae"},
-        preprocessor="minmax",
-        description="Cross- and distribution-aligned VAEs for images and attributes, softmax "
-                    "classifier on latent features (Schönfeld et al. 2019)",
-        paper_name="CADA-VAE",
-        citation="Schönfeld, Ebrahimi, Sinha, Darrell, Akata. Generalized Zero- and Few-Shot "
-                 "Learning via Aligned Variational Autoencoders. CVPR 2019. Defaults: "
-                 "github.com/edgarschnfld/CADA-VAE-PyTorch model/single_experiment.py")]
+    return [
+        MethodSpec(
+            "cada-vae",
+            model="generative",
+            components={"generator": "cada-vae"},
+            preprocessor="minmax",
+            description="Cross- and distribution-aligned VAEs for images and attributes, softmax "
+            "classifier on latent features (Schönfeld et al. 2019)",
+            paper_name="CADA-VAE",
+            citation="Schönfeld, Ebrahimi, Sinha, Darrell, Akata. Generalized Zero- and Few-Shot "
+            "Learning via Aligned Variational Autoencoders. CVPR 2019. Defaults: "
+            "github.com/edgarschnfld/CADA-VAE-PyTorch model/single_experiment.py",
+        )
+    ]

@@ -44,8 +44,7 @@ class GammaCalibrator(Calibrator):
     def __init__(self) -> None:
         pass
 
-    def fit(self, scores: np.ndarray, labels: np.ndarray,
-            seen_mask: np.ndarray) -> GammaCalibrator:
+    def fit(self, scores: np.ndarray, labels: np.ndarray, seen_mask: np.ndarray) -> GammaCalibrator:
         """Search every interval of the validation curve; ``ValueError`` if a group is empty."""
         curve = seen_unseen_curve(scores, labels, seen_mask)
         h = np.atleast_1d(harmonic_mean(curve.A_U, curve.A_S))
@@ -68,8 +67,7 @@ class NoCalibrator(Calibrator):
     def __init__(self) -> None:
         pass
 
-    def fit(self, scores: np.ndarray, labels: np.ndarray,
-            seen_mask: np.ndarray) -> NoCalibrator:
+    def fit(self, scores: np.ndarray, labels: np.ndarray, seen_mask: np.ndarray) -> NoCalibrator:
         """Ignore the validation data and set ``gamma_ = 0.0``."""
         self.gamma_ = 0.0
         return self

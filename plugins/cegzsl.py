@@ -77,8 +77,13 @@ def supcon_loss(z: torch.Tensor, labels: torch.Tensor, temperature: float) -> to
 _PAIR_ROWS = 128
 
 
-def class_level_loss(h: torch.Tensor, labels: torch.Tensor, att_seen: torch.Tensor,
-                     comparator: Comparator, temperature: float) -> torch.Tensor:
+def class_level_loss(
+    h: torch.Tensor,
+    labels: torch.Tensor,
+    att_seen: torch.Tensor,
+    comparator: Comparator,
+    temperature: float,
+) -> torch.Tensor:
     """The class-level loss (``CE_GZSL.py:174-201``): cross-entropy of the softmax over seen
     classes ``c`` of ``F_ha([h; a_c]) / temperature``.
 
@@ -94,13 +99,14 @@ def class_level_loss(h: torch.Tensor, labels: torch.Tensor, att_seen: torch.Tens
     per_class = att_seen @ w[:, d:].T + comparator.fc1.bias  # (c, nhF)
     w2, b2 = comparator.fc2.weight[0], comparator.fc2.bias
 
-    def block_scores(a: torch.Tensor, c: torch.Tensor, w2: torch.Tensor,
-                     b2: torch.Tensor) -> torch.Tensor:
+    def block_scores(
+        a: torch.Tensor, c: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor
+    ) -> torch.Tensor:
         return F.leaky_relu(a[:, None, :] + c[None, :, :], SLOPE) @ w2 + b2
 
     blocks = []
     for s in range(0, len(h), _PAIR_ROWS):
-        a = per_image[s:s + _PAIR_ROWS]
+        a = per_image[s : s + _PAIR_ROWS]
         if torch.is_grad_enabled() and (a.requires_grad or per_class.requires_grad):
             blocks.append(checkpoint(block_scores, a, per_class, w2, b2, use_reentrant=False))
         else:
@@ -111,8 +117,9 @@ def class_level_loss(h: torch.Tensor, labels: torch.Tensor, att_seen: torch.Tens
 class EmbeddingNet(nn.Module):
     """``Map(x) = (h, z)``: ``h = ReLU(W1 x)``, ``z = normalize(W2 h)`` (``model.py:17-30``)."""
 
-    def __init__(self, x_dim: int, embed: int, outz: int, device: torch.device,
-                 gen: torch.Generator) -> None:
+    def __init__(
+        self, x_dim: int, embed: int, outz: int, device: torch.device, gen: torch.Generator
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(x_dim, embed, device, gen)
         self.fc2 = seeded_linear(embed, outz, device, gen)
@@ -125,8 +132,9 @@ class EmbeddingNet(nn.Module):
 class Comparator(nn.Module):
     """``F_ha``: Linear-LReLU-Linear on ``[h; a]`` (``model.py:67-79``)."""
 
-    def __init__(self, in_dim: int, hidden: int, device: torch.device,
-                 gen: torch.Generator) -> None:
+    def __init__(
+        self, in_dim: int, hidden: int, device: torch.device, gen: torch.Generator
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(in_dim, hidden, device, gen)
         self.fc2 = seeded_linear(hidden, 1, device, gen)
@@ -138,8 +146,15 @@ class Comparator(nn.Module):
 class CEGenerator(nn.Module):
     """``G(z, a) = ReLU(W2 LReLU(W1 [z; a]))`` (``model.py:33-48``, as f-CLSWGAN's)."""
 
-    def __init__(self, nz: int, att_dim: int, hidden: int, out_dim: int, device: torch.device,
-                 gen: torch.Generator) -> None:
+    def __init__(
+        self,
+        nz: int,
+        att_dim: int,
+        hidden: int,
+        out_dim: int,
+        device: torch.device,
+        gen: torch.Generator,
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(nz + att_dim, hidden, device, gen)
         self.fc2 = seeded_linear(hidden, out_dim, device, gen)
@@ -167,22 +182,45 @@ class CEGZSLGenerator(FeatureGenerator):
 
     name = "ce-gzsl"
     classifier_defaults: ClassVar[dict[str, Any]] = {
-        "syn_num": 100, "seen_num": None, "classifier_lr": 1e-3, "classifier_beta1": 0.5,
-        "classifier_epochs": 25, "classifier_batch_size": None, "classifier_init": "normal",
-        "classifier_batches": "stream"}
+        "syn_num": 100,
+        "seen_num": None,
+        "classifier_lr": 1e-3,
+        "classifier_beta1": 0.5,
+        "classifier_epochs": 25,
+        "classifier_batch_size": None,
+        "classifier_init": "normal",
+        "classifier_batches": "stream",
+    }
     classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
-        "syn_num": (100, 300), "classifier_epochs": (10, 25)}
+        "syn_num": (100, 300),
+        "classifier_epochs": (10, 25),
+    }
     official_selection: ClassVar[str | None] = (
         "best test H over the final classifier's epochs (official: the best test H of 25 "
-        "classifier epochs after every generator epoch, classifier_embed_contras.py:76-104)")
+        "classifier epochs after every generator epoch, classifier_embed_contras.py:76-104)"
+    )
 
-    def __init__(self, nz: int | None = None, ngh: int = 4096, ndh: int = 4096,
-                 embed_size: int = 2048, outz_size: int = 512, nhF: int = 2048,  # noqa: N803
-                 ins_weight: float = 0.001, cls_weight: float = 0.001, ins_temp: float = 0.1,
-                 cls_temp: float = 0.1, nepoch: int = 2000, critic_iter: int = 5,
-                 batch_size: int = 2048, lr: float = 1e-4, beta1: float = 0.5,
-                 lambda1: float = 10.0, lr_decay_epoch: int = 100,
-                 lr_dec_rate: float = 0.99) -> None:
+    def __init__(
+        self,
+        nz: int | None = None,
+        ngh: int = 4096,
+        ndh: int = 4096,
+        embed_size: int = 2048,
+        outz_size: int = 512,
+        nhF: int = 2048,  # noqa: N803
+        ins_weight: float = 0.001,
+        cls_weight: float = 0.001,
+        ins_temp: float = 0.1,
+        cls_temp: float = 0.1,
+        nepoch: int = 2000,
+        critic_iter: int = 5,
+        batch_size: int = 2048,
+        lr: float = 1e-4,
+        beta1: float = 0.5,
+        lambda1: float = 10.0,
+        lr_decay_epoch: int = 100,
+        lr_dec_rate: float = 0.99,
+    ) -> None:
         self.nz = nz
         self.ngh = ngh
         self.ndh = ndh
@@ -206,8 +244,17 @@ class CEGZSLGenerator(FeatureGenerator):
         who = self.name
         if self.nz is not None:
             hp.integer(who, "nz", self.nz, 1)
-        for p in ("ngh", "ndh", "embed_size", "outz_size", "nhF", "nepoch", "critic_iter",
-                  "batch_size", "lr_decay_epoch"):
+        for p in (
+            "ngh",
+            "ndh",
+            "embed_size",
+            "outz_size",
+            "nhF",
+            "nepoch",
+            "critic_iter",
+            "batch_size",
+            "lr_decay_epoch",
+        ):
             hp.integer(who, p, getattr(self, p), 1)
         for p in ("lr", "ins_temp", "cls_temp", "lr_dec_rate"):
             hp.real(who, p, getattr(self, p))
@@ -215,11 +262,19 @@ class CEGZSLGenerator(FeatureGenerator):
             hp.real(who, p, getattr(self, p), low=0.0, allow_low=True)
         beta1 = hp.real(who, "beta1", self.beta1, low=0.0, allow_low=True, high=1.0)
         if beta1 >= 1.0:
-            raise ConfigError(f"{who}.beta1={self.beta1!r} must be < 1 (Adam's first-moment "
-                              "decay)", hint=f"--set {who}.beta1=0.5 (official)")
+            raise ConfigError(
+                f"{who}.beta1={self.beta1!r} must be < 1 (Adam's first-moment decay)",
+                hint=f"--set {who}.beta1=0.5 (official)",
+            )
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-            seen_columns: torch.Tensor, seed: int) -> CEGZSLGenerator:
+    def fit(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        att: torch.Tensor,
+        seen_columns: torch.Tensor,
+        seed: int,
+    ) -> CEGZSLGenerator:
         device = x.device
         gen = torch.Generator(device=device).manual_seed(seed)
         n, dim = x.shape
@@ -235,8 +290,7 @@ class CEGZSLGenerator(FeatureGenerator):
         D = Critic(dim, k, self.ndh, device, gen)
         comp = Comparator(self.embed_size + k, self.nhF, device, gen)
         # CE_GZSL.py:149-151: one Adam for D, Map and F_ha; one for G
-        opt_d = adam([*D.parameters(), *emb.parameters(), *comp.parameters()], self.lr,
-                     self.beta1)
+        opt_d = adam([*D.parameters(), *emb.parameters(), *comp.parameters()], self.lr, self.beta1)
         opt_g = adam(G.parameters(), self.lr, self.beta1)
         critics = (D, emb, comp)
         g_steps = -(-n // int(self.batch_size))
@@ -256,9 +310,12 @@ class CEGZSLGenerator(FeatureGenerator):
                         with torch.no_grad():
                             fake = G(noise, ab)
                         wasserstein, gp = critic_terms(D, xb, fake, ab, self.lambda1, gen)
-                        cost = (wasserstein + gp
-                                + supcon_loss(z_real, lab, self.ins_temp)
-                                + class_level_loss(h_real, lab, att_seen, comp, self.cls_temp))
+                        cost = (
+                            wasserstein
+                            + gp
+                            + supcon_loss(z_real, lab, self.ins_temp)
+                            + class_level_loss(h_real, lab, att_seen, comp, self.cls_temp)
+                        )
                         cost.backward()
                         opt_d.step()
                     for m in critics:
@@ -268,11 +325,15 @@ class CEGZSLGenerator(FeatureGenerator):
                     h_fake, z_fake = emb(fake)
                     with torch.no_grad():
                         _, z_real = emb(xb)
-                    err = (-D(fake, ab).mean()
-                           + self.ins_weight * supcon_loss(torch.cat((z_fake, z_real)),
-                                                           torch.cat((lab, lab)), self.ins_temp)
-                           + self.cls_weight * class_level_loss(h_fake, lab, att_seen, comp,
-                                                                self.cls_temp))
+                    err = (
+                        -D(fake, ab).mean()
+                        + self.ins_weight
+                        * supcon_loss(
+                            torch.cat((z_fake, z_real)), torch.cat((lab, lab)), self.ins_temp
+                        )
+                        + self.cls_weight
+                        * class_level_loss(h_fake, lab, att_seen, comp, self.cls_temp)
+                    )
                     opt_g.zero_grad(set_to_none=True)
                     err.backward()
                     opt_g.step()
@@ -305,14 +366,20 @@ def zslbench_generators() -> list[type[FeatureGenerator]]:
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
-    return [MethodSpec(
-        "ce-gzsl", model="generative", components={"generator": "ce-gzsl"},
-        preprocessor="minmax", paper_name="CE-GZSL",
-        description="WGAN-GP feature generator with a contrastive embedding (instance- and "
-                    "class-level); softmax on the embedding (Han et al. 2021)",
-        citation="Z. Han, Z. Fu, S. Chen, J. Yang. Contrastive Embedding for Generalized "
-                 "Zero-Shot Learning. CVPR 2021. Defaults: github.com/Hanzy1996/CE-GZSL@7bf5358, "
-                 "CE_GZSL.py argparse and README (CUB).")]
+    return [
+        MethodSpec(
+            "ce-gzsl",
+            model="generative",
+            components={"generator": "ce-gzsl"},
+            preprocessor="minmax",
+            paper_name="CE-GZSL",
+            description="WGAN-GP feature generator with a contrastive embedding (instance- and "
+            "class-level); softmax on the embedding (Han et al. 2021)",
+            citation="Z. Han, Z. Fu, S. Chen, J. Yang. Contrastive Embedding for Generalized "
+            "Zero-Shot Learning. CVPR 2021. Defaults: github.com/Hanzy1996/CE-GZSL@7bf5358, "
+            "CE_GZSL.py argparse and README (CUB).",
+        )
+    ]
 
 
 __all__ = ["CEGZSLGenerator", "class_level_loss", "supcon_loss"]

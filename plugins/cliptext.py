@@ -59,9 +59,11 @@ def read_class_names(location: str) -> list[str]:
     """The class names at ``location`` (see the module docstring), cleaned."""
     path = Path(location).expanduser()
     if not path.exists():
-        raise ConfigError(f"clip-text: class_names {location!r} does not exist",
-                          hint="--set model.class_names=FILE (one name per line, or an "
-                          "att_splits.mat, or an .npz with class_names)")
+        raise ConfigError(
+            f"clip-text: class_names {location!r} does not exist",
+            hint="--set model.class_names=FILE (one name per line, or an "
+            "att_splits.mat, or an .npz with class_names)",
+        )
     if path.suffix == ".mat":
         from zslbench_plugins.xlsa17.loader import read_mat
 
@@ -82,16 +84,19 @@ def load_text_tower(spec: str) -> Callable[[list[str]], Any]:
     """``encode(prompts) -> (c, t)`` for ``open_clip:ARCH/PRETRAINED`` or ``module:callable``."""
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
-        raise ConfigError(f"clip-text: text_tower {spec!r} is not open_clip:ARCH/PRETRAINED or "
-                          "module:callable", hint=f"e.g. --set model.text_tower={TEXT_TOWER}")
+        raise ConfigError(
+            f"clip-text: text_tower {spec!r} is not open_clip:ARCH/PRETRAINED or module:callable",
+            hint=f"e.g. --set model.text_tower={TEXT_TOWER}",
+        )
     if kind == "open_clip":
         try:
             open_clip = importlib.import_module("open_clip")
         except Exception as exc:  # not installed, or torchvision broken beside this torch
-            raise ConfigError(f"clip-text: text_tower {spec} needs open_clip, which cannot be "
-                              f"imported here ({type(exc).__name__})",
-                              hint='pip install "zslbench[clip]", or give a module:callable') \
-                from None
+            raise ConfigError(
+                f"clip-text: text_tower {spec} needs open_clip, which cannot be "
+                f"imported here ({type(exc).__name__})",
+                hint='pip install "zslbench[clip]", or give a module:callable',
+            ) from None
         import torch
 
         arch, _, pretrained = rest.partition("/")
@@ -107,9 +112,10 @@ def load_text_tower(spec: str) -> Callable[[list[str]], Any]:
     try:
         factory = getattr(importlib.import_module(kind), rest)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"clip-text: cannot import {rest} from {kind} ({exc})",
-                          hint="give an importable module:callable returning encode(prompts)") \
-            from None
+        raise ConfigError(
+            f"clip-text: cannot import {rest} from {kind} ({exc})",
+            hint="give an importable module:callable returning encode(prompts)",
+        ) from None
     return factory()
 
 
@@ -130,8 +136,9 @@ class ClipText(Model):
 
     name = "clip-text"
 
-    def __init__(self, text_tower: str = TEXT_TOWER, class_names: str = "",
-                 prompt: str = PROMPT) -> None:
+    def __init__(
+        self, text_tower: str = TEXT_TOWER, class_names: str = "", prompt: str = PROMPT
+    ) -> None:
         self.text_tower = text_tower
         self.class_names = class_names
         self.prompt = prompt
@@ -139,33 +146,46 @@ class ClipText(Model):
     def check_params(self) -> None:
         for param in ("text_tower", "class_names", "prompt"):
             if not isinstance(getattr(self, param), str):
-                raise ConfigError(f"clip-text: {param} must be a string",
-                                  hint=f"--set model.{param}=...")
+                raise ConfigError(
+                    f"clip-text: {param} must be a string", hint=f"--set model.{param}=..."
+                )
         if not self.class_names:
-            raise ConfigError("clip-text needs the class names (the model contract gives ids)",
-                              hint="--set model.class_names=FILE (one name per line, an "
-                              "att_splits.mat or an .npz with class_names)")
+            raise ConfigError(
+                "clip-text needs the class names (the model contract gives ids)",
+                hint="--set model.class_names=FILE (one name per line, an "
+                "att_splits.mat or an .npz with class_names)",
+            )
         if "{}" not in self.prompt:
-            raise ConfigError(f"clip-text: prompt {self.prompt!r} has no {{}} for the class name",
-                              hint='e.g. --set "model.prompt=a photo of a {}."')
+            raise ConfigError(
+                f"clip-text: prompt {self.prompt!r} has no {{}} for the class name",
+                hint='e.g. --set "model.prompt=a photo of a {}."',
+            )
 
     def fit(self, features: Any, labels: Any, class_semantics: Any, classes: Any) -> ClipText:
         inp = self.check_fit_inputs(features, labels, class_semantics, classes, who="clip-text")
         names = read_class_names(self.class_names)
         if int(inp.classes.max()) >= len(names):
-            raise DataError(f"{self.class_names}: {len(names)} class names, but class "
-                            f"{int(inp.classes.max())} is asked about",
-                            hint="one name per class of the dataset, in its class order")
-        text = np.asarray(load_text_tower(self.text_tower)(
-            [self.prompt.format(names[c]) for c in inp.classes]), dtype=np.float64)
+            raise DataError(
+                f"{self.class_names}: {len(names)} class names, but class "
+                f"{int(inp.classes.max())} is asked about",
+                hint="one name per class of the dataset, in its class order",
+            )
+        text = np.asarray(
+            load_text_tower(self.text_tower)([self.prompt.format(names[c]) for c in inp.classes]),
+            dtype=np.float64,
+        )
         if text.ndim != 2 or text.shape[0] != len(inp.classes):
-            raise DataError(f"clip-text: the text tower {self.text_tower} returned shape "
-                            f"{text.shape} for {len(inp.classes)} prompts",
-                            hint="encode(prompts) must return one row per prompt")
+            raise DataError(
+                f"clip-text: the text tower {self.text_tower} returned shape "
+                f"{text.shape} for {len(inp.classes)} prompts",
+                hint="encode(prompts) must return one row per prompt",
+            )
         if text.shape[1] != inp.features.shape[1]:
-            raise DataError(f"clip-text: the text tower gives {text.shape[1]}-d embeddings but "
-                            f"the image features are {inp.features.shape[1]}-d",
-                            hint="use the image features of the same CLIP model as the text tower")
+            raise DataError(
+                f"clip-text: the text tower gives {text.shape[1]}-d embeddings but "
+                f"the image features are {inp.features.shape[1]}-d",
+                hint="use the image features of the same CLIP model as the text tower",
+            )
         self.text_ = _unit(text)
         self.classes_ = inp.classes
         return self
@@ -184,12 +204,18 @@ def zslbench_models() -> list[type[Model]]:
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
-    return [MethodSpec(
-        "clip-text", model="clip-text", preprocessor="none", paper_name="CLIP (zero-shot)",
-        description="Class prompts through a CLIP text tower, cosine similarity with the image "
-                    "features (Radford et al. 2021)",
-        citation="A. Radford et al. Learning Transferable Visual Models From Natural Language "
-                 "Supervision. ICML 2021.")]
+    return [
+        MethodSpec(
+            "clip-text",
+            model="clip-text",
+            preprocessor="none",
+            paper_name="CLIP (zero-shot)",
+            description="Class prompts through a CLIP text tower, cosine similarity with the image "
+            "features (Radford et al. 2021)",
+            citation="A. Radford et al. Learning Transferable Visual Models From Natural Language "
+            "Supervision. ICML 2021.",
+        )
+    ]
 
 
 __all__ = ["ClipText", "clean_name", "load_text_tower", "read_class_names"]

@@ -109,8 +109,9 @@ CN_MOMENTUM = 0.1
 SCORE_CHUNK = 8192
 
 
-def class_normalize(h: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
-                    mode: str) -> torch.Tensor:
+def class_normalize(
+    h: torch.Tensor, mean: torch.Tensor, var: torch.Tensor, mode: str
+) -> torch.Tensor:
     """CN with given per-unit statistics: ``(h - mean) / (var + eps)`` for ``"var"`` (the
     official code), ``(h - mean) / sqrt(var + eps)`` for ``"std"`` (a standardization proper).
     ``h`` is (classes, units); ``mean`` and ``var`` are (units,)."""
@@ -144,8 +145,16 @@ class _ClassNorm(torch.nn.Module):
 class _AttributeNet(torch.nn.Module):
     """Attributes (classes, k) -> prototypes (classes, d), the network of nb:90-101."""
 
-    def __init__(self, att_dim: int, hid_dim: int, feat_dim: int, class_norm: str,
-                 proper_init: bool, generator: torch.Generator, device: torch.device) -> None:
+    def __init__(
+        self,
+        att_dim: int,
+        hid_dim: int,
+        feat_dim: int,
+        class_norm: str,
+        proper_init: bool,
+        generator: torch.Generator,
+        device: torch.device,
+    ) -> None:
         super().__init__()
         self.fc1 = _linear(att_dim, hid_dim, generator, device)
         self.fc2 = _linear(hid_dim, hid_dim, generator, device)
@@ -161,16 +170,25 @@ class _AttributeNet(torch.nn.Module):
         return F.relu(self.fc3(h))
 
 
-def _linear(d_in: int, d_out: int, generator: torch.Generator, device: torch.device,
-            weight_bound: float | None = None) -> torch.nn.Linear:
+def _linear(
+    d_in: int,
+    d_out: int,
+    generator: torch.Generator,
+    device: torch.device,
+    weight_bound: float | None = None,
+) -> torch.nn.Linear:
     """``nn.Linear`` with PyTorch's default U(+-1/sqrt(d_in)) for weight and bias (or
     U(+-weight_bound) for the weight), drawn from ``generator`` on the CPU."""
     layer = torch.nn.utils.skip_init(torch.nn.Linear, d_in, d_out, device=device)
     default = 1.0 / math.sqrt(d_in)
     wb = default if weight_bound is None else weight_bound
     with torch.no_grad():
-        layer.weight.copy_(torch.empty(d_out, d_in, device="cpu").uniform_(-wb, wb, generator=generator))
-        layer.bias.copy_(torch.empty(d_out, device="cpu").uniform_(-default, default, generator=generator))
+        layer.weight.copy_(
+            torch.empty(d_out, d_in, device="cpu").uniform_(-wb, wb, generator=generator)
+        )
+        layer.bias.copy_(
+            torch.empty(d_out, device="cpu").uniform_(-default, default, generator=generator)
+        )
     return layer
 
 
@@ -180,8 +198,10 @@ def normalize_attributes(class_semantics: np.ndarray) -> np.ndarray:
     a = np.asarray(class_semantics, dtype=np.float64)
     norms = np.linalg.norm(a, axis=1, keepdims=True)
     if (norms == 0).any():
-        raise DataError("cnzsl: a class has an all-zero attribute vector, which cannot be "
-                        "normalised", hint="check the dataset's attributes")
+        raise DataError(
+            "cnzsl: a class has an all-zero attribute vector, which cannot be normalised",
+            hint="check the dataset's attributes",
+        )
     return (a / norms * math.sqrt(a.shape[1])).astype(np.float32)
 
 
@@ -212,11 +232,21 @@ class CNZSLModel(Model):
     search_space: ClassVar[dict[str, tuple[int, ...]]] = {"epochs": (10, 25, 50)}
     search_strategy: ClassVar[str] = "grid"
 
-    def __init__(self, hid_dim: int = 1024, epochs: int = 50, batch_size: int = 256,
-                 lr: float = 5e-4, weight_decay: float = 1e-4, lr_step: int = 25,
-                 lr_decay: float = 0.1, scale: float = 5.0, class_norm: str = "var",
-                 proper_init: bool = True, random_state: int | None = None,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self,
+        hid_dim: int = 1024,
+        epochs: int = 50,
+        batch_size: int = 256,
+        lr: float = 5e-4,
+        weight_decay: float = 1e-4,
+        lr_step: int = 25,
+        lr_decay: float = 0.1,
+        scale: float = 5.0,
+        class_norm: str = "var",
+        proper_init: bool = True,
+        random_state: int | None = None,
+        device: str = "cpu",
+    ) -> None:
         self.hid_dim = hid_dim
         self.epochs = epochs
         self.batch_size = batch_size
@@ -245,19 +275,29 @@ class CNZSLModel(Model):
         hp.seed(who, self.random_state)
         hp.torch_device(who, self.device)
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> CNZSLModel:
+    def fit(
+        self,
+        features: np.ndarray,
+        labels: np.ndarray,
+        class_semantics: np.ndarray,
+        classes: np.ndarray,
+    ) -> CNZSLModel:
         self.check_params()
         inp = self.check_fit_inputs(features, labels, class_semantics, classes, who=self.name)
         device = hp.torch_device(self.name, self.device)
-        seed = (int(self.random_state) if self.random_state is not None
-                else int(np.random.SeedSequence().entropy % (2**63)))
+        seed = (
+            int(self.random_state)
+            if self.random_state is not None
+            else int(np.random.SeedSequence().entropy % (2**63))
+        )
         generator = torch.Generator().manual_seed(seed)
         seen_cols = inp.seen_columns
         if len(seen_cols) < 2:
-            raise DataError(f"cnzsl: the training labels hold {len(seen_cols)} class; class "
-                            "normalization and a softmax need at least two",
-                            hint="check the split: every training set has two or more seen classes")
+            raise DataError(
+                f"cnzsl: the training labels hold {len(seen_cols)} class; class "
+                "normalization and a softmax need at least two",
+                hint="check the split: every training set has two or more seen classes",
+            )
 
         # Training targets: the position of each label among the seen classes (nb:39).
         to_seen = np.full(len(inp.classes), -1, dtype=np.int64)
@@ -266,26 +306,37 @@ class CNZSLModel(Model):
         # The features' normalisation does not depend on the parameters: done once, not per batch.
         x = _features_tensor(inp.features, device)
         if not bool(torch.isfinite(x).all()):
-            raise DataError("cnzsl: the training features contain NaN or inf",
-                            hint="fix the feature file")
+            raise DataError(
+                "cnzsl: the training features contain NaN or inf", hint="fix the feature file"
+            )
         x_ns = float(self.scale) * F.normalize(x, dim=1)
         del x
         att = torch.from_numpy(normalize_attributes(inp.class_semantics)).to(device)
         att_seen = att[torch.from_numpy(seen_cols).to(device)]
 
-        net = _AttributeNet(att.shape[1], int(self.hid_dim), x_ns.shape[1], self.class_norm,
-                            bool(self.proper_init), generator, device)
+        net = _AttributeNet(
+            att.shape[1],
+            int(self.hid_dim),
+            x_ns.shape[1],
+            self.class_norm,
+            bool(self.proper_init),
+            generator,
+            device,
+        )
         optimiser = adam(net.parameters(), float(self.lr), weight_decay=float(self.weight_decay))
-        scheduler = torch.optim.lr_scheduler.StepLR(optimiser, step_size=int(self.lr_step),
-                                                    gamma=float(self.lr_decay))
+        scheduler = torch.optim.lr_scheduler.StepLR(
+            optimiser, step_size=int(self.lr_step), gamma=float(self.lr_decay)
+        )
         n, bs, scale = x_ns.shape[0], int(self.batch_size), float(self.scale)
         history = torch.zeros(int(self.epochs), dtype=torch.float32, device=device)
         net.train()
         with steps("epochs", int(self.epochs)) as step:
             for epoch in range(int(self.epochs)):
-                order = torch.randperm(n, generator=generator, device="cpu").to(device)  # shuffle=True, nb:44
+                order = torch.randperm(n, generator=generator, device="cpu").to(
+                    device
+                )  # shuffle=True, nb:44
                 for start in range(0, n, bs):
-                    idx = order[start:start + bs]
+                    idx = order[start : start + bs]
                     protos = net(att_seen)
                     logits = x_ns[idx] @ (scale * F.normalize(protos, dim=1)).T
                     loss = F.cross_entropy(logits, y[idx])
@@ -311,16 +362,19 @@ class CNZSLModel(Model):
             raise RuntimeError("CNZSLModel.decision_function called before fit")
         features = np.asarray(features)
         if features.ndim != 2 or features.shape[1] != self.prototypes_.shape[1]:
-            raise DataError(f"cnzsl: features have shape {features.shape}, expected (n, "
-                            f"{self.prototypes_.shape[1]})", hint="score the features it was fit on")
+            raise DataError(
+                f"cnzsl: features have shape {features.shape}, expected (n, "
+                f"{self.prototypes_.shape[1]})",
+                hint="score the features it was fit on",
+            )
         device = hp.torch_device(self.name, self.device)
         protos = torch.from_numpy(self.prototypes_).to(device)
         out = np.empty((features.shape[0], protos.shape[0]), dtype=np.float64)
         with torch.no_grad():
             for start in range(0, features.shape[0], SCORE_CHUNK):
-                x = _features_tensor(features[start:start + SCORE_CHUNK], device)
+                x = _features_tensor(features[start : start + SCORE_CHUNK], device)
                 s = cosine_logits(x, protos, float(self.scale))
-                out[start:start + SCORE_CHUNK] = s.cpu().numpy()
+                out[start : start + SCORE_CHUNK] = s.cpu().numpy()
         return out
 
 
@@ -340,11 +394,16 @@ def zslbench_models() -> list[type[Model]]:
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
-    return [MethodSpec(
-        "cnzsl", model="cnzsl", preprocessor="none",
-        description="Attribute-to-classifier MLP with class normalization and scaled cosine "
-                    "logits (Skorokhodov & Elhoseiny, ICLR 2021)",
-        paper_name="CN-ZSL",
-        citation="Skorokhodov & Elhoseiny, Class normalization for (continual)? generalized "
-                 "zero-shot learning, ICLR 2021; defaults from github.com/universome/class-norm "
-                 "(class-norm-for-czsl.ipynb, configs/zsl.yml)")]
+    return [
+        MethodSpec(
+            "cnzsl",
+            model="cnzsl",
+            preprocessor="none",
+            description="Attribute-to-classifier MLP with class normalization and scaled cosine "
+            "logits (Skorokhodov & Elhoseiny, ICLR 2021)",
+            paper_name="CN-ZSL",
+            citation="Skorokhodov & Elhoseiny, Class normalization for (continual)? generalized "
+            "zero-shot learning, ICLR 2021; defaults from github.com/universome/class-norm "
+            "(class-norm-for-czsl.ipynb, configs/zsl.yml)",
+        )
+    ]

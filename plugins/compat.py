@@ -102,8 +102,9 @@ _BLOCK = 128
 _SCORE_ROWS = 8192
 
 
-def _normalise(x: torch.Tensor, norm: str, mean: torch.Tensor | None,
-               scale: torch.Tensor | None) -> torch.Tensor:
+def _normalise(
+    x: torch.Tensor, norm: str, mean: torch.Tensor | None, scale: torch.Tensor | None
+) -> torch.Tensor:
     """θ(x): ``l2`` row normalisation, ``std`` standardisation with the training images' ``mean``
     and ``scale``, or ``none``."""
     if norm == "l2":
@@ -132,8 +133,9 @@ def _one_thread_on_cpu(device: torch.device) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def rank_weights(n_classes: int, dtype: torch.dtype = torch.float64,
-                 device: torch.device | str = "cpu") -> torch.Tensor:
+def rank_weights(
+    n_classes: int, dtype: torch.dtype = torch.float64, device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """``l_k = Σ_{i≤k} 1/i`` for ``k = 0 .. n_classes`` (``l_0 = 0``): ALE's rank weights
     (Akata et al. TPAMI 2016, eq. 8, with α_i = 1/i, "more weight to the top of the list")."""
     k = torch.arange(1, n_classes + 1, dtype=torch.float64, device="cpu")
@@ -148,8 +150,13 @@ def _violations(scores: torch.Tensor, y: torch.Tensor, margin: float) -> torch.T
     return v.scatter(1, y[:, None], float("-inf"))
 
 
-def ranking_loss(scores: torch.Tensor, y: torch.Tensor, loss: str, margin: float = 1.0,
-                 weights: torch.Tensor | None = None) -> torch.Tensor:
+def ranking_loss(
+    scores: torch.Tensor,
+    y: torch.Tensor,
+    loss: str,
+    margin: float = 1.0,
+    weights: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Per-image loss (B,) of ``scores`` (B, C) with true columns ``y`` (B,): ALE's WAR loss,
     DeViSE's hinge rank loss or SJE's structured SVM loss (module docstring). Differentiable
     (autograd gives the same gradient as :func:`score_grad`); ALE's weight ``l_r / r`` is
@@ -169,8 +176,9 @@ def ranking_loss(scores: torch.Tensor, y: torch.Tensor, loss: str, margin: float
     raise ValueError(f"unknown loss {loss!r}; one of {', '.join(LOSSES)}")
 
 
-def score_grad(scores: np.ndarray, y: int, loss: str, margin: float = 1.0,
-               weights: np.ndarray | None = None) -> np.ndarray | None:
+def score_grad(
+    scores: np.ndarray, y: int, loss: str, margin: float = 1.0, weights: np.ndarray | None = None
+) -> np.ndarray | None:
     """``d loss / d scores`` (C,) of one image's :func:`ranking_loss`, or None when it has no
     margin violation (its SGD step is then zero).
 
@@ -204,9 +212,18 @@ def score_grad(scores: np.ndarray, y: int, loss: str, margin: float = 1.0,
     return c
 
 
-def sgd_epoch(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, phi: torch.Tensor,
-              order: torch.Tensor, lr: float, loss: str, margin: float, batch_size: int = 1,
-              block: int = _BLOCK) -> None:
+def sgd_epoch(
+    W: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    phi: torch.Tensor,
+    order: torch.Tensor,
+    lr: float,
+    loss: str,
+    margin: float,
+    batch_size: int = 1,
+    block: int = _BLOCK,
+) -> None:
     """One epoch of SGD on ``W`` (d, a) in place: images ``X[order]`` (labels ``y``, indices into
     the rows of ``phi`` (C, a), the training classes' semantics) in that order, ``batch_size`` at a
     time, each step ``W -= lr Σ_batch θ(x) (φᵀ c)ᵀ`` with ``c = score_grad`` at the step's W.
@@ -223,7 +240,7 @@ def sgd_epoch(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, phi: torch.Tens
     order_host = order.cpu().numpy()
     y_host = y.cpu().numpy()
     for start in range(0, len(order_host), block):
-        rows = order_host[start:start + block]
+        rows = order_host[start : start + block]
         idx = torch.as_tensor(rows, device=X.device)
         xb = X[idx]
         yb = y_host[rows]
@@ -282,11 +299,19 @@ class CompatModel(StagedModel):
     name = "compat"
     search_strategy: ClassVar[str] = "grid"
 
-    def __init__(self, loss: str = "ale", lr: float = 0.1, epochs: int = 25, margin: float = 1.0,
-                 batch_size: int = 1, norm: str = "l2",
-                 lr_grid: tuple[float, ...] | None = None,
-                 epochs_grid: tuple[int, ...] | None = None,
-                 random_state: int | None = None, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        loss: str = "ale",
+        lr: float = 0.1,
+        epochs: int = 25,
+        margin: float = 1.0,
+        batch_size: int = 1,
+        norm: str = "l2",
+        lr_grid: tuple[float, ...] | None = None,
+        epochs_grid: tuple[int, ...] | None = None,
+        random_state: int | None = None,
+        device: str = "cpu",
+    ) -> None:
         self.loss = loss
         self.lr = lr
         self.epochs = epochs
@@ -327,8 +352,12 @@ class CompatModel(StagedModel):
         # the training tensors, the initial W and the seeded random stream
         Stage("compat_prepare", reads=("norm",)),
         # SGD; a refit with more epochs continues the cached one (module docstring)
-        Stage("compat_sgd", reads=("loss", "lr", "margin", "batch_size", "epochs"),
-              after=("compat_prepare",), resumes="epochs"),
+        Stage(
+            "compat_sgd",
+            reads=("loss", "lr", "margin", "batch_size", "epochs"),
+            after=("compat_prepare",),
+            resumes="epochs",
+        ),
     )
 
     def begin_fit(self, inputs: Any) -> tuple[Any, torch.device]:
@@ -337,8 +366,11 @@ class CompatModel(StagedModel):
     def fit_compat_prepare(self, context: tuple[Any, torch.device]) -> dict[str, Any]:
         """Training tensors on the device, the initial W and the seeded generator."""
         inp, device = context
-        seed = (int(self.random_state) if self.random_state is not None
-                else int(np.random.SeedSequence().entropy % (2**63)))
+        seed = (
+            int(self.random_state)
+            if self.random_state is not None
+            else int(np.random.SeedSequence().entropy % (2**63))
+        )
         generator = torch.Generator().manual_seed(seed)
         x = torch.tensor(np.asarray(inp.features, dtype=np.float32), device=device)
         state: dict[str, Any] = {"seed": seed, "mean": None, "scale": None}
@@ -351,23 +383,35 @@ class CompatModel(StagedModel):
         # label -> index among the seen classes (columns of phi)
         seen_cols = inp.seen_columns
         state["y"] = torch.as_tensor(np.searchsorted(seen_cols, inp.y), device=device)
-        state["phi"] = torch.as_tensor(inp.class_semantics[seen_cols], dtype=torch.float32,
-                                       device=device)
+        state["phi"] = torch.as_tensor(
+            inp.class_semantics[seen_cols], dtype=torch.float32, device=device
+        )
         d, a = x.shape[1], inp.class_semantics.shape[1]
         w0 = torch.rand(d, a, generator=generator, dtype=torch.float32, device="cpu")
         state["W"] = (w0 / w0.norm(dim=0, keepdim=True).clamp(min=1e-12)).to(device)
         state["generator"] = generator.get_state()
         return state
 
-    def fit_compat_sgd(self, context: tuple[Any, torch.device], compat_prepare: dict[str, Any],
-                       resume: dict[str, Any] | None = None) -> dict[str, Any]:
+    def fit_compat_sgd(
+        self,
+        context: tuple[Any, torch.device],
+        compat_prepare: dict[str, Any],
+        resume: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """``epochs`` epochs of SGD from the initial W, or from ``resume`` (the state after
         fewer epochs, left unmodified): the same iterates either way, as the random stream's
         state travels with W."""
         _, device = context
-        start = resume if resume is not None else {
-            "W": compat_prepare["W"], "generator": compat_prepare["generator"], "epochs": 0,
-            "history": []}
+        start = (
+            resume
+            if resume is not None
+            else {
+                "W": compat_prepare["W"],
+                "generator": compat_prepare["generator"],
+                "epochs": 0,
+                "history": [],
+            }
+        )
         W = start["W"].clone()
         generator = torch.Generator().set_state(start["generator"])
         X, y, phi = compat_prepare["X"], compat_prepare["y"], compat_prepare["phi"]
@@ -379,12 +423,20 @@ class CompatModel(StagedModel):
                 step(start["epochs"])
             for _ in range(start["epochs"], epochs):
                 order = torch.randperm(len(y), generator=generator, device="cpu")
-                sgd_epoch(W, X, y, phi, order, float(self.lr), self.loss, float(self.margin),
-                          int(self.batch_size))
+                sgd_epoch(
+                    W,
+                    X,
+                    y,
+                    phi,
+                    order,
+                    float(self.lr),
+                    self.loss,
+                    float(self.margin),
+                    int(self.batch_size),
+                )
                 history.append(self._mean_loss(W, X, y, phi, weights))
                 step()
-        return {"W": W, "generator": generator.get_state(), "epochs": epochs,
-                "history": history}
+        return {"W": W, "generator": generator.get_state(), "epochs": epochs, "history": history}
 
     def end_fit(self, context: tuple[Any, torch.device], outputs: Mapping[str, Any]) -> None:
         inp, _ = context
@@ -398,15 +450,22 @@ class CompatModel(StagedModel):
         self.loss_history_ = torch.stack(history).cpu().numpy() if history else np.zeros(0)
         self.random_state_ = prep["seed"]
 
-    def _mean_loss(self, W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, phi: torch.Tensor,
-                   weights: torch.Tensor | None) -> torch.Tensor:
+    def _mean_loss(
+        self,
+        W: torch.Tensor,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        phi: torch.Tensor,
+        weights: torch.Tensor | None,
+    ) -> torch.Tensor:
         """Mean training loss at W (stays on the device: no sync per epoch on a GPU)."""
         total = torch.zeros((), dtype=W.dtype, device=W.device)
         proj = W @ phi.T
         for start in range(0, len(y), _SCORE_ROWS):
-            s = X[start:start + _SCORE_ROWS] @ proj
-            total += ranking_loss(s, y[start:start + _SCORE_ROWS], self.loss,
-                                  float(self.margin), weights).sum()
+            s = X[start : start + _SCORE_ROWS] @ proj
+            total += ranking_loss(
+                s, y[start : start + _SCORE_ROWS], self.loss, float(self.margin), weights
+            ).sum()
         return total / max(len(y), 1)
 
     # -- scoring ------------------------------------------------------------------------------
@@ -415,27 +474,33 @@ class CompatModel(StagedModel):
         if not hasattr(self, "W_"):
             raise RuntimeError("CompatModel.decision_function called before fit")
         device = hp.torch_device("compat", self.device)
-        proj = (torch.as_tensor(self.W_, device=device)
-                @ torch.as_tensor(self.class_semantics_, device=device).T)
+        proj = (
+            torch.as_tensor(self.W_, device=device)
+            @ torch.as_tensor(self.class_semantics_, device=device).T
+        )
         out = np.empty((len(features), proj.shape[1]), dtype=np.float64)
         for start in range(0, len(features), _SCORE_ROWS):
-            x = torch.tensor(np.asarray(features[start:start + _SCORE_ROWS],
-                                           dtype=np.float32), device=device)
-            out[start:start + _SCORE_ROWS] = (
-                _normalise(x, self.norm, self.mean_, self.scale_) @ proj).cpu().numpy()
+            x = torch.tensor(
+                np.asarray(features[start : start + _SCORE_ROWS], dtype=np.float32), device=device
+            )
+            out[start : start + _SCORE_ROWS] = (
+                (_normalise(x, self.norm, self.mean_, self.scale_) @ proj).cpu().numpy()
+            )
         return out
 
 
 _CITATIONS = {
     "ale": "Akata, Perronnin, Harchaoui, Schmid. Label-Embedding for Image Classification. "
-           "TPAMI 2016",
+    "TPAMI 2016",
     "devise": "Frome, Corrado, Shlens, Bengio, Dean, Ranzato, Mikolov. DeViSE: A Deep "
-              "Visual-Semantic Embedding Model. NeurIPS 2013",
+    "Visual-Semantic Embedding Model. NeurIPS 2013",
     "sje": "Akata, Reed, Walter, Lee, Schiele. Evaluation of Output Embeddings for Fine-Grained "
-           "Image Classification. CVPR 2015",
+    "Image Classification. CVPR 2015",
 }
-_GBU = ("; as evaluated in Xian, Lampert, Schiele, Akata. Zero-Shot Learning - A Comprehensive "
-        "Evaluation of the Good, the Bad and the Ugly. TPAMI 2019")
+_GBU = (
+    "; as evaluated in Xian, Lampert, Schiele, Akata. Zero-Shot Learning - A Comprehensive "
+    "Evaluation of the Good, the Bad and the Ugly. TPAMI 2019"
+)
 _DESCRIPTIONS = {
     "ale": "Bilinear compatibility, weighted approximate ranking loss (Akata et al. 2016)",
     "devise": "Bilinear compatibility, hinge rank loss summed over classes (Frome et al. 2013)",
@@ -443,9 +508,15 @@ _DESCRIPTIONS = {
 }
 
 METHODS = [
-    MethodSpec(loss, model="compat", preprocessor="none", params={"model": {"loss": loss}},
-               description=_DESCRIPTIONS[loss], paper_name=loss.upper() if loss != "devise"
-               else "DEVISE", citation=_CITATIONS[loss] + _GBU)
+    MethodSpec(
+        loss,
+        model="compat",
+        preprocessor="none",
+        params={"model": {"loss": loss}},
+        description=_DESCRIPTIONS[loss],
+        paper_name=loss.upper() if loss != "devise" else "DEVISE",
+        citation=_CITATIONS[loss] + _GBU,
+    )
     for loss in LOSSES
 ]
 

@@ -107,8 +107,9 @@ class _LinearTripletEmbedder(Embedder):
         hp.torch_device(self.name, self.device)
 
     # -- hooks for the subclasses -------------------------------------------------------------
-    def _prepare(self, y: np.ndarray, n_classes: int, generator: torch.Generator,
-                 features: torch.Tensor) -> Any:
+    def _prepare(
+        self, y: np.ndarray, n_classes: int, generator: torch.Generator, features: torch.Tensor
+    ) -> Any:
         raise NotImplementedError
 
     def _episode_loss(self, state: Any, linear: torch.nn.Linear) -> torch.Tensor:
@@ -123,27 +124,36 @@ class _LinearTripletEmbedder(Embedder):
         labels = _check_labels(labels, len(features))
         classes, y = np.unique(labels, return_inverse=True)
         if len(classes) < 2:
-            raise DataError(f"{self.name} embedder: the training labels hold {len(classes)} class; "
-                            "a triplet loss needs at least two",
-                            hint="check the split: every training set has two or more seen classes")
+            raise DataError(
+                f"{self.name} embedder: the training labels hold {len(classes)} class; "
+                "a triplet loss needs at least two",
+                hint="check the split: every training set has two or more seen classes",
+            )
         device = hp.torch_device(self.name, self.device)
-        seed = (int(self.random_state) if self.random_state is not None
-                else int(np.random.SeedSequence().entropy % (2**63)))
+        seed = (
+            int(self.random_state)
+            if self.random_state is not None
+            else int(np.random.SeedSequence().entropy % (2**63))
+        )
         generator = torch.Generator().manual_seed(seed)
         f = _to_tensor(features, device)
         if not bool(torch.isfinite(f).all()):
-            raise DataError(f"{self.name} embedder: the training features contain NaN or inf",
-                            hint="fix the feature file, or preprocess with the clip preprocessor")
+            raise DataError(
+                f"{self.name} embedder: the training features contain NaN or inf",
+                hint="fix the feature file, or preprocess with the clip preprocessor",
+            )
         linear = _init_linear(f.shape[1], int(self.latent_dim), generator, device)
-        optimiser = EpisodeAdam([linear.weight, linear.bias], lr=float(self.lr),
-                                weight_decay=float(self.weight_decay))
+        optimiser = EpisodeAdam(
+            [linear.weight, linear.bias], lr=float(self.lr), weight_decay=float(self.weight_decay)
+        )
         state = self._prepare(y, len(classes), generator, f)
         return EpisodeTrainer(self, linear, optimiser, state, classes, seed)
 
     def fit(self, features: np.ndarray, labels: np.ndarray) -> _LinearTripletEmbedder:
         run = self.trainer(features, labels)
-        history = torch.empty(int(self.episodes), dtype=torch.float32,
-                              device=run.linear.weight.device)
+        history = torch.empty(
+            int(self.episodes), dtype=torch.float32, device=run.linear.weight.device
+        )
         with steps("episodes", int(self.episodes)) as step:
             for episode in range(int(self.episodes)):
                 history[episode] = run.step()  # stays on the device: no sync per episode on a GPU
@@ -183,10 +193,18 @@ class BalancedTripletEmbedder(_LinearTripletEmbedder):
 
     name = "bt"
 
-    def __init__(self, latent_dim: int = 64, n_cb: int = 8, episodes: int = 500,
-                 lr: float = 0.002, weight_decay: float = 0.1, margin: float = 4.0,
-                 reduction: str = "sum", random_state: int | None = None,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self,
+        latent_dim: int = 64,
+        n_cb: int = 8,
+        episodes: int = 500,
+        lr: float = 0.002,
+        weight_decay: float = 0.1,
+        margin: float = 4.0,
+        reduction: str = "sum",
+        random_state: int | None = None,
+        device: str = "cpu",
+    ) -> None:
         self.latent_dim = latent_dim
         self.n_cb = n_cb
         self.episodes = episodes
@@ -201,28 +219,40 @@ class BalancedTripletEmbedder(_LinearTripletEmbedder):
         super().check_params()
         hp.integer(self.name, "n_cb", self.n_cb, 1)
 
-    def _prepare(self, y: np.ndarray, n_classes: int, generator: torch.Generator,
-                 features: torch.Tensor) -> Any:
+    def _prepare(
+        self, y: np.ndarray, n_classes: int, generator: torch.Generator, features: torch.Tensor
+    ) -> Any:
         sampler = ClassBalancedSampler(y, n_classes, int(self.n_cb))
         state = _batch_state(features, sampler, generator, sampler.expected_distinct())
-        state.workspace = torch.empty(n_classes * n_classes * int(self.n_cb),
-                                      dtype=features.dtype, device=features.device)
+        state.workspace = torch.empty(
+            n_classes * n_classes * int(self.n_cb), dtype=features.dtype, device=features.device
+        )
         return state
 
     def _episode_loss(self, state: Any, linear: torch.nn.Linear) -> torch.Tensor:
         idx = state.sampler.sample(state.generator)  # (L, n_cb) image indices, CPU
         latent = _batch_latent(state, linear, idx.reshape(-1))
         n_cls, n_cb = idx.shape
-        return balanced_triplet_loss(latent.view(n_cls, n_cb, -1), float(self.margin),
-                                     self.reduction, workspace=state.workspace)
+        return balanced_triplet_loss(
+            latent.view(n_cls, n_cb, -1),
+            float(self.margin),
+            self.reduction,
+            workspace=state.workspace,
+        )
 
 
-def _batch_state(features: torch.Tensor, sampler: Any, generator: torch.Generator,
-                 expected_rows: float) -> _BatchState:
+def _batch_state(
+    features: torch.Tensor, sampler: Any, generator: torch.Generator, expected_rows: float
+) -> _BatchState:
     """Map every image per episode when a batch touches most of them, else gather into a buffer."""
     full = expected_rows >= FULL_PASS_FRACTION * features.shape[0]
-    buffer = None if full else torch.empty(sampler.batch_size, features.shape[1],
-                                           dtype=features.dtype, device=features.device)
+    buffer = (
+        None
+        if full
+        else torch.empty(
+            sampler.batch_size, features.shape[1], dtype=features.dtype, device=features.device
+        )
+    )
     return _BatchState(features, sampler, generator, full, buffer)
 
 
@@ -237,10 +267,18 @@ class TripletEmbedder(_LinearTripletEmbedder):
 
     name = "t"
 
-    def __init__(self, latent_dim: int = 64, batch_size: int = 1024, episodes: int = 500,
-                 lr: float = 0.002, weight_decay: float = 0.1, margin: float = 4.0,
-                 reduction: str = "sum", random_state: int | None = None,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self,
+        latent_dim: int = 64,
+        batch_size: int = 1024,
+        episodes: int = 500,
+        lr: float = 0.002,
+        weight_decay: float = 0.1,
+        margin: float = 4.0,
+        reduction: str = "sum",
+        random_state: int | None = None,
+        device: str = "cpu",
+    ) -> None:
         self.latent_dim = latent_dim
         self.batch_size = batch_size
         self.episodes = episodes
@@ -255,8 +293,9 @@ class TripletEmbedder(_LinearTripletEmbedder):
         super().check_params()
         hp.integer(self.name, "batch_size", self.batch_size, 2)
 
-    def _prepare(self, y: np.ndarray, n_classes: int, generator: torch.Generator,
-                 features: torch.Tensor) -> Any:
+    def _prepare(
+        self, y: np.ndarray, n_classes: int, generator: torch.Generator, features: torch.Tensor
+    ) -> Any:
         sampler = UniformSampler(len(y), int(self.batch_size))
         state = _batch_state(features, sampler, generator, sampler.batch_size)
         state.labels = torch.as_tensor(y, dtype=torch.int64, device="cpu")
@@ -272,9 +311,15 @@ class TripletEmbedder(_LinearTripletEmbedder):
 class EpisodeTrainer:
     """A linear triplet embedder in training: W and b (``linear``), Adam, and the batch state."""
 
-    def __init__(self, model: _LinearTripletEmbedder, linear: torch.nn.Linear,
-                 optimiser: EpisodeAdam, state: _BatchState, classes: np.ndarray,
-                 seed: int) -> None:
+    def __init__(
+        self,
+        model: _LinearTripletEmbedder,
+        linear: torch.nn.Linear,
+        optimiser: EpisodeAdam,
+        state: _BatchState,
+        classes: np.ndarray,
+        seed: int,
+    ) -> None:
         self.model = model
         self.linear = linear
         self.optimiser = optimiser
@@ -304,14 +349,22 @@ class EpisodeAdam:
     count is a Python int, so nothing is read back from the device.
     """
 
-    def __init__(self, params: list[torch.nn.Parameter], lr: float, weight_decay: float = 0.0,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        params: list[torch.nn.Parameter],
+        lr: float,
+        weight_decay: float = 0.0,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
         self.params = list(params)
         self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
-        self.exp_avgs = [torch.zeros_like(p, memory_format=torch.preserve_format)
-                         for p in self.params]
-        self.exp_avg_sqs = [torch.zeros_like(p, memory_format=torch.preserve_format)
-                            for p in self.params]
+        self.exp_avgs = [
+            torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params
+        ]
+        self.exp_avg_sqs = [
+            torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params
+        ]
         self.steps = 0
 
     def zero_grad(self) -> None:
@@ -355,8 +408,9 @@ class ClassBalancedSampler:
         width = int(counts.max())
         # members[i, :counts[i]] are the images of class i; the rest is padding (never drawn).
         pos = np.arange(width)[None, :]
-        table = np.where(pos < counts[:, None], order[np.minimum(starts[:, None] + pos, len(y) - 1)],
-                         -1)
+        table = np.where(
+            pos < counts[:, None], order[np.minimum(starts[:, None] + pos, len(y) - 1)], -1
+        )
         self.n_cb = n_cb
         self.counts = torch.as_tensor(counts, device="cpu")
         self.members = torch.as_tensor(table, device="cpu")
@@ -375,7 +429,9 @@ class ClassBalancedSampler:
     def sample(self, generator: torch.Generator) -> torch.Tensor:
         if len(self.big):
             keys = torch.rand(self.padding.shape, generator=generator, device="cpu")
-            keys.masked_fill_(self.padding, 2.0)  # padding sorts last, never among the n_cb smallest
+            keys.masked_fill_(
+                self.padding, 2.0
+            )  # padding sorts last, never among the n_cb smallest
             picked = keys.topk(self.n_cb, dim=1, largest=False, sorted=False).indices
             if not len(self.small):  # every class is big (the usual case): no scatter needed
                 return self.members.gather(1, picked)
@@ -383,8 +439,9 @@ class ClassBalancedSampler:
         if len(self.big):
             cols[self.big] = picked
         if len(self.small):
-            u = torch.rand(len(self.small), self.n_cb, generator=generator, dtype=torch.float64,
-                           device="cpu")
+            u = torch.rand(
+                len(self.small), self.n_cb, generator=generator, dtype=torch.float64, device="cpu"
+            )
             cols[self.small] = (u * self.counts[self.small, None]).long()
         return self.members.gather(1, cols)
 
@@ -403,8 +460,14 @@ class UniformSampler:
 class _BatchState:
     """What an episode needs: device features, sampler, RNG, and how to form the batch."""
 
-    def __init__(self, features: torch.Tensor, sampler: Any, generator: torch.Generator,
-                 full: bool, buffer: torch.Tensor | None) -> None:
+    def __init__(
+        self,
+        features: torch.Tensor,
+        sampler: Any,
+        generator: torch.Generator,
+        full: bool,
+        buffer: torch.Tensor | None,
+    ) -> None:
         self.features = features
         self.sampler = sampler
         self.generator = generator
@@ -424,7 +487,8 @@ def _batch_latent(state: _BatchState, linear: torch.nn.Linear, rows: torch.Tenso
     device = state.features.device
     if state.full:
         return _Affine.apply(state.features, linear.weight, linear.bias).index_select(
-            0, rows.to(device))
+            0, rows.to(device)
+        )
     distinct, inverse = torch.unique(rows, sorted=True, return_inverse=True)
     batch = state.buffer[: len(distinct)]
     torch.index_select(state.features, 0, distinct.to(device), out=batch)
@@ -437,20 +501,26 @@ class _Affine(torch.autograd.Function):
     ``nn.Linear`` passes, and the backward computes only dW = Gᵀ·F and db."""
 
     @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, inputs: torch.Tensor,
-                weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        inputs: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor,
+    ) -> torch.Tensor:
         ctx.save_for_backward(inputs)
         return torch.addmm(bias, inputs, weight.T.contiguous())
 
     @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
-                 ) -> tuple[None, torch.Tensor, torch.Tensor]:
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
+    ) -> tuple[None, torch.Tensor, torch.Tensor]:
         (inputs,) = ctx.saved_tensors
         return None, grad.T @ inputs, grad.sum(0)
 
 
-def _init_linear(d_in: int, d_out: int, generator: torch.Generator, device: torch.device
-                 ) -> torch.nn.Linear:
+def _init_linear(
+    d_in: int, d_out: int, generator: torch.Generator, device: torch.device
+) -> torch.nn.Linear:
     """``nn.Linear(d_in, d_out)`` with PyTorch's default init distribution, U(±1/√d_in) for both W
     and b, drawn from ``generator`` on the CPU (so the init is the same on every device and the
     global RNG is left alone)."""
@@ -477,17 +547,21 @@ def _to_tensor(features: np.ndarray, device: torch.device) -> torch.Tensor:
 def _check_features(features: np.ndarray) -> np.ndarray:
     if not isinstance(features, np.ndarray) or features.ndim != 2:
         shape = getattr(features, "shape", None)
-        raise DataError(f"features must be a 2-D array (images × features), got shape {shape}",
-                        hint="pass the feature matrix, one row per image")
+        raise DataError(
+            f"features must be a 2-D array (images × features), got shape {shape}",
+            hint="pass the feature matrix, one row per image",
+        )
     return features
 
 
 def _check_labels(labels: np.ndarray, n: int) -> np.ndarray:
     labels = np.asarray(labels)
     if labels.ndim != 1 or len(labels) != n or not np.issubdtype(labels.dtype, np.integer):
-        raise DataError(f"labels must be {n} integer class indices (one per image), got "
-                        f"{labels.dtype} array of shape {labels.shape}",
-                        hint="pass the class index of every training image")
+        raise DataError(
+            f"labels must be {n} integer class indices (one per image), got "
+            f"{labels.dtype} array of shape {labels.shape}",
+            hint="pass the class index of every training image",
+        )
     return labels
 
 
@@ -496,9 +570,11 @@ def _check_fitted_width(model: Embedder, features: np.ndarray) -> None:
     if expected is None:
         raise RuntimeError(f"{type(model).__name__}.transform called before fit")
     if features.shape[1] != expected:
-        raise DataError(f"features have {features.shape[1]} columns but the {model.name} embedder "
-                        f"was fitted on {expected}",
-                        hint="transform features of the same kind as those it was fitted on")
+        raise DataError(
+            f"features have {features.shape[1]} columns but the {model.name} embedder "
+            f"was fitted on {expected}",
+            hint="transform features of the same kind as those it was fitted on",
+        )
 
 
 @hookimpl

@@ -85,8 +85,9 @@ class ESZSL(StagedModel):
         x = np.asarray(inp.features, dtype=np.float64).T  # d x n
         return x @ x.T, x @ y
 
-    def fit_closed_form(self, inp: FitInputs, statistics: tuple[np.ndarray, np.ndarray]
-                        ) -> np.ndarray:
+    def fit_closed_form(
+        self, inp: FitInputs, statistics: tuple[np.ndarray, np.ndarray]
+    ) -> np.ndarray:
         """``V`` with two symmetric positive definite solves (no explicit inverse)."""
         xx, xy = statistics
         s = inp.class_semantics[inp.seen_columns].T  # a x z
@@ -116,9 +117,15 @@ def zslbench_models() -> list[type[Model]]:
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
-    return [MethodSpec(
-        "eszsl", model="eszsl", preprocessor="none", paper_name="ESZSL",
-        description="Embarrassingly simple ZSL: closed-form bilinear compatibility (Romera-Paredes "
-                    "& Torr 2015)",
-        citation="B. Romera-Paredes and P. H. S. Torr, An embarrassingly simple approach to "
-                 "zero-shot learning, ICML 2015")]
+    return [
+        MethodSpec(
+            "eszsl",
+            model="eszsl",
+            preprocessor="none",
+            paper_name="ESZSL",
+            description="Embarrassingly simple ZSL: closed-form bilinear compatibility (Romera-Paredes "
+            "& Torr 2015)",
+            citation="B. Romera-Paredes and P. H. S. Torr, An embarrassingly simple approach to "
+            "zero-shot learning, ICML 2015",
+        )
+    ]

@@ -72,12 +72,20 @@ LEAKY_SLOPE = 0.2
 # Networks
 # --------------------------------------------------------------------------------------------
 
+
 class Generator(nn.Module):
     """``G(z, a) = ReLU(W2 LeakyReLU(W1 [z; a]))`` (official ``MLP_G``, ``model.py:210-225``): the
     output ReLU matches the non-negative ResNet features; input is noise then attributes."""
 
-    def __init__(self, nz: int, att_dim: int, hidden: int, out_dim: int, device: torch.device,
-                 gen: torch.Generator) -> None:
+    def __init__(
+        self,
+        nz: int,
+        att_dim: int,
+        hidden: int,
+        out_dim: int,
+        device: torch.device,
+        gen: torch.Generator,
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(nz + att_dim, hidden, device, gen)
         self.fc2 = seeded_linear(hidden, out_dim, device, gen)
@@ -91,8 +99,9 @@ class Critic(nn.Module):
     """``D(x, a) = w2 . LeakyReLU(W1 [x; a])`` (official ``MLP_CRITIC``, ``model.py:101-115``), one
     unbounded score per row (no sigmoid: a WGAN critic); output shape (n, 1)."""
 
-    def __init__(self, in_dim: int, att_dim: int, hidden: int, device: torch.device,
-                 gen: torch.Generator) -> None:
+    def __init__(
+        self, in_dim: int, att_dim: int, hidden: int, device: torch.device, gen: torch.Generator
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(in_dim + att_dim, hidden, device, gen)
         self.fc2 = seeded_linear(hidden, 1, device, gen)
@@ -114,12 +123,17 @@ class Critic(nn.Module):
         with torch.no_grad():
             pre = self.fc1(torch.cat((x, att), 1))
             slope = torch.where(pre > 0, torch.ones_like(pre), torch.full_like(pre, LEAKY_SLOPE))
-        return (slope * self.fc2.weight) @ self.fc1.weight[:, :x.shape[1]]
+        return (slope * self.fc2.weight) @ self.fc1.weight[:, : x.shape[1]]
 
 
-def gradient_penalty(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-                     real: torch.Tensor, fake: torch.Tensor, att: torch.Tensor,
-                     alpha: torch.Tensor, lambda1: float) -> torch.Tensor:
+def gradient_penalty(
+    critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    real: torch.Tensor,
+    fake: torch.Tensor,
+    att: torch.Tensor,
+    alpha: torch.Tensor,
+    lambda1: float,
+) -> torch.Tensor:
     """WGAN-GP penalty ``lambda1 * mean_i (||grad_x D(x_i, a_i)||_2 - 1)^2`` at the interpolates
     ``x_i = alpha_i real_i + (1 - alpha_i) fake_i`` (Gulrajani et al. 2017; official
     ``calc_gradient_penalty``, ``clswgan.py:148-173``).
@@ -141,9 +155,14 @@ def gradient_penalty(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
     return lambda1 * ((grad.norm(2, dim=1) - 1.0) ** 2).mean()
 
 
-def critic_terms(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-                 real: torch.Tensor, fake: torch.Tensor, att: torch.Tensor, lambda1: float,
-                 gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def critic_terms(
+    critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    real: torch.Tensor,
+    fake: torch.Tensor,
+    att: torch.Tensor,
+    lambda1: float,
+    gen: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The two terms of a WGAN-GP critic loss on one batch: ``mean D(fake) - mean D(real)``
     (real and fake scored in one pass) and :func:`gradient_penalty` at interpolates whose
     ``alpha ~ U(0, 1)`` per row is drawn from ``gen`` here. Shared by f-CLSWGAN and its
@@ -152,13 +171,16 @@ def critic_terms(critic: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     bs = len(real)
     alpha = torch.rand(bs, 1, generator=gen, device=real.device)
     scores = critic(torch.cat((real, fake)), torch.cat((att, att)))
-    return (scores[bs:].mean() - scores[:bs].mean(),
-            gradient_penalty(critic, real, fake, att, alpha, lambda1))
+    return (
+        scores[bs:].mean() - scores[:bs].mean(),
+        gradient_penalty(critic, real, fake, att, alpha, lambda1),
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # The generator component
 # --------------------------------------------------------------------------------------------
+
 
 class WGANGenerator(FeatureGenerator):
     """f-CLSWGAN's generator stage: a conditional WGAN-GP with a classification loss (steps 1-2 of
@@ -200,20 +222,40 @@ class WGANGenerator(FeatureGenerator):
 
     name = "f-clswgan"
     classifier_defaults: ClassVar[dict[str, Any]] = {
-        "syn_num": 300, "seen_num": None, "classifier_lr": 1e-3, "classifier_beta1": 0.5,
-        "classifier_epochs": 25, "classifier_batch_size": None, "classifier_init": "normal",
-        "classifier_batches": "stream"}
+        "syn_num": 300,
+        "seen_num": None,
+        "classifier_lr": 1e-3,
+        "classifier_beta1": 0.5,
+        "classifier_epochs": 25,
+        "classifier_batch_size": None,
+        "classifier_init": "normal",
+        "classifier_batches": "stream",
+    }
     classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
-        "syn_num": (300, 1200, 1800), "classifier_epochs": (10, 25)}
+        "syn_num": (300, 1200, 1800),
+        "classifier_epochs": (10, 25),
+    }
     official_selection: ClassVar[str | None] = (
         "best test H over the final classifier's epochs (official classifier2.py:81-109 keeps "
-        "the epoch of best test H; its GAN epochs per dataset were also chosen on test)")
+        "the epoch of best test H; its GAN epochs per dataset were also chosen on test)"
+    )
 
-    def __init__(self, nz: int | None = None, ngh: int = 4096, ndh: int = 4096,
-                 lr: float = 1e-4, beta1: float = 0.5, batch_size: int = 64,
-                 critic_iter: int = 5, lambda1: float = 10.0, cls_weight: float = 0.01,
-                 nepoch: int = 56, pretrain_lr: float = 1e-3, pretrain_epochs: int = 50,
-                 pretrain_batch_size: int = 100) -> None:
+    def __init__(
+        self,
+        nz: int | None = None,
+        ngh: int = 4096,
+        ndh: int = 4096,
+        lr: float = 1e-4,
+        beta1: float = 0.5,
+        batch_size: int = 64,
+        critic_iter: int = 5,
+        lambda1: float = 10.0,
+        cls_weight: float = 0.01,
+        nepoch: int = 56,
+        pretrain_lr: float = 1e-3,
+        pretrain_epochs: int = 50,
+        pretrain_batch_size: int = 100,
+    ) -> None:
         self.nz = nz
         self.ngh = ngh
         self.ndh = ndh
@@ -231,25 +273,42 @@ class WGANGenerator(FeatureGenerator):
     def check_params(self) -> None:
         if self.nz is not None:
             hp.integer(WHO, "nz", self.nz, 1)
-        for name in ("ngh", "ndh", "batch_size", "critic_iter", "nepoch", "pretrain_epochs",
-                     "pretrain_batch_size"):
+        for name in (
+            "ngh",
+            "ndh",
+            "batch_size",
+            "critic_iter",
+            "nepoch",
+            "pretrain_epochs",
+            "pretrain_batch_size",
+        ):
             hp.integer(WHO, name, getattr(self, name), 1)
         for name in ("lr", "pretrain_lr"):
             hp.real(WHO, name, getattr(self, name))
         beta1 = hp.real(WHO, "beta1", self.beta1, low=0.0, allow_low=True, high=1.0)
         if beta1 >= 1.0:
-            raise ConfigError(f"{WHO}.beta1={self.beta1!r} must be < 1 (Adam's first-moment "
-                              "decay)", hint=f"--set {WHO}.beta1=0.5 (official)")
+            raise ConfigError(
+                f"{WHO}.beta1={self.beta1!r} must be < 1 (Adam's first-moment decay)",
+                hint=f"--set {WHO}.beta1=0.5 (official)",
+            )
         hp.real(WHO, "lambda1", self.lambda1, low=0.0, allow_low=True)
         hp.real(WHO, "cls_weight", self.cls_weight, low=0.0, allow_low=True)
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-            seen_columns: torch.Tensor, seed: int) -> WGANGenerator:
+    def fit(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        att: torch.Tensor,
+        seen_columns: torch.Tensor,
+        seed: int,
+    ) -> WGANGenerator:
         """Steps 1-2 of the module docstring."""
         if len(seen_columns) == len(att):
-            raise DataError(f"{WHO}: every candidate class has training images; the method "
-                            "synthesises features of unseen classes only",
-                            hint="pass the unseen classes (without images) in classes")
+            raise DataError(
+                f"{WHO}: every candidate class has training images; the method "
+                "synthesises features of unseen classes only",
+                hint="pass the unseen classes (without images) in classes",
+            )
         device = x.device
         gen = torch.Generator(device=device).manual_seed(seed)
         n, dim = x.shape
@@ -263,10 +322,17 @@ class WGANGenerator(FeatureGenerator):
 
         pre = None
         if self.cls_weight > 0:
-            pre = train_softmax(x, y_seen, len(seen_columns), lr=self.pretrain_lr,
-                                beta1=self.beta1, epochs=self.pretrain_epochs,
-                                batch_size=self.pretrain_batch_size, gen=gen,
-                                label="pretrain epochs")
+            pre = train_softmax(
+                x,
+                y_seen,
+                len(seen_columns),
+                lr=self.pretrain_lr,
+                beta1=self.beta1,
+                epochs=self.pretrain_epochs,
+                batch_size=self.pretrain_batch_size,
+                gen=gen,
+                label="pretrain epochs",
+            )
 
         netG = Generator(nz, att.shape[1], self.ngh, dim, device, gen)
         netD = Critic(dim, att.shape[1], self.ndh, device, gen)
@@ -296,7 +362,8 @@ class WGANGenerator(FeatureGenerator):
                     loss_g = -netD(fake, a).mean()
                     if pre is not None:
                         loss_g = loss_g + self.cls_weight * nn.functional.cross_entropy(
-                            pre(fake), lab)
+                            pre(fake), lab
+                        )
                     optG.zero_grad(set_to_none=True)
                     loss_g.backward()
                     optG.step()
@@ -319,14 +386,20 @@ def zslbench_generators() -> list[type[FeatureGenerator]]:
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
-    return [MethodSpec(
-        "f-clswgan", model="generative", components={"generator": "f-clswgan"},
-        preprocessor="minmax", paper_name="f-CLSWGAN",
-        description="Conditional WGAN-GP feature generator + softmax on real seen and synthetic "
-                    "unseen features (Xian et al. 2018)",
-        citation="Y. Xian, T. Lorenz, B. Schiele, Z. Akata. Feature Generating Networks for "
-                 "Zero-Shot Learning. CVPR 2018. Defaults: the authors' PyTorch code "
-                 "(github.com/myaghmaei/f-CLSWGAN@3ccae2e mirror), CUB GZSL script.")]
+    return [
+        MethodSpec(
+            "f-clswgan",
+            model="generative",
+            components={"generator": "f-clswgan"},
+            preprocessor="minmax",
+            paper_name="f-CLSWGAN",
+            description="Conditional WGAN-GP feature generator + softmax on real seen and synthetic "
+            "unseen features (Xian et al. 2018)",
+            citation="Y. Xian, T. Lorenz, B. Schiele, Z. Akata. Feature Generating Networks for "
+            "Zero-Shot Learning. CVPR 2018. Defaults: the authors' PyTorch code "
+            "(github.com/myaghmaei/f-CLSWGAN@3ccae2e mirror), CUB GZSL script.",
+        )
+    ]
 
 
 __all__ = ["Critic", "Generator", "WGANGenerator", "critic_terms", "gradient_penalty"]

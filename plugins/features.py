@@ -53,9 +53,20 @@ from zslbench.hookspecs import hookimpl
 MANIFEST = "extract.json"
 PARTIAL = "features.npy.partial"
 #: Every file this command writes in its output folder (anything else there is not its own).
-OWN_FILES = (MANIFEST, PARTIAL, "features.npy", "labels.npy", "class_semantics.npy",
-             "class_names.npy", "trainval_idx.npy", "test_seen_idx.npy", "test_unseen_idx.npy",
-             "val_classes.npy", "kind.npy", "backbone.npy")
+OWN_FILES = (
+    MANIFEST,
+    PARTIAL,
+    "features.npy",
+    "labels.npy",
+    "class_semantics.npy",
+    "class_names.npy",
+    "trainval_idx.npy",
+    "test_seen_idx.npy",
+    "test_unseen_idx.npy",
+    "val_classes.npy",
+    "kind.npy",
+    "backbone.npy",
+)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -72,10 +83,12 @@ def _optional(module: str, extra: str) -> Any:
     try:
         return importlib.import_module(module)
     except Exception as exc:  # not installed, or broken beside this torch (torchvision)
-        raise ConfigError(f"--backbone needs {module}, which cannot be imported here "
-                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
-                          hint=f'pip install "zslbench[{extra}]" (with a torchvision that matches '
-                          "your torch), or give a module:callable") from None
+        raise ConfigError(
+            f"--backbone needs {module}, which cannot be imported here "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+            hint=f'pip install "zslbench[{extra}]" (with a torchvision that matches '
+            "your torch), or give a module:callable",
+        ) from None
 
 
 def default_preprocess(size: int) -> Callable[[Any], Any]:
@@ -90,8 +103,9 @@ def default_preprocess(size: int) -> Callable[[Any], Any]:
         image = image.convert("RGB")
         w, h = image.size
         scale = size / min(w, h)
-        image = image.resize((max(size, round(w * scale)), max(size, round(h * scale))),
-                             Image.BICUBIC)
+        image = image.resize(
+            (max(size, round(w * scale)), max(size, round(h * scale))), Image.BICUBIC
+        )
         w, h = image.size
         left, top = (w - size) // 2, (h - size) // 2
         image = image.crop((left, top, left + size, top + size))
@@ -105,8 +119,10 @@ def load_backbone(spec: str, image_size: int, name: str | None = None) -> Backbo
     """The backbone ``spec`` names (see the module docstring); ``name`` overrides its name."""
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
-        raise ConfigError(f"--backbone {spec!r} is not timm:NAME, open_clip:ARCH/PRETRAINED or "
-                          "module:callable", hint="e.g. --backbone timm:resnet50")
+        raise ConfigError(
+            f"--backbone {spec!r} is not timm:NAME, open_clip:ARCH/PRETRAINED or module:callable",
+            hint="e.g. --backbone timm:resnet50",
+        )
     if kind == "timm":
         timm = _optional("timm", "timm")
         model = timm.create_model(rest, pretrained=True, num_classes=0)
@@ -116,7 +132,9 @@ def load_backbone(spec: str, image_size: int, name: str | None = None) -> Backbo
     if kind == "open_clip":
         open_clip = _optional("open_clip", "clip")
         arch, _, pretrained = rest.partition("/")
-        model, _, transform = open_clip.create_model_and_transforms(arch, pretrained=pretrained or None)
+        model, _, transform = open_clip.create_model_and_transforms(
+            arch, pretrained=pretrained or None
+        )
 
         class ImageTower:  # the image tower alone, as a module-like callable
             def __init__(self, clip: Any) -> None:
@@ -139,16 +157,20 @@ def load_backbone(spec: str, image_size: int, name: str | None = None) -> Backbo
     try:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"--backbone {spec}: cannot import {attr} from {module_name} ({exc})",
-                          hint="give an importable module:callable that returns a torch module")\
-            from None
+        raise ConfigError(
+            f"--backbone {spec}: cannot import {attr} from {module_name} ({exc})",
+            hint="give an importable module:callable that returns a torch module",
+        ) from None
     return Backbone(name or attr, factory(), default_preprocess(image_size))
 
 
 # -- the folder ---------------------------------------------------------------------------------
 def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
-    atomic_write(out / MANIFEST, lambda fh: fh.write(json.dumps(manifest, indent=1,
-                                                                  sort_keys=True) + "\n"), "w")
+    atomic_write(
+        out / MANIFEST,
+        lambda fh: fh.write(json.dumps(manifest, indent=1, sort_keys=True) + "\n"),
+        "w",
+    )
 
 
 def _mat_list(images: Path, list_file: Path) -> list[Path]:
@@ -165,14 +187,18 @@ def _mat_list(images: Path, list_file: Path) -> list[Path]:
     start = 1 if first and first[0] in ("/", "\\") or Path(entries[0]).is_absolute() else 0
     cut = next((k for k in range(start, len(first)) if images.joinpath(*first[k:]).is_file()), None)
     if cut is None:
-        raise DataError(f"{list_file}: its first image {entries[0]!r} is not under {images}",
-                        hint="point --images at the folder that holds the benchmark's images")
+        raise DataError(
+            f"{list_file}: its first image {entries[0]!r} is not under {images}",
+            hint="point --images at the folder that holds the benchmark's images",
+        )
     paths = []
     for number, entry in enumerate(entries, 1):
         path = images.joinpath(*Path(entry.replace("\\", "/")).parts[cut:])
         if not path.is_file():
-            raise DataError(f"{list_file}: image {number} ({entry!r}) is not {path}",
-                            hint="point --images at the folder that holds every listed image")
+            raise DataError(
+                f"{list_file}: image {number} ({entry!r}) is not {path}",
+                hint="point --images at the folder that holds every listed image",
+            )
         paths.append(path)
     return paths
 
@@ -186,19 +212,26 @@ def read_list(images: Path, list_file: Path) -> list[Path]:
     try:
         lines = list_file.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise DataError(f"{list_file}: cannot read the image list ({exc.strerror})",
-                        hint="give a text file with one image path per line") from None
+        raise DataError(
+            f"{list_file}: cannot read the image list ({exc.strerror})",
+            hint="give a text file with one image path per line",
+        ) from None
     paths = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        rel = line.split()[0] if len(line.split()) > 1 and not (images / line.strip()).exists() \
+        rel = (
+            line.split()[0]
+            if len(line.split()) > 1 and not (images / line.strip()).exists()
             else line.strip()
+        )
         path = images / rel
         if not path.is_file():
-            raise DataError(f"{list_file}:{number}: image {rel!r} is not a file under {images}",
-                            hint="list paths relative to --images, one per line, in the "
-                            "benchmark's image order")
+            raise DataError(
+                f"{list_file}:{number}: image {rel!r} is not a file under {images}",
+                hint="list paths relative to --images, one per line, in the "
+                "benchmark's image order",
+            )
         paths.append(path)
     if not paths:
         raise DataError(f"{list_file}: lists no image", hint="one image path per line")
@@ -212,25 +245,33 @@ def _check_folder(out: Path, expected: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if not out.is_dir():
         raise UserError(f"--out {out} is a file", hint="name a new or empty folder")
-    foreign = sorted(p.name for p in out.iterdir()
-                     if p.name not in OWN_FILES and not (p.name.startswith(".") and
-                                                         p.name.endswith(".tmp")))
+    foreign = sorted(
+        p.name
+        for p in out.iterdir()
+        if p.name not in OWN_FILES and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+    )
     names = {p.name for p in out.iterdir()}
     if foreign or (names and MANIFEST not in names):
-        raise UserError(f"--out {out} holds files this command did not write "
-                        f"({', '.join(foreign or sorted(names))[:120]})",
-                        hint="name a new or empty folder; nothing there is overwritten or deleted")
+        raise UserError(
+            f"--out {out} holds files this command did not write "
+            f"({', '.join(foreign or sorted(names))[:120]})",
+            hint="name a new or empty folder; nothing there is overwritten or deleted",
+        )
     if not names:
         return None
     try:
         manifest = json.loads((out / MANIFEST).read_text())
     except (OSError, ValueError):
-        raise UserError(f"{out / MANIFEST} is not a readable manifest",
-                        hint="name a new folder (this one is left as it is)") from None
+        raise UserError(
+            f"{out / MANIFEST} is not a readable manifest",
+            hint="name a new folder (this one is left as it is)",
+        ) from None
     for key, value in expected.items():
         if manifest.get(key) != value:
-            raise UserError(f"{out} was extracted with {key} {manifest.get(key)!r}, not {value!r}",
-                            hint="give the same options to continue it, or name a new --out")
+            raise UserError(
+                f"{out} was extracted with {key} {manifest.get(key)!r}, not {value!r}",
+                hint="give the same options to continue it, or name a new --out",
+            )
     return manifest
 
 
@@ -252,9 +293,20 @@ def _save(path: Path, value: Any) -> None:
     atomic_write(path, lambda fh: np.save(fh, value))
 
 
-def extract(*, images: Path, list_file: Path, like: ZSLData, backbone: Backbone, out: Path,
-            spec: str, image_size: int, batch_size: int = 64, device: str = "auto",
-            kind: str = "custom", say: Callable[[str], None] = print) -> dict[str, Any]:
+def extract(
+    *,
+    images: Path,
+    list_file: Path,
+    like: ZSLData,
+    backbone: Backbone,
+    out: Path,
+    spec: str,
+    image_size: int,
+    batch_size: int = 64,
+    device: str = "auto",
+    kind: str = "custom",
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Extract, resume, finish; returns the finished manifest (see the module docstring)."""
     import torch
     from PIL import Image, UnidentifiedImageError
@@ -262,20 +314,35 @@ def extract(*, images: Path, list_file: Path, like: ZSLData, backbone: Backbone,
     paths = read_list(images, list_file)
     n = len(paths)
     if n != like.features.shape[0]:
-        raise DataError(f"{list_file} lists {n} images; dataset {like.name!r} has "
-                        f"{like.features.shape[0]}", hint="list every image of the benchmark, "
-                        "in its order (row i of its features is line i)")
-    list_sha = hashlib.sha256("\n".join(str(p.relative_to(images)) for p in paths).encode()).hexdigest()
-    expected = {"backbone": backbone.name, "backbone_spec": spec, "images_sha256": list_sha,
-                "n_images": n, "image_size": image_size, "like": like.name}
+        raise DataError(
+            f"{list_file} lists {n} images; dataset {like.name!r} has {like.features.shape[0]}",
+            hint="list every image of the benchmark, "
+            "in its order (row i of its features is line i)",
+        )
+    list_sha = hashlib.sha256(
+        "\n".join(str(p.relative_to(images)) for p in paths).encode()
+    ).hexdigest()
+    expected = {
+        "backbone": backbone.name,
+        "backbone_spec": spec,
+        "images_sha256": list_sha,
+        "n_images": n,
+        "image_size": image_size,
+        "like": like.name,
+    }
     manifest = _check_folder(out, expected)
     if manifest is not None and manifest.get("complete"):
-        say(f"{out}: already extracted ({n} images, {backbone.name}); features sha256 "
-            f"{manifest['features_sha256']}")
+        say(
+            f"{out}: already extracted ({n} images, {backbone.name}); features sha256 "
+            f"{manifest['features_sha256']}"
+        )
         return manifest
     out.mkdir(parents=True, exist_ok=True)
-    dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available()
-                       else ("cpu" if device == "auto" else device))
+    dev = torch.device(
+        "cuda"
+        if device == "auto" and torch.cuda.is_available()
+        else ("cpu" if device == "auto" else device)
+    )
     module = backbone.module.to(dev)
     module.eval()
     done = int(manifest["done"]) if manifest else 0
@@ -293,42 +360,58 @@ def extract(*, images: Path, list_file: Path, like: ZSLData, backbone: Backbone,
     with torch.no_grad():
         for start in range(done, n, batch_size):
             batch = []
-            for path in paths[start:start + batch_size]:
+            for path in paths[start : start + batch_size]:
                 try:
                     with Image.open(path) as image:
                         batch.append(backbone.preprocess(image))
                 except (UnidentifiedImageError, OSError) as exc:
-                    raise DataError(f"{path}: cannot read it as an image ({exc})",
-                                    hint="replace or re-download the image") from None
+                    raise DataError(
+                        f"{path}: cannot read it as an image ({exc})",
+                        hint="replace or re-download the image",
+                    ) from None
             rows = module(torch.stack(batch).to(dev))
             rows = rows.reshape(rows.shape[0], -1).float().cpu().numpy()
             if feats is None:
-                feats = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32,
-                                                  shape=(n, rows.shape[1]))
-            feats[start:start + len(rows)] = rows
+                feats = np.lib.format.open_memmap(
+                    partial, mode="w+", dtype=np.float32, shape=(n, rows.shape[1])
+                )
+            feats[start : start + len(rows)] = rows
             feats.flush()
             manifest["done"] = start + len(rows)
             _write_manifest(out, manifest)
             rate = (manifest["done"] - done) / max(time.monotonic() - started, 1e-9)
-            say(f"{backbone.name}: {manifest['done']}/{n} images "
-                f"(ETA {int((n - manifest['done']) / max(rate, 1e-9))} s)")
+            say(
+                f"{backbone.name}: {manifest['done']}/{n} images "
+                f"(ETA {int((n - manifest['done']) / max(rate, 1e-9))} s)"
+            )
     del feats
-    for key, value in (("labels", like.labels), ("class_semantics", like.attributes),
-                       ("class_names", np.asarray(like.class_names or [
-                           f"class{i}" for i in range(like.n_classes)])),
-                       ("trainval_idx", like.trainval_idx), ("test_seen_idx", like.test_seen_idx),
-                       ("test_unseen_idx", like.test_unseen_idx),
-                       ("backbone", np.asarray(backbone.name)),
-                       ("kind", np.asarray(kind))):
+    for key, value in (
+        ("labels", like.labels),
+        ("class_semantics", like.attributes),
+        (
+            "class_names",
+            np.asarray(like.class_names or [f"class{i}" for i in range(like.n_classes)]),
+        ),
+        ("trainval_idx", like.trainval_idx),
+        ("test_seen_idx", like.test_seen_idx),
+        ("test_unseen_idx", like.test_unseen_idx),
+        ("backbone", np.asarray(backbone.name)),
+        ("kind", np.asarray(kind)),
+    ):
         _save(out / f"{key}.npy", np.asarray(value))
     if like.val_classes is not None:
         _save(out / "val_classes.npy", np.asarray(like.val_classes))
     os.replace(partial, out / "features.npy")
-    manifest.update(complete=True, features_sha256=sha256_file(out / "features.npy"),
-                    feature_dim=int(np.load(out / "features.npy", mmap_mode="r").shape[1]))
+    manifest.update(
+        complete=True,
+        features_sha256=sha256_file(out / "features.npy"),
+        feature_dim=int(np.load(out / "features.npy", mmap_mode="r").shape[1]),
+    )
     _write_manifest(out, manifest)
-    say(f"wrote {out} ({n} images, {manifest['feature_dim']}-d {backbone.name} features); "
-        f"features sha256 {manifest['features_sha256']}")
+    say(
+        f"wrote {out} ({n} images, {manifest['feature_dim']}-d {backbone.name} features); "
+        f"features sha256 {manifest['features_sha256']}"
+    )
     return manifest
 
 
@@ -339,26 +422,67 @@ def features() -> None:
 
 
 @features.command("extract")
-@click.option("--images", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              required=True, help="Folder the image list is relative to.")
-@click.option("--list", "list_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              required=True, help="One image path per line, in the benchmark's image order.")
-@click.option("--like", required=True, metavar="DATASET",
-              help="The dataset whose labels, classes and split the feature set takes "
-                   "(awa2, path/to/mine.npz).")
-@click.option("--backbone", "spec", required=True, metavar="SPEC",
-              help="timm:NAME, open_clip:ARCH/PRETRAINED or module:callable.")
+@click.option(
+    "--images",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    required=True,
+    help="Folder the image list is relative to.",
+)
+@click.option(
+    "--list",
+    "list_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    required=True,
+    help="One image path per line, in the benchmark's image order.",
+)
+@click.option(
+    "--like",
+    required=True,
+    metavar="DATASET",
+    help="The dataset whose labels, classes and split the feature set takes "
+    "(awa2, path/to/mine.npz).",
+)
+@click.option(
+    "--backbone",
+    "spec",
+    required=True,
+    metavar="SPEC",
+    help="timm:NAME, open_clip:ARCH/PRETRAINED or module:callable.",
+)
 @click.option("--name", default=None, help="The backbone's name in records [default: from SPEC].")
-@click.option("--out", type=click.Path(path_type=Path), required=True,
-              help="The feature set's folder (new, or one this command started: it continues).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The feature set's folder (new, or one this command started: it continues).",
+)
 @click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
-@click.option("--image-size", type=click.IntRange(8), default=224, show_default=True,
-              help="Side of the centre crop fed to a module:callable backbone.")
+@click.option(
+    "--image-size",
+    type=click.IntRange(8),
+    default=224,
+    show_default=True,
+    help="Side of the centre crop fed to a module:callable backbone.",
+)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
-@click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Data folder of --like [default: $ZSLBENCH_DATA].")
-def extract_cmd(images: Path, list_file: Path, like: str, spec: str, name: str | None, out: Path,
-                batch_size: int, image_size: int, device: str, data_dir: Path | None) -> None:
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Data folder of --like [default: $ZSLBENCH_DATA].",
+)
+def extract_cmd(
+    images: Path,
+    list_file: Path,
+    like: str,
+    spec: str,
+    name: str | None,
+    out: Path,
+    batch_size: int,
+    image_size: int,
+    device: str,
+    data_dir: Path | None,
+) -> None:
     """Extract a feature set that `zslbench run --dataset OUT` reads; resumable, checksummed."""
     _optional("PIL", "features")
     if device not in ("auto", "cpu") and not device.startswith("cuda"):
@@ -367,9 +491,19 @@ def extract_cmd(images: Path, list_file: Path, like: str, spec: str, name: str |
     check_backbone(backbone.name, where=f"--backbone {spec}")
     data, kind = _like(like, data_dir, ())
     try:
-        extract(images=images, list_file=list_file, like=data, backbone=backbone, out=out,
-                spec=spec, image_size=image_size, batch_size=batch_size, device=device,
-                kind=kind, say=lambda s: click.echo(s, err=True))
+        extract(
+            images=images,
+            list_file=list_file,
+            like=data,
+            backbone=backbone,
+            out=out,
+            spec=spec,
+            image_size=image_size,
+            batch_size=batch_size,
+            device=device,
+            kind=kind,
+            say=lambda s: click.echo(s, err=True),
+        )
     except KeyboardInterrupt:
         click.echo(f"zslbench: interrupted; the same command continues {out}", err=True)
         sys.exit(130)

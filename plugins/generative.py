@@ -58,17 +58,26 @@ BLOCK_ROWS = 8192
 INITS = ("normal", "xavier")
 BATCHINGS = ("stream", "reshuffle")
 #: The classifier settings a generator must declare (``classifier_defaults``).
-CLASSIFIER_PARAMS = ("syn_num", "seen_num", "classifier_lr", "classifier_beta1",
-                     "classifier_epochs", "classifier_batch_size", "classifier_init",
-                     "classifier_batches")
+CLASSIFIER_PARAMS = (
+    "syn_num",
+    "seen_num",
+    "classifier_lr",
+    "classifier_beta1",
+    "classifier_epochs",
+    "classifier_batch_size",
+    "classifier_init",
+    "classifier_batches",
+)
 
 
 # --------------------------------------------------------------------------------------------
 # Helpers (one copy for the family)
 # --------------------------------------------------------------------------------------------
 
-def seeded_linear(n_in: int, n_out: int, device: torch.device, gen: torch.Generator,
-                  init: str = "normal") -> nn.Linear:
+
+def seeded_linear(
+    n_in: int, n_out: int, device: torch.device, gen: torch.Generator, init: str = "normal"
+) -> nn.Linear:
     """``nn.Linear`` initialised from ``gen`` only (``skip_init`` keeps PyTorch's default
     initialisation off the global RNG), bias 0. ``"normal"``: weights ~ N(0, 0.02), the
     ``weights_init`` of f-CLSWGAN (``util.py:8-12``), TF-VAEGAN and FREE; ``"xavier"``:
@@ -84,8 +93,9 @@ def seeded_linear(n_in: int, n_out: int, device: torch.device, gen: torch.Genera
     return layer
 
 
-def permutation_stream(n: int, batch_size: int, n_steps: int, gen: torch.Generator,
-                       device: torch.device) -> torch.Tensor:
+def permutation_stream(
+    n: int, batch_size: int, n_steps: int, gen: torch.Generator, device: torch.device
+) -> torch.Tensor:
     """(n_steps, batch_size) indices: consecutive batches of a stream of random permutations of
     ``range(n)`` — the official ``CLASSIFIER.next_batch`` of f-CLSWGAN (``classifier.py:63-95``)
     and its descendants, which completes an epoch's last partial batch with the head of the next
@@ -95,11 +105,21 @@ def permutation_stream(n: int, batch_size: int, n_steps: int, gen: torch.Generat
     return torch.cat(perms)[:total].view(n_steps, batch_size)
 
 
-def train_softmax(x: torch.Tensor, y: torch.Tensor, n_classes: int, *, lr: float, beta1: float,
-                  epochs: int, batch_size: int, gen: torch.Generator, label: str,
-                  init: str = "normal", batches: str = "stream",
-                  checkpoints: list[tuple[torch.Tensor, torch.Tensor]] | None = None
-                  ) -> nn.Linear:
+def train_softmax(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    n_classes: int,
+    *,
+    lr: float,
+    beta1: float,
+    epochs: int,
+    batch_size: int,
+    gen: torch.Generator,
+    label: str,
+    init: str = "normal",
+    batches: str = "stream",
+    checkpoints: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+) -> nn.Linear:
     """A linear softmax classifier trained by Adam on the NLL; returns the layer (logits).
 
     ``batches="stream"``: ``epochs * ceil(n / batch_size)`` steps of exactly ``batch_size`` rows
@@ -120,10 +140,11 @@ def train_softmax(x: torch.Tensor, y: torch.Tensor, n_classes: int, *, lr: float
     with steps(label, epochs) as step:
         for epoch in range(epochs):
             if batches == "stream":
-                rows = order[epoch * per_epoch:(epoch + 1) * per_epoch]
+                rows = order[epoch * per_epoch : (epoch + 1) * per_epoch]
             else:
                 rows = torch.randperm(n, generator=gen, device=x.device)[
-                    :per_epoch * batch_size].view(per_epoch, batch_size)
+                    : per_epoch * batch_size
+                ].view(per_epoch, batch_size)
             for idx in rows:
                 loss = nn.functional.cross_entropy(layer(x[idx]), y[idx])
                 opt.zero_grad(set_to_none=True)
@@ -140,13 +161,17 @@ def blockwise(fn: Any, x: torch.Tensor, *args: Any) -> torch.Tensor:
     """``fn`` applied to ``x`` in blocks of :data:`BLOCK_ROWS` rows (no autograd), concatenated:
     the same rows as one call, with bounded temporaries. Extra ``args`` are passed through."""
     with torch.no_grad():
-        return torch.cat([fn(x[s:s + BLOCK_ROWS], *args) for s in range(0, len(x), BLOCK_ROWS)]
-                         ) if len(x) else fn(x, *args)
+        return (
+            torch.cat([fn(x[s : s + BLOCK_ROWS], *args) for s in range(0, len(x), BLOCK_ROWS)])
+            if len(x)
+            else fn(x, *args)
+        )
 
 
 # --------------------------------------------------------------------------------------------
 # The generator kind
 # --------------------------------------------------------------------------------------------
+
 
 class FeatureGenerator(Component):
     """A component of kind ``generator``: a generative method's networks and losses.
@@ -174,8 +199,14 @@ class FeatureGenerator(Component):
     classifier_search: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
     official_selection: ClassVar[str | None] = None
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-            seen_columns: torch.Tensor, seed: int) -> FeatureGenerator:
+    def fit(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        att: torch.Tensor,
+        seen_columns: torch.Tensor,
+        seed: int,
+    ) -> FeatureGenerator:
         raise NotImplementedError
 
     def synthesise(self, att_rows: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
@@ -190,15 +221,22 @@ class FeatureGenerator(Component):
 
 @hookimpl
 def zslbench_add_kinds() -> list[Kind]:
-    return [Kind("generator", "zslbench_generators", base=FeatureGenerator,
-                 doc="Feature generator classes (``FeatureGenerator``): a generative method's "
-                     "networks and losses; model ``generative`` trains the GZSL classifier on "
-                     "their synthetic features.")]
+    return [
+        Kind(
+            "generator",
+            "zslbench_generators",
+            base=FeatureGenerator,
+            doc="Feature generator classes (``FeatureGenerator``): a generative method's "
+            "networks and losses; model ``generative`` trains the GZSL classifier on "
+            "their synthetic features.",
+        )
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class _Context:
@@ -238,12 +276,20 @@ class GenerativeModel(StagedModel):
         Stage("classifier", reads=CLASSIFIER_PARAMS, after=("generator",)),
     )
 
-    def __init__(self, generator: FeatureGenerator, syn_num: int | None = None,
-                 seen_num: int | None = None, classifier_lr: float | None = None,
-                 classifier_beta1: float | None = None, classifier_epochs: int | None = None,
-                 classifier_batch_size: int | None = None, classifier_init: str | None = None,
-                 classifier_batches: str | None = None, random_state: int | None = None,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self,
+        generator: FeatureGenerator,
+        syn_num: int | None = None,
+        seen_num: int | None = None,
+        classifier_lr: float | None = None,
+        classifier_beta1: float | None = None,
+        classifier_epochs: int | None = None,
+        classifier_batch_size: int | None = None,
+        classifier_init: str | None = None,
+        classifier_batches: str | None = None,
+        random_state: int | None = None,
+        device: str = "cpu",
+    ) -> None:
         self.generator = generator
         self.syn_num = syn_num
         self.seen_num = seen_num
@@ -262,8 +308,10 @@ class GenerativeModel(StagedModel):
         own go to ``generator``, the rest to the model (``with_generator(WGANGenerator, nepoch=5,
         syn_num=100, random_state=0)``)."""
         own = set(generator._param_names())
-        return cls(generator(**{k: v for k, v in params.items() if k in own}),
-                   **{k: v for k, v in params.items() if k not in own})
+        return cls(
+            generator(**{k: v for k, v in params.items() if k in own}),
+            **{k: v for k, v in params.items() if k not in own},
+        )
 
     @property
     def search_space(self) -> dict[str, tuple[Any, ...]]:  # type: ignore[override]
@@ -282,10 +330,13 @@ class GenerativeModel(StagedModel):
         defaults = type(self.generator).classifier_defaults
         missing = [p for p in CLASSIFIER_PARAMS if p not in defaults]
         if missing:
-            raise TypeError(f"{type(self.generator).__name__}.classifier_defaults lacks "
-                            f"{', '.join(missing)}")
-        out = {p: getattr(self, p) if getattr(self, p) is not None else defaults[p]
-               for p in CLASSIFIER_PARAMS}
+            raise TypeError(
+                f"{type(self.generator).__name__}.classifier_defaults lacks {', '.join(missing)}"
+            )
+        out = {
+            p: getattr(self, p) if getattr(self, p) is not None else defaults[p]
+            for p in CLASSIFIER_PARAMS
+        }
         if out["classifier_batch_size"] is None:
             out["classifier_batch_size"] = out["syn_num"]
         return out
@@ -299,8 +350,9 @@ class GenerativeModel(StagedModel):
     def check_params(self) -> None:
         who = self.name
         if not isinstance(self.generator, FeatureGenerator):
-            raise TypeError(f"{who}: generator must be a FeatureGenerator, got "
-                            f"{type(self.generator).__name__}")
+            raise TypeError(
+                f"{who}: generator must be a FeatureGenerator, got {type(self.generator).__name__}"
+            )
         self.generator.check_params()
         s = self._settings()
         for p in ("syn_num", "classifier_epochs", "classifier_batch_size"):
@@ -308,8 +360,14 @@ class GenerativeModel(StagedModel):
         if s["seen_num"] is not None:
             hp.integer(who, "seen_num", s["seen_num"], 1)
         hp.real(who, "classifier_lr", s["classifier_lr"])
-        hp.real(who, "classifier_beta1", s["classifier_beta1"], low=0.0, allow_low=True,
-                high=1.0 - 1e-12)
+        hp.real(
+            who,
+            "classifier_beta1",
+            s["classifier_beta1"],
+            low=0.0,
+            allow_low=True,
+            high=1.0 - 1e-12,
+        )
         hp.choice(who, "classifier_init", s["classifier_init"], INITS)
         hp.choice(who, "classifier_batches", s["classifier_batches"], BATCHINGS)
         hp.seed(who, self.random_state)
@@ -318,8 +376,10 @@ class GenerativeModel(StagedModel):
     def _seeds(self) -> tuple[int, int]:
         """Independent seeds of the generator stage and the classifier stage."""
         gen, cls = np.random.SeedSequence(self.random_state).spawn(2)
-        return (int(gen.generate_state(1, np.uint64)[0] >> np.uint64(1)),
-                int(cls.generate_state(1, np.uint64)[0] >> np.uint64(1)))
+        return (
+            int(gen.generate_state(1, np.uint64)[0] >> np.uint64(1)),
+            int(cls.generate_state(1, np.uint64)[0] >> np.uint64(1)),
+        )
 
     # -- fit ----------------------------------------------------------------------------------
 
@@ -330,34 +390,53 @@ class GenerativeModel(StagedModel):
             device = torch.device("cuda", torch.cuda.current_device())
         x = torch.tensor(np.asarray(inputs.features, dtype=np.float32), device=device)
         if not bool(torch.isfinite(x).all()):
-            raise DataError(f"{self.generator.name}: the training features contain NaN or inf",
-                            hint="fix the feature file")
+            raise DataError(
+                f"{self.generator.name}: the training features contain NaN or inf",
+                hint="fix the feature file",
+            )
         g_seed, c_seed = self._seeds()
-        return _Context(inputs, x, torch.as_tensor(inputs.y, device=device),
-                        torch.tensor(inputs.class_semantics, dtype=torch.float32, device=device),
-                        g_seed, c_seed, self._settings())
+        return _Context(
+            inputs,
+            x,
+            torch.as_tensor(inputs.y, device=device),
+            torch.tensor(inputs.class_semantics, dtype=torch.float32, device=device),
+            g_seed,
+            c_seed,
+            self._settings(),
+        )
 
     def fit_generator(self, ctx: _Context) -> FeatureGenerator:
         seen = torch.as_tensor(ctx.inputs.seen_columns, device=ctx.x.device)
         fitted = self.generator.clone().fit(ctx.x, ctx.y, ctx.att, seen, ctx.generator_seed)
         return fitted
 
-    def fit_classifier(self, ctx: _Context, generator: FeatureGenerator
-                       ) -> tuple[nn.Linear, list[tuple[torch.Tensor, torch.Tensor]]]:
+    def fit_classifier(
+        self, ctx: _Context, generator: FeatureGenerator
+    ) -> tuple[nn.Linear, list[tuple[torch.Tensor, torch.Tensor]]]:
         s, device = ctx.settings, ctx.x.device
         gen = torch.Generator(device=device).manual_seed(ctx.classifier_seed)
         train_x, train_y = self._training_set(ctx, generator, s, gen)
         checkpoints: list[tuple[torch.Tensor, torch.Tensor]] = []
         layer = train_softmax(
-            train_x, train_y, len(ctx.inputs.classes), lr=float(s["classifier_lr"]),
-            beta1=float(s["classifier_beta1"]), epochs=int(s["classifier_epochs"]),
-            batch_size=int(s["classifier_batch_size"]), gen=gen, label="classifier epochs",
-            init=s["classifier_init"], batches=s["classifier_batches"], checkpoints=checkpoints)
+            train_x,
+            train_y,
+            len(ctx.inputs.classes),
+            lr=float(s["classifier_lr"]),
+            beta1=float(s["classifier_beta1"]),
+            epochs=int(s["classifier_epochs"]),
+            batch_size=int(s["classifier_batch_size"]),
+            gen=gen,
+            label="classifier epochs",
+            init=s["classifier_init"],
+            batches=s["classifier_batches"],
+            checkpoints=checkpoints,
+        )
         return layer, checkpoints
 
     @staticmethod
-    def _training_set(ctx: _Context, generator: FeatureGenerator, s: Mapping[str, Any],
-                      gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def _training_set(
+        ctx: _Context, generator: FeatureGenerator, s: Mapping[str, Any], gen: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Real seen features (all, or ``seen_num`` per class: its images in order, repeated
         cyclically, as CADA-VAE's ``vaemodel.py:336-360``) in the classifier's space, then
         ``syn_num`` synthetic features per unseen class, grouped by class."""
@@ -366,8 +445,12 @@ class GenerativeModel(StagedModel):
             rows, seen_y = None, ctx.y
         else:
             y = ctx.inputs.y
-            rows_np = np.concatenate([np.resize(np.flatnonzero(y == c), int(s["seen_num"]))
-                                      for c in ctx.inputs.seen_columns])
+            rows_np = np.concatenate(
+                [
+                    np.resize(np.flatnonzero(y == c), int(s["seen_num"]))
+                    for c in ctx.inputs.seen_columns
+                ]
+            )
             rows = torch.as_tensor(rows_np, device=device)
             seen_y = ctx.y[rows]
         real = ctx.x if rows is None else ctx.x[rows]
@@ -376,8 +459,9 @@ class GenerativeModel(StagedModel):
         unseen = torch.as_tensor(ctx.inputs.unseen_columns, device=device)
         if len(unseen):
             num = int(s["syn_num"])
-            parts.append(blockwise(generator.synthesise, ctx.att[unseen].repeat_interleave(
-                num, dim=0), gen))
+            parts.append(
+                blockwise(generator.synthesise, ctx.att[unseen].repeat_interleave(num, dim=0), gen)
+            )
             labels.append(unseen.repeat_interleave(num))
         return torch.cat(parts), torch.cat(labels)
 
@@ -394,12 +478,16 @@ class GenerativeModel(StagedModel):
         if not hasattr(self, "classifier_"):
             raise RuntimeError(f"{type(self).__name__}.decision_function called before fit")
         if getattr(features, "ndim", None) != 2 or features.shape[1] != self.n_features_in_:
-            raise DataError(f"{self.generator.name}: features have shape "
-                            f"{getattr(features, 'shape', None)}, expected "
-                            f"(n, {self.n_features_in_})", hint="score features of the fitted kind")
+            raise DataError(
+                f"{self.generator.name}: features have shape "
+                f"{getattr(features, 'shape', None)}, expected "
+                f"(n, {self.n_features_in_})",
+                hint="score features of the fitted kind",
+            )
 
-    def _scores(self, features: np.ndarray, layers: list[tuple[torch.Tensor, torch.Tensor]]
-                ) -> Iterator[np.ndarray]:
+    def _scores(
+        self, features: np.ndarray, layers: list[tuple[torch.Tensor, torch.Tensor]]
+    ) -> Iterator[np.ndarray]:
         """Log-probabilities (float64) of each ``(weight, bias)`` in ``layers``, block by block:
         the images are embedded once per block, and no image's scores depend on another's."""
         self._check_features(features)
@@ -407,12 +495,14 @@ class GenerativeModel(StagedModel):
         outs = [np.empty((len(features), len(self.classes_)), dtype=np.float64) for _ in layers]
         with torch.no_grad():
             for start in range(0, len(features), BLOCK_ROWS):
-                block = torch.tensor(np.asarray(features[start:start + BLOCK_ROWS],
-                                                dtype=np.float32), device=device)
+                block = torch.tensor(
+                    np.asarray(features[start : start + BLOCK_ROWS], dtype=np.float32),
+                    device=device,
+                )
                 z = self.generator_.embed(block)
                 for out, (w, b) in zip(outs, layers, strict=True):
                     logp = torch.log_softmax(nn.functional.linear(z, w, b), dim=1)
-                    out[start:start + len(block)] = logp.double().cpu().numpy()
+                    out[start : start + len(block)] = logp.double().cpu().numpy()
         yield from outs
 
     def decision_function(self, features: np.ndarray) -> np.ndarray:
@@ -434,5 +524,13 @@ def zslbench_models() -> list[type[Model]]:
     return [GenerativeModel]
 
 
-__all__ = ["CLASSIFIER_PARAMS", "FeatureGenerator", "GenerativeModel", "adam", "blockwise",
-           "permutation_stream", "seeded_linear", "train_softmax"]
+__all__ = [
+    "CLASSIFIER_PARAMS",
+    "FeatureGenerator",
+    "GenerativeModel",
+    "adam",
+    "blockwise",
+    "permutation_stream",
+    "seeded_linear",
+    "train_softmax",
+]

@@ -85,13 +85,18 @@ _CHOLESKY_ALWAYS = 10**9
 class _BatchIndependentGP(gpytorch.models.ExactGP):
     """k independent zero-mean GPs with ScaleKernel(RBF), sharing the inputs (batch_shape=[k])."""
 
-    def __init__(self, train_x: torch.Tensor, train_y: torch.Tensor,
-                 likelihood: gpytorch.likelihoods.GaussianLikelihood) -> None:
+    def __init__(
+        self,
+        train_x: torch.Tensor,
+        train_y: torch.Tensor,
+        likelihood: gpytorch.likelihoods.GaussianLikelihood,
+    ) -> None:
         super().__init__(train_x, train_y, likelihood)
         batch = torch.Size([train_y.shape[0]])
         self.mean_module = gpytorch.means.ZeroMean(batch_shape=batch)
         self.covar_module = gpytorch.kernels.ScaleKernel(
-            gpytorch.kernels.RBFKernel(batch_shape=batch), batch_shape=batch)
+            gpytorch.kernels.RBFKernel(batch_shape=batch), batch_shape=batch
+        )
 
     def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
@@ -148,8 +153,14 @@ class GPRegressor(Regressor):
 
     name = "gp"
 
-    def __init__(self, optimizer: str = "newton", lr: float = 0.01, n_iter: int = 1000,
-                 tol: float = 1e-9, device: str = "cpu") -> None:
+    def __init__(
+        self,
+        optimizer: str = "newton",
+        lr: float = 0.01,
+        n_iter: int = 1000,
+        tol: float = 1e-9,
+        device: str = "cpu",
+    ) -> None:
         self.optimizer = optimizer
         self.lr = lr
         self.n_iter = n_iter
@@ -179,10 +190,12 @@ class GPRegressor(Regressor):
             res = fit_rbf_marginal_likelihood(x, y, tol=tol)
             hyper = (res.lengthscale, res.outputscale, res.noise)
             lml = res.log_marginal_likelihood
-            info.update(newton_steps_max=int(res.n_newton.max()),
-                        newton_steps_mean=float(res.n_newton.double().mean()),
-                        n_unconverged=int((~res.converged).sum()),
-                        n_at_bound=int(res.at_bound.sum()))
+            info.update(
+                newton_steps_max=int(res.n_newton.max()),
+                newton_steps_mean=float(res.n_newton.double().mean()),
+                n_unconverged=int((~res.converged).sum()),
+                n_at_bound=int(res.at_bound.sum()),
+            )
         else:
             hyper = _adam(x, y, lr, n_iter)
             with worker_map(x.device, parallel=False):
@@ -206,14 +219,19 @@ class GPRegressor(Regressor):
         k = y_train.shape[0]
         if x_new.shape[0] == 0:
             return np.zeros((0, k), dtype=np.float32)
-        hyper = [torch.as_tensor(a, device=x_train.device)
-                 for a in (self.lengthscale_, self.outputscale_, self.noise_)]
+        hyper = [
+            torch.as_tensor(a, device=x_train.device)
+            for a in (self.lengthscale_, self.outputscale_, self.noise_)
+        ]
 
         def posterior_mean(sl: slice) -> torch.Tensor:
             model, _ = batched_model(x_train, y_train[sl], *(h[sl] for h in hyper))
             model.eval()
-            with torch.no_grad(), gpytorch.settings.skip_posterior_variances(), \
-                    gpytorch.settings.max_cholesky_size(_CHOLESKY_ALWAYS):
+            with (
+                torch.no_grad(),
+                gpytorch.settings.skip_posterior_variances(),
+                gpytorch.settings.max_cholesky_size(_CHOLESKY_ALWAYS),
+            ):
                 mean = model(x_new).mean
             model.train()  # drops the prediction caches (the Cholesky factors)
             return mean
@@ -244,9 +262,11 @@ def _adam(x: torch.Tensor, y: torch.Tensor, lr: float, n_iter: int):
                 loss.backward()
                 opt.step()
         with torch.no_grad():
-            return (model.covar_module.base_kernel.lengthscale.reshape(-1).clone(),
-                    model.covar_module.outputscale.reshape(-1).clone(),
-                    model.likelihood.noise.reshape(-1).clone())
+            return (
+                model.covar_module.base_kernel.lengthscale.reshape(-1).clone(),
+                model.covar_module.outputscale.reshape(-1).clone(),
+                model.likelihood.noise.reshape(-1).clone(),
+            )
 
     with worker_map(x.device) as pmap:
         parts = pmap(run, _batches(y.shape[0], x.shape[0]))

@@ -143,8 +143,9 @@ def log_marginal_likelihood(
     d2 = squared_distances(x.to(torch.float64))
     y = y.to(torch.float64)
     theta = torch.stack([lengthscale.log(), outputscale.log(), noise.log()], dim=1).to(y)
-    return torch.cat([_evaluate(d2, y[sl], theta[sl], order=0)[0]
-                      for sl in _chunks(y.shape[0], d2.shape[0])])
+    return torch.cat(
+        [_evaluate(d2, y[sl], theta[sl], order=0)[0] for sl in _chunks(y.shape[0], d2.shape[0])]
+    )
 
 
 def fit_rbf_marginal_likelihood(
@@ -169,8 +170,12 @@ def fit_rbf_marginal_likelihood(
         lo, hi = _search_box(d2, y, noise_floor)
         theta0, f0, g0, h0 = _grid_start(d2, y, lo, hi, noise_floor, pmap)
         chunks = _chunks(k, n)
-        results = pmap(lambda sl: _newton(d2, y[sl], theta0[sl], (f0[sl], g0[sl], h0[sl]),
-                                          lo[sl], hi[sl], tol * n, max_newton), chunks)
+        results = pmap(
+            lambda sl: _newton(
+                d2, y[sl], theta0[sl], (f0[sl], g0[sl], h0[sl]), lo[sl], hi[sl], tol * n, max_newton
+            ),
+            chunks,
+        )
     theta = torch.cat([r[0] for r in results])
     value = torch.cat([r[1] for r in results])
     steps = torch.cat([r[2] for r in results])
@@ -221,10 +226,29 @@ def _hessian(n, v, g, q, a_p_a, a_pr_a, tr_cip, tr_cipr, tr_ci, tr_ll, tr_l_ci, 
     c_ll = 0.5 * (a_pr_a - 2.0 * a_p_a) - 0.5 * (tr_cipr - 2.0 * tr_cip)
     g_l, g_s, g_v = g.unbind(-1)
     zero = torch.zeros_like(g_l)
-    rows = torch.stack([
-        tr_ll, t_ls, t_lv, t_ls, t_ss, t_sv, t_lv, t_sv, t_vv,
-        c_ll, g_l, zero, g_l, g_s, zero, zero, zero, g_v,
-    ], dim=-1).unflatten(-1, (2, 3, 3))
+    rows = torch.stack(
+        [
+            tr_ll,
+            t_ls,
+            t_lv,
+            t_ls,
+            t_ss,
+            t_sv,
+            t_lv,
+            t_sv,
+            t_vv,
+            c_ll,
+            g_l,
+            zero,
+            g_l,
+            g_s,
+            zero,
+            zero,
+            zero,
+            g_v,
+        ],
+        dim=-1,
+    ).unflatten(-1, (2, 3, 3))
     traces, second = rows.unbind(-3)
     return -q + second + 0.5 * traces
 
@@ -312,8 +336,9 @@ def _evaluate_spectral(lam, q, kr, krr, z, theta):
     kr_at = at @ kr  # (K o R) alpha in the eigenbasis (kr is symmetric)
     alpha = at @ q.mT  # alpha in the original basis
     # The five O(n) contractions of each pair, as one product and one sum.
-    terms = torch.stack([at * kr_at, alpha * (alpha @ krr), w * dkr, w * dkrr, w * w * dkr],
-                        dim=-2).sum(-1)
+    terms = torch.stack(
+        [at * kr_at, alpha * (alpha @ krr), w * dkr, w * dkrr, w * w * dkr], dim=-2
+    ).sum(-1)
     s_terms = s[..., None] * terms
     a_p_a, a_pr_a, tr_cip, tr_cipr, tr_l_ci = s_terms.unbind(-1)
     g = _gradient(n, v, y_a, a_a, tr_ci, a_p_a, tr_cip)
@@ -342,10 +367,22 @@ def _search_box(d2: torch.Tensor, y: torch.Tensor, noise_floor: float):
     log_high = math.log(LENGTHSCALE_HIGH_FACTOR * float(dist.max()))
     scale = (y * y).mean(1).clamp_min(1e-30).log()
     log_floor = math.log(noise_floor)
-    lo = torch.stack([torch.full((k,), log_low, **opts), scale - LOG_OUTPUTSCALE_SPAN,
-                      torch.full((k,), log_floor, **opts)], 1)
-    hi = torch.stack([torch.full((k,), log_high, **opts), scale + LOG_OUTPUTSCALE_SPAN,
-                      (scale + LOG_OUTPUTSCALE_SPAN).clamp_min(log_floor + 1.0)], 1)
+    lo = torch.stack(
+        [
+            torch.full((k,), log_low, **opts),
+            scale - LOG_OUTPUTSCALE_SPAN,
+            torch.full((k,), log_floor, **opts),
+        ],
+        1,
+    )
+    hi = torch.stack(
+        [
+            torch.full((k,), log_high, **opts),
+            scale + LOG_OUTPUTSCALE_SPAN,
+            (scale + LOG_OUTPUTSCALE_SPAN).clamp_min(log_floor + 1.0),
+        ],
+        1,
+    )
     return lo, hi
 
 
@@ -360,8 +397,11 @@ def _profile(lam, z2, noise_floor):
     shifted = lam[..., None] + eta  # (B, n, T)
     s1 = z2 @ shifted.reciprocal()  # (B, k, T)
     tau = torch.maximum(s1 / n, noise_floor / eta)
-    val = (-0.5 * s1 / tau - 0.5 * (n * tau.log() + shifted.log().sum(-2, keepdim=True))
-           - 0.5 * n * _LOG_2PI)
+    val = (
+        -0.5 * s1 / tau
+        - 0.5 * (n * tau.log() + shifted.log().sum(-2, keepdim=True))
+        - 0.5 * n * _LOG_2PI
+    )
     j = val.argmax(-1, keepdim=True)
     # Parabola through the best eta and its neighbours; its vertex is evaluated exactly.
     fm, f0, fp = val.gather(-1, torch.cat([j - 1, j, j + 1], -1).clamp(0, last)).unbind(-1)
@@ -375,8 +415,9 @@ def _profile(lam, z2, noise_floor):
     shifted_v = lam[:, None, :] + eta_v[..., None]  # (B, k, n)
     s1_v = (z2 / shifted_v).sum(-1)
     tau_v = torch.maximum(s1_v / n, noise_floor / eta_v)
-    val_v = (-0.5 * s1_v / tau_v - 0.5 * (n * tau_v.log() + shifted_v.log().sum(-1))
-             - 0.5 * n * _LOG_2PI)
+    val_v = (
+        -0.5 * s1_v / tau_v - 0.5 * (n * tau_v.log() + shifted_v.log().sum(-1)) - 0.5 * n * _LOG_2PI
+    )
     use_v = val_v > f0
     log_tau = torch.where(use_v, tau_v, tau.gather(-1, j[..., None])[..., 0]).log()
     log_eta_c = torch.where(use_v, log_eta_v, log_eta_j)
@@ -393,8 +434,9 @@ def _cell_chunks(cells: int, n: int) -> list[slice]:
 def _eigenbases(d2, log_ls):
     """Eigendecompositions of the RBF kernels at the lengthscales ``log_ls`` (a list of B floats),
     as one batched call: eigenvalues (B, n), eigenvectors (B, n, n)."""
-    scale = torch.tensor([-0.5 * math.exp(-2.0 * log_l) for log_l in log_ls], dtype=d2.dtype,
-                         device=d2.device)
+    scale = torch.tensor(
+        [-0.5 * math.exp(-2.0 * log_l) for log_l in log_ls], dtype=d2.dtype, device=d2.device
+    )
     lam, q = torch.linalg.eigh(torch.exp(d2 * scale[:, None, None]))
     return lam.clamp_min(0.0), q  # K is PSD; eigh's round-off can give -1e-16
 
@@ -404,8 +446,9 @@ def _spectral_cells(d2, log_ls, lam, q, y, theta):
     the shared lengthscales ``log_ls`` (B floats) with bases ``lam``, ``q``: (B, k), (B, k, 3),
     (B, k, 3, 3). Only the pairs whose ``theta`` carries that lengthscale are meaningful; computing
     all pairs costs O(B k n^2), small next to the O(B n^3) of the bases, and keeps it batched."""
-    scale = torch.tensor([math.exp(-2.0 * log_l) for log_l in log_ls], dtype=d2.dtype,
-                         device=d2.device)
+    scale = torch.tensor(
+        [math.exp(-2.0 * log_l) for log_l in log_ls], dtype=d2.dtype, device=d2.device
+    )
     r = d2 * scale[:, None, None]
     kr = torch.exp(-0.5 * r).mul_(r)
     krr = kr * r
@@ -451,7 +494,7 @@ def _grid_start(d2, y, lo, hi, noise_floor, pmap):
     del lam_g, q_g
     # Newton's prediction of each output's optimal lengthscale, within one grid step.
     d = _ascent_direction(g, h, theta, lo, hi)[0]
-    target = (theta[:, 0] + d[:, 0].clamp(-LOG_LENGTHSCALE_STEP, LOG_LENGTHSCALE_STEP))
+    target = theta[:, 0] + d[:, 0].clamp(-LOG_LENGTHSCALE_STEP, LOG_LENGTHSCALE_STEP)
     target = target.clamp(log_low, log_high)
     cell = torch.round((target - log_low) / LATTICE_STEP).to(torch.long)
     moved = (cell * LATTICE_STEP + log_low - theta[:, 0]).abs() > 0.5 * LATTICE_STEP
@@ -472,8 +515,10 @@ def _grid_start(d2, y, lo, hi, noise_floor, pmap):
         l_c = torch.tensor(log_ls[sl], **opts)[local]
         cand = torch.stack([l_c, log_s[:, 0], log_v[:, 0]], 1)
         cand = torch.maximum(torch.minimum(cand, hi[idx[mine]]), lo[idx[mine]])
-        fc, gc, hc = (t[local, torch.arange(mine.numel(), device=d2.device)]
-                      for t in _spectral_cells(d2, log_ls[sl], lam, q, y_m[mine], cand))
+        fc, gc, hc = (
+            t[local, torch.arange(mine.numel(), device=d2.device)]
+            for t in _spectral_cells(d2, log_ls[sl], lam, q, y_m[mine], cand)
+        )
         return mine, cand, fc, gc, hc
 
     parts = pmap(refine, _cell_chunks(len(log_ls), n))
@@ -529,8 +574,9 @@ def worker_map(device: torch.device, parallel: bool = True):
         if threads <= 1 or not parallel:
             yield lambda fn, items: [fn(item) for item in items]
             return
-        with ThreadPoolExecutor(max_workers=threads, initializer=torch.set_num_threads,
-                                initargs=(1,)) as pool:
+        with ThreadPoolExecutor(
+            max_workers=threads, initializer=torch.set_num_threads, initargs=(1,)
+        ) as pool:
             yield lambda fn, items: list(pool.map(fn, items))
     finally:
         torch.set_num_threads(threads)
@@ -574,8 +620,11 @@ def _bfgs(h, step, dg):
     yv = -dg
     ys = (yv * step).sum(1)
     good = (ys > 1e-12 * (yv.norm(dim=1) * step.norm(dim=1))) & (sbs > 0)
-    upd = (b_mat - bs[:, :, None] * bs[:, None, :] / torch.where(good, sbs, 1.0)[:, None, None]
-           + yv[:, :, None] * yv[:, None, :] / torch.where(good, ys, 1.0)[:, None, None])
+    upd = (
+        b_mat
+        - bs[:, :, None] * bs[:, None, :] / torch.where(good, sbs, 1.0)[:, None, None]
+        + yv[:, :, None] * yv[:, None, :] / torch.where(good, ys, 1.0)[:, None, None]
+    )
     return torch.where(good[:, None, None], -upd, h)
 
 
@@ -592,8 +641,9 @@ def _newton(d2, y, theta, first, lo, hi, tol, max_iter):
     f, g, h = (t.clone() for t in first)
     active = torch.arange(b, device=y.device)
     for _ in range(max_iter):
-        d, g_free, gain = _ascent_direction(g[active], h[active], theta[active], lo[active],
-                                            hi[active])
+        d, g_free, gain = _ascent_direction(
+            g[active], h[active], theta[active], lo[active], hi[active]
+        )
         done = (gain <= tol) | ~torch.isfinite(f[active])
         converged[active[done]] = torch.isfinite(f[active[done]])
         keep = ~done
@@ -613,10 +663,14 @@ def _newton(d2, y, theta, first, lo, hi, tol, max_iter):
             idx = pending.nonzero()[:, 0]
             if idx.numel() == 0:
                 break
-            trial = torch.maximum(torch.minimum(th[idx] + t[idx, None] * d[idx], hi[active[idx]]),
-                                  lo[active[idx]])
-            groups = [(0, torch.ones_like(idx, dtype=torch.bool))] if ls else [
-                (2, big[idx]), (1, ~big[idx])]
+            trial = torch.maximum(
+                torch.minimum(th[idx] + t[idx, None] * d[idx], hi[active[idx]]), lo[active[idx]]
+            )
+            groups = (
+                [(0, torch.ones_like(idx, dtype=torch.bool))]
+                if ls
+                else [(2, big[idx]), (1, ~big[idx])]
+            )
             for order, sel in groups:
                 if not sel.any():
                     continue
@@ -630,23 +684,26 @@ def _newton(d2, y, theta, first, lo, hi, tol, max_iter):
                     g[active[acc]], h[active[acc]] = gt[ok], ht[ok]
                 elif order == 1:
                     g[active[acc]] = gt[ok]
-                    h[active[acc]] = _bfgs(h[active[acc]], trial[sel][ok] - th[acc],
-                                           gt[ok] - ga[acc])
+                    h[active[acc]] = _bfgs(
+                        h[active[acc]], trial[sel][ok] - th[acc], gt[ok] - ga[acc]
+                    )
                 pending[acc] = False
                 # Backtrack to the maximiser of the parabola through f(0), f'(0) and f(t),
                 # safeguarded to [t/10, t/2].
                 rej = sub[~ok]
                 slope = (g_free[rej] * d[rej]).sum(1)
                 drop = fa[rej] + slope * t[rej] - ft[~ok]
-                t_q = torch.where(drop > 0, 0.5 * slope * t[rej] ** 2 / drop.clamp_min(1e-300),
-                                  0.1 * t[rej])
+                t_q = torch.where(
+                    drop > 0, 0.5 * slope * t[rej] ** 2 / drop.clamp_min(1e-300), 0.1 * t[rej]
+                )
                 t[rej] = torch.minimum(torch.maximum(t_q, 0.1 * t[rej]), 0.5 * t[rej])
         moved = active[~pending]
         steps[moved] += 1
         shortened = moved[t[~pending] < 1.0]
         if shortened.numel():
-            f[shortened], g[shortened], h[shortened] = _evaluate(d2, y[shortened],
-                                                                 theta[shortened], order=2)
+            f[shortened], g[shortened], h[shortened] = _evaluate(
+                d2, y[shortened], theta[shortened], order=2
+            )
         # A line search that cannot ascend means the predicted gain is round-off: stop there,
         # leaving ``converged`` False so that callers can see it.
         active = moved

@@ -111,15 +111,18 @@ SLOPE = 0.2
 # Loss terms (public: the tests check them against brute-force definitions)
 # --------------------------------------------------------------------------------------------
 
-def random_projections(n_dim: int, n_proj: int, gen: torch.Generator,
-                       device: torch.device) -> torch.Tensor:
+
+def random_projections(
+    n_dim: int, n_proj: int, gen: torch.Generator, device: torch.device
+) -> torch.Tensor:
     """``n_proj`` random unit directions in ``R^n_dim`` as columns (``HSVA.py:235-236``)."""
     proj = torch.randn(n_dim, n_proj, generator=gen, device=device)
     return proj * torch.rsqrt((proj * proj).sum(0, keepdim=True))
 
 
-def sliced_wasserstein_discrepancy(logits1: torch.Tensor, logits2: torch.Tensor,
-                                   proj: torch.Tensor) -> torch.Tensor:
+def sliced_wasserstein_discrepancy(
+    logits1: torch.Tensor, logits2: torch.Tensor, proj: torch.Tensor
+) -> torch.Tensor:
     """The official ``discrepancy_slice_wasserstein`` (``HSVA.py:230-244``): both classifiers'
     softmax outputs projected on the columns of ``proj``, each projection sorted over the batch,
     the mean squared difference of the sorted values (the squared 1-D Wasserstein-2 distance
@@ -134,9 +137,11 @@ def sliced_wasserstein_discrepancy(logits1: torch.Tensor, logits2: torch.Tensor,
 def coral_loss(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean squared difference of the two batches' unbiased covariance matrices
     (``get_CORAL_loss``, ``HSVA.py:246-259``)."""
+
     def cov(x: torch.Tensor) -> torch.Tensor:
         xm = x - x.mean(0, keepdim=True)
         return xm.T @ xm / (x.shape[0] - 1)
+
     d = cov(source) - cov(target)
     return (d * d).mean()
 
@@ -150,6 +155,7 @@ def sample_latent(mu: torch.Tensor, logvar: torch.Tensor, gen: torch.Generator) 
 # --------------------------------------------------------------------------------------------
 # Networks (official ``weights_init``: Xavier-uniform gain 0.5, zero biases, BatchNorm ~ N(1, .02))
 # --------------------------------------------------------------------------------------------
+
 
 def _xavier(d_in: int, d_out: int, gen: torch.Generator) -> nn.Linear:
     return seeded_linear(d_in, d_out, torch.device("cpu"), gen, "xavier")
@@ -183,7 +189,7 @@ class LatentEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         out = self.heads(F.leaky_relu(self.fc1(x), SLOPE))
-        return out[:, :self.latent], out[:, self.latent:]
+        return out[:, : self.latent], out[:, self.latent :]
 
 
 class AlignmentClassifier(nn.Module):
@@ -206,6 +212,7 @@ class AlignmentClassifier(nn.Module):
 # --------------------------------------------------------------------------------------------
 # The generator component
 # --------------------------------------------------------------------------------------------
+
 
 class HSVAGenerator(FeatureGenerator):
     """HSVA's generator stage (module docstring). Its classifier space is the latent space:
@@ -230,24 +237,46 @@ class HSVAGenerator(FeatureGenerator):
 
     name = "hsva"
     classifier_defaults: ClassVar[dict[str, Any]] = {
-        "syn_num": 400, "seen_num": 200, "classifier_lr": 0.001, "classifier_beta1": 0.5,
-        "classifier_epochs": 24, "classifier_batch_size": 32, "classifier_init": "xavier",
-        "classifier_batches": "reshuffle"}
+        "syn_num": 400,
+        "seen_num": 200,
+        "classifier_lr": 0.001,
+        "classifier_beta1": 0.5,
+        "classifier_epochs": 24,
+        "classifier_batch_size": 32,
+        "classifier_init": "xavier",
+        "classifier_batches": "reshuffle",
+    }
     classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
-        "classifier_epochs": (22, 24, 34, 51)}
+        "classifier_epochs": (22, 24, 34, 51)
+    }
     official_selection: ClassVar[str | None] = (
         "best test H over the final classifier's epochs (official: best test H over classifier "
-        "epochs after every VAE epoch from 100 on, HSVA.py:455-473,724-731)")
+        "epochs after every VAE epoch from 100 on, HSVA.py:455-473,724-731)"
+    )
 
-    def __init__(self, latent_size: int = 64, coarse_size: int = 2048,
-                 encoder_hidden: int = 4096, latent_hidden: int = 2048,
-                 decoder_hidden: int = 4096, classifier_hidden: int = 512, projections: int = 128,
-                 epochs: int = 500, batch_size: int = 50, lr: float = 0.00015,
-                 alignment_lr: float = 0.001, beta_factor: float = 0.25, beta_start: int = 0,
-                 beta_end: int = 90, cross_reconstruction_factor: float = 2.37,
-                 cross_reconstruction_start: int = 21, cross_reconstruction_end: int = 75,
-                 distance_factor: float = 8.0, distance_start: int = 0,
-                 distance_end: int = 25) -> None:
+    def __init__(
+        self,
+        latent_size: int = 64,
+        coarse_size: int = 2048,
+        encoder_hidden: int = 4096,
+        latent_hidden: int = 2048,
+        decoder_hidden: int = 4096,
+        classifier_hidden: int = 512,
+        projections: int = 128,
+        epochs: int = 500,
+        batch_size: int = 50,
+        lr: float = 0.00015,
+        alignment_lr: float = 0.001,
+        beta_factor: float = 0.25,
+        beta_start: int = 0,
+        beta_end: int = 90,
+        cross_reconstruction_factor: float = 2.37,
+        cross_reconstruction_start: int = 21,
+        cross_reconstruction_end: int = 75,
+        distance_factor: float = 8.0,
+        distance_start: int = 0,
+        distance_end: int = 25,
+    ) -> None:
         self.latent_size = latent_size
         self.coarse_size = coarse_size
         self.encoder_hidden = encoder_hidden
@@ -271,8 +300,16 @@ class HSVAGenerator(FeatureGenerator):
 
     def check_params(self) -> None:
         who = self.name
-        for p in ("latent_size", "coarse_size", "encoder_hidden", "latent_hidden",
-                  "decoder_hidden", "classifier_hidden", "projections", "epochs"):
+        for p in (
+            "latent_size",
+            "coarse_size",
+            "encoder_hidden",
+            "latent_hidden",
+            "decoder_hidden",
+            "classifier_hidden",
+            "projections",
+            "epochs",
+        ):
             hp.integer(who, p, getattr(self, p), 1)
         # BatchNorm on the batch's statistics needs two rows
         hp.integer(who, "batch_size", self.batch_size, 2)
@@ -283,17 +320,25 @@ class HSVAGenerator(FeatureGenerator):
             start = hp.integer(who, f"{term}_start", getattr(self, f"{term}_start"), 0)
             end = hp.integer(who, f"{term}_end", getattr(self, f"{term}_end"), 0)
             if end <= start:
-                raise ConfigError(f"{who}.{term}_end={end} must be greater than "
-                                  f"{who}.{term}_start={start}",
-                                  hint=f"the warm-up rises from {term}_start to {term}_end")
+                raise ConfigError(
+                    f"{who}.{term}_end={end} must be greater than {who}.{term}_start={start}",
+                    hint=f"the warm-up rises from {term}_start to {term}_end",
+                )
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-            seen_columns: torch.Tensor, seed: int) -> HSVAGenerator:
+    def fit(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        att: torch.Tensor,
+        seen_columns: torch.Tensor,
+        seed: int,
+    ) -> HSVAGenerator:
         """Train the networks (``HSVA.py:671-714``); initialisation and training draw from two
         streams of ``seed``."""
         device = x.device
-        init_seed, train_seed = (int(s) & (2**63 - 1) for s in
-                                 np.random.SeedSequence(seed).generate_state(2, np.uint64))
+        init_seed, train_seed = (
+            int(s) & (2**63 - 1) for s in np.random.SeedSequence(seed).generate_state(2, np.uint64)
+        )
         g_init = torch.Generator().manual_seed(init_seed)
         g = torch.Generator(device=device).manual_seed(train_seed)
         n, dim = x.shape
@@ -310,17 +355,23 @@ class HSVAGenerator(FeatureGenerator):
         dec_x = MLP(latent, int(self.decoder_hidden), dim, g_init).to(device)
         dec_a = MLP(latent, int(self.decoder_hidden), k, g_init).to(device)
         enc_z = LatentEncoder(coarse, int(self.latent_hidden), latent, g_init).to(device)
-        c1 = AlignmentClassifier(coarse, int(self.classifier_hidden), len(seen_columns),
-                                 g_init).to(device)
-        c2 = AlignmentClassifier(coarse, int(self.classifier_hidden), len(seen_columns),
-                                 g_init).to(device)
+        c1 = AlignmentClassifier(coarse, int(self.classifier_hidden), len(seen_columns), g_init).to(
+            device
+        )
+        c2 = AlignmentClassifier(coarse, int(self.classifier_hidden), len(seen_columns), g_init).to(
+            device
+        )
         encoders = [*enc_x.parameters(), *enc_a.parameters()]
         classifiers = [*c1.parameters(), *c2.parameters()]
         # HSVA.py:144-157: AMSGrad for the VAE's parts, plain Adam for the two classifiers (one
         # optimiser per group here: Adam's state is per parameter, so merging is exact)
         opt_enc = adam(encoders, float(self.lr), 0.9, amsgrad=True)
-        opt_vae = adam([*enc_z.parameters(), *dec_x.parameters(), *dec_a.parameters()],
-                       float(self.lr), 0.9, amsgrad=True)
+        opt_vae = adam(
+            [*enc_z.parameters(), *dec_x.parameters(), *dec_a.parameters()],
+            float(self.lr),
+            0.9,
+            amsgrad=True,
+        )
         opt_cls = adam(classifiers, float(self.alignment_lr), 0.9)
         all_params = [*encoders, *classifiers, *opt_vae.param_groups[0]["params"]]
         n_proj = int(self.projections)
@@ -338,10 +389,11 @@ class HSVAGenerator(FeatureGenerator):
 
         def discrepancy(preds: list[torch.Tensor]) -> torch.Tensor:
             s1, s2, t1, t2 = preds
-            return (sliced_wasserstein_discrepancy(s1, s2, random_projections(
-                        n_seen, n_proj, g, device))
-                    + sliced_wasserstein_discrepancy(t1, t2, random_projections(
-                        n_seen, n_proj, g, device)))
+            return sliced_wasserstein_discrepancy(
+                s1, s2, random_projections(n_seen, n_proj, g, device)
+            ) + sliced_wasserstein_discrepancy(
+                t1, t2, random_projections(n_seen, n_proj, g, device)
+            )
 
         bs = min(int(self.batch_size), n)
         per_epoch = -(-n // int(self.batch_size))  # HSVA.py:691: range(0, ntrain, batch_size)
@@ -349,19 +401,28 @@ class HSVAGenerator(FeatureGenerator):
         history = torch.zeros(3, epochs, dtype=torch.float64, device=device)
         with steps("hsva epochs", epochs) as advance:
             for epoch in range(epochs):
-                beta = warmup_factor(epoch, float(self.beta_factor), int(self.beta_start),
-                                     int(self.beta_end))
-                cross = warmup_factor(epoch, float(self.cross_reconstruction_factor),
-                                      int(self.cross_reconstruction_start),
-                                      int(self.cross_reconstruction_end))
-                dist = warmup_factor(epoch, float(self.distance_factor),
-                                     int(self.distance_start), int(self.distance_end))
+                beta = warmup_factor(
+                    epoch, float(self.beta_factor), int(self.beta_start), int(self.beta_end)
+                )
+                cross = warmup_factor(
+                    epoch,
+                    float(self.cross_reconstruction_factor),
+                    int(self.cross_reconstruction_start),
+                    int(self.cross_reconstruction_end),
+                )
+                dist = warmup_factor(
+                    epoch,
+                    float(self.distance_factor),
+                    int(self.distance_start),
+                    int(self.distance_end),
+                )
                 for _ in range(per_epoch):
                     idx = torch.randperm(n, generator=g, device=device)[:bs]
                     img, a, lab = x[idx], att[y[idx]], y_seen[idx]
                     if len(unseen):
-                        ua = att[unseen[torch.randint(len(unseen), (bs,), generator=g,
-                                                      device=device)]]
+                        ua = att[
+                            unseen[torch.randint(len(unseen), (bs,), generator=g, device=device)]
+                        ]
                     # 1. classifiers and encoders on the seen-class cross-entropy
                     zero()
                     loss_cls = cross_entropy(predictions(enc_x(img), enc_a(a)), lab)
@@ -392,11 +453,16 @@ class HSVAGenerator(FeatureGenerator):
                     b = img.shape[0]
                     out_x = dec_x(torch.cat([z_x, z_a]))
                     out_a = dec_a(torch.cat([z_a, z_x]))
-                    loss = (F.l1_loss(out_x[:b], img, reduction="sum")
-                            + F.l1_loss(out_a[:b], a, reduction="sum")
-                            + beta * (gaussian_kl(mu_x, lv_x) + gaussian_kl(mu_a, lv_a))
-                            + cross * (F.l1_loss(out_x[b:], img, reduction="sum")
-                                       + F.l1_loss(out_a[b:], a, reduction="sum")))
+                    loss = (
+                        F.l1_loss(out_x[:b], img, reduction="sum")
+                        + F.l1_loss(out_a[:b], a, reduction="sum")
+                        + beta * (gaussian_kl(mu_x, lv_x) + gaussian_kl(mu_a, lv_a))
+                        + cross
+                        * (
+                            F.l1_loss(out_x[b:], img, reduction="sum")
+                            + F.l1_loss(out_a[b:], a, reduction="sum")
+                        )
+                    )
                     w = wasserstein_distance(mu_x, lv_x, mu_a, lv_a)
                     if dist > 0:
                         term = w
@@ -442,16 +508,27 @@ def zslbench_generators() -> list[type[FeatureGenerator]]:
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
-    return [MethodSpec(
-        "hsva", model="generative", components={"generator": "hsva"},
-        preprocessor="minmax", paper_name="HSVA",
-        description="Hierarchical semantic-visual adaptation: structure (two-classifier sliced "
-                    "Wasserstein) then distribution (aligned VAEs) alignment; softmax on the "
-                    "latent space (Chen et al. 2021)",
-        citation="S. Chen, G.-S. Xie, Q. Peng, Y. Liu, B. Sun, H. Li, X. You, L. Shao. HSVA: "
-                 "Hierarchical Semantic-Visual Adaptation for Zero-Shot Learning. NeurIPS 2021. "
-                 "Defaults: github.com/shiming-chen/HSVA@add15f3, single_experiment.py (CUB).")]
+    return [
+        MethodSpec(
+            "hsva",
+            model="generative",
+            components={"generator": "hsva"},
+            preprocessor="minmax",
+            paper_name="HSVA",
+            description="Hierarchical semantic-visual adaptation: structure (two-classifier sliced "
+            "Wasserstein) then distribution (aligned VAEs) alignment; softmax on the "
+            "latent space (Chen et al. 2021)",
+            citation="S. Chen, G.-S. Xie, Q. Peng, Y. Liu, B. Sun, H. Li, X. You, L. Shao. HSVA: "
+            "Hierarchical Semantic-Visual Adaptation for Zero-Shot Learning. NeurIPS 2021. "
+            "Defaults: github.com/shiming-chen/HSVA@add15f3, single_experiment.py (CUB).",
+        )
+    ]
 
 
-__all__ = ["HSVAGenerator", "coral_loss", "random_projections", "sample_latent",
-           "sliced_wasserstein_discrepancy"]
+__all__ = [
+    "HSVAGenerator",
+    "coral_loss",
+    "random_projections",
+    "sample_latent",
+    "sliced_wasserstein_discrepancy",
+]

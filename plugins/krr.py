@@ -57,9 +57,13 @@ class KRRRegressor(Regressor):
 
     name = "krr"
 
-    def __init__(self, alpha: float = 0.1, width: float = 1.0,
-                 alpha_grid: tuple[float, ...] = ALPHA_GRID,
-                 width_grid: tuple[float, ...] = WIDTH_GRID) -> None:
+    def __init__(
+        self,
+        alpha: float = 0.1,
+        width: float = 1.0,
+        alpha_grid: tuple[float, ...] = ALPHA_GRID,
+        width_grid: tuple[float, ...] = WIDTH_GRID,
+    ) -> None:
         self.alpha = alpha
         self.width = width
         self.alpha_grid = alpha_grid

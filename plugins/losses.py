@@ -71,8 +71,9 @@ def _run_offsets(lengths: torch.Tensor) -> torch.Tensor:
     """``[0, 1, …, lengths[0]−1, 0, 1, …, lengths[1]−1, …]``: positions within consecutive runs."""
     run_starts = torch.cumsum(lengths, 0) - lengths
     total = int(lengths.sum())
-    return (torch.arange(total, device=lengths.device)
-            - torch.repeat_interleave(run_starts, lengths, output_size=total))
+    return torch.arange(total, device=lengths.device) - torch.repeat_interleave(
+        run_starts, lengths, output_size=total
+    )
 
 
 def _centred_sq_dists(rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
@@ -101,8 +102,13 @@ class _NearestSampleSqDist(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, samples: torch.Tensor,
-                means: torch.Tensor, n_cb: int, workspace: torch.Tensor | None) -> torch.Tensor:
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        samples: torch.Tensor,
+        means: torch.Tensor,
+        n_cb: int,
+        workspace: torch.Tensor | None,
+    ) -> torch.Tensor:
         n_cls = means.shape[0]
         ones_s = samples.new_ones(samples.shape[0], 1)
         ones_m = means.new_ones(n_cls, 1)
@@ -120,8 +126,9 @@ class _NearestSampleSqDist(torch.autograd.Function):
         return nearest
 
     @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
-                 ) -> tuple[torch.Tensor, torch.Tensor, None, None]:
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, None, None]:
         samples, means, dists, nearest = ctx.saved_tensors
         n_cb, n_cls, _ = dists.shape
         grad = grad.contiguous()
@@ -145,8 +152,9 @@ class _NearestSampleSqDist(torch.autograd.Function):
             if not bool((block.sum(dim=0) > 1).any()):
                 block.mul_(grad)
                 g_by_sample = block.view(n_cb * n_cls, n_cls) @ means_1
-                for block_t, rows in zip(block.mT.unbind(0),
-                                         samples_1.view(n_cb, n_cls, -1).unbind(0), strict=True):
+                for block_t, rows in zip(
+                    block.mT.unbind(0), samples_1.view(n_cb, n_cls, -1).unbind(0), strict=True
+                ):
                     g_by_mean.addmm_(block_t, rows)
                 return (*_nearest_gradients(samples, means, g_by_sample, g_by_mean), None, None)
         # Slot by slot, each (L, L) block built and used while it is in cache; the first
@@ -166,17 +174,22 @@ class _NearestSampleSqDist(torch.autograd.Function):
         return (*_nearest_gradients(samples, means, g_by_sample, g_by_mean), None, None)
 
 
-def _nearest_gradients(samples: torch.Tensor, means: torch.Tensor, g_by_sample: torch.Tensor,
-                       g_by_mean: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _nearest_gradients(
+    samples: torch.Tensor, means: torch.Tensor, g_by_sample: torch.Tensor, g_by_mean: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """d/dx and d/dm of the dense backward from G·[m | 1] and Gᵀ·[x | 1]."""
     d_samples = 2.0 * (g_by_sample[:, -1:] * samples - g_by_sample[:, :-1])
     d_means = 2.0 * (g_by_mean[:, -1:] * means - g_by_mean[:, :-1])
     return d_samples, d_means
 
 
-def _nearest_backward_sparse(samples: torch.Tensor, means: torch.Tensor, dists: torch.Tensor,
-                             grad: torch.Tensor, active: torch.Tensor
-                             ) -> tuple[torch.Tensor, torch.Tensor]:
+def _nearest_backward_sparse(
+    samples: torch.Tensor,
+    means: torch.Tensor,
+    dists: torch.Tensor,
+    grad: torch.Tensor,
+    active: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The backward of ``_NearestSampleSqDist`` visiting only the pairs with a non-zero gradient.
 
     ``active`` holds their flat indices j·L + i into the (L, L) gradient.
@@ -195,8 +208,12 @@ def _nearest_backward_sparse(samples: torch.Tensor, means: torch.Tensor, dists: 
     return d_samples, d_means
 
 
-def balanced_triplet_loss(x: torch.Tensor, margin: float = 4.0, reduction: Reduction = "sum",
-                          workspace: torch.Tensor | None = None) -> torch.Tensor:
+def balanced_triplet_loss(
+    x: torch.Tensor,
+    margin: float = 4.0,
+    reduction: Reduction = "sum",
+    workspace: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Class-balanced triplet loss L_BT (paper eq. 3) of a class-balanced batch.
 
     ``x`` has shape (L, n_CB, k): ``x[i, l]`` is the latent vector x_lⁱ of the l-th sample drawn from
@@ -235,8 +252,9 @@ def balanced_triplet_loss(x: torch.Tensor, margin: float = 4.0, reduction: Reduc
     raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
 
 
-def triplet_loss(x: torch.Tensor, labels: torch.Tensor, margin: float = 4.0,
-                 reduction: Reduction = "sum") -> torch.Tensor:
+def triplet_loss(
+    x: torch.Tensor, labels: torch.Tensor, margin: float = 4.0, reduction: Reduction = "sum"
+) -> torch.Tensor:
     """Plain triplet loss L_T (paper eq. 2) over all triplets of a mini-batch.
 
     ``x`` is (B, k), ``labels`` (B,). The loss is ``Σ max(0, Δ + ‖x_l − x_m‖² − ‖x_l − x_n‖²)`` over
@@ -245,8 +263,9 @@ def triplet_loss(x: torch.Tensor, labels: torch.Tensor, margin: float = 4.0,
     that is still connected to ``x``, so a backward pass is always valid).
     """
     if x.dim() != 2 or labels.shape != x.shape[:1]:
-        raise ValueError(f"x must be (B, k) and labels (B,), got {tuple(x.shape)} and "
-                         f"{tuple(labels.shape)}")
+        raise ValueError(
+            f"x must be (B, k) and labels (B,), got {tuple(x.shape)} and {tuple(labels.shape)}"
+        )
     size = len(labels)
     # The loss is invariant to the order of the batch: sort it by class, so that the positives of
     # an anchor are one contiguous block of its row of the distance matrix.

@@ -18,16 +18,41 @@ from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 
 METHODS = [
-    MethodSpec("bt-gp", model="prototype", components={"embedder": "bt", "regressor": "gp"}, paper_name="L_BT + GP (ours)",
-               description="Class-balanced triplet embedding + per-dimension GP prototypes (Ye et al. 2022)"),
-    MethodSpec("t-gp", model="prototype", components={"embedder": "t", "regressor": "gp"}, paper_name="L_T + GP",
-               description="Plain triplet embedding + per-dimension GP prototypes (ablation)"),
-    MethodSpec("gp", model="prototype", components={"embedder": "identity", "regressor": "gp"}, paper_name="GP",
-               description="GP prototypes on the raw feature space (ablation)"),
-    MethodSpec("krr", model="prototype", components={"embedder": "identity", "regressor": "krr"}, paper_name="KRR",
-               description="Kernel ridge regression prototypes on the raw feature space (ablation)"),
-    MethodSpec("bt-krr", model="prototype", components={"embedder": "bt", "regressor": "krr"}, paper_name="L_BT + KRR",
-               description="Class-balanced triplet embedding + kernel ridge regression (ablation)"),
+    MethodSpec(
+        "bt-gp",
+        model="prototype",
+        components={"embedder": "bt", "regressor": "gp"},
+        paper_name="L_BT + GP (ours)",
+        description="Class-balanced triplet embedding + per-dimension GP prototypes (Ye et al. 2022)",
+    ),
+    MethodSpec(
+        "t-gp",
+        model="prototype",
+        components={"embedder": "t", "regressor": "gp"},
+        paper_name="L_T + GP",
+        description="Plain triplet embedding + per-dimension GP prototypes (ablation)",
+    ),
+    MethodSpec(
+        "gp",
+        model="prototype",
+        components={"embedder": "identity", "regressor": "gp"},
+        paper_name="GP",
+        description="GP prototypes on the raw feature space (ablation)",
+    ),
+    MethodSpec(
+        "krr",
+        model="prototype",
+        components={"embedder": "identity", "regressor": "krr"},
+        paper_name="KRR",
+        description="Kernel ridge regression prototypes on the raw feature space (ablation)",
+    ),
+    MethodSpec(
+        "bt-krr",
+        model="prototype",
+        components={"embedder": "bt", "regressor": "krr"},
+        paper_name="L_BT + KRR",
+        description="Class-balanced triplet embedding + kernel ridge regression (ablation)",
+    ),
 ]
 
 

@@ -107,6 +107,7 @@ _BLOCK_BYTES = 64 * 2**20
 
 # ------------------------------------------------------------------------------------- reading
 
+
 class _Arrays:
     """The members of an .npz, a folder of .npy or a dict, read on demand; errors name the file."""
 
@@ -118,17 +119,25 @@ class _Arrays:
             value = self._get(key)
         except ValueError as exc:
             if "allow_pickle" in str(exc) or "pickled" in str(exc):
-                raise DataError(f"{self.path}: {key!r} is an object (pickled) array, which zslbench "
-                                "does not load", hint="store strings as a unicode array "
-                                "(np.array(names, dtype=str)) and numbers as a numeric array") from None
+                raise DataError(
+                    f"{self.path}: {key!r} is an object (pickled) array, which zslbench "
+                    "does not load",
+                    hint="store strings as a unicode array "
+                    "(np.array(names, dtype=str)) and numbers as a numeric array",
+                ) from None
             raise DataError(f"{self.path}: cannot read {key!r} ({exc})", hint=_HOW) from None
         except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
-            raise DataError(f"{self.path}: cannot read {key!r}, the file is truncated or corrupt "
-                            f"({type(exc).__name__}: {exc})", hint=f"write it again; {_HOW}") from None
+            raise DataError(
+                f"{self.path}: cannot read {key!r}, the file is truncated or corrupt "
+                f"({type(exc).__name__}: {exc})",
+                hint=f"write it again; {_HOW}",
+            ) from None
         except MemoryError:
-            raise DataError(f"{self.path}: {key!r} does not fit in memory",
-                            hint="free memory, or store the features as a folder of .npy files "
-                            "(a float32 features.npy is memory-mapped, never read whole)") from None
+            raise DataError(
+                f"{self.path}: {key!r} does not fit in memory",
+                hint="free memory, or store the features as a folder of .npy files "
+                "(a float32 features.npy is memory-mapped, never read whole)",
+            ) from None
         return np.asarray(value) if not isinstance(value, np.ndarray) else value
 
 
@@ -137,20 +146,29 @@ def _check_header(path: Path, key: str, fh: BinaryIO, available: int) -> None:
     allocates them (a corrupt header claiming a huge shape would otherwise end in a MemoryError)."""
     try:
         version = np.lib.format.read_magic(fh)
-        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                else np.lib.format.read_array_header_2_0)
+        read = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
         shape, _fortran, dtype = read(fh)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise DataError(f"{path}: the header of {key!r} is unreadable, the file is truncated or "
-                        f"corrupt ({exc})", hint=f"write it again; {_HOW}") from None
+        raise DataError(
+            f"{path}: the header of {key!r} is unreadable, the file is truncated or "
+            f"corrupt ({exc})",
+            hint=f"write it again; {_HOW}",
+        ) from None
     if dtype.hasobject:
         return  # refused as a pickled array when read
     need = math.prod(shape) * dtype.itemsize
     data = available - fh.tell()
     if need > data:
-        raise DataError(f"{path}: the header of {key!r} claims a {dtype} array of shape "
-                        f"{tuple(shape)} ({need:,} bytes) but the file holds {max(data, 0):,} bytes "
-                        "of it: the file is truncated or corrupt", hint=f"write it again; {_HOW}")
+        raise DataError(
+            f"{path}: the header of {key!r} claims a {dtype} array of shape "
+            f"{tuple(shape)} ({need:,} bytes) but the file holds {max(data, 0):,} bytes "
+            "of it: the file is truncated or corrupt",
+            hint=f"write it again; {_HOW}",
+        )
 
 
 def _check_member(path: Path, zf: zipfile.ZipFile, key: str) -> None:
@@ -159,9 +177,12 @@ def _check_member(path: Path, zf: zipfile.ZipFile, key: str) -> None:
     info = zf.getinfo(name)
     # Deflate expands at most 1032-fold: a larger claimed size is a corrupt directory entry.
     if info.compress_type != zipfile.ZIP_STORED and info.file_size > 1032 * info.compress_size + 64:
-        raise DataError(f"{path}: the archive claims {info.file_size:,} bytes for {key!r}, more "
-                        f"than its {info.compress_size:,} compressed bytes can hold: the file is "
-                        "corrupt", hint=f"write it again; {_HOW}")
+        raise DataError(
+            f"{path}: the archive claims {info.file_size:,} bytes for {key!r}, more "
+            f"than its {info.compress_size:,} compressed bytes can hold: the file is "
+            "corrupt",
+            hint=f"write it again; {_HOW}",
+        )
     with zf.open(info) as fh:
         _check_header(path, key, fh, info.file_size)
 
@@ -172,7 +193,9 @@ def _open(path: Path) -> Iterator[_Arrays]:
     if path.is_dir():
         files = {p.stem: p for p in sorted(path.glob("*.npy"))}
         if not files:
-            raise DataError(f"{path} holds no .npy files", hint=f"save one <key>.npy per key; {_HOW}")
+            raise DataError(
+                f"{path} holds no .npy files", hint=f"save one <key>.npy per key; {_HOW}"
+            )
 
         def get(key: str) -> Any:
             with open(files[key], "rb") as fh:
@@ -190,9 +213,11 @@ def _open(path: Path) -> Iterator[_Arrays]:
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})", hint=_HOW) from None
     if magic == b"\x93NUMPY":  # never np.load it: that would read the whole array
-        raise DataError(f"{path} holds a single array, not an .npz archive of named arrays",
-                        hint=f"save every key in one archive: numpy.savez(path, features=..., "
-                        f"labels=..., ...); {_HOW}")
+        raise DataError(
+            f"{path} holds a single array, not an .npz archive of named arrays",
+            hint=f"save every key in one archive: numpy.savez(path, features=..., "
+            f"labels=..., ...); {_HOW}",
+        )
     try:
         loaded = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
@@ -218,89 +243,125 @@ def _check_keys(src: _Arrays) -> None:
     for key in src.keys:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            hint = (f"did you mean {close[0]!r}? " if close else "") + \
-                f"the format's keys: {', '.join(known)}"
+            hint = (
+                f"did you mean {close[0]!r}? " if close else ""
+            ) + f"the format's keys: {', '.join(known)}"
             raise DataError(f"{src.path} has an unknown key {key!r}", hint=hint)
     for key, what in REQUIRED.items():
         if key not in src.keys:
             has = ", ".join(sorted(src.keys)) or "nothing"
-            raise DataError(f"{src.path} lacks the key {key!r} (has: {has})", hint=f"add {key}: {what}")
+            raise DataError(
+                f"{src.path} lacks the key {key!r} (has: {has})", hint=f"add {key}: {what}"
+            )
 
 
-def _vector(src: _Arrays, key: str, *, integer: bool, length: int | None = None,
-            length_of: str = "") -> np.ndarray:
+def _vector(
+    src: _Arrays, key: str, *, integer: bool, length: int | None = None, length_of: str = ""
+) -> np.ndarray:
     arr = src[key]
     if arr.ndim == 2 and 1 in arr.shape:
-        raise DataError(f"{src.path}: {key!r} has shape {arr.shape}; it must be a vector",
-                        hint=f"store {key}.ravel()")
+        raise DataError(
+            f"{src.path}: {key!r} has shape {arr.shape}; it must be a vector",
+            hint=f"store {key}.ravel()",
+        )
     if arr.ndim != 1:
-        raise DataError(f"{src.path}: {key!r} has shape {arr.shape}; it must be a vector",
-                        hint=f"store {key} as {(REQUIRED | OPTIONAL)[key]}")
+        raise DataError(
+            f"{src.path}: {key!r} has shape {arr.shape}; it must be a vector",
+            hint=f"store {key} as {(REQUIRED | OPTIONAL)[key]}",
+        )
     if integer and arr.dtype.kind not in "iu":
-        raise DataError(f"{src.path}: {key!r} has dtype {arr.dtype}; it must hold integers",
-                        hint=f"store {key}.astype(np.int64)")
+        raise DataError(
+            f"{src.path}: {key!r} has dtype {arr.dtype}; it must hold integers",
+            hint=f"store {key}.astype(np.int64)",
+        )
     if length is not None and arr.shape[0] != length:
-        raise DataError(f"{src.path}: {key!r} has {arr.shape[0]} entries but {length_of} has {length}",
-                        hint=f"{key} needs one entry per "
-                        + ("image (row of features)" if length_of == "features"
-                           else "class (row of class_semantics)"))
+        raise DataError(
+            f"{src.path}: {key!r} has {arr.shape[0]} entries but {length_of} has {length}",
+            hint=f"{key} needs one entry per "
+            + (
+                "image (row of features)"
+                if length_of == "features"
+                else "class (row of class_semantics)"
+            ),
+        )
     return arr
 
 
 def _check_features(path: Path, f: np.ndarray) -> None:
     """2-D float, finite, within float32, not constant; blockwise so a memory map stays a map."""
     if f.ndim != 2 or 0 in f.shape:
-        raise DataError(f"{path}: 'features' has shape {f.shape}; it must be a non-empty (n, d) "
-                        "matrix, one row per image", hint="store features as an (n, d) array")
+        raise DataError(
+            f"{path}: 'features' has shape {f.shape}; it must be a non-empty (n, d) "
+            "matrix, one row per image",
+            hint="store features as an (n, d) array",
+        )
     if f.dtype.kind != "f":
         what = "bool" if f.dtype.kind == "b" else str(f.dtype)
-        raise DataError(f"{path}: 'features' have dtype {what}; they must be real floating-point "
-                        "numbers", hint="store features.astype(np.float32)")
+        raise DataError(
+            f"{path}: 'features' have dtype {what}; they must be real floating-point numbers",
+            hint="store features.astype(np.float32)",
+        )
     rows = max(1, _BLOCK_BYTES // max(1, f.shape[1] * f.dtype.itemsize))
     lo, hi = np.inf, -np.inf
     for start in range(0, f.shape[0], rows):
-        block = np.asarray(f[start:start + rows])
+        block = np.asarray(f[start : start + rows])
         finite = np.isfinite(block)
         if not finite.all():
             i, j = np.argwhere(~finite)[0]
-            raise DataError(f"{path}: 'features' contain NaN or Inf (first at image {start + i}, "
-                            f"dimension {j}, 0-based)", hint="repair or re-extract the features")
+            raise DataError(
+                f"{path}: 'features' contain NaN or Inf (first at image {start + i}, "
+                f"dimension {j}, 0-based)",
+                hint="repair or re-extract the features",
+            )
         big = np.abs(block) > FLOAT32_MAX
         if big.any():
             i, j = np.argwhere(big)[0]
-            raise DataError(f"{path}: 'features' value {format_value(block[i, j])} (image "
-                            f"{start + i}, dimension {j}, 0-based) does not fit in float32, which "
-                            "every method computes in", hint="rescale or re-extract the features")
+            raise DataError(
+                f"{path}: 'features' value {format_value(block[i, j])} (image "
+                f"{start + i}, dimension {j}, 0-based) does not fit in float32, which "
+                "every method computes in",
+                hint="rescale or re-extract the features",
+            )
         lo, hi = min(lo, float(block.min())), max(hi, float(block.max()))
     if lo == hi:
-        raise DataError(f"{path}: every value of 'features' is {format_value(np.float32(lo))}: the "
-                        "features are constant",
-                        hint="the features were not written; re-extract them")
+        raise DataError(
+            f"{path}: every value of 'features' is {format_value(np.float32(lo))}: the "
+            "features are constant",
+            hint="the features were not written; re-extract them",
+        )
 
 
 def _index_sets(src: _Arrays, n: int) -> dict[str, np.ndarray]:
     sets = {k: _vector(src, k, integer=True) for k in INDEX_KEYS}
     for key, arr in sets.items():
         if arr.size == 0:
-            raise DataError(f"{src.path}: {key!r} is empty", hint="every split needs at least one image")
+            raise DataError(
+                f"{src.path}: {key!r} is empty", hint="every split needs at least one image"
+            )
     lo = min(int(a.min()) for a in sets.values())
     hi = max(int(a.max()) for a in sets.values())
     if lo >= 1 and hi == n:
         key = next(k for k, a in sets.items() if int(a.max()) == n)
-        raise DataError(f"{src.path}: {key!r} holds index {n}, one past the {n} images, and no set "
-                        "holds index 0: the indices look 1-based",
-                        hint="the format's indices are 0-based: subtract 1 from every index")
+        raise DataError(
+            f"{src.path}: {key!r} holds index {n}, one past the {n} images, and no set "
+            "holds index 0: the indices look 1-based",
+            hint="the format's indices are 0-based: subtract 1 from every index",
+        )
     for key, arr in sets.items():
         bad = arr[(arr < 0) | (arr >= n)]
         if bad.size:
-            raise DataError(f"{src.path}: {key!r} has {bad.size} "
-                            f"{'index' if bad.size == 1 else 'indices'} outside 0..{n - 1} "
-                            f"(e.g. {format_examples(bad)})",
-                            hint="indices are 0-based rows of features")
+            raise DataError(
+                f"{src.path}: {key!r} has {bad.size} "
+                f"{'index' if bad.size == 1 else 'indices'} outside 0..{n - 1} "
+                f"(e.g. {format_examples(bad)})",
+                hint="indices are 0-based rows of features",
+            )
         uniq, counts = np.unique(arr, return_counts=True)
         if np.any(counts > 1):
-            raise DataError(f"{src.path}: {key!r} lists {format_examples(uniq[counts > 1])} more than "
-                            "once", hint="each image may appear once in a set")
+            raise DataError(
+                f"{src.path}: {key!r} lists {format_examples(uniq[counts > 1])} more than once",
+                hint="each image may appear once in a set",
+            )
     return {k: a.astype(np.int64) for k, a in sets.items()}
 
 
@@ -313,38 +374,55 @@ def _read(src: _Arrays, name: str) -> tuple[ZSLData, str]:
     n = int(features.shape[0])
     sem = src["class_semantics"]
     if sem.ndim != 2 or 0 in sem.shape:
-        raise DataError(f"{path}: 'class_semantics' has shape {sem.shape}; it must be a non-empty "
-                        "(c, a) matrix, one row per class", hint="store class_semantics as (c, a)")
+        raise DataError(
+            f"{path}: 'class_semantics' has shape {sem.shape}; it must be a non-empty "
+            "(c, a) matrix, one row per class",
+            hint="store class_semantics as (c, a)",
+        )
     if sem.dtype.kind not in "biuf":
-        raise DataError(f"{path}: 'class_semantics' has dtype {sem.dtype}; it must hold numbers",
-                        hint="store class_semantics.astype(np.float32)")
+        raise DataError(
+            f"{path}: 'class_semantics' has dtype {sem.dtype}; it must hold numbers",
+            hint="store class_semantics.astype(np.float32)",
+        )
     if not np.isfinite(sem).all():
         row = int(np.argwhere(~np.isfinite(sem))[0][0])
-        raise DataError(f"{path}: 'class_semantics' contains NaN or Inf (class {row}, 0-based)",
-                        hint="repair the class semantics")
+        raise DataError(
+            f"{path}: 'class_semantics' contains NaN or Inf (class {row}, 0-based)",
+            hint="repair the class semantics",
+        )
     c = int(sem.shape[0])
     labels = _vector(src, "labels", integer=True, length=n, length_of="features")
     lo, hi = labels.min(), labels.max()
     if lo >= 1 and hi == c:
-        raise DataError(f"{path}: 'labels' run from 1 to {c}, the number of classes: they look 1-based",
-                        hint="the format's labels are 0-based rows of class_semantics: subtract 1")
+        raise DataError(
+            f"{path}: 'labels' run from 1 to {c}, the number of classes: they look 1-based",
+            hint="the format's labels are 0-based rows of class_semantics: subtract 1",
+        )
     if lo < 0 or hi >= c:
         bad = lo if lo < 0 else hi
-        raise DataError(f"{path}: 'labels' hold {format_value(bad)}, outside 0..{c - 1} "
-                        f"(class_semantics has {c} rows)",
-                        hint="labels are 0-based rows of class_semantics")
+        raise DataError(
+            f"{path}: 'labels' hold {format_value(bad)}, outside 0..{c - 1} "
+            f"(class_semantics has {c} rows)",
+            hint="labels are 0-based rows of class_semantics",
+        )
     labels = labels.astype(np.int64)
     used = np.unique(labels)
     zero = used[~np.any(sem[used] != 0, axis=1)]
     if zero.size:
-        raise DataError(f"{path}: 'class_semantics' row {int(zero[0])} is all zeros, and class "
-                        f"{int(zero[0])} has images", hint="every class needs a non-zero semantic vector")
+        raise DataError(
+            f"{path}: 'class_semantics' row {int(zero[0])} is all zeros, and class "
+            f"{int(zero[0])} has images",
+            hint="every class needs a non-zero semantic vector",
+        )
     names = _vector(src, "class_names", integer=False, length=c, length_of="class_semantics")
     if names.dtype.kind not in "US":
-        raise DataError(f"{path}: 'class_names' has dtype {names.dtype}; it must hold strings",
-                        hint="store np.array(names, dtype=str)")
-    class_names = [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
-                   for x in names.tolist()]
+        raise DataError(
+            f"{path}: 'class_names' has dtype {names.dtype}; it must hold strings",
+            hint="store np.array(names, dtype=str)",
+        )
+    class_names = [
+        x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in names.tolist()
+    ]
     idx = _index_sets(src, n)
     val_classes = None
     if "val_classes" in src.keys:
@@ -352,14 +430,18 @@ def _read(src: _Arrays, name: str) -> tuple[ZSLData, str]:
         if val.size:
             bad = val[(val < 0) | (val >= c)]
             if bad.size:
-                raise DataError(f"{path}: 'val_classes' holds {format_examples(bad)}, outside "
-                                f"0..{c - 1}", hint="val_classes are 0-based rows of class_semantics")
+                raise DataError(
+                    f"{path}: 'val_classes' holds {format_examples(bad)}, outside 0..{c - 1}",
+                    hint="val_classes are 0-based rows of class_semantics",
+                )
             val_classes = np.unique(val.astype(np.int64))
             seen = np.unique(labels[idx["trainval_idx"]])
             if np.isin(seen, val_classes).all():
-                raise DataError(f"{path}: 'val_classes' holds every one of the {seen.size} seen "
-                                "classes, so none is left to train on during validation",
-                                hint="keep val_classes to a part (about a third) of the seen classes")
+                raise DataError(
+                    f"{path}: 'val_classes' holds every one of the {seen.size} seen "
+                    "classes, so none is left to train on during validation",
+                    hint="keep val_classes to a part (about a third) of the seen classes",
+                )
     kind = "custom"
     if "kind" in src.keys:
         raw = src["kind"]
@@ -367,8 +449,11 @@ def _read(src: _Arrays, name: str) -> tuple[ZSLData, str]:
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         if not isinstance(value, str) or value not in KINDS:
-            raise DataError(f"{path}: 'kind' is {raw.tolist()!r}; it must be one of "
-                            f"{', '.join(map(repr, KINDS))}", hint="store np.array('custom')")
+            raise DataError(
+                f"{path}: 'kind' is {raw.tolist()!r}; it must be one of "
+                f"{', '.join(map(repr, KINDS))}",
+                hint="store np.array('custom')",
+            )
         kind = value
     backbone = None
     if "backbone" in src.keys:
@@ -376,19 +461,32 @@ def _read(src: _Arrays, name: str) -> tuple[ZSLData, str]:
         value = raw.reshape(-1)[0] if raw.size == 1 else None
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
-        backbone = check_backbone(value if isinstance(value, str) else raw.tolist(),
-                                  where=f"{path}: 'backbone'")
+        backbone = check_backbone(
+            value if isinstance(value, str) else raw.tolist(), where=f"{path}: 'backbone'"
+        )
     feats = np.asarray(features, dtype=np.float32) if features.dtype != np.float32 else features
     if feats.flags.writeable:
         feats.flags.writeable = False  # read-only, as every loader hands them out
     attributes = np.ascontiguousarray(sem, dtype=np.float32)
     attributes.flags.writeable = False
-    data = ZSLData(name=name, features=feats, labels=labels, attributes=attributes,
-                   trainval_idx=idx["trainval_idx"], test_seen_idx=idx["test_seen_idx"],
-                   test_unseen_idx=idx["test_unseen_idx"], val_classes=val_classes,
-                   source={"format": "npz", "layout": "folder of .npy" if path.is_dir() else "npz",
-                           "path": str(path.resolve()), "kind": kind},
-                   class_names=class_names, backbone=backbone)
+    data = ZSLData(
+        name=name,
+        features=feats,
+        labels=labels,
+        attributes=attributes,
+        trainval_idx=idx["trainval_idx"],
+        test_seen_idx=idx["test_seen_idx"],
+        test_unseen_idx=idx["test_unseen_idx"],
+        val_classes=val_classes,
+        source={
+            "format": "npz",
+            "layout": "folder of .npy" if path.is_dir() else "npz",
+            "path": str(path.resolve()),
+            "kind": kind,
+        },
+        class_names=class_names,
+        backbone=backbone,
+    )
     return data, kind
 
 
@@ -402,10 +500,17 @@ def dataset_name(path: str | Path) -> str:
     p = Path(path)
     name = p.name[: -len(SUFFIX)] if p.name.lower().endswith(SUFFIX) else p.name
     if not name:
-        raise DataError(f"{p}: a file named {p.name!r} gives no dataset name (the name is what "
-                        f"comes before {SUFFIX})", hint=f"rename it, e.g. to mine{SUFFIX}")
-    return check_name(name, where=str(p), hint="rename the file: its name (without .npz) names "
-                      "the dataset in every record; use printable characters, no leading '.'")
+        raise DataError(
+            f"{p}: a file named {p.name!r} gives no dataset name (the name is what "
+            f"comes before {SUFFIX})",
+            hint=f"rename it, e.g. to mine{SUFFIX}",
+        )
+    return check_name(
+        name,
+        where=str(p),
+        hint="rename the file: its name (without .npz) names "
+        "the dataset in every record; use printable characters, no leading '.'",
+    )
 
 
 def load_npz(path: str | Path, *, name: str | None = None) -> ZSLData:
@@ -438,10 +543,22 @@ def read_kind(path: str | Path) -> str:
 
 # ------------------------------------------------------------------------------------- writing
 
-def save_npz(path: str | Path, *, features: Any, labels: Any, class_semantics: Any,
-             class_names: Any, trainval_idx: Any, test_seen_idx: Any, test_unseen_idx: Any,
-             val_classes: Any = None, kind: str = "custom", compress: bool = False,
-             backbone: str | None = None) -> Path:
+
+def save_npz(
+    path: str | Path,
+    *,
+    features: Any,
+    labels: Any,
+    class_semantics: Any,
+    class_names: Any,
+    trainval_idx: Any,
+    test_seen_idx: Any,
+    test_unseen_idx: Any,
+    val_classes: Any = None,
+    kind: str = "custom",
+    compress: bool = False,
+    backbone: str | None = None,
+) -> Path:
     """Write a dataset in this module's format to ``path`` (``.npz`` appended when missing).
 
     Runs every check :func:`load_npz` runs first, so a file it writes always loads; the file is
@@ -453,12 +570,18 @@ def save_npz(path: str | Path, *, features: Any, labels: Any, class_semantics: A
     if not path.name.lower().endswith(SUFFIX):
         path = path.with_name(path.name + SUFFIX)
     arrays: dict[str, Any] = {
-        "features": np.asarray(features), "labels": np.asarray(labels),
+        "features": np.asarray(features),
+        "labels": np.asarray(labels),
         "class_semantics": np.asarray(class_semantics),
-        "class_names": np.asarray([str(x) for x in np.asarray(class_names).ravel().tolist()]
-                                  if np.asarray(class_names).dtype.kind == "O" else class_names),
-        "trainval_idx": np.asarray(trainval_idx), "test_seen_idx": np.asarray(test_seen_idx),
-        "test_unseen_idx": np.asarray(test_unseen_idx), "kind": np.asarray(kind),
+        "class_names": np.asarray(
+            [str(x) for x in np.asarray(class_names).ravel().tolist()]
+            if np.asarray(class_names).dtype.kind == "O"
+            else class_names
+        ),
+        "trainval_idx": np.asarray(trainval_idx),
+        "test_seen_idx": np.asarray(test_seen_idx),
+        "test_unseen_idx": np.asarray(test_unseen_idx),
+        "kind": np.asarray(kind),
     }
     if val_classes is not None:
         arrays["val_classes"] = np.asarray(val_classes)
@@ -480,21 +603,38 @@ def save_npz(path: str | Path, *, features: Any, labels: Any, class_semantics: A
     return path
 
 
-def save_dataset(data: ZSLData, path: str | Path, *, kind: str = "custom", compress: bool = False
-                 ) -> Path:
+def save_dataset(
+    data: ZSLData, path: str | Path, *, kind: str = "custom", compress: bool = False
+) -> Path:
     """Export a loaded dataset (``toy``, a ``synth-*`` stand-in, a file of your own) to ``path``."""
     names = data.class_names or [f"class{i}" for i in range(data.n_classes)]
-    return save_npz(path, features=data.features, labels=data.labels,
-                    class_semantics=data.attributes, class_names=names,
-                    trainval_idx=data.trainval_idx, test_seen_idx=data.test_seen_idx,
-                    test_unseen_idx=data.test_unseen_idx, val_classes=data.val_classes, kind=kind,
-                    compress=compress, backbone=data.backbone)
+    return save_npz(
+        path,
+        features=data.features,
+        labels=data.labels,
+        class_semantics=data.attributes,
+        class_names=names,
+        trainval_idx=data.trainval_idx,
+        test_seen_idx=data.test_seen_idx,
+        test_unseen_idx=data.test_unseen_idx,
+        val_classes=data.val_classes,
+        kind=kind,
+        compress=compress,
+        backbone=data.backbone,
+    )
 
 
 # ---------------------------------------------------------------------------------- registration
 
-def npz_dataset(name: str, path: str | Path, *, kind: str | None = None, description: str = "",
-                groups: tuple[str, ...] = ()) -> DatasetSpec:
+
+def npz_dataset(
+    name: str,
+    path: str | Path,
+    *,
+    kind: str | None = None,
+    description: str = "",
+    groups: tuple[str, ...] = (),
+) -> DatasetSpec:
     """A ``DatasetSpec`` that loads the file (or folder) at ``path`` under the name ``name``.
 
     For a plugin's ``zslbench_datasets`` hook. A relative ``path`` is looked up in the data dir
@@ -515,11 +655,18 @@ def npz_dataset(name: str, path: str | Path, *, kind: str | None = None, descrip
     if kind is None:
         kind = read_kind(raw) if raw.is_absolute() else "custom"
     if kind not in KINDS:
-        raise DataError(f"npz_dataset({name!r}): kind {kind!r} is not one of {', '.join(KINDS)}",
-                        hint='use kind="custom" for your own benchmark')
-    return DatasetSpec(name=name, load=load, kind=kind,  # type: ignore[arg-type]
-                       description=description or f"{raw} (npz format)", groups=groups,
-                       missing=missing)
+        raise DataError(
+            f"npz_dataset({name!r}): kind {kind!r} is not one of {', '.join(KINDS)}",
+            hint='use kind="custom" for your own benchmark',
+        )
+    return DatasetSpec(
+        name=name,
+        load=load,
+        kind=kind,  # type: ignore[arg-type]
+        description=description or f"{raw} (npz format)",
+        groups=groups,
+        missing=missing,
+    )
 
 
 def _claims(location: str) -> bool:
@@ -535,9 +682,19 @@ def zslbench_open_dataset(location: str) -> DatasetSpec | None:
     if not _claims(location):
         return None
     path = Path(location).expanduser()
-    return npz_dataset(dataset_name(path.resolve() if path.is_dir() else path), path.absolute(),
-                       description=f"{location} (npz format)")
+    return npz_dataset(
+        dataset_name(path.resolve() if path.is_dir() else path),
+        path.absolute(),
+        description=f"{location} (npz format)",
+    )
 
 
-__all__ = ["dataset_name", "load_npz", "npz_dataset", "read_kind", "save_dataset", "save_npz",
-           "zslbench_open_dataset"]
+__all__ = [
+    "dataset_name",
+    "load_npz",
+    "npz_dataset",
+    "read_kind",
+    "save_dataset",
+    "save_npz",
+    "zslbench_open_dataset",
+]

@@ -17,8 +17,14 @@ import torch
 ADAM_BETA2 = 0.999
 
 
-def adam(params: Iterable[torch.nn.Parameter], lr: float, beta1: float = 0.9, *,
-         weight_decay: float = 0.0, amsgrad: bool = False) -> torch.optim.Adam:
+def adam(
+    params: Iterable[torch.nn.Parameter],
+    lr: float,
+    beta1: float = 0.9,
+    *,
+    weight_decay: float = 0.0,
+    amsgrad: bool = False,
+) -> torch.optim.Adam:
     """Adam with ``betas=(beta1, 0.999)``; the fused kernel where this torch has it (CUDA; CPU
     since torch 2.4), else the default implementation (equal up to float rounding, ~1e-7)."""
     params = list(params)

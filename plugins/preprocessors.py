@@ -62,18 +62,22 @@ class ClipScale(Preprocessor):
         _check_matrix(features)
         expected = getattr(self, "n_features_in_", None)
         if expected is not None and features.shape[1] != expected:
-            raise DataError(f"features have {features.shape[1]} columns but the clip preprocessor "
-                            f"was fitted on {expected}",
-                            hint="transform features of the same kind as those it was fitted on")
+            raise DataError(
+                f"features have {features.shape[1]} columns but the clip preprocessor "
+                f"was fitted on {expected}",
+                hint="transform features of the same kind as those it was fitted on",
+            )
         out = np.empty(features.shape, dtype=np.float32)
         for start, block in _finite_blocks(features, np.float32, ": clipping would hide it"):
             if block.size and block.min() < 0:
                 bad = start + int(np.flatnonzero((block < 0).any(axis=1))[0])
-                raise DataError(f"feature row {bad} has negative values (min {block.min():g}): the "
-                                "clip preprocessor is for non-negative activations such as "
-                                "ResNet-101's, and would zero them",
-                                hint="use --set preprocessor=none for features such as CLIP's")
-            dest = out[start:start + _BLOCK_ROWS]
+                raise DataError(
+                    f"feature row {bad} has negative values (min {block.min():g}): the "
+                    "clip preprocessor is for non-negative activations such as "
+                    "ResNet-101's, and would zero them",
+                    hint="use --set preprocessor=none for features such as CLIP's",
+                )
+            dest = out[start : start + _BLOCK_ROWS]
             np.clip(block, np.float32(0.0), clip, out=dest)
             if self.scale:
                 np.divide(dest, clip, out=dest)
@@ -120,8 +124,10 @@ class MinMaxScale(Preprocessor):
     def fit(self, features: np.ndarray) -> MinMaxScale:
         _check_matrix(features)
         if len(features) == 0:
-            raise DataError("the minmax preprocessor needs at least one training image",
-                            hint="check the split: the training set is empty")
+            raise DataError(
+                "the minmax preprocessor needs at least one training image",
+                hint="check the split: the training set is empty",
+            )
         lo = np.full(features.shape[1], np.inf)
         hi = np.full(features.shape[1], -np.inf)
         for _, block in _finite_blocks(features, np.float64):
@@ -140,37 +146,48 @@ class MinMaxScale(Preprocessor):
             raise RuntimeError("MinMaxScale.transform called before fit")
         _check_matrix(features)
         if features.shape[1] != self.n_features_in_:
-            raise DataError(f"features have {features.shape[1]} columns but the minmax "
-                            f"preprocessor was fitted on {self.n_features_in_}",
-                            hint="transform features of the same kind as those it was fitted on")
+            raise DataError(
+                f"features have {features.shape[1]} columns but the minmax "
+                f"preprocessor was fitted on {self.n_features_in_}",
+                hint="transform features of the same kind as those it was fitted on",
+            )
         out = np.empty(features.shape, dtype=np.float32)
         for start in range(0, len(features), _BLOCK_ROWS):
-            block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=np.float64)
-            out[start:start + _BLOCK_ROWS] = (block - self.data_min_) * self.scale_
+            block = np.asarray(features[start : start + _BLOCK_ROWS], dtype=np.float64)
+            out[start : start + _BLOCK_ROWS] = (block - self.data_min_) * self.scale_
         return out
 
 
-def _finite_blocks(features: np.ndarray, dtype: type, why: str = ""
-                   ) -> Iterator[tuple[int, np.ndarray]]:
+def _finite_blocks(
+    features: np.ndarray, dtype: type, why: str = ""
+) -> Iterator[tuple[int, np.ndarray]]:
     """``(first row, block)`` of ``_BLOCK_ROWS`` rows at a time as ``dtype`` (a memory-mapped
     file is never copied whole), refusing the first row that holds NaN or inf by its index."""
     for start in range(0, len(features), _BLOCK_ROWS):
-        block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=dtype)
+        block = np.asarray(features[start : start + _BLOCK_ROWS], dtype=dtype)
         if not np.isfinite(block).all():
             bad = start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
-            raise DataError(f"feature row {bad} contains NaN or inf{why}",
-                            hint="regenerate or repair the feature file")
+            raise DataError(
+                f"feature row {bad} contains NaN or inf{why}",
+                hint="regenerate or repair the feature file",
+            )
         yield start, block
 
 
 def _check_matrix(features: np.ndarray) -> None:
     if not isinstance(features, np.ndarray) or features.ndim != 2:
-        raise DataError(f"features must be a 2-D array (images × features), got "
-                        f"{type(features).__name__} of shape {getattr(features, 'shape', None)}",
-                        hint="pass the feature matrix, one row per image")
-    if not (np.issubdtype(features.dtype, np.floating) or np.issubdtype(features.dtype, np.integer)):
-        raise DataError(f"features must be numeric, got dtype {features.dtype}",
-                        hint="load the features as float32")
+        raise DataError(
+            f"features must be a 2-D array (images × features), got "
+            f"{type(features).__name__} of shape {getattr(features, 'shape', None)}",
+            hint="pass the feature matrix, one row per image",
+        )
+    if not (
+        np.issubdtype(features.dtype, np.floating) or np.issubdtype(features.dtype, np.integer)
+    ):
+        raise DataError(
+            f"features must be numeric, got dtype {features.dtype}",
+            hint="load the features as float32",
+        )
 
 
 @hookimpl

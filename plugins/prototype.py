@@ -77,8 +77,9 @@ class PrototypeModel(StagedModel):
             p_seen = class_means(z, inputs.labels, inputs.classes[inputs.seen_columns])
         return embedder, p_seen
 
-    def fit_regressor_fit(self, inputs: FitInputs, embedder_fit: tuple[Embedder, np.ndarray]
-                          ) -> tuple[Regressor, np.ndarray]:
+    def fit_regressor_fit(
+        self, inputs: FitInputs, embedder_fit: tuple[Embedder, np.ndarray]
+    ) -> tuple[Regressor, np.ndarray]:
         """The fitted regressor and every class's prototype (unseen ones predicted)."""
         _, p_seen = embedder_fit
         seen_cols, unseen_cols = inputs.seen_columns, inputs.unseen_columns
@@ -88,7 +89,8 @@ class PrototypeModel(StagedModel):
             protos[seen_cols] = p_seen
             if len(unseen_cols):
                 protos[unseen_cols] = np.asarray(
-                    regressor.predict(inputs.class_semantics[unseen_cols]), dtype=np.float64)
+                    regressor.predict(inputs.class_semantics[unseen_cols]), dtype=np.float64
+                )
         return regressor, protos
 
     def end_fit(self, inputs: FitInputs, outputs: Any) -> None:

@@ -43,12 +43,20 @@ class Regressor(Component):
 @hookimpl
 def zslbench_add_kinds() -> list[Kind]:
     return [
-        Kind("embedder", "zslbench_embedders", base=Embedder,
-             doc="Embedder classes: ``fit(features, labels)`` then ``transform(features)`` -> "
-                 "latent vectors (the prototype pipeline's first stage)."),
-        Kind("regressor", "zslbench_regressors", base=Regressor,
-             doc="Regressor classes: ``fit(class_semantics, class_prototypes)`` then "
-                 "``predict(class_semantics)`` (the prototype pipeline's second stage)."),
+        Kind(
+            "embedder",
+            "zslbench_embedders",
+            base=Embedder,
+            doc="Embedder classes: ``fit(features, labels)`` then ``transform(features)`` -> "
+            "latent vectors (the prototype pipeline's first stage).",
+        ),
+        Kind(
+            "regressor",
+            "zslbench_regressors",
+            base=Regressor,
+            doc="Regressor classes: ``fit(class_semantics, class_prototypes)`` then "
+            "``predict(class_semantics)`` (the prototype pipeline's second stage).",
+        ),
     ]
 
 

@@ -42,9 +42,18 @@ class RegressionProblem:
     unseen_prototypes: np.ndarray  # (m, k), noise-free
 
 
-def make_problem(n_seen: int, n_attributes: int, n_unseen: int, n_outputs: int, *,
-                 seed: int = 0, noise: float = 0.3, lengthscale: float = 0.8,
-                 n_factors: int = 6, n_features: int = 256) -> RegressionProblem:
+def make_problem(
+    n_seen: int,
+    n_attributes: int,
+    n_unseen: int,
+    n_outputs: int,
+    *,
+    seed: int = 0,
+    noise: float = 0.3,
+    lengthscale: float = 0.8,
+    n_factors: int = 6,
+    n_features: int = 256,
+) -> RegressionProblem:
     """A problem of the given shape; see the module docstring for how it is drawn.
 
     ``noise`` is the class-noise standard deviation relative to the smooth part's (~1);

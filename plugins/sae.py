@@ -98,9 +98,13 @@ class SAE(StagedModel):
         Stage("class_targets", reads=("direction",), after=("sylvester_solve",)),
     )
 
-    def __init__(self, lam: float = 500000.0, direction: str = "v2s",
-                 normalize: str = "dimension",
-                 lam_grid: tuple[float, ...] = LAMBDA_GRID) -> None:
+    def __init__(
+        self,
+        lam: float = 500000.0,
+        direction: str = "v2s",
+        normalize: str = "dimension",
+        lam_grid: tuple[float, ...] = LAMBDA_GRID,
+    ) -> None:
         self.lam = lam
         self.direction = direction
         self.normalize = normalize
@@ -122,12 +126,14 @@ class SAE(StagedModel):
         refits for other lambdas reuse it (:mod:`zslbench.stages`)."""
         return _decompose(inp.features, inp.class_semantics[inp.y], self.normalize)
 
-    def fit_sylvester_solve(self, inp: FitInputs, eigendecomposition: tuple[np.ndarray, ...]
-                            ) -> np.ndarray:
+    def fit_sylvester_solve(
+        self, inp: FitInputs, eigendecomposition: tuple[np.ndarray, ...]
+    ) -> np.ndarray:
         return solve_sae(*eigendecomposition, lam=float(self.lam))
 
-    def fit_class_targets(self, inp: FitInputs, sylvester_solve: np.ndarray
-                          ) -> tuple[np.ndarray | None, np.ndarray]:
+    def fit_class_targets(
+        self, inp: FitInputs, sylvester_solve: np.ndarray
+    ) -> tuple[np.ndarray | None, np.ndarray]:
         """(the projection applied to the images scored, the unit-norm class targets)."""
         w_unit = _unit_rows(sylvester_solve)  # awa_demo.m lines 41 and 47: NormalizeFea(W)
         sem = _unit_columns(inp.class_semantics)  # NormalizeFea(S')' over the classes
@@ -151,8 +157,9 @@ class SAE(StagedModel):
         return _unit_rows(x) @ self.targets_.T
 
 
-def _decompose(features: np.ndarray, semantics: np.ndarray, normalize: str
-               ) -> tuple[np.ndarray, ...]:
+def _decompose(
+    features: np.ndarray, semantics: np.ndarray, normalize: str
+) -> tuple[np.ndarray, ...]:
     """What the Sylvester solve needs for any lambda: the eigendecompositions of ``S S^T`` and
     ``X X^T`` and ``S X^T`` in their eigenbases. ``semantics`` (n, a): each image's class's."""
     x = np.asarray(features, dtype=np.float64)
@@ -164,8 +171,14 @@ def _decompose(features: np.ndarray, semantics: np.ndarray, normalize: str
     return a_vals, a_vecs, b_vals, b_vecs, c_rot
 
 
-def solve_sae(a_vals: np.ndarray, a_vecs: np.ndarray, b_vals: np.ndarray, b_vecs: np.ndarray,
-              c_rot: np.ndarray, lam: float) -> np.ndarray:
+def solve_sae(
+    a_vals: np.ndarray,
+    a_vecs: np.ndarray,
+    b_vals: np.ndarray,
+    b_vecs: np.ndarray,
+    c_rot: np.ndarray,
+    lam: float,
+) -> np.ndarray:
     """``W`` solving ``A W + W (lam X X^T) = (1 + lam) S X^T`` from :func:`_decompose`'s output."""
     denom = np.maximum(a_vals, 0.0)[:, None] + lam * np.maximum(b_vals, 0.0)[None, :]
     floor = denom.max() * max(denom.shape) * np.finfo(np.float64).eps
@@ -186,18 +199,30 @@ def zslbench_models() -> list[type[Model]]:
     return [SAE]
 
 
-_CITATION = ("E. Kodirov, T. Xiang and S. Gong, Semantic Autoencoder for Zero-Shot Learning, "
-             "CVPR 2017; official code github.com/Elyorcv/SAE")
+_CITATION = (
+    "E. Kodirov, T. Xiang and S. Gong, Semantic Autoencoder for Zero-Shot Learning, "
+    "CVPR 2017; official code github.com/Elyorcv/SAE"
+)
 
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
     common: dict[str, Any] = {"model": "sae", "preprocessor": "none", "citation": _CITATION}
     return [
-        MethodSpec("sae", params={"model": {"direction": "v2s"}}, paper_name="SAE (W)",
-                   description="Semantic autoencoder, images projected to the semantic space "
-                               "(Kodirov et al. 2017)", **common),
-        MethodSpec("sae-s2v", params={"model": {"direction": "s2v"}}, paper_name="SAE (W^T)",
-                   description="Semantic autoencoder, class semantics projected to the feature "
-                               "space (Kodirov et al. 2017)", **common),
+        MethodSpec(
+            "sae",
+            params={"model": {"direction": "v2s"}},
+            paper_name="SAE (W)",
+            description="Semantic autoencoder, images projected to the semantic space "
+            "(Kodirov et al. 2017)",
+            **common,
+        ),
+        MethodSpec(
+            "sae-s2v",
+            params={"model": {"direction": "s2v"}},
+            paper_name="SAE (W^T)",
+            description="Semantic autoencoder, class semantics projected to the feature "
+            "space (Kodirov et al. 2017)",
+            **common,
+        ),
     ]

@@ -118,8 +118,10 @@ def dropout(x: torch.Tensor, p: float, gen: torch.Generator | None) -> torch.Ten
 # Losses (public: the tests check them against the official formulas)
 # --------------------------------------------------------------------------------------------
 
-def vae_loss(recon: torch.Tensor, x: torch.Tensor, mu: torch.Tensor, var: torch.Tensor,
-             beta: float) -> torch.Tensor:
+
+def vae_loss(
+    recon: torch.Tensor, x: torch.Tensor, mu: torch.Tensor, var: torch.Tensor, beta: float
+) -> torch.Tensor:
     """``(sum (recon - x)^2 + beta * KL) / B`` with the Gaussian's variance ``var``
     (``multinomial_loss_function``, ``utils.py:24-49``)."""
     kl = -0.5 * torch.sum(1 + var.log() - mu.pow(2) - var)
@@ -150,14 +152,24 @@ def permute_dims(hs: torch.Tensor, hn: torch.Tensor, gen: torch.Generator) -> to
 # Networks
 # --------------------------------------------------------------------------------------------
 
+
 class ConditionalVAE(nn.Module):
     """``models.py:6-81``: encoder ``[x; a]`` -> Linear(2048)-LReLU-Linear(2048)-Dropout-LReLU-
     Linear(out) -> mean ``Linear(out, z)`` and variance ``softplus(Dropout(0.2)(Linear(out, z)))``;
     decoder ``[z; a]`` -> Linear(2048)-Dropout-LReLU-Linear(2048)-BN-Dropout-Linear(2048)-BN-
     Dropout-LReLU-Linear(x)-LReLU."""
 
-    def __init__(self, x_dim: int, c_dim: int, z_dim: int, enc_out: int, hidden: int,
-                 enc_drop: float, dec_drop: float, gen: torch.Generator) -> None:
+    def __init__(
+        self,
+        x_dim: int,
+        c_dim: int,
+        z_dim: int,
+        enc_out: int,
+        hidden: int,
+        enc_drop: float,
+        dec_drop: float,
+        gen: torch.Generator,
+    ) -> None:
         super().__init__()
         self.e1 = default_linear(x_dim + c_dim, hidden, gen)
         self.e2 = default_linear(hidden, hidden, gen)
@@ -172,15 +184,15 @@ class ConditionalVAE(nn.Module):
         self.d4 = default_linear(hidden, x_dim, gen)
         self.enc_drop, self.dec_drop, self.z_dim = enc_drop, dec_drop, z_dim
 
-    def encode(self, x: torch.Tensor, c: torch.Tensor, gen: torch.Generator | None
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+    def encode(
+        self, x: torch.Tensor, c: torch.Tensor, gen: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         h = F.leaky_relu(self.e1(torch.cat((x, c), 1)), SLOPE)
         h = F.leaky_relu(dropout(self.e2(h), self.enc_drop, gen), SLOPE)
         h = self.e3(h)
         return self.mean(h), F.softplus(dropout(self.var(h), 0.2, gen))
 
-    def decode(self, z: torch.Tensor, c: torch.Tensor, gen: torch.Generator | None
-               ) -> torch.Tensor:
+    def decode(self, z: torch.Tensor, c: torch.Tensor, gen: torch.Generator | None) -> torch.Tensor:
         """``gen`` None: evaluation mode (no dropout); BatchNorm follows ``self.training``."""
         h = F.leaky_relu(dropout(self.d1(torch.cat((z, c), 1)), self.dec_drop, gen), SLOPE)
         h = dropout(self.bn2(self.d2(h)), self.dec_drop, gen)
@@ -192,8 +204,9 @@ class SplitAutoEncoder(nn.Module):
     """``models.py:94-117``: encoder Linear(S + NS)-LReLU-Dropout, decoder Linear(2048)-LReLU-
     Dropout-Linear(x)-LReLU-Dropout; the code's first ``S_dim`` units are ``h_s``."""
 
-    def __init__(self, x_dim: int, s_dim: int, ns_dim: int, hidden: int, drop: float,
-                 gen: torch.Generator) -> None:
+    def __init__(
+        self, x_dim: int, s_dim: int, ns_dim: int, hidden: int, drop: float, gen: torch.Generator
+    ) -> None:
         super().__init__()
         self.enc = default_linear(x_dim, s_dim + ns_dim, gen)
         self.dec1 = default_linear(s_dim + ns_dim, hidden, gen)
@@ -203,8 +216,9 @@ class SplitAutoEncoder(nn.Module):
     def encode(self, x: torch.Tensor, gen: torch.Generator | None) -> torch.Tensor:
         return dropout(F.leaky_relu(self.enc(x), SLOPE), self.drop, gen)
 
-    def forward(self, x: torch.Tensor, gen: torch.Generator | None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, gen: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(reconstruction, code)."""
         h = self.encode(x, gen)
         r = dropout(F.leaky_relu(self.dec1(h), SLOPE), self.drop, gen)
@@ -223,6 +237,7 @@ class RelationNet(nn.Module):
 # --------------------------------------------------------------------------------------------
 # The generator component
 # --------------------------------------------------------------------------------------------
+
 
 class SDGZSLGenerator(FeatureGenerator):
     """SDGZSL's generator stage (module docstring). Its classifier space is ``h_s``.
@@ -245,21 +260,45 @@ class SDGZSLGenerator(FeatureGenerator):
 
     name = "sdgzsl"
     classifier_defaults: ClassVar[dict[str, Any]] = {
-        "syn_num": 1000, "seen_num": None, "classifier_lr": 0.002, "classifier_beta1": 0.5,
-        "classifier_epochs": 50, "classifier_batch_size": None, "classifier_init": "normal",
-        "classifier_batches": "stream"}
+        "syn_num": 1000,
+        "seen_num": None,
+        "classifier_lr": 0.002,
+        "classifier_beta1": 0.5,
+        "classifier_epochs": 50,
+        "classifier_batch_size": None,
+        "classifier_init": "normal",
+        "classifier_batches": "stream",
+    }
     classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
-        "syn_num": (400, 1000), "classifier_epochs": (20, 50)}
+        "syn_num": (400, 1000),
+        "classifier_epochs": (20, 50),
+    }
     official_selection: ClassVar[str | None] = (
         "best test H over the final classifier's epochs (official: best test H over classifier "
-        "epochs every 400 generator iterations, train.py:216-248, classifier.py:85-111)")
+        "epochs every 400 generator iterations, train.py:216-248, classifier.py:85-111)"
+    )
 
-    def __init__(self, latent_dim: int = 20, encoder_out: int = 128, hidden: int = 2048,
-                 s_dim: int = 2048, ns_dim: int = 2048, nepoch: int = 600, batch_size: int = 64,
-                 lr: float = 1e-4, weight_decay: float = 1e-8, ga: float = 5.0,
-                 beta: float = 0.003, dis: float = 0.3, dis_step: int = 3,
-                 kl_warmup: float = 0.001, tc_warmup: float = 0.0001, vae_enc_drop: float = 0.1,
-                 vae_dec_drop: float = 0.1, ae_drop: float = 0.0) -> None:
+    def __init__(
+        self,
+        latent_dim: int = 20,
+        encoder_out: int = 128,
+        hidden: int = 2048,
+        s_dim: int = 2048,
+        ns_dim: int = 2048,
+        nepoch: int = 600,
+        batch_size: int = 64,
+        lr: float = 1e-4,
+        weight_decay: float = 1e-8,
+        ga: float = 5.0,
+        beta: float = 0.003,
+        dis: float = 0.3,
+        dis_step: int = 3,
+        kl_warmup: float = 0.001,
+        tc_warmup: float = 0.0001,
+        vae_enc_drop: float = 0.1,
+        vae_dec_drop: float = 0.1,
+        ae_drop: float = 0.0,
+    ) -> None:
         self.latent_dim = latent_dim
         self.encoder_out = encoder_out
         self.hidden = hidden
@@ -291,28 +330,45 @@ class SDGZSLGenerator(FeatureGenerator):
         for p in ("vae_enc_drop", "vae_dec_drop", "ae_drop"):
             hp.real(who, p, getattr(self, p), low=0.0, allow_low=True, high=0.99)
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-            seen_columns: torch.Tensor, seed: int) -> SDGZSLGenerator:
+    def fit(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        att: torch.Tensor,
+        seen_columns: torch.Tensor,
+        seed: int,
+    ) -> SDGZSLGenerator:
         """Train the networks (``train.py:75-209``); initialisation and training draw from two
         streams of ``seed``."""
         device = x.device
-        init_seed, train_seed = (int(s) & (2**63 - 1) for s in
-                                 np.random.SeedSequence(seed).generate_state(2, np.uint64))
+        init_seed, train_seed = (
+            int(s) & (2**63 - 1) for s in np.random.SeedSequence(seed).generate_state(2, np.uint64)
+        )
         g_init = torch.Generator().manual_seed(init_seed)
         g = torch.Generator(device=device).manual_seed(train_seed)
         n, dim = x.shape
         k = att.shape[1]
         hidden = int(self.hidden)
-        vae = ConditionalVAE(dim, k, int(self.latent_dim), int(self.encoder_out), hidden,
-                             float(self.vae_enc_drop), float(self.vae_dec_drop), g_init).to(device)
-        ae = SplitAutoEncoder(dim, int(self.s_dim), int(self.ns_dim), hidden,
-                              float(self.ae_drop), g_init).to(device)
+        vae = ConditionalVAE(
+            dim,
+            k,
+            int(self.latent_dim),
+            int(self.encoder_out),
+            hidden,
+            float(self.vae_enc_drop),
+            float(self.vae_dec_drop),
+            g_init,
+        ).to(device)
+        ae = SplitAutoEncoder(
+            dim, int(self.s_dim), int(self.ns_dim), hidden, float(self.ae_drop), g_init
+        ).to(device)
         rel = RelationNet(int(self.s_dim), k, hidden, g_init).to(device)
         # models.py:141: Linear(2 S_dim, 2), which assumes NS_dim = S_dim (as every script sets)
         disc = default_linear(int(self.s_dim) + int(self.ns_dim), 2, g_init).to(device)
         lr, wd = float(self.lr), float(self.weight_decay)
-        opt = adam([*vae.parameters(), *rel.parameters(), *ae.parameters()], lr,
-                   weight_decay=wd)  # train.py:116-119: three Adams, per-parameter state
+        opt = adam(
+            [*vae.parameters(), *rel.parameters(), *ae.parameters()], lr, weight_decay=wd
+        )  # train.py:116-119: three Adams, per-parameter state
         opt_d = adam(disc.parameters(), lr, weight_decay=wd)
         # the official stream needs cur + bs < n for a slice (dataset_GBU.py:242)
         bs = min(int(self.batch_size), n - 1)
@@ -336,7 +392,7 @@ class SDGZSLGenerator(FeatureGenerator):
                 if cur + bs >= n:  # dataset_GBU.py:240-248
                     perm = torch.randperm(n, generator=g, device=device)
                     cur = 0
-                idx = perm[cur:cur + bs]
+                idx = perm[cur : cur + bs]
                 cur += bs
                 xb, lab = x[idx], y[idx]
                 present, onehot_col = torch.unique(lab, sorted=True, return_inverse=True)
@@ -350,14 +406,18 @@ class SDGZSLGenerator(FeatureGenerator):
                 x2, h2 = ae(xb, g)
                 p_loss = float(self.ga) * (
                     F.mse_loss(relation_scores(rel, h1[:, :s_dim], sample_c), onehot)
-                    + F.mse_loss(relation_scores(rel, h2[:, :s_dim], sample_c), onehot))
+                    + F.mse_loss(relation_scores(rel, h2[:, :s_dim], sample_c), onehot)
+                )
                 rec = F.mse_loss(x1, xb) + F.mse_loss(x2, xb)
                 block = it // iters
                 if coin > 0:  # train.py:174-181
                     disc.requires_grad_(False)
                     s1, s2 = torch.sigmoid(disc(h1)), torch.sigmoid(disc(h2))
-                    tc = float(self.beta) * gamma * ((s1[:, 0] - s1[:, 1]).mean()
-                                                     + (s2[:, 0] - s2[:, 1]).mean())
+                    tc = (
+                        float(self.beta)
+                        * gamma
+                        * ((s1[:, 0] - s1[:, 1]).mean() + (s2[:, 0] - s2[:, 1]).mean())
+                    )
                     disc.requires_grad_(True)
                     loss = loss + p_loss + rec + tc
                     coin -= 1
@@ -368,10 +428,13 @@ class SDGZSLGenerator(FeatureGenerator):
                         real_s = torch.sigmoid(disc(h))
                         mixed_s = torch.sigmoid(disc(mixed))
                         tc_d = tc_d + float(self.dis) * (
-                            F.cross_entropy(real_s, torch.zeros(len(h), dtype=torch.long,
-                                                                device=device))
-                            + F.cross_entropy(mixed_s, torch.ones(len(h), dtype=torch.long,
-                                                                  device=device)))
+                            F.cross_entropy(
+                                real_s, torch.zeros(len(h), dtype=torch.long, device=device)
+                            )
+                            + F.cross_entropy(
+                                mixed_s, torch.ones(len(h), dtype=torch.long, device=device)
+                            )
+                        )
                     opt_d.zero_grad(set_to_none=True)
                     tc_d.backward()
                     opt_d.step()
@@ -393,21 +456,24 @@ class SDGZSLGenerator(FeatureGenerator):
         ae.eval().requires_grad_(False)
         self.vae_, self.ae_ = vae, ae
         h = history.cpu().numpy()
-        self.history_ = {"loss": h[0], "relation": h[1], "reconstruction": h[2],
-                         "discriminator": h[3]}
+        self.history_ = {
+            "loss": h[0],
+            "relation": h[1],
+            "reconstruction": h[2],
+            "discriminator": h[3],
+        }
         return self
 
     def synthesise(self, att_rows: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
         """``h_s`` of ``G(z, a)``, ``z ~ N(0, I)``, networks in evaluation mode
         (``utils.py:110-121``)."""
-        z = torch.randn(len(att_rows), int(self.latent_dim), generator=gen,
-                        device=att_rows.device)
+        z = torch.randn(len(att_rows), int(self.latent_dim), generator=gen, device=att_rows.device)
         return self.embed(self.vae_.decode(z, att_rows, None))
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """``h_s``: the first ``s_dim`` units of the auto-encoder's code, no dropout
         (``train.py:221-223``)."""
-        return self.ae_.encode(x, None)[:, :int(self.s_dim)]
+        return self.ae_.encode(x, None)[:, : int(self.s_dim)]
 
 
 @hookimpl
@@ -417,15 +483,21 @@ def zslbench_generators() -> list[type[FeatureGenerator]]:
 
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
-    return [MethodSpec(
-        "sdgzsl", model="generative", components={"generator": "sdgzsl"},
-        preprocessor="minmax", paper_name="SDGZSL",
-        description="Conditional VAE generator with a semantic/non-semantic split of the "
-                    "features (relation network, total-correlation penalty); softmax on the "
-                    "semantic part (Chen et al. 2021)",
-        citation="Z. Chen, Y. Luo, R. Qiu, Z. Huang, J. Li, Z. Zhang. Semantics "
-                 "Disentangling for Generalized Zero-Shot Learning. ICCV 2021. Defaults: "
-                 "github.com/uqzhichen/SDGZSL@b9dba96, scripts/cub.sh (CUB, GZSL).")]
+    return [
+        MethodSpec(
+            "sdgzsl",
+            model="generative",
+            components={"generator": "sdgzsl"},
+            preprocessor="minmax",
+            paper_name="SDGZSL",
+            description="Conditional VAE generator with a semantic/non-semantic split of the "
+            "features (relation network, total-correlation penalty); softmax on the "
+            "semantic part (Chen et al. 2021)",
+            citation="Z. Chen, Y. Luo, R. Qiu, Z. Huang, J. Li, Z. Zhang. Semantics "
+            "Disentangling for Generalized Zero-Shot Learning. ICCV 2021. Defaults: "
+            "github.com/uqzhichen/SDGZSL@b9dba96, scripts/cub.sh (CUB, GZSL).",
+        )
+    ]
 
 
 __all__ = ["SDGZSLGenerator", "permute_dims", "relation_scores", "vae_loss"]

@@ -47,11 +47,18 @@ from zslbench_plugins.xlsa17.loader import BACKBONE, DATASETS, benchmark, read_m
 SUFFIX = "_data.p"
 #: The numpy and builtin globals a pickle of arrays needs; anything else is refused.
 _ALLOWED = {
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.numeric", "_frombuffer"),
-    ("numpy._core.numeric", "_frombuffer"), ("builtins", "dict"), ("builtins", "list"),
-    ("collections", "OrderedDict"), ("_codecs", "encode"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.numeric", "_frombuffer"),
+    ("builtins", "dict"),
+    ("builtins", "list"),
+    ("collections", "OrderedDict"),
+    ("_codecs", "encode"),
 }
 _SPLIT_KEYS = ("att", "trainval_loc", "test_seen_loc", "test_unseen_loc")
 
@@ -69,19 +76,27 @@ def read_pickle(path: Path) -> dict[str, Any]:
         with open(path, "rb") as fh:
             obj = _ArrayUnpickler(fh, encoding="latin1").load()
     except FileNotFoundError:
-        raise DataError(f"{path} is missing", hint="download it from TV-GZSL's feature folder") from None
+        raise DataError(
+            f"{path} is missing", hint="download it from TV-GZSL's feature folder"
+        ) from None
     except pickle.UnpicklingError as exc:
-        raise DataError(f"{path}: the pickle asks for {exc}, not a numpy array; zslbench reads "
-                        "only arrays from a pickle, and never runs its code",
-                        hint="store features and labels as numpy arrays in a dict") from None
+        raise DataError(
+            f"{path}: the pickle asks for {exc}, not a numpy array; zslbench reads "
+            "only arrays from a pickle, and never runs its code",
+            hint="store features and labels as numpy arrays in a dict",
+        ) from None
     except Exception as exc:  # truncated, not a pickle: pickle raises many kinds
-        raise DataError(f"{path}: cannot read it as a pickle ({type(exc).__name__}: "
-                        f"{str(exc).splitlines()[0] if str(exc) else ''})",
-                        hint="re-download the file") from None
+        raise DataError(
+            f"{path}: cannot read it as a pickle ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})",
+            hint="re-download the file",
+        ) from None
     if not isinstance(obj, dict) or not {"features", "labels"} <= set(obj):
         keys = sorted(map(str, obj)) if isinstance(obj, dict) else type(obj).__name__
-        raise DataError(f"{path}: holds {keys}, not a dict with 'features' and 'labels'",
-                        hint="a TV-GZSL feature file is a dict {'features': (n, d), 'labels': (n,)}")
+        raise DataError(
+            f"{path}: holds {keys}, not a dict with 'features' and 'labels'",
+            hint="a TV-GZSL feature file is a dict {'features': (n, d), 'labels': (n,)}",
+        )
     return obj
 
 
@@ -90,9 +105,11 @@ def parse_name(path: Path) -> tuple[str, str]:
     stem = path.name[: -len(SUFFIX)]
     backbone, _, dataset = stem.rpartition("_")
     if dataset.lower() not in DATASETS or not backbone:
-        raise DataError(f"{path}: the name is not <backbone>_<dataset>{SUFFIX} with a dataset of "
-                        f"{', '.join(DATASETS)}", hint="keep TV-GZSL's file name, e.g. "
-                        f"vit_b32_clip_cub{SUFFIX}")
+        raise DataError(
+            f"{path}: the name is not <backbone>_<dataset>{SUFFIX} with a dataset of "
+            f"{', '.join(DATASETS)}",
+            hint=f"keep TV-GZSL's file name, e.g. vit_b32_clip_cub{SUFFIX}",
+        )
     return dataset.lower(), check_backbone(backbone, where=str(path))
 
 
@@ -100,8 +117,11 @@ def split_candidates(features_file: Path, dataset: str, data_dir: Path | None) -
     """Where the split file of ``dataset`` may be, in the order tried."""
     folder = dataset.upper()
     here = features_file.parent
-    out = [here / "RN101" / folder / "att_splits.mat", here / folder / "att_splits.mat",
-           here / "att_splits.mat"]
+    out = [
+        here / "RN101" / folder / "att_splits.mat",
+        here / folder / "att_splits.mat",
+        here / "att_splits.mat",
+    ]
     out.append(resolve_data_dir(data_dir) / folder / "att_splits.mat")
     return list(dict.fromkeys(out))
 
@@ -111,20 +131,32 @@ def _find_split(features_file: Path, dataset: str, data_dir: Path | None) -> Pat
     for cand in tried:
         if cand.is_file():
             return cand
-    raise DataError(f"{features_file}: no att_splits.mat for {dataset.upper()} (looked in "
-                    f"{', '.join(str(p.parent) for p in tried)})",
-                    hint=f"put xlsa17's {dataset.upper()}/att_splits.mat in one of them, e.g. "
-                    f"with `zslbench data download --dataset {dataset}`")
+    raise DataError(
+        f"{features_file}: no att_splits.mat for {dataset.upper()} (looked in "
+        f"{', '.join(str(p.parent) for p in tried)})",
+        hint=f"put xlsa17's {dataset.upper()}/att_splits.mat in one of them, e.g. "
+        f"with `zslbench data download --dataset {dataset}`",
+    )
 
 
-def assemble(name: str, dataset: str, backbone: str, features: Any, labels: Any, feat_file: Path,
-             att_file: Path, fmt: str) -> ZSLData:
+def assemble(
+    name: str,
+    dataset: str,
+    backbone: str,
+    features: Any,
+    labels: Any,
+    feat_file: Path,
+    att_file: Path,
+    fmt: str,
+) -> ZSLData:
     """The dataset of a feature file and its split file, after the xlsa17 files' own checks."""
     feats = np.asarray(features)
     if feats.ndim != 2 or feats.dtype.kind not in "fiu":
-        raise DataError(f"{feat_file}: 'features' is {feats.dtype} of shape {feats.shape}; it must "
-                        "be a 2-D array of numbers (images x dims)",
-                        hint="store one row per image")
+        raise DataError(
+            f"{feat_file}: 'features' is {feats.dtype} of shape {feats.shape}; it must "
+            "be a 2-D array of numbers (images x dims)",
+            hint="store one row per image",
+        )
     labels = np.asarray(labels)
     if labels.ndim == 2 and 1 in labels.shape:
         labels = labels.reshape(-1)
@@ -132,10 +164,15 @@ def assemble(name: str, dataset: str, backbone: str, features: Any, labels: Any,
     a = np.asarray(att["att"], dtype=np.float64)
     finite = np.isfinite(feats) if feats.dtype.kind == "f" else np.ones(feats.shape, bool)
     bad = np.argwhere(~finite)
-    fails = _checks.check_features(str(feat_file), feats.shape, int(labels.size),
-                                   nonfinite=tuple(int(x) for x in bad[0]) if len(bad) else None,
-                                   value_range=(float(feats.min()), float(feats.max()))
-                                   if feats.size and finite.all() else None)
+    fails = _checks.check_features(
+        str(feat_file),
+        feats.shape,
+        int(labels.size),
+        nonfinite=tuple(int(x) for x in bad[0]) if len(bad) else None,
+        value_range=(float(feats.min()), float(feats.max()))
+        if feats.size and finite.all()
+        else None,
+    )
     fails += _checks.check_attributes(str(att_file), a)
     n_classes = int(a.shape[1]) if a.ndim == 2 else 0
     if not any(f.check == "count" for f in fails):
@@ -153,10 +190,12 @@ def assemble(name: str, dataset: str, backbone: str, features: Any, labels: Any,
     labels0 = labels.astype(np.int64) - 1
     for key, arr in idx.items():
         if arr.min() < 1 or arr.max() > feats.shape[0]:
-            raise DataError(f"{att_file}: {key} points outside the {feats.shape[0]} images of "
-                            f"{feat_file} (up to {int(arr.max())})",
-                            hint=f"{feat_file.name} and this split file do not belong together: "
-                            "use the split file of the benchmark the features were computed on")
+            raise DataError(
+                f"{att_file}: {key} points outside the {feats.shape[0]} images of "
+                f"{feat_file} (up to {int(arr.max())})",
+                hint=f"{feat_file.name} and this split file do not belong together: "
+                "use the split file of the benchmark the features were computed on",
+            )
     val = idx.get("val_loc")
     out = np.ascontiguousarray(feats, dtype=np.float32)
     out.flags.writeable = False
@@ -165,20 +204,34 @@ def assemble(name: str, dataset: str, backbone: str, features: Any, labels: Any,
     names = None
     if "allclasses_names" in att:
         try:
-            names = [str(np.asarray(x).ravel()[0]) for x in np.asarray(att["allclasses_names"]).ravel()]
+            names = [
+                str(np.asarray(x).ravel()[0]) for x in np.asarray(att["allclasses_names"]).ravel()
+            ]
         except (IndexError, TypeError, ValueError):
             names = None
-    source = {"format": fmt, "dataset": dataset, "backbone": backbone,
-              "features_path": str(feat_file), "features_sha256": sha256_file(feat_file),
-              "att_splits_path": str(att_file), "att_splits_sha256": sha256_file(att_file)}
+    source = {
+        "format": fmt,
+        "dataset": dataset,
+        "backbone": backbone,
+        "features_path": str(feat_file),
+        "features_sha256": sha256_file(feat_file),
+        "att_splits_path": str(att_file),
+        "att_splits_sha256": sha256_file(att_file),
+    }
     return ZSLData(
-        name=name, features=out, labels=labels0, attributes=attributes,
-        trainval_idx=idx["trainval_loc"] - 1, test_seen_idx=idx["test_seen_loc"] - 1,
+        name=name,
+        features=out,
+        labels=labels0,
+        attributes=attributes,
+        trainval_idx=idx["trainval_loc"] - 1,
+        test_seen_idx=idx["test_seen_loc"] - 1,
         test_unseen_idx=idx["test_unseen_loc"] - 1,
-        val_classes=None if val is None else np.unique(labels0[val - 1]), source=source,
+        val_classes=None if val is None else np.unique(labels0[val - 1]),
+        source=source,
         class_names=names if names and len(names) == attributes.shape[0] else None,
         split_naming=_splits.SplitNaming(file=str(att_file), features_file=str(feat_file)),
-        backbone=backbone)
+        backbone=backbone,
+    )
 
 
 def read_tvgzsl(path: str | Path, data_dir: Path | None = None) -> ZSLData:
@@ -187,8 +240,16 @@ def read_tvgzsl(path: str | Path, data_dir: Path | None = None) -> ZSLData:
     dataset, backbone = parse_name(path)
     obj = read_pickle(path)
     att_file = _find_split(path, dataset, data_dir)
-    return assemble(f"{dataset}@{backbone}", dataset, backbone, obj["features"], obj["labels"],
-                    path, att_file, "tv-gzsl")
+    return assemble(
+        f"{dataset}@{backbone}",
+        dataset,
+        backbone,
+        obj["features"],
+        obj["labels"],
+        path,
+        att_file,
+        "tv-gzsl",
+    )
 
 
 def read_mat_features(path: str | Path) -> ZSLData:
@@ -198,13 +259,25 @@ def read_mat_features(path: str | Path) -> ZSLData:
     dataset = path.parent.name.lower()
     backbone = check_backbone(path.stem, where=str(path))
     res = read_mat(path, ("features", "labels"))
-    return assemble(f"{dataset}@{backbone}", dataset, backbone, np.asarray(res["features"]).T,
-                    res["labels"], path, path.parent / "att_splits.mat", "xlsa17-layout")
+    return assemble(
+        f"{dataset}@{backbone}",
+        dataset,
+        backbone,
+        np.asarray(res["features"]).T,
+        res["labels"],
+        path,
+        path.parent / "att_splits.mat",
+        "xlsa17-layout",
+    )
 
 
 def _mat_claims(p: Path) -> bool:
-    return (p.suffix.lower() == ".mat" and p.name != "att_splits.mat"
-            and p.parent.name.lower() in DATASETS and (p.parent / "att_splits.mat").is_file())
+    return (
+        p.suffix.lower() == ".mat"
+        and p.name != "att_splits.mat"
+        and p.parent.name.lower() in DATASETS
+        and (p.parent / "att_splits.mat").is_file()
+    )
 
 
 @hookimpl
@@ -222,14 +295,18 @@ def zslbench_open_dataset(location: str) -> DatasetSpec | None:
             if not path.is_file():
                 return [f"{path} is missing: download it from TV-GZSL's feature folder"]
             if not any(c.is_file() for c in split_candidates(path, dataset, data_dir)):
-                return [f"no att_splits.mat for {dataset.upper()} beside {path} or in the data "
-                        f"dir: `zslbench data download --dataset {dataset}` fetches it"]
+                return [
+                    f"no att_splits.mat for {dataset.upper()} beside {path} or in the data "
+                    f"dir: `zslbench data download --dataset {dataset}` fetches it"
+                ]
             return []
     elif _mat_claims(p):
         dataset, backbone = p.parent.name.lower(), check_backbone(p.stem, where=str(p))
         if backbone == BACKBONE:
-            raise DataError(f"{p}: res101.mat is the benchmark's own feature set",
-                            hint=f"run it as --dataset {dataset} --data-dir {p.parent.parent}")
+            raise DataError(
+                f"{p}: res101.mat is the benchmark's own feature set",
+                hint=f"run it as --dataset {dataset} --data-dir {p.parent.parent}",
+            )
         path = p.absolute()
 
         def load(data_dir: Path | None = None) -> ZSLData:
@@ -238,9 +315,14 @@ def zslbench_open_dataset(location: str) -> DatasetSpec | None:
         missing = None  # type: ignore[assignment]
     else:
         return None
-    return DatasetSpec(name=f"{dataset}@{backbone}", load=load, kind="real",
-                       description=f"{dataset.upper()} (xlsa17 split) with {backbone} features "
-                       f"from {location}", missing=missing, benchmark=benchmark(dataset))
+    return DatasetSpec(
+        name=f"{dataset}@{backbone}",
+        load=load,
+        kind="real",
+        description=f"{dataset.upper()} (xlsa17 split) with {backbone} features from {location}",
+        missing=missing,
+        benchmark=benchmark(dataset),
+    )
 
 
 __all__ = ["read_mat_features", "read_pickle", "read_tvgzsl", "zslbench_open_dataset"]

@@ -89,8 +89,9 @@ def weighted_l1(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return (wt * err.abs()).sum() / err.shape[0]
 
 
-def vae_loss(recon: torch.Tensor, x: torch.Tensor, mu: torch.Tensor,
-             logvar: torch.Tensor) -> torch.Tensor:
+def vae_loss(
+    recon: torch.Tensor, x: torch.Tensor, mu: torch.Tensor, logvar: torch.Tensor
+) -> torch.Tensor:
     """Summed binary cross-entropy of the reconstruction plus the KL divergence to N(0, I), each
     divided by the batch size (``train_images.py:63-67``)."""
     bce = F.binary_cross_entropy(recon + 1e-12, x.detach(), reduction="sum") / x.shape[0]
@@ -98,38 +99,57 @@ def vae_loss(recon: torch.Tensor, x: torch.Tensor, mu: torch.Tensor,
     return bce + kld
 
 
-def center_loss(mu: torch.Tensor, labels: torch.Tensor, centers: torch.Tensor, margin: float,
-                incenter_weight: float, kind: str, gen: torch.Generator) -> torch.Tensor:
+def center_loss(
+    mu: torch.Tensor,
+    labels: torch.Tensor,
+    centers: torch.Tensor,
+    margin: float,
+    incenter_weight: float,
+    kind: str,
+    gen: torch.Generator,
+) -> torch.Tensor:
     """FREE's self-adaptive margin centre loss (``center_loss.py``):
     ``sum_i max(margin + w d(i, y_i) - (1 - w) d(i, o_i), 0) / n`` with ``d`` the squared distance
     to a class centre and ``o_i`` a random other class (``kind="margin"``, CUB/SUN/FLO: ``y_i +
     randint(n)`` mod ``n``, which may be ``y_i``) or the nearest other centre (``"min_margin"``,
     AWA/APY)."""
     n_cls = centers.shape[0]
-    dist = (mu.pow(2).sum(1, keepdim=True) + centers.pow(2).sum(1).unsqueeze(0)
-            - 2.0 * mu @ centers.T)
+    dist = (
+        mu.pow(2).sum(1, keepdim=True) + centers.pow(2).sum(1).unsqueeze(0) - 2.0 * mu @ centers.T
+    )
     own = dist.gather(1, labels[:, None])[:, 0]
     if kind == "margin":
-        other = (labels + torch.randint(n_cls, labels.shape, generator=gen,
-                                        device=labels.device)) % n_cls
+        other = (
+            labels + torch.randint(n_cls, labels.shape, generator=gen, device=labels.device)
+        ) % n_cls
         other_d = dist.gather(1, other[:, None])[:, 0]
     else:
         masked = dist.masked_fill(F.one_hot(labels, n_cls).bool(), float("inf"))
         other_d = masked.min(1).values
-    return torch.clamp(margin + incenter_weight * own - (1 - incenter_weight) * other_d,
-                       min=0.0).sum() / mu.shape[0]
+    return (
+        torch.clamp(margin + incenter_weight * own - (1 - incenter_weight) * other_d, min=0.0).sum()
+        / mu.shape[0]
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Networks (official ``weights_init``: N(0, 0.02) weights, zero biases)
 # --------------------------------------------------------------------------------------------
 
+
 class Encoder(nn.Module):
     """``E(x, a)``: Linear-LReLU to ``hidden``, Linear-LReLU to ``2 latent``, then the mean and
     log-variance heads (``TFVAEGAN_model.py:16-37``, FREE ``model.py:18-39``)."""
 
-    def __init__(self, x_dim: int, att_dim: int, hidden: int, latent: int,
-                 device: torch.device, gen: torch.Generator) -> None:
+    def __init__(
+        self,
+        x_dim: int,
+        att_dim: int,
+        hidden: int,
+        latent: int,
+        device: torch.device,
+        gen: torch.Generator,
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(x_dim + att_dim, hidden, device, gen)
         self.fc3 = seeded_linear(hidden, 2 * latent, device, gen)
@@ -146,14 +166,26 @@ class VAEGANGenerator(nn.Module):
     """``G(z, a) = sigmoid(W2 (LReLU(W1 [z; a]) + a1 * feedback))`` (``TFVAEGAN_model.py:40-70``;
     FREE has no feedback)."""
 
-    def __init__(self, latent: int, att_dim: int, hidden: int, out_dim: int,
-                 device: torch.device, gen: torch.Generator) -> None:
+    def __init__(
+        self,
+        latent: int,
+        att_dim: int,
+        hidden: int,
+        out_dim: int,
+        device: torch.device,
+        gen: torch.Generator,
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(latent + att_dim, hidden, device, gen)
         self.fc3 = seeded_linear(hidden, out_dim, device, gen)
 
-    def forward(self, z: torch.Tensor, a: torch.Tensor, feedback: torch.Tensor | None = None,
-                weight: float = 0.0) -> torch.Tensor:
+    def forward(
+        self,
+        z: torch.Tensor,
+        a: torch.Tensor,
+        feedback: torch.Tensor | None = None,
+        weight: float = 0.0,
+    ) -> torch.Tensor:
         h = F.leaky_relu(self.fc1(torch.cat((z, a), 1)), SLOPE)
         if feedback is not None:
             h = h + weight * feedback
@@ -164,8 +196,9 @@ class AttributeDecoder(nn.Module):
     """TF-VAEGAN's semantic embedding decoder: Linear-LReLU (the hidden layer the feedback and the
     classifier read), Linear, rows L2-normalised (``TFVAEGAN_model.py:101-128``)."""
 
-    def __init__(self, x_dim: int, hidden: int, att_dim: int, device: torch.device,
-                 gen: torch.Generator) -> None:
+    def __init__(
+        self, x_dim: int, hidden: int, att_dim: int, device: torch.device, gen: torch.Generator
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(x_dim, hidden, device, gen)
         self.fc3 = seeded_linear(hidden, att_dim, device, gen)
@@ -195,19 +228,21 @@ class Refiner(nn.Module):
     ``sigmoid(mu + sigma * eps)``. (The official module's unused critic and classifier heads,
     which no loss reaches, are left out.)"""
 
-    def __init__(self, x_dim: int, hidden: int, att_dim: int, device: torch.device,
-                 gen: torch.Generator) -> None:
+    def __init__(
+        self, x_dim: int, hidden: int, att_dim: int, device: torch.device, gen: torch.Generator
+    ) -> None:
         super().__init__()
         self.fc1 = seeded_linear(x_dim, hidden, device, gen)
         self.fc3 = seeded_linear(hidden, 2 * att_dim, device, gen)
         self.att_dim = att_dim
 
-    def forward(self, x: torch.Tensor, gen: torch.Generator | None
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, gen: torch.Generator | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(mu, hidden, reconstruction)``; ``gen=None`` reconstructs from the mean (scoring)."""
         hidden = F.leaky_relu(self.fc1(x), SLOPE)
         latent = self.fc3(hidden)
-        mu, sigma = latent[:, :self.att_dim], torch.sigmoid(latent[:, self.att_dim:])
+        mu, sigma = latent[:, : self.att_dim], torch.sigmoid(latent[:, self.att_dim :])
         if gen is None:
             return mu, hidden, torch.sigmoid(mu)
         eps = torch.randn(mu.shape, generator=gen, device=mu.device)
@@ -237,6 +272,7 @@ def _adapt_lambda(lambda1: float, gp_sum: float, gamma_d: float, critic_iter: in
 # Shared parameters
 # --------------------------------------------------------------------------------------------
 
+
 class _VAEGANBase(FeatureGenerator):
     """Validation and the VAE-GAN pieces both methods share."""
 
@@ -250,22 +286,33 @@ class _VAEGANBase(FeatureGenerator):
             hp.real(who, p, getattr(self, p), low=0.0, allow_low=True)
         beta1 = hp.real(who, "beta1", self.beta1, low=0.0, allow_low=True, high=1.0)
         if beta1 >= 1.0:
-            raise ConfigError(f"{who}.beta1={self.beta1!r} must be < 1 (Adam's first-moment "
-                              "decay)", hint=f"--set {who}.beta1=0.5 (official)")
+            raise ConfigError(
+                f"{who}.beta1={self.beta1!r} must be < 1 (Adam's first-moment decay)",
+                hint=f"--set {who}.beta1=0.5 (official)",
+            )
         hp.boolean(who, "freeze_dec", self.freeze_dec)
 
     def _check_range(self, x: torch.Tensor) -> None:
         """The VAE's reconstruction loss is a binary cross-entropy: features must lie in [0, 1]."""
         if bool((x < 0).any()) or bool((x > 1).any()):
-            raise DataError(f"{self.name}: training features outside [0, 1] (min "
-                            f"{float(x.min()):.3g}, max {float(x.max()):.3g}); the VAE's "
-                            "reconstruction loss is a binary cross-entropy",
-                            hint="use the minmax preprocessor (--set preprocessor=minmax), as "
-                                 "the official code does")
+            raise DataError(
+                f"{self.name}: training features outside [0, 1] (min "
+                f"{float(x.min()):.3g}, max {float(x.max()):.3g}); the VAE's "
+                "reconstruction loss is a binary cross-entropy",
+                hint="use the minmax preprocessor (--set preprocessor=minmax), as "
+                "the official code does",
+            )
 
-    def _critic_step(self, D: Critic, opt_d: torch.optim.Optimizer, xb: torch.Tensor,
-                     fake: torch.Tensor, ab: torch.Tensor, lambda1: float,
-                     gen: torch.Generator) -> float:
+    def _critic_step(
+        self,
+        D: Critic,
+        opt_d: torch.optim.Optimizer,
+        xb: torch.Tensor,
+        fake: torch.Tensor,
+        ab: torch.Tensor,
+        lambda1: float,
+        gen: torch.Generator,
+    ) -> float:
         """One critic update on ``gammaD * (Wasserstein estimate + penalty)`` (TF-VAEGAN
         ``train_images.py:159-191``, FREE ``train_free.py:251-266``); returns the scaled penalty,
         which the adaptive ``lambda1`` sums over the critic iterations."""
@@ -285,6 +332,7 @@ class _VAEGANBase(FeatureGenerator):
 # --------------------------------------------------------------------------------------------
 # TF-VAEGAN
 # --------------------------------------------------------------------------------------------
+
 
 class TFVAEGANGenerator(_VAEGANBase):
     """TF-VAEGAN's generator stage (module docstring). Parameters, each the CUB script's value
@@ -312,22 +360,47 @@ class TFVAEGANGenerator(_VAEGANBase):
 
     name = "tf-vaegan"
     classifier_defaults: ClassVar[dict[str, Any]] = {
-        "syn_num": 300, "seen_num": None, "classifier_lr": 1e-3, "classifier_beta1": 0.5,
-        "classifier_epochs": 25, "classifier_batch_size": None, "classifier_init": "normal",
-        "classifier_batches": "stream"}
+        "syn_num": 300,
+        "seen_num": None,
+        "classifier_lr": 1e-3,
+        "classifier_beta1": 0.5,
+        "classifier_epochs": 25,
+        "classifier_batch_size": None,
+        "classifier_init": "normal",
+        "classifier_batches": "stream",
+    }
     classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
-        "syn_num": (300, 1800), "classifier_epochs": (10, 25)}
+        "syn_num": (300, 1800),
+        "classifier_epochs": (10, 25),
+    }
     official_selection: ClassVar[str | None] = (
         "best test H over the final classifier's epochs (official: best test H over every "
         "generator epoch x 25 classifier epochs, train_images.py:273-276, "
-        "classifier_images.py:94-116)")
+        "classifier_images.py:94-116)"
+    )
 
-    def __init__(self, hidden: int = 4096, ngh: int = 4096, ndh: int = 4096, lr: float = 1e-4,
-                 beta1: float = 0.5, dec_lr: float = 1e-4, feed_lr: float = 1e-5,
-                 batch_size: int = 64, critic_iter: int = 5, lambda1: float = 10.0,
-                 gammaD: float = 10.0, gammaG: float = 10.0, nepoch: int = 300,  # noqa: N803
-                 loops: int = 2, a1: float = 1.0, a2: float = 1.0, recons_weight: float = 0.01,
-                 freeze_dec: bool = False, encoded_noise: bool = True) -> None:
+    def __init__(
+        self,
+        hidden: int = 4096,
+        ngh: int = 4096,
+        ndh: int = 4096,
+        lr: float = 1e-4,
+        beta1: float = 0.5,
+        dec_lr: float = 1e-4,
+        feed_lr: float = 1e-5,
+        batch_size: int = 64,
+        critic_iter: int = 5,
+        lambda1: float = 10.0,
+        gammaD: float = 10.0,
+        gammaG: float = 10.0,
+        nepoch: int = 300,  # noqa: N803
+        loops: int = 2,
+        a1: float = 1.0,
+        a2: float = 1.0,
+        recons_weight: float = 0.01,
+        freeze_dec: bool = False,
+        encoded_noise: bool = True,
+    ) -> None:
         self.hidden = hidden
         self.ngh = ngh
         self.ndh = ndh
@@ -355,12 +428,22 @@ class TFVAEGANGenerator(_VAEGANBase):
         hp.real(self.name, "a2", self.a2, low=None)
         hp.boolean(self.name, "encoded_noise", self.encoded_noise)
         if self.loops > 1 and self.ngh != self.hidden:
-            raise ConfigError(f"tf-vaegan: ngh={self.ngh} must equal hidden={self.hidden}: the "
-                              "feedback is added to the generator's hidden layer",
-                              hint="set both, or --set generator.loops=1 (no feedback)")
+            raise ConfigError(
+                f"tf-vaegan: ngh={self.ngh} must equal hidden={self.hidden}: the "
+                "feedback is added to the generator's hidden layer",
+                hint="set both, or --set generator.loops=1 (no feedback)",
+            )
 
-    def _fake(self, netG: VAEGANGenerator, dec: AttributeDecoder, fb: Feedback,
-              z: torch.Tensor, a: torch.Tensor, feedback: bool, weight: float) -> torch.Tensor:
+    def _fake(
+        self,
+        netG: VAEGANGenerator,
+        dec: AttributeDecoder,
+        fb: Feedback,
+        z: torch.Tensor,
+        a: torch.Tensor,
+        feedback: bool,
+        weight: float,
+    ) -> torch.Tensor:
         """``G(z, a)``, and with feedback: ``G(z, a)`` again with ``F(Dec.hidden(G(z, a)))``
         (detached) added to its hidden layer (``train_images.py:172-177``)."""
         fake = netG(z, a)
@@ -369,8 +452,14 @@ class TFVAEGANGenerator(_VAEGANBase):
         _, hidden = dec(fake)
         return netG(z, a, fb(hidden.detach()), weight)
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-            seen_columns: torch.Tensor, seed: int) -> TFVAEGANGenerator:
+    def fit(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        att: torch.Tensor,
+        seen_columns: torch.Tensor,
+        seed: int,
+    ) -> TFVAEGANGenerator:
         self._check_range(x)
         device = x.device
         gen = torch.Generator(device=device).manual_seed(seed)
@@ -414,11 +503,11 @@ class TFVAEGANGenerator(_VAEGANBase):
                             (self.recons_weight * weighted_l1(dec(xb)[0], ab)).backward()
                             opt_dec.step()
                             with torch.no_grad():
-                                fake = self._fake(G, dec, fb, noise_for(xb, ab), ab, feedback,
-                                                  self.a1)
+                                fake = self._fake(
+                                    G, dec, fb, noise_for(xb, ab), ab, feedback, self.a1
+                                )
                             gp_sum += self._critic_step(D, opt_d, xb, fake, ab, lambda1, gen)
-                        lambda1 = _adapt_lambda(lambda1, gp_sum, self.gammaD,
-                                                int(self.critic_iter))
+                        lambda1 = _adapt_lambda(lambda1, gp_sum, self.gammaD, int(self.critic_iter))
                         # encoder, generator, feedback (and decoder) on the last critic batch
                         D.requires_grad_(False)
                         frozen = self.recons_weight > 0 and self.freeze_dec
@@ -458,8 +547,7 @@ class TFVAEGANGenerator(_VAEGANBase):
         """``G`` with feedback weight ``a2`` (``train_images.py:80-106``), in classifier space."""
         a = _normalise_rows(att_rows)
         z = torch.randn(len(a), self.att_dim_, generator=gen, device=a.device)
-        fake = self._fake(self.netG_, self.dec_, self.feedback_, z, a, int(self.loops) > 1,
-                          self.a2)
+        fake = self._fake(self.netG_, self.dec_, self.feedback_, z, a, int(self.loops) > 1, self.a2)
         return self.embed(fake)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
@@ -496,22 +584,46 @@ class FREEGenerator(_VAEGANBase):
 
     name = "free"
     classifier_defaults: ClassVar[dict[str, Any]] = {
-        "syn_num": 700, "seen_num": None, "classifier_lr": 1e-3, "classifier_beta1": 0.5,
-        "classifier_epochs": 25, "classifier_batch_size": None, "classifier_init": "normal",
-        "classifier_batches": "stream"}
+        "syn_num": 700,
+        "seen_num": None,
+        "classifier_lr": 1e-3,
+        "classifier_beta1": 0.5,
+        "classifier_epochs": 25,
+        "classifier_batch_size": None,
+        "classifier_init": "normal",
+        "classifier_batches": "stream",
+    }
     classifier_search: ClassVar[dict[str, tuple[Any, ...]]] = {
-        "syn_num": (700, 4600), "classifier_epochs": (10, 25)}
+        "syn_num": (700, 4600),
+        "classifier_epochs": (10, 25),
+    }
     official_selection: ClassVar[str | None] = (
         "best test H over the final classifier's epochs (official: best test H over every "
-        "generator epoch x 25 classifier epochs, train_free.py:343-347, classifier.py:102-123)")
+        "generator epoch x 25 classifier epochs, train_free.py:343-347, classifier.py:102-123)"
+    )
 
-    def __init__(self, hidden: int = 4096, ngh: int = 4096, ndh: int = 4096, lr: float = 1e-4,
-                 beta1: float = 0.5, dec_lr: float = 1e-4, batch_size: int = 64,
-                 critic_iter: int = 1, lambda1: float = 10.0, gammaD: float = 10.0,  # noqa: N803
-                 gammaG: float = 10.0, nepoch: int = 501, loops: int = 2,  # noqa: N803
-                 recons_weight: float = 0.001, center_margin: float = 200.0,
-                 center_weight: float = 0.5, incenter_weight: float = 0.8,
-                 center_loss: str = "margin", freeze_dec: bool = False) -> None:
+    def __init__(
+        self,
+        hidden: int = 4096,
+        ngh: int = 4096,
+        ndh: int = 4096,
+        lr: float = 1e-4,
+        beta1: float = 0.5,
+        dec_lr: float = 1e-4,
+        batch_size: int = 64,
+        critic_iter: int = 1,
+        lambda1: float = 10.0,
+        gammaD: float = 10.0,  # noqa: N803
+        gammaG: float = 10.0,
+        nepoch: int = 501,
+        loops: int = 2,  # noqa: N803
+        recons_weight: float = 0.001,
+        center_margin: float = 200.0,
+        center_weight: float = 0.5,
+        incenter_weight: float = 0.8,
+        center_loss: str = "margin",
+        freeze_dec: bool = False,
+    ) -> None:
         self.hidden = hidden
         self.ngh = ngh
         self.ndh = ndh
@@ -536,12 +648,19 @@ class FREEGenerator(_VAEGANBase):
         self._check_common()
         hp.real(self.name, "center_margin", self.center_margin, low=0.0, allow_low=True)
         hp.real(self.name, "center_weight", self.center_weight, low=0.0, allow_low=True)
-        hp.real(self.name, "incenter_weight", self.incenter_weight, low=0.0, allow_low=True,
-                high=1.0)
+        hp.real(
+            self.name, "incenter_weight", self.incenter_weight, low=0.0, allow_low=True, high=1.0
+        )
         hp.choice(self.name, "center_loss", self.center_loss, CENTER_KINDS)
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor, att: torch.Tensor,
-            seen_columns: torch.Tensor, seed: int) -> FREEGenerator:
+    def fit(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        att: torch.Tensor,
+        seen_columns: torch.Tensor,
+        seed: int,
+    ) -> FREEGenerator:
         self._check_range(x)
         device = x.device
         gen = torch.Generator(device=device).manual_seed(seed)
@@ -581,17 +700,21 @@ class FREEGenerator(_VAEGANBase):
                                 fake = G(eps * torch.exp(0.5 * lv) + mu, ab)
                             # FR: centre loss on real features' means + attribute reconstruction
                             mu_r, _, recon_r = fr(xb, gen)
-                            cost = (self.center_weight * center_loss(
-                                mu_r, lab, centers, self.center_margin, self.incenter_weight,
-                                self.center_loss, gen)
-                                + self.recons_weight * weighted_l1(recon_r, ab))
+                            cost = self.center_weight * center_loss(
+                                mu_r,
+                                lab,
+                                centers,
+                                self.center_margin,
+                                self.incenter_weight,
+                                self.center_loss,
+                                gen,
+                            ) + self.recons_weight * weighted_l1(recon_r, ab)
                             opt_fr.zero_grad(set_to_none=True)
                             cost.backward()  # the centres' gradient is never zeroed (official)
                             opt_fr.step()
                             opt_c.step()
                             gp_sum += self._critic_step(D, opt_d, xb, fake, ab, lambda1, gen)
-                        lambda1 = _adapt_lambda(lambda1, gp_sum, self.gammaD,
-                                                int(self.critic_iter))
+                        lambda1 = _adapt_lambda(lambda1, gp_sum, self.gammaD, int(self.critic_iter))
                         D.requires_grad_(False)
                         frozen = self.recons_weight > 0 and self.freeze_dec
                         fr.requires_grad_(not frozen)
@@ -645,22 +768,30 @@ def zslbench_generators() -> list[type[FeatureGenerator]]:
 def zslbench_methods() -> list[MethodSpec]:
     return [
         MethodSpec(
-            "tf-vaegan", model="generative", components={"generator": "tf-vaegan"},
-            preprocessor="minmax", paper_name="TF-VAEGAN",
+            "tf-vaegan",
+            model="generative",
+            components={"generator": "tf-vaegan"},
+            preprocessor="minmax",
+            paper_name="TF-VAEGAN",
             description="VAE-GAN feature generator with a semantic embedding decoder and "
-                        "feedback; softmax on [x, Dec(x), Dec hidden] (Narayan et al. 2020)",
+            "feedback; softmax on [x, Dec(x), Dec hidden] (Narayan et al. 2020)",
             citation="S. Narayan, A. Gupta, F. S. Khan, C. G. M. Snoek, L. Shao. Latent "
-                     "Embedding Feedback and Discriminative Features for Zero-Shot "
-                     "Classification. ECCV 2020. Defaults: github.com/akshitac8/tfvaegan@a0de81c, "
-                     "scripts/run_cub_tfvaegan.py."),
+            "Embedding Feedback and Discriminative Features for Zero-Shot "
+            "Classification. ECCV 2020. Defaults: github.com/akshitac8/tfvaegan@a0de81c, "
+            "scripts/run_cub_tfvaegan.py.",
+        ),
         MethodSpec(
-            "free", model="generative", components={"generator": "free"},
-            preprocessor="minmax", paper_name="FREE",
+            "free",
+            model="generative",
+            components={"generator": "free"},
+            preprocessor="minmax",
+            paper_name="FREE",
             description="VAE-GAN feature generator with a feature refinement module and a "
-                        "self-adaptive margin centre loss (Chen et al. 2021)",
+            "self-adaptive margin centre loss (Chen et al. 2021)",
             citation="S. Chen, W. Wang, B. Xia, Q. Peng, X. You, F. Zheng, L. Shao. FREE: "
-                     "Feature Refinement for Generalized Zero-Shot Learning. ICCV 2021. "
-                     "Defaults: github.com/shiming-chen/FREE@35769e5, image-scripts/run_cub.py."),
+            "Feature Refinement for Generalized Zero-Shot Learning. ICCV 2021. "
+            "Defaults: github.com/shiming-chen/FREE@35769e5, image-scripts/run_cub.py.",
+        ),
     ]
 
 

@@ -15,17 +15,27 @@ SHARED_DATA = Path(os.environ.get("ZSLBENCH_SHARED_DATA", REPO.parent / "shared"
 def shared_data() -> Path:
     """The real xlsa17 split files (../shared/data); tests that need them skip when absent."""
     if not (SHARED_DATA / "AWA2" / "att_splits.mat").exists():
-        pytest.skip(f"real xlsa17 split files not found at {SHARED_DATA} "
-                    "(set ZSLBENCH_SHARED_DATA to the folder holding AWA1/ AWA2/ APY/ CUB/ SUN/)")
+        pytest.skip(
+            f"real xlsa17 split files not found at {SHARED_DATA} "
+            "(set ZSLBENCH_SHARED_DATA to the folder holding AWA1/ AWA2/ APY/ CUB/ SUN/)"
+        )
     return SHARED_DATA
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-golden", action="store_true", default=False,
-                     help="re-write tests/golden/toy.json from this run (tests/test_golden.py)")
-    parser.addoption("--add-golden-environment", action="store_true", default=False,
-                     help="add this machine's numbers to tests/golden/toy.json, compared exactly "
-                          "from then on (refused outside the per-method bands)")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="re-write tests/golden/toy.json from this run (tests/test_golden.py)",
+    )
+    parser.addoption(
+        "--add-golden-environment",
+        action="store_true",
+        default=False,
+        help="add this machine's numbers to tests/golden/toy.json, compared exactly "
+        "from then on (refused outside the per-method bands)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,8 +54,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     if torch.cuda.is_available():
         return
-    skip = pytest.mark.skip(reason=f"needs a CUDA GPU: torch {torch.__version__} sees none "
-                                   "(torch.cuda.is_available() is False)")
+    skip = pytest.mark.skip(
+        reason=f"needs a CUDA GPU: torch {torch.__version__} sees none "
+        "(torch.cuda.is_available() is False)"
+    )
     for item in marked:
         item.add_marker(skip)
 

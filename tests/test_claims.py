@@ -18,7 +18,9 @@ COLLIDING = ("37.85", "76.242")
 
 
 def _run(res: Path, *extra: str):
-    return invoke_main("run", "--method", "krr", "--dataset", "toy", "--results-dir", str(res), *extra)
+    return invoke_main(
+        "run", "--method", "krr", "--dataset", "toy", "--results-dir", str(res), *extra
+    )
 
 
 def test_two_configurations_whose_ids_share_8_digits_leave_two_records(tmp_path):
@@ -33,7 +35,9 @@ def test_two_configurations_whose_ids_share_8_digits_leave_two_records(tmp_path)
     ids = [json.loads(p.read_text())["config_id"] for p in files]
     assert ids[0][:8] == ids[1][:8] and ids[0] != ids[1]  # the collision is real
     # The first keeps the short name every earlier record has; the second holds the whole ids.
-    assert sorted(len(p.stem) for p in files)[0] == len("toy__krr__9a4d69ac__93b61246__cpu__s743412628")
+    assert sorted(len(p.stem) for p in files)[0] == len(
+        "toy__krr__9a4d69ac__93b61246__cpu__s743412628"
+    )
     again = _run(res, *sweep, "--dry-run")
     assert again.stdout.splitlines()[-1] == "2 run(s): 2 cached, 0 to run", again.output
     # One of them alone, later, finds its own record and never replaces the other's.
@@ -63,11 +67,18 @@ FORGERIES = {
     # the issue's forgery: key and run id of alpha=1.0 on alpha=0.1's record
     "key": lambda raw, other: {"key": other["key"], "run_id": other["run_id"]},
     # and its config id and identity too: the configuration itself still says alpha=0.1
-    "config": lambda raw, other: {"key": other["key"], "run_id": other["run_id"],
-                                  "config_id": other["config_id"], "identity": other["identity"]},
+    "config": lambda raw, other: {
+        "key": other["key"],
+        "run_id": other["run_id"],
+        "config_id": other["config_id"],
+        "identity": other["identity"],
+    },
     # toy's data published as a measured APY row
-    "dataset": lambda raw, other: {"dataset": "apy", "dataset_kind": "real",
-                                   "run_id": raw["run_id"].replace("toy__", "apy__", 1)},
+    "dataset": lambda raw, other: {
+        "dataset": "apy",
+        "dataset_kind": "real",
+        "run_id": raw["run_id"].replace("toy__", "apy__", 1),
+    },
     "kind": lambda raw, other: {"dataset_kind": "real"},
     "seed": lambda raw, other: {"seed": raw["seed"] + 1},
 }
@@ -115,7 +126,10 @@ def test_a_forged_record_is_re_run_by_run_with_one_line_naming_it(tmp_path, krr_
     named = [line for line in out.stderr.splitlines() if str(forged) in line and "warning" in line]
     assert len(named) == 1 and "is not the key of its identity" in named[0], out.stderr
     assert "0 cached, 1 to run" in out.stderr and "done toy · krr" in out.stderr
-    assert json.loads(forged.read_text())["config"]["components"]["regressor"]["params"]["alpha"] == 1.0
+    assert (
+        json.loads(forged.read_text())["config"]["components"]["regressor"]["params"]["alpha"]
+        == 1.0
+    )
 
 
 def test_a_record_without_an_identity_is_never_served_from_the_cache(tmp_path):

@@ -95,12 +95,14 @@ def test_predict_equals_eq10_on_real_valued_scores():
 
 def test_tie_rule_lowest_index_wins():
     mask = np.array([False, True, True, False])  # columns 1, 2 seen; 0, 3 unseen
-    s = np.array([
-        [0.0, 1.0, 1.0, 0.0],   # gamma=1: all four tie at 0 -> column 0
-        [-5.0, 1.0, 1.0, 0.0],  # gamma=1: seen 1, 2 tie with unseen 3 -> column 1
-        [-5.0, 0.5, 1.0, 0.0],  # gamma=1: seen 2 ties with unseen 3 -> column 2
-        [-5.0, 0.5, 0.5, 0.0],  # gamma=1: unseen 3 is the only maximum
-    ])
+    s = np.array(
+        [
+            [0.0, 1.0, 1.0, 0.0],  # gamma=1: all four tie at 0 -> column 0
+            [-5.0, 1.0, 1.0, 0.0],  # gamma=1: seen 1, 2 tie with unseen 3 -> column 1
+            [-5.0, 0.5, 1.0, 0.0],  # gamma=1: seen 2 ties with unseen 3 -> column 2
+            [-5.0, 0.5, 0.5, 0.0],  # gamma=1: unseen 3 is the only maximum
+        ]
+    )
     np.testing.assert_array_equal(predict(s, mask, 1.0), [0, 1, 2, 3])
     np.testing.assert_array_equal(predict(s, mask, 1.0), loop_predict(s, mask, 1.0))
 
@@ -136,12 +138,15 @@ def test_group_best_margin_is_best_seen_minus_best_unseen():
         assert best.margin[i] == s[i, bs] - s[i, bu]
 
 
-@pytest.mark.parametrize("mask, scores_, match", [
-    (np.ones(3, dtype=bool), np.zeros((2, 3)), "at least one seen and one unseen"),
-    (np.array([1, 0, 1]), np.zeros((2, 3)), "boolean"),
-    (np.array([True, False]), np.zeros((2, 3)), "columns"),
-    (np.array([True, False, True]), np.array([[0.0, np.nan, 1.0]]), "non-finite"),
-])
+@pytest.mark.parametrize(
+    "mask, scores_, match",
+    [
+        (np.ones(3, dtype=bool), np.zeros((2, 3)), "at least one seen and one unseen"),
+        (np.array([1, 0, 1]), np.zeros((2, 3)), "boolean"),
+        (np.array([True, False]), np.zeros((2, 3)), "columns"),
+        (np.array([True, False, True]), np.array([[0.0, np.nan, 1.0]]), "non-finite"),
+    ],
+)
 def test_predict_refuses_malformed_input(mask, scores_, match):
     with pytest.raises(ValueError, match=match):
         predict(scores_, mask, 0.0)

@@ -9,8 +9,22 @@ import pytest
 
 from tests.cli_helpers import run_cli
 
-RECORD_KEYS = {"dataset", "method", "seed", "metrics", "timings", "device", "split", "config",
-               "environment", "git", "key", "run_id", "curve", "per_class"}
+RECORD_KEYS = {
+    "dataset",
+    "method",
+    "seed",
+    "metrics",
+    "timings",
+    "device",
+    "split",
+    "config",
+    "environment",
+    "git",
+    "key",
+    "run_id",
+    "curve",
+    "per_class",
+}
 
 
 def records_in(path):
@@ -46,8 +60,14 @@ def test_krr_on_toy_writes_a_complete_record(tmp_path):
     # was 30.)
     assert rec["metrics"]["A_T"] > 100 / 6 + 5
     assert rec["timings"]["train"] > 0
-    assert {"embedder_fit", "regressor_fit", "search", "calibration", "fit_final",
-            "evaluation"} <= set(rec["timings"])
+    assert {
+        "embedder_fit",
+        "regressor_fit",
+        "search",
+        "calibration",
+        "fit_final",
+        "evaluation",
+    } <= set(rec["timings"])
     assert rec["search"]["chosen"].keys() == {"regressor.alpha", "regressor.width"}
     assert rec["load"]["cores"] >= 1 and rec["load"]["cpu_seconds"] > 0
     assert rec["device"]["type"] == "cpu"
@@ -82,25 +102,45 @@ def test_set_override_is_recorded_and_changes_the_key(tmp_path):
     assert len({r["key"] for r in recs}) == 2
 
 
-@pytest.mark.parametrize("args, needles", [
-    (("--method", "krrr", "--dataset", "toy"), ("unknown method 'krrr'", "did you mean 'krr'")),
-    (("--method", "krr", "--dataset", "awa3"), ("unknown dataset 'awa3'", "did you mean")),
-    (("--method", "krr", "--dataset", "toy", "--set", "regressor.lamda=1"),
-     ("regressor.lamda", "valid:")),
-    (("--method", "krr", "--dataset", "toy", "--set", "nonsense"), ("component.param=value",)),
-    (("--method", "krr", "--dataset", "toy", "--set", "gpp.x=1"), ("'gpp'",)),
-    (("--method", ",", "--dataset", "toy"), ("names no method",)),
-    (("--method", "krr", "--dataset", ","), ("names no dataset",)),
-    (("--method", "krr", "--dataset", "toy", "--set", "clip.clip=5", "--set", "preprocessor.clip=9"),
-     ("clip.clip=5", "preprocessor.clip=9", "different values")),
-    (("--method", "krr", "--dataset", "toy", "--set", "krr.alpha=banana"),
-     ("krr.alpha='banana'", "finite number")),
-    (("--method", "krr", "--dataset", "toy", "--set", "krr.width=-3"), ("krr.width=-3",)),
-    (("--method", "krr", "--dataset", "toy", "--set", "krr.alpha=nan"), ("krr.alpha=nan",)),
-    (("--method", "krr", "--dataset", "toy", "--set", "preprocessor=nonesuch"),
-     ("unknown preprocessor 'nonesuch'",)),
-    (("--method", "krr", "--dataset", "toy", "--set", "decoder=none"), ("no role 'decoder'",)),
-])
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (("--method", "krrr", "--dataset", "toy"), ("unknown method 'krrr'", "did you mean 'krr'")),
+        (("--method", "krr", "--dataset", "awa3"), ("unknown dataset 'awa3'", "did you mean")),
+        (
+            ("--method", "krr", "--dataset", "toy", "--set", "regressor.lamda=1"),
+            ("regressor.lamda", "valid:"),
+        ),
+        (("--method", "krr", "--dataset", "toy", "--set", "nonsense"), ("component.param=value",)),
+        (("--method", "krr", "--dataset", "toy", "--set", "gpp.x=1"), ("'gpp'",)),
+        (("--method", ",", "--dataset", "toy"), ("names no method",)),
+        (("--method", "krr", "--dataset", ","), ("names no dataset",)),
+        (
+            (
+                "--method",
+                "krr",
+                "--dataset",
+                "toy",
+                "--set",
+                "clip.clip=5",
+                "--set",
+                "preprocessor.clip=9",
+            ),
+            ("clip.clip=5", "preprocessor.clip=9", "different values"),
+        ),
+        (
+            ("--method", "krr", "--dataset", "toy", "--set", "krr.alpha=banana"),
+            ("krr.alpha='banana'", "finite number"),
+        ),
+        (("--method", "krr", "--dataset", "toy", "--set", "krr.width=-3"), ("krr.width=-3",)),
+        (("--method", "krr", "--dataset", "toy", "--set", "krr.alpha=nan"), ("krr.alpha=nan",)),
+        (
+            ("--method", "krr", "--dataset", "toy", "--set", "preprocessor=nonesuch"),
+            ("unknown preprocessor 'nonesuch'",),
+        ),
+        (("--method", "krr", "--dataset", "toy", "--set", "decoder=none"), ("no role 'decoder'",)),
+    ],
+)
 def test_bad_command_lines_get_one_line(tmp_path, args, needles):
     proc = run_cli("run", *args, "--results-dir", str(tmp_path))
     assert_one_line_error(proc, *needles)
@@ -108,18 +148,33 @@ def test_bad_command_lines_get_one_line(tmp_path, args, needles):
 
 
 def test_missing_real_data_is_one_line_naming_every_file_and_pointing_to_synth_all(tmp_path):
-    proc = run_cli("run", "--method", "krr", "--dataset", "all", "--data-dir", str(tmp_path / "nodata"),
-                   "--results-dir", str(tmp_path / "res"))
+    proc = run_cli(
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "all",
+        "--data-dir",
+        str(tmp_path / "nodata"),
+        "--results-dir",
+        str(tmp_path / "res"),
+    )
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     # One line for the ten files (two for each of the five datasets), then the fix.
     root = tmp_path / "nodata"
-    files = ", ".join(f"{d}/{f}" for d in ("AWA1", "AWA2", "APY", "CUB", "SUN") for f in ("res101.mat", "att_splits.mat"))
-    assert lines == [f"zslbench: error: 10 data files are missing under {root} ({files}); for the first: run "
-                     f"`zslbench data download --dataset awa1 --data-dir {root}` to fetch the xlsa17 benchmark "
-                     "(about 879 MB for all five), or use `--dataset synth-awa1` / `--dataset synth-all` for the "
-                     "embedded SYNTHETIC stand-ins (not the real benchmark)"]
+    files = ", ".join(
+        f"{d}/{f}"
+        for d in ("AWA1", "AWA2", "APY", "CUB", "SUN")
+        for f in ("res101.mat", "att_splits.mat")
+    )
+    assert lines == [
+        f"zslbench: error: 10 data files are missing under {root} ({files}); for the first: run "
+        f"`zslbench data download --dataset awa1 --data-dir {root}` to fetch the xlsa17 benchmark "
+        "(about 879 MB for all five), or use `--dataset synth-awa1` / `--dataset synth-all` for the "
+        "embedded SYNTHETIC stand-ins (not the real benchmark)"
+    ]
     assert not (tmp_path / "res").exists()
 
 
@@ -169,31 +224,69 @@ def test_a_third_party_plugin_adds_a_method_run_with_dash_p(tmp_path):
     listing = run_cli("-p", "my_zsl_plugin", "list", env=env)
     assert listing.returncode == 0 and "linear-proto" in listing.stdout
     res = tmp_path / "res"
-    proc = run_cli("-p", "my_zsl_plugin", "run", "--method", "linear-proto,krr", "--dataset", "toy",
-                   "--results-dir", str(res), env=env)
+    proc = run_cli(
+        "-p",
+        "my_zsl_plugin",
+        "run",
+        "--method",
+        "linear-proto,krr",
+        "--dataset",
+        "toy",
+        "--results-dir",
+        str(res),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     recs = {json.loads(p.read_text())["method"]: json.loads(p.read_text()) for p in records_in(res)}
     assert set(recs) == {"linear-proto", "krr"}
     rec = recs["linear-proto"]
-    assert rec["config"]["components"]["regressor"] == {"name": "linear", "plugin": "my_zsl_plugin",
-                                                        "params": {"ridge": 0.001, "explode": False}}
+    assert rec["config"]["components"]["regressor"] == {
+        "name": "linear",
+        "plugin": "my_zsl_plugin",
+        "params": {"ridge": 0.001, "explode": False},
+    }
     assert rec["metrics"]["A_T"] > 16.7  # chance on toy's 6 unseen classes
 
 
 def test_a_plugin_raising_inside_fit_is_one_line_and_leaves_no_record(tmp_path):
     (tmp_path / "my_zsl_plugin.py").write_text(textwrap.dedent(THIRD_PARTY))
     res = tmp_path / "res"
-    proc = run_cli("-p", "my_zsl_plugin", "run", "--method", "linear-proto", "--dataset", "toy",
-                   "--set", "linear.explode=true", "--results-dir", str(res),
-                   env={"PYTHONPATH": str(tmp_path)})
-    assert_one_line_error(proc, "linear-proto on toy", "regressor 'linear' in fit (validation fit)",
-                          "ValueError: exploded on purpose", progress=True)
+    proc = run_cli(
+        "-p",
+        "my_zsl_plugin",
+        "run",
+        "--method",
+        "linear-proto",
+        "--dataset",
+        "toy",
+        "--set",
+        "linear.explode=true",
+        "--results-dir",
+        str(res),
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    assert_one_line_error(
+        proc,
+        "linear-proto on toy",
+        "regressor 'linear' in fit (validation fit)",
+        "ValueError: exploded on purpose",
+        progress=True,
+    )
     assert not res.exists() or records_in(res) == []
 
 
 def test_preprocessor_can_be_swapped_with_set(tmp_path):
-    proc = run_cli("run", "--method", "krr", "--dataset", "toy", "--set", "preprocessor=none",
-                   "--results-dir", str(tmp_path))
+    proc = run_cli(
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "toy",
+        "--set",
+        "preprocessor=none",
+        "--results-dir",
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     rec = json.loads(records_in(tmp_path)[0].read_text())
     assert rec["config"]["components"]["preprocessor"]["name"] == "none"
@@ -237,14 +330,23 @@ def test_an_edited_or_foreign_record_is_rerun_with_one_warning(tmp_path):
     (path,) = records_in(tmp_path)
     rec = json.loads(path.read_text())
     rec["metrics"]["H"] = 99.9
-    for content, why in ((json.dumps(rec), "does not match its digest"),
-                         ("5", "holds a JSON int, not a record object")):
+    for content, why in (
+        (json.dumps(rec), "does not match its digest"),
+        ("5", "holds a JSON int, not a record object"),
+    ):
         path.write_text(content)
         again = run_cli(*args)
         assert again.returncode == 0, again.stderr
         warnings = [ln for ln in again.stderr.splitlines() if ln.startswith("zslbench: warning:")]
-        assert warnings == [ln for ln in warnings if f"{path}: " in ln and why in ln
-                            and ln.endswith("re-running it")] and len(warnings) == 1, again.stderr
+        assert (
+            warnings
+            == [
+                ln
+                for ln in warnings
+                if f"{path}: " in ln and why in ln and ln.endswith("re-running it")
+            ]
+            and len(warnings) == 1
+        ), again.stderr
         assert "cached" not in again.stdout and "99.9" not in again.stdout
         fresh = json.loads(path.read_text())
         assert fresh["metrics"]["H"] != 99.9 and "digest" in fresh
@@ -273,9 +375,11 @@ def test_top_level_help_lists_plugin_commands_without_importing_torch_scipy_or_p
     import subprocess
     import sys
 
-    code = ("import sys\nfrom zslbench.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('torch', 'pandas', 'scipy.stats', 'matplotlib', 'gpytorch') if m in sys.modules),"
-            " file=sys.stderr)")
+    code = (
+        "import sys\nfrom zslbench.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'pandas', 'scipy.stats', 'matplotlib', 'gpytorch') if m in sys.modules),"
+        " file=sys.stderr)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "[]"
@@ -287,20 +391,35 @@ def test_the_builtins_that_add_commands_are_exactly_those_help_imports():
     from zslbench.registry import BUILTIN_COMMAND_PLUGINS, BUILTIN_DISTRIBUTION, load_registry
 
     reg = load_registry()
-    adding = {name for name, module in reg.modules.items()
-              if reg.plugins.get(name) == BUILTIN_DISTRIBUTION and hasattr(module, "zslbench_commands")}
+    adding = {
+        name
+        for name, module in reg.modules.items()
+        if reg.plugins.get(name) == BUILTIN_DISTRIBUTION and hasattr(module, "zslbench_commands")
+    }
     assert adding == set(BUILTIN_COMMAND_PLUGINS)
 
 
 def test_list_summaries_are_first_sentences_without_rst():
     from zslbench.listing import summary
 
-    assert summary("Closed-form bilinear compatibility ``x^T V s_c`` (see the module\n    docstring).\n\n"
-                   "    More.") == "Closed-form bilinear compatibility x^T V s_c (see the module docstring)."
-    assert summary("CE-GZSL's generator stage (module docstring). Parameters\n    (``CE_GZSL.py`` argparse,"
-                   " lines 10-20) follow.") == "CE-GZSL's generator stage (module docstring)."
-    assert summary("A map trained with L_BT (eq. 3). Uses :class:`~zslbench.model.Model`.") == \
-        "A map trained with L_BT (eq. 3)."
+    assert (
+        summary(
+            "Closed-form bilinear compatibility ``x^T V s_c`` (see the module\n    docstring).\n\n"
+            "    More."
+        )
+        == "Closed-form bilinear compatibility x^T V s_c (see the module docstring)."
+    )
+    assert (
+        summary(
+            "CE-GZSL's generator stage (module docstring). Parameters\n    (``CE_GZSL.py`` argparse,"
+            " lines 10-20) follow."
+        )
+        == "CE-GZSL's generator stage (module docstring)."
+    )
+    assert (
+        summary("A map trained with L_BT (eq. 3). Uses :class:`~zslbench.model.Model`.")
+        == "A map trained with L_BT (eq. 3)."
+    )
     assert summary("Fits :func:`numpy.linalg.solve` on it") == "Fits solve on it"
     assert summary(None) == ""
 
@@ -311,16 +430,21 @@ def test_list_method_shows_its_hyperparameters_and_their_defaults():
     out = invoke_main("list", "--method", "bt-gp")
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
-    assert lines[0] == "bt-gp: L_BT + GP (ours) — model prototype, preprocessor=clip model=prototype embedder=bt " \
-                       "regressor=gp calibrator=gamma"
+    assert (
+        lines[0]
+        == "bt-gp: L_BT + GP (ours) — model prototype, preprocessor=clip model=prototype embedder=bt "
+        "regressor=gp calibrator=gamma"
+    )
     cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
     rows = {(c[2]): c[3:5] for c in cells}
     assert rows["margin"] == ["4.0", "(same)"] and rows["latent_dim"] == ["64", "(same)"]
     assert rows["optimizer"] == ["'newton'", "(same)"] and rows["clip"] == ["7.0", "(same)"]
     assert cells[0][:2] == ["preprocessor", "clip"]
     out = invoke_main("list", "--method", "eszsl")
-    assert out.stdout.splitlines()[1] == ("citation: B. Romera-Paredes and P. H. S. Torr, An embarrassingly simple "
-                                          "approach to zero-shot learning, ICML 2015")
+    assert out.stdout.splitlines()[1] == (
+        "citation: B. Romera-Paredes and P. H. S. Torr, An embarrassingly simple "
+        "approach to zero-shot learning, ICML 2015"
+    )
     out = invoke_main("list", "--method", "nope")
     assert out.exit_code == 2 and out.stderr.startswith("zslbench: error: unknown method 'nope'")
 
@@ -334,10 +458,23 @@ def test_device_cuda_without_a_gpu_names_the_option_as_typed(tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    out = invoke_main("run", "--method", "krr", "--dataset", "toy", "--device", "cuda",
-                      "--results-dir", str(tmp_path / "res"))
+    out = invoke_main(
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "toy",
+        "--device",
+        "cuda",
+        "--results-dir",
+        str(tmp_path / "res"),
+    )
     assert out.exit_code == 2
-    assert out.stderr.splitlines() == ["zslbench: error: --device cuda: this torch build sees no CUDA device — run "
-                                       "with --device cpu, or install a CUDA build of torch"]
-    with pytest.raises(ConfigError, match=r"^gp\.device='cuda': this torch build sees no CUDA device"):
+    assert out.stderr.splitlines() == [
+        "zslbench: error: --device cuda: this torch build sees no CUDA device — run "
+        "with --device cpu, or install a CUDA build of torch"
+    ]
+    with pytest.raises(
+        ConfigError, match=r"^gp\.device='cuda': this torch build sees no CUDA device"
+    ):
         torch_device("gp", "cuda")

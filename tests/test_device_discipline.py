@@ -16,26 +16,65 @@ from zslbench.model import Model
 from zslbench.registry import BUILTIN_DISTRIBUTION, load_registry
 from zslbench.testing import check_device_discipline
 
-BUILTIN_METHODS = sorted(name for name, item in load_registry().items["method"].items()
-                         if item.distribution == BUILTIN_DISTRIBUTION)
+BUILTIN_METHODS = sorted(
+    name
+    for name, item in load_registry().items["method"].items()
+    if item.distribution == BUILTIN_DISTRIBUTION
+)
 
 
 #: Shorter schedules for the slow generative methods: the check is about which device each tensor
 #: names, the same on every epoch, not about the numbers.
-SHORT = {"f-clswgan": ("generator.nepoch=2", "generator.pretrain_epochs=2", "generator.ngh=64", "generator.ndh=64"),
-         "cada-vae": ("generator.epochs=3",),
-         "tf-vaegan": ("generator.nepoch=1", "generator.hidden=64", "generator.ngh=64",
-                       "generator.ndh=64", "model.syn_num=20", "model.classifier_epochs=2"),
-         "free": ("generator.nepoch=1", "generator.hidden=64", "generator.ngh=64",
-                  "generator.ndh=64", "model.syn_num=20", "model.classifier_epochs=2"),
-         "ce-gzsl": ("generator.nepoch=2", "generator.ngh=64", "generator.ndh=64",
-                     "generator.embed_size=64", "generator.nhF=32", "model.syn_num=20",
-                     "model.classifier_epochs=2"),
-         "hsva": ("generator.epochs=2", "generator.encoder_hidden=64", "generator.decoder_hidden=64",
-                  "generator.coarse_size=64", "generator.latent_hidden=64",
-                  "model.classifier_epochs=2"),
-         "sdgzsl": ("generator.nepoch=1", "generator.hidden=64", "generator.s_dim=32",
-                    "generator.ns_dim=32", "model.syn_num=20", "model.classifier_epochs=2")}
+SHORT = {
+    "f-clswgan": (
+        "generator.nepoch=2",
+        "generator.pretrain_epochs=2",
+        "generator.ngh=64",
+        "generator.ndh=64",
+    ),
+    "cada-vae": ("generator.epochs=3",),
+    "tf-vaegan": (
+        "generator.nepoch=1",
+        "generator.hidden=64",
+        "generator.ngh=64",
+        "generator.ndh=64",
+        "model.syn_num=20",
+        "model.classifier_epochs=2",
+    ),
+    "free": (
+        "generator.nepoch=1",
+        "generator.hidden=64",
+        "generator.ngh=64",
+        "generator.ndh=64",
+        "model.syn_num=20",
+        "model.classifier_epochs=2",
+    ),
+    "ce-gzsl": (
+        "generator.nepoch=2",
+        "generator.ngh=64",
+        "generator.ndh=64",
+        "generator.embed_size=64",
+        "generator.nhF=32",
+        "model.syn_num=20",
+        "model.classifier_epochs=2",
+    ),
+    "hsva": (
+        "generator.epochs=2",
+        "generator.encoder_hidden=64",
+        "generator.decoder_hidden=64",
+        "generator.coarse_size=64",
+        "generator.latent_hidden=64",
+        "model.classifier_epochs=2",
+    ),
+    "sdgzsl": (
+        "generator.nepoch=1",
+        "generator.hidden=64",
+        "generator.s_dim=32",
+        "generator.ns_dim=32",
+        "model.syn_num=20",
+        "model.classifier_epochs=2",
+    ),
+}
 
 
 def test_every_builtin_method_is_checked() -> None:
@@ -46,8 +85,9 @@ def test_every_generative_method_has_a_short_schedule_here() -> None:
     """At official defaults a generative method takes minutes to hours on toy (TF-VAEGAN's 300
     epochs, CE-GZSL's 2000): a new one without a SHORT entry would stall the suite."""
     reg = load_registry()
-    generative = {name for name in BUILTIN_METHODS
-                  if reg.items["method"][name].obj.model == "generative"}
+    generative = {
+        name for name in BUILTIN_METHODS if reg.items["method"][name].obj.model == "generative"
+    }
     assert generative <= set(SHORT), f"add {sorted(generative - set(SHORT))} to SHORT"
 
 
@@ -55,8 +95,20 @@ def test_every_generative_method_has_a_short_schedule_here() -> None:
 def test_a_builtin_method_runs_with_meta_as_the_default_device(method: str, tmp_path) -> None:
     sets = [arg for value in SHORT.get(method, ()) for arg in ("--set", value)]
     with torch.device("meta"):
-        out = invoke_main("run", "--method", method, "--dataset", "toy", "--device", "cpu",
-                          "--seeds", "1", "--results-dir", str(tmp_path), *sets)
+        out = invoke_main(
+            "run",
+            "--method",
+            method,
+            "--dataset",
+            "toy",
+            "--device",
+            "cpu",
+            "--seeds",
+            "1",
+            "--results-dir",
+            str(tmp_path),
+            *sets,
+        )
     assert out.exit_code == 0, out.output
     assert len(list(tmp_path.glob("*.json"))) == 1, out.output
 
@@ -77,8 +129,9 @@ class _Prototypes(Model):
         s = torch.as_tensor(np.asarray(class_semantics), **kw)
         seen = np.unique(labels)
         onehot = torch.zeros(len(seen), len(labels), **kw)
-        onehot[torch.as_tensor(np.searchsorted(seen, labels), **kw),
-               torch.arange(len(labels), **kw)] = 1.0
+        onehot[
+            torch.as_tensor(np.searchsorted(seen, labels), **kw), torch.arange(len(labels), **kw)
+        ] = 1.0
         means = (onehot @ x) / onehot.sum(1, keepdim=True)
         cols = torch.as_tensor(np.searchsorted(np.asarray(classes), seen), **kw)
         self.map_ = torch.linalg.lstsq(s[cols], means).solution.numpy()

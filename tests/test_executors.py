@@ -17,8 +17,21 @@ pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[r
 
 #: Fields that legitimately differ between two runs of the same plan on different processes.
 VOLATILE = {"timings", "load", "device", "environment", "started_at", "finished_at", "digest"}
-ARGS = ("run", "--method", "krr,bt-gp", "--dataset", "toy", "--seeds", "2",
-        "--set", "bt.episodes=60", "--set", "krr.alpha=0.1", "--set", "krr.width=1.0")
+ARGS = (
+    "run",
+    "--method",
+    "krr,bt-gp",
+    "--dataset",
+    "toy",
+    "--seeds",
+    "2",
+    "--set",
+    "bt.episodes=60",
+    "--set",
+    "krr.alpha=0.1",
+    "--set",
+    "krr.width=1.0",
+)
 
 
 def _records(path):
@@ -44,6 +57,15 @@ def test_ray_records_equal_sequential_ones_but_for_timings_and_host(tmp_path):
 
 
 def test_ray_options_need_the_ray_executor(tmp_path):
-    proc = run_cli("run", "--method", "krr", "--dataset", "toy", "--gpus-per-run", "0.25",
-                   "--results-dir", str(tmp_path))
+    proc = run_cli(
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "toy",
+        "--gpus-per-run",
+        "0.25",
+        "--results-dir",
+        str(tmp_path),
+    )
     assert proc.returncode == 2 and "need --executor ray" in proc.stderr

@@ -79,25 +79,40 @@ def failing_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _records(res: Path) -> dict[str, dict]:
-    return {json.loads(p.read_text())["method"]: json.loads(p.read_text())
-            for p in res.glob("*.json")}
+    return {
+        json.loads(p.read_text())["method"]: json.loads(p.read_text()) for p in res.glob("*.json")
+    }
 
 
 def _notes(res: Path) -> dict[str, str]:
     return {p.name.split("__")[1]: p.read_text() for p in res.glob("*.failed")}
 
 
-@pytest.mark.parametrize("method, reason", [
-    ("boom", "regressor 'boom-krr' in fit (validation fit): ValueError: exploded on purpose"),
-    ("exit0", "called sys.exit(0)"),
-    ("exit3", "called sys.exit(3)"),
-    ("kbint", "raised KeyboardInterrupt"),
-])
+@pytest.mark.parametrize(
+    "method, reason",
+    [
+        ("boom", "regressor 'boom-krr' in fit (validation fit): ValueError: exploded on purpose"),
+        ("exit0", "called sys.exit(0)"),
+        ("exit3", "called sys.exit(3)"),
+        ("kbint", "raised KeyboardInterrupt"),
+    ],
+)
 def test_a_failing_method_fails_its_run_only_and_the_grid_exits_non_zero(
-        tmp_path, failing_plugin, method, reason):
+    tmp_path, failing_plugin, method, reason
+):
     res = tmp_path / "res"
-    out = invoke_main("-p", failing_plugin, "run", "--method", f"{method},krr", "--dataset", "toy",
-                      *KRR, "--results-dir", str(res))
+    out = invoke_main(
+        "-p",
+        failing_plugin,
+        "run",
+        "--method",
+        f"{method},krr",
+        "--dataset",
+        "toy",
+        *KRR,
+        "--results-dir",
+        str(res),
+    )
     assert out.exit_code == 1, out.output
     assert set(_records(res)) == {"krr"}  # the run after the failed one went on
     notes = _notes(res)
@@ -115,9 +130,21 @@ def test_a_data_failure_in_one_method_leaves_the_others_running(tmp_path):
     a["features"] = a["features"] - np.float32(1.0)
     path = write_raw(tmp_path / "neg.npz", a)
     res = tmp_path / "res"
-    out = invoke_main("run", "--method", "krr,eszsl", "--dataset", str(path), *KRR,
-                      "--set", "eszsl.gamma=1.0", "--set", "eszsl.lam=1.0",
-                      "--allow-nonstandard-split", "--results-dir", str(res))
+    out = invoke_main(
+        "run",
+        "--method",
+        "krr,eszsl",
+        "--dataset",
+        str(path),
+        *KRR,
+        "--set",
+        "eszsl.gamma=1.0",
+        "--set",
+        "eszsl.lam=1.0",
+        "--allow-nonstandard-split",
+        "--results-dir",
+        str(res),
+    )
     assert out.exit_code == 1, out.output
     assert set(_records(res)) == {"eszsl"}
     note = _notes(res)["krr"]
@@ -125,10 +152,20 @@ def test_a_data_failure_in_one_method_leaves_the_others_running(tmp_path):
 
 
 def test_a_failed_run_is_retried_and_its_note_removed_when_it_succeeds(
-        tmp_path, failing_plugin, monkeypatch):
+    tmp_path, failing_plugin, monkeypatch
+):
     res = tmp_path / "res"
-    args = ("-p", failing_plugin, "run", "--method", "boom", "--dataset", "toy",
-            "--results-dir", str(res))
+    args = (
+        "-p",
+        failing_plugin,
+        "run",
+        "--method",
+        "boom",
+        "--dataset",
+        "toy",
+        "--results-dir",
+        str(res),
+    )
     assert invoke_main(*args).exit_code == 1
     (note,) = res.glob("*.failed")
     monkeypatch.setenv("ZSL_BOOM", "0")
@@ -145,9 +182,22 @@ def test_on_ray_a_plugin_calling_sys_exit_fails_its_run_only(tmp_path):
 
     (tmp_path / "zsl_failing_plugin.py").write_text(textwrap.dedent(FAILING))
     res = tmp_path / "res"
-    proc = run_cli("-p", "zsl_failing_plugin", "run", "--method", "exit0,krr", "--dataset", "toy",
-                   *KRR, "--executor", "ray", "--results-dir", str(res),
-                   env={"PYTHONPATH": str(tmp_path)}, timeout=900)
+    proc = run_cli(
+        "-p",
+        "zsl_failing_plugin",
+        "run",
+        "--method",
+        "exit0,krr",
+        "--dataset",
+        "toy",
+        *KRR,
+        "--executor",
+        "ray",
+        "--results-dir",
+        str(res),
+        env={"PYTHONPATH": str(tmp_path)},
+        timeout=900,
+    )
     assert proc.returncode == 1, proc.stderr
     assert set(_records(res)) == {"krr"}
     assert "called sys.exit(0)" in _notes(res)["exit0"]
@@ -162,8 +212,19 @@ def test_a_dataset_that_fails_its_split_checks_fails_its_runs_and_the_grid_goes_
     a["trainval_idx"] = np.concatenate([a["trainval_idx"], a["test_unseen_idx"][:1]])
     bad = write_raw(tmp_path / "leaky.npz", a)
     res = tmp_path / "res"
-    out = invoke_main("run", "--method", "krr", "--dataset", f"{bad},toy", *KRR, "--seeds", "2",
-                      "--allow-nonstandard-split", "--results-dir", str(res))
+    out = invoke_main(
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        f"{bad},toy",
+        *KRR,
+        "--seeds",
+        "2",
+        "--allow-nonstandard-split",
+        "--results-dir",
+        str(res),
+    )
     assert out.exit_code == 1, out.output
     recs = [json.loads(p.read_text()) for p in res.glob("*.json")]
     assert {r["dataset"] for r in recs} == {"toy"} and len(recs) == 2
@@ -177,15 +238,31 @@ def test_a_data_problem_is_said_once_and_its_notes_go_when_another_configuration
     a["features"] = a["features"] - np.float32(1.0)
     path = write_raw(tmp_path / "neg.npz", a)
     res = tmp_path / "res"
-    args = ("run", "--method", "krr", "--dataset", str(path), *KRR, "--seeds", "3", "--allow-nonstandard-split",
-            "--results-dir", str(res))
+    args = (
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        str(path),
+        *KRR,
+        "--seeds",
+        "3",
+        "--allow-nonstandard-split",
+        "--results-dir",
+        str(res),
+    )
     out = invoke_main(*args)
     assert out.exit_code == 1, out.output
-    errors = [line for line in out.stderr.splitlines() if line.startswith("zslbench: error: krr on neg")]
+    errors = [
+        line for line in out.stderr.splitlines() if line.startswith("zslbench: error: krr on neg")
+    ]
     seeds = [int(line.split("(seed ", 1)[1].split(")", 1)[0]) for line in errors]
     assert len(errors) == 3 and "negative values" in errors[0]
-    assert errors[1:] == [f"zslbench: error: krr on neg (seed {s}): failed as seed {seeds[0]} did (the same reason, "
-                          "above)" for s in seeds[1:]]
+    assert errors[1:] == [
+        f"zslbench: error: krr on neg (seed {s}): failed as seed {seeds[0]} did (the same reason, "
+        "above)"
+        for s in seeds[1:]
+    ]
     notes = sorted(res.glob("*.failed"))
     assert len(notes) == 3
     # Not the harness's notes: another name, or more than one line.

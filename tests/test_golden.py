@@ -82,23 +82,63 @@ SETTINGS: dict[str, list[str]] = {
     "bt-gp": ["embedder.episodes=40"],
     "bt-krr": ["embedder.episodes=40"],
     "t-gp": ["embedder.episodes=40"],
-    "f-clswgan": ["generator.ngh=128", "generator.ndh=128", "generator.nepoch=2", "generator.pretrain_epochs=2",
-                  "model.syn_num=50", "model.classifier_epochs=3"],
-    "tf-vaegan": ["generator.hidden=128", "generator.ngh=128", "generator.ndh=128",
-                  "generator.nepoch=2", "model.syn_num=50", "model.classifier_epochs=3"],
-    "free": ["generator.hidden=128", "generator.ngh=128", "generator.ndh=128",
-             "generator.nepoch=2", "model.syn_num=50", "model.classifier_epochs=3"],
-    "ce-gzsl": ["generator.ngh=128", "generator.ndh=128", "generator.embed_size=128",
-                "generator.nhF=64", "generator.nepoch=5", "model.syn_num=50",
-                "model.classifier_epochs=3"],
-    "cada-vae": ["generator.image_encoder_hidden=128", "generator.image_decoder_hidden=128",
-                 "generator.attribute_encoder_hidden=128", "generator.attribute_decoder_hidden=128",
-                 "generator.epochs=3", "model.classifier_epochs=3"],
-    "hsva": ["generator.encoder_hidden=128", "generator.decoder_hidden=128",
-             "generator.coarse_size=128", "generator.latent_hidden=128", "generator.epochs=3",
-             "model.classifier_epochs=3"],
-    "sdgzsl": ["generator.hidden=128", "generator.s_dim=64", "generator.ns_dim=64",
-               "generator.nepoch=3", "model.syn_num=50", "model.classifier_epochs=3"],
+    "f-clswgan": [
+        "generator.ngh=128",
+        "generator.ndh=128",
+        "generator.nepoch=2",
+        "generator.pretrain_epochs=2",
+        "model.syn_num=50",
+        "model.classifier_epochs=3",
+    ],
+    "tf-vaegan": [
+        "generator.hidden=128",
+        "generator.ngh=128",
+        "generator.ndh=128",
+        "generator.nepoch=2",
+        "model.syn_num=50",
+        "model.classifier_epochs=3",
+    ],
+    "free": [
+        "generator.hidden=128",
+        "generator.ngh=128",
+        "generator.ndh=128",
+        "generator.nepoch=2",
+        "model.syn_num=50",
+        "model.classifier_epochs=3",
+    ],
+    "ce-gzsl": [
+        "generator.ngh=128",
+        "generator.ndh=128",
+        "generator.embed_size=128",
+        "generator.nhF=64",
+        "generator.nepoch=5",
+        "model.syn_num=50",
+        "model.classifier_epochs=3",
+    ],
+    "cada-vae": [
+        "generator.image_encoder_hidden=128",
+        "generator.image_decoder_hidden=128",
+        "generator.attribute_encoder_hidden=128",
+        "generator.attribute_decoder_hidden=128",
+        "generator.epochs=3",
+        "model.classifier_epochs=3",
+    ],
+    "hsva": [
+        "generator.encoder_hidden=128",
+        "generator.decoder_hidden=128",
+        "generator.coarse_size=128",
+        "generator.latent_hidden=128",
+        "generator.epochs=3",
+        "model.classifier_epochs=3",
+    ],
+    "sdgzsl": [
+        "generator.hidden=128",
+        "generator.s_dim=64",
+        "generator.ns_dim=64",
+        "generator.nepoch=3",
+        "model.syn_num=50",
+        "model.classifier_epochs=3",
+    ],
 }
 
 
@@ -114,41 +154,58 @@ def environment() -> dict[str, Any]:
     try:
         import threadpoolctl
 
-        blas = sorted(f"{i.get('internal_api')}/{i.get('architecture')}/{i.get('num_threads')}"
-                      for i in threadpoolctl.threadpool_info())
+        blas = sorted(
+            f"{i.get('internal_api')}/{i.get('architecture')}/{i.get('num_threads')}"
+            for i in threadpoolctl.threadpool_info()
+        )
     except ImportError:  # pragma: no cover - threadpoolctl comes with the dependencies
         pass
-    return {"cpu": cpu_name(), "machine": platform.machine(), "blas": blas,
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "torch_threads": torch.get_num_threads(), "numpy": numpy.__version__,
-            "scipy": scipy.__version__, "torch": torch.__version__}
+    return {
+        "cpu": cpu_name(),
+        "machine": platform.machine(),
+        "blas": blas,
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch_threads": torch.get_num_threads(),
+        "numpy": numpy.__version__,
+        "scipy": scipy.__version__,
+        "torch": torch.__version__,
+    }
 
 
-def compute(seed: int = SEED, device: str = "cpu", methods: list[str] | None = None,
-            model_seed: int | None = None) -> dict[str, dict[str, float]]:
+def compute(
+    seed: int = SEED,
+    device: str = "cpu",
+    methods: list[str] | None = None,
+    model_seed: int | None = None,
+) -> dict[str, dict[str, float]]:
     """Every built-in method's numbers on toy at ``seed`` (or only ``methods``); ``model_seed``
     replaces the seed of the model's own draws (initialisation, batches) and keeps the split's."""
     reg = load_registry()
     data = reg.get("dataset", "toy").obj.load(None)
-    builtin = sorted(p.name for p in reg.items["method"].values()
-                     if reg.plugins.get(p.plugin) == "zslbench")
+    builtin = sorted(
+        p.name for p in reg.items["method"].values() if reg.plugins.get(p.plugin) == "zslbench"
+    )
     out = {}
     for name in methods if methods is not None else builtin:
         prep = prepare_method(reg, name, parse_overrides(SETTINGS.get(name, [])))
         method = prep.instantiate(seed=seed if model_seed is None else model_seed, device=device)
         result = run_protocol(data, method, seed, device)
-        out[name] = {**{k: float(result.evaluation[k]) for k in METRICS},
-                     "gamma": float(result.gamma)}
+        out[name] = {
+            **{k: float(result.evaluation[k]) for k in METRICS},
+            "gamma": float(result.gamma),
+        }
     return out
 
 
 def builtin_methods() -> list[str]:
     reg = load_registry()
-    return sorted(p.name for p in reg.items["method"].values()
-                  if reg.plugins.get(p.plugin) == "zslbench")
+    return sorted(
+        p.name for p in reg.items["method"].values() if reg.plugins.get(p.plugin) == "zslbench"
+    )
 
 
 # -- the comparison (pure: tests/test_golden.py tests it on made-up files) ---------------------
+
 
 def matching_environment(golden: dict[str, Any], env: dict[str, Any]) -> dict[str, Any] | None:
     """The stored environment ``env`` is, if any: every key the stored one has is equal (an
@@ -168,11 +225,15 @@ def reproducibility(golden: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out = {}
     for method, values in ref.items():
         holding = [e for e in envs if method in e["methods"]]  # made after the method existed
-        moved = {k: max(abs(e["methods"][method][k] - v) for e in holding)
-                 for k, v in values.items()}
-        out[method] = {"bit_identical": all(m == 0.0 for m in moved.values()),
-                       "stable": all(m <= STABLE_MOVE for k, m in moved.items() if k != "gamma"),
-                       "environments": len(holding), "moved": moved}
+        moved = {
+            k: max(abs(e["methods"][method][k] - v) for e in holding) for k, v in values.items()
+        }
+        out[method] = {
+            "bit_identical": all(m == 0.0 for m in moved.values()),
+            "stable": all(m <= STABLE_MOVE for k, m in moved.items() if k != "gamma"),
+            "environments": len(holding),
+            "moved": moved,
+        }
     return out
 
 
@@ -186,8 +247,9 @@ def band(golden: dict[str, Any], method: str, key: str) -> float:
     return max(STABLE_TOLERANCE, BAND_SDS * statistics.stdev(values))
 
 
-def differences(golden: dict[str, Any], got: dict[str, dict[str, float]],
-                env: dict[str, Any]) -> tuple[str, list[str]]:
+def differences(
+    golden: dict[str, Any], got: dict[str, dict[str, float]], env: dict[str, Any]
+) -> tuple[str, list[str]]:
     """(how it compared, one line per value out of bounds) for ``got`` made on ``env``: exact
     for the methods a stored ``env`` holds, within the bands around the reference for the rest
     (all of them on an environment the file does not hold)."""
@@ -206,8 +268,9 @@ def differences(golden: dict[str, Any], got: dict[str, dict[str, float]],
                 continue
             want = reference[method][key]
             if not abs(value - want) <= band(golden, method, key):
-                out.append(f"{method} {key}: {want!r} -> {value!r} (band ±"
-                           f"{band(golden, method, key):.3g})")
+                out.append(
+                    f"{method} {key}: {want!r} -> {value!r} (band ±{band(golden, method, key):.3g})"
+                )
     if entry is None:
         how = f"within per-method bands: this environment {json.dumps(env)} is not in the file"
     else:
@@ -247,17 +310,25 @@ def update_golden(got: dict[str, dict[str, float]], env: dict[str, Any]) -> dict
         environments.append({"environment": env1, "methods": got1})
     body: dict[str, Any] = {
         "about": "tests/test_golden.py: --update-golden (and a CHANGES.md line), or "
-                 "--add-golden-environment", "seed": SEED, "settings": SETTINGS,
-        "spread_seeds": list(SPREAD_SEEDS), "spread": {}, "environments": environments}
+        "--add-golden-environment",
+        "seed": SEED,
+        "settings": SETTINGS,
+        "spread_seeds": list(SPREAD_SEEDS),
+        "spread": {},
+        "environments": environments,
+    }
     # Float-sensitive: moved with the thread count here, or known to be from the file it replaces
     # (ALE moved only with AVX2 kernels, which this machine may not show).
     before = json.loads(GOLDEN.read_text()).get("spread", {}) if GOLDEN.exists() else {}
-    sensitive = sorted({m for m, row in reproducibility(body).items() if not row["stable"]}
-                       | (set(before) & set(got)))
+    sensitive = sorted(
+        {m for m, row in reproducibility(body).items() if not row["stable"]}
+        | (set(before) & set(got))
+    )
     spread = {m: {k: [v] for k, v in got[m].items()} for m in sensitive}
     for seed in SPREAD_SEEDS[1:]:
-        for m, values in (compute(SEED, methods=sensitive, model_seed=seed)
-                          if sensitive else {}).items():
+        for m, values in (
+            compute(SEED, methods=sensitive, model_seed=seed) if sensitive else {}
+        ).items():
             for k, v in values.items():
                 spread[m][k].append(v)
     body["spread"] = spread
@@ -280,9 +351,14 @@ def test_every_builtin_method_on_toy_matches_the_golden_file(request):
         new = {m: v for m, v in got.items() if m not in reference["methods"]}
         reference["methods"].update(new)
     how, diffs = differences(golden, got, env)
-    assert not diffs, ("numbers changed (compared " + how + "):\n  " + "\n  ".join(diffs)
-                       + "\nIf intended: pytest tests/test_golden.py --update-golden, and a "
-                       "CHANGES.md section")
+    assert not diffs, (
+        "numbers changed (compared "
+        + how
+        + "):\n  "
+        + "\n  ".join(diffs)
+        + "\nIf intended: pytest tests/test_golden.py --update-golden, and a "
+        "CHANGES.md section"
+    )
     if adding:
         entry = matching_environment(golden, env)
         if entry is None:
@@ -294,12 +370,17 @@ def test_every_builtin_method_on_toy_matches_the_golden_file(request):
 
 # -- the comparison itself fails where it should ------------------------------------------------
 
+
 def _made_up() -> dict[str, Any]:
     ref = {"closed": {"H": 30.0, "gamma": 0.5}, "trained": {"H": 20.0, "gamma": 1.0}}
     other = {"closed": {"H": 30.001, "gamma": 0.5 + 1e-16}, "trained": {"H": 19.0, "gamma": 1.2}}
-    return {"environments": [{"environment": {"cpu": "A", "threads": 2}, "methods": ref},
-                             {"environment": {"cpu": "B", "threads": 2}, "methods": other}],
-            "spread": {"trained": {"H": [20.0, 21.0, 19.0, 20.5, 19.5], "gamma": [1.0] * 5}}}
+    return {
+        "environments": [
+            {"environment": {"cpu": "A", "threads": 2}, "methods": ref},
+            {"environment": {"cpu": "B", "threads": 2}, "methods": other},
+        ],
+        "spread": {"trained": {"H": [20.0, 21.0, 19.0, 20.5, 19.5], "gamma": [1.0] * 5}},
+    }
 
 
 def test_on_a_stored_environment_any_change_fails():
@@ -308,8 +389,9 @@ def test_on_a_stored_environment_any_change_fails():
     assert differences(golden, got, {"cpu": "B", "threads": 2, "new_key": 1})[1] == []
     got["closed"]["H"] = 30.001 + 1e-12
     how, diffs = differences(golden, got, {"cpu": "B", "threads": 2})
-    assert how.startswith("exact") and diffs == ["closed H: 30.001 -> 30.001000000001 (exact: "
-                                                 "same environment)"]
+    assert how.startswith("exact") and diffs == [
+        "closed H: 30.001 -> 30.001000000001 (exact: same environment)"
+    ]
 
 
 def test_elsewhere_a_bit_identical_method_keeps_its_tight_tolerance_and_a_trained_one_its_band():
@@ -323,13 +405,19 @@ def test_elsewhere_a_bit_identical_method_keeps_its_tight_tolerance_and_a_traine
     assert band(golden, "trained", "gamma") == STABLE_TOLERANCE  # no spread: the floor
     assert band(golden, "closed", "H") == STABLE_TOLERANCE
     new = {"cpu": "C", "threads": 1}
-    within = {"closed": {"H": 30.04, "gamma": 0.5004}, "trained": {"H": 20.0 - BAND_SDS * sd * 0.99,
-                                                                   "gamma": 1.04}}
+    within = {
+        "closed": {"H": 30.04, "gamma": 0.5004},
+        "trained": {"H": 20.0 - BAND_SDS * sd * 0.99, "gamma": 1.04},
+    }
     assert differences(golden, within, new)[1] == []
-    beyond = {"closed": {"H": 30.06, "gamma": 0.5}, "trained": {"H": 20.0 + BAND_SDS * sd * 1.01,
-                                                                "gamma": 1.0}}
-    assert [d.split(":")[0] for d in differences(golden, beyond, new)[1]] == ["closed H",
-                                                                            "trained H"]
+    beyond = {
+        "closed": {"H": 30.06, "gamma": 0.5},
+        "trained": {"H": 20.0 + BAND_SDS * sd * 1.01, "gamma": 1.0},
+    }
+    assert [d.split(":")[0] for d in differences(golden, beyond, new)[1]] == [
+        "closed H",
+        "trained H",
+    ]
 
 
 def test_the_committed_file_knows_every_builtin_method_and_the_noise_of_the_sensitive_ones():
@@ -356,15 +444,19 @@ def test_a_stored_environment_made_before_a_method_is_exact_for_the_rest_and_ban
     del golden["environments"][1]["methods"]["trained"]  # "B" was stored before "trained" existed
     sd = statistics.stdev([20.0, 21.0, 19.0, 20.5, 19.5])
     b = {"cpu": "B", "threads": 2}
-    got = {"closed": {"H": 30.001, "gamma": 0.5 + 1e-16},
-           "trained": {"H": 20.0 + BAND_SDS * sd * 0.99, "gamma": 1.0}}
+    got = {
+        "closed": {"H": 30.001, "gamma": 0.5 + 1e-16},
+        "trained": {"H": 20.0 + BAND_SDS * sd * 0.99, "gamma": 1.0},
+    }
     how, diffs = differences(golden, got, b)
     assert diffs == [] and how.startswith("exact") and "within bands for trained" in how
     assert reproducibility(golden)["trained"]["environments"] == 1
     got["closed"]["H"] += 1e-12  # exact for the method it holds
     got["trained"]["H"] = 20.0 + BAND_SDS * sd * 1.01  # the band for the one it lacks
     assert [d.split(" (")[1] for d in differences(golden, got, b)[1]] == [
-        "exact: same environment)", f"band ±{BAND_SDS * sd:.3g})"]
+        "exact: same environment)",
+        f"band ±{BAND_SDS * sd:.3g})",
+    ]
     del golden["environments"][0]["methods"]["trained"]  # the reference must hold every method
     assert differences(golden, got, b)[0] == "methods"
 

@@ -40,13 +40,22 @@ def test_every_builtin_method_on_cuda_is_within_the_cpu_bands():
         start = time.perf_counter()
         got[method] = compute(device="cuda", methods=[method])[method]
         torch.cuda.synchronize()
-        report[method] = {"seconds": round(time.perf_counter() - start, 2),
-                          "peak_mib": round(torch.cuda.max_memory_allocated() / 2**20, 1),
-                          **got[method]}
+        report[method] = {
+            "seconds": round(time.perf_counter() - start, 2),
+            "peak_mib": round(torch.cuda.max_memory_allocated() / 2**20, 1),
+            **got[method],
+        }
     if os.environ.get("ZSLBENCH_GPU_REPORT"):
-        Path(os.environ["ZSLBENCH_GPU_REPORT"]).write_text(json.dumps(
-            {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-             "methods": report}, indent=2))
+        Path(os.environ["ZSLBENCH_GPU_REPORT"]).write_text(
+            json.dumps(
+                {
+                    "device": torch.cuda.get_device_name(0),
+                    "torch": torch.__version__,
+                    "methods": report,
+                },
+                indent=2,
+            )
+        )
     how, diffs = differences(golden, got, {"device": "cuda", "name": torch.cuda.get_device_name(0)})
     assert not diffs, f"cuda vs the CPU reference ({how}):\n  " + "\n  ".join(diffs)
 
@@ -57,8 +66,17 @@ def test_a_cuda_run_records_its_start_up_apart_from_its_train_time(tmp_path):
     from zslbench.records import read_record
 
     provenance._WARM.discard("cuda")
-    out = invoke_main("run", "--method", "krr", "--dataset", "toy", "--device", "cuda",
-                      "--results-dir", str(tmp_path))
+    out = invoke_main(
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "toy",
+        "--device",
+        "cuda",
+        "--results-dir",
+        str(tmp_path),
+    )
     assert out.exit_code == 0, out.output
     (path,) = tmp_path.glob("*.json")
     record = read_record(path)

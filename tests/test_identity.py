@@ -21,26 +21,30 @@ REPO = Path(__file__).resolve().parents[1]
 #: PROTOCOL_VERSION. When this test fails you changed the core: if the change can move any number,
 #: bump identity.PROTOCOL_VERSION (every record re-runs, "protocol changed") and add a CHANGES.md
 #: section; either way, paste the new digest and version here.
-PINNED_PROTOCOL = (2, "c0f6ea93d679354511c56ffe5f94989ab19d76649bec54b220787ca40359ddb4")
+PINNED_PROTOCOL = (2, "05724fb5dae4664ee9e86bebc1330926d8d38ed6386b78f5e8a2dab4619f48ee")
 
 
 def test_core_numerics_are_pinned_to_the_protocol_version():
     got = (identity.PROTOCOL_VERSION, identity.protocol_digest())
     assert got == PINNED_PROTOCOL, (
         f"the core numerics changed (now {got}): bump identity.PROTOCOL_VERSION if a number can "
-        "move, then update PINNED_PROTOCOL in tests/test_identity.py")
+        "move, then update PINNED_PROTOCOL in tests/test_identity.py"
+    )
 
 
 def test_the_protocol_digest_sees_a_code_edit_but_not_a_docstring(monkeypatch):
     before = identity.protocol_digest()
     real = identity.read_source
     doc = real("zslbench.metrics").replace('"""', '"""Reworded. ', 1)
-    monkeypatch.setattr(identity, "read_source",
-                        lambda name: doc if name == "zslbench.metrics" else real(name))
+    monkeypatch.setattr(
+        identity, "read_source", lambda name: doc if name == "zslbench.metrics" else real(name)
+    )
     assert identity.protocol_digest() == before
-    monkeypatch.setattr(identity, "read_source",
-                        lambda name: real(name) + "\nX = 1\n" if name == "zslbench.search"
-                        else real(name))
+    monkeypatch.setattr(
+        identity,
+        "read_source",
+        lambda name: real(name) + "\nX = 1\n" if name == "zslbench.search" else real(name),
+    )
     assert identity.protocol_digest() != before
 
 
@@ -115,10 +119,17 @@ def _interpreters() -> dict[str, str]:
     found: dict[str, str] = {}
     root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
     for minor in ("3.10", "3.11", "3.12", "3.13"):
-        candidates = [*sorted(root.glob(f"{minor}*/bin/python{minor}")), shutil.which(f"python{minor}")]
+        candidates = [
+            *sorted(root.glob(f"{minor}*/bin/python{minor}")),
+            shutil.which(f"python{minor}"),
+        ]
         for exe in filter(None, candidates):
-            ok = subprocess.run([str(exe), "-c", "import sys; print(sys.version_info[:2])"],
-                                capture_output=True, text=True, timeout=60)
+            ok = subprocess.run(
+                [str(exe), "-c", "import sys; print(sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             if ok.returncode == 0 and ok.stdout.strip() == str(tuple(map(int, minor.split(".")))):
                 found[minor] = str(exe)
                 break
@@ -146,8 +157,13 @@ def test_every_source_file_has_one_digest_under_every_python_present():
     pythons.setdefault(f"{sys.version_info[0]}.{sys.version_info[1]}", sys.executable)
     digests = {}
     for minor, exe in sorted(pythons.items()):
-        out = subprocess.run([exe, "-c", _DIGEST_ALL, identity.__file__, str(REPO)],
-                             capture_output=True, text=True, timeout=300, check=True)
+        out = subprocess.run(
+            [exe, "-c", _DIGEST_ALL, identity.__file__, str(REPO)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
         digests[minor] = json.loads(out.stdout)
     reference = digests[f"{sys.version_info[0]}.{sys.version_info[1]}"]
     assert len(reference) > 50
@@ -158,9 +174,15 @@ def test_every_source_file_has_one_digest_under_every_python_present():
 
 # -- a cached krr run on toy, and what an edit does to it ----------------------------------------
 
+
 def _request(results: Path, alpha: float = 0.1, force: bool = False) -> GridRequest:
-    return GridRequest(methods=["krr"], datasets=["toy"], results_dir=results, force=force,
-                       overrides=parse_overrides([f"krr.alpha={alpha}", "krr.width=1.0"]))
+    return GridRequest(
+        methods=["krr"],
+        datasets=["toy"],
+        results_dir=results,
+        force=force,
+        overrides=parse_overrides([f"krr.alpha={alpha}", "krr.width=1.0"]),
+    )
 
 
 def _load(reg):
@@ -185,8 +207,9 @@ def _plan(results: Path, alpha: float = 0.1, force: bool = False):
 
 def _edited(monkeypatch, module: str, edit):
     real = identity.read_source
-    monkeypatch.setattr(identity, "read_source",
-                        lambda name: edit(real(name)) if name == module else real(name))
+    monkeypatch.setattr(
+        identity, "read_source", lambda name: edit(real(name)) if name == module else real(name)
+    )
 
 
 def test_a_fresh_plan_of_the_recorded_run_is_cached(cached_krr):
@@ -195,8 +218,9 @@ def test_a_fresh_plan_of_the_recorded_run_is_cached(cached_krr):
     assert run.record.identity["components"]["regressor"]["component"] == "krr"
 
 
-@pytest.mark.parametrize("module", ["zslbench.leaderboard.tables", "zslbench_plugins.cnzsl",
-                                    "zslbench.cli"])
+@pytest.mark.parametrize(
+    "module", ["zslbench.leaderboard.tables", "zslbench_plugins.cnzsl", "zslbench.cli"]
+)
 def test_editing_another_module_leaves_krr_cached(cached_krr, monkeypatch, module):
     _edited(monkeypatch, module, lambda src: src + "\n_EDITED = 1\n")
     assert _plan(cached_krr).status == "cached"
@@ -223,12 +247,20 @@ def test_a_run_reports_why_it_was_not_cached(cached_krr, monkeypatch, tmp_path):
         (results / f.name).write_text(f.read_text())
     reg = load_registry()
     events = []
-    (outcome,) = list(run_grid(_request(results), reg, _load(reg),
-                               on_event=lambda kind, info: events.append((kind, info))))
+    (outcome,) = list(
+        run_grid(
+            _request(results),
+            reg,
+            _load(reg),
+            on_event=lambda kind, info: events.append((kind, info)),
+        )
+    )
     assert outcome.status == "ran"
     messages = [info["message"] for kind, info in events if kind == "info"]
-    assert any("toy · krr · r0" in m and "code of `krr` (zslbench_plugins.krr) changed" in m
-               for m in messages), messages
+    assert any(
+        "toy · krr · r0" in m and "code of `krr` (zslbench_plugins.krr) changed" in m
+        for m in messages
+    ), messages
     assert _plan(results).status == "cached"  # the new record is keyed by the edited code
 
 
@@ -249,7 +281,8 @@ def test_a_run_that_failed_before_says_so(tmp_path):
 
 @pytest.mark.parametrize("damage", ["nan", "deep"])
 def test_an_unreadable_file_elsewhere_in_the_results_dir_does_not_stop_planning(
-        cached_krr, tmp_path, damage):
+    cached_krr, tmp_path, damage
+):
     """Planning reads every record of the results dir (to say why a run re-runs): a file it
     cannot read is skipped there, not a crash."""
     results = tmp_path / "res"
@@ -257,8 +290,11 @@ def test_an_unreadable_file_elsewhere_in_the_results_dir_does_not_stop_planning(
     for f in cached_krr.glob("*.json"):
         (results / f.name).write_text(f.read_text())
         text = f.read_text()
-    content = (text.replace('"validation": {', '"validation": {"x": NaN, ', 1) if damage == "nan"
-               else "[" * 100_000)
+    content = (
+        text.replace('"validation": {', '"validation": {"x": NaN, ', 1)
+        if damage == "nan"
+        else "[" * 100_000
+    )
     (results / "other__run.json").write_text(content)
     assert _plan(results).status == "cached"
 
@@ -303,16 +339,27 @@ def test_the_committed_board_is_all_cached_at_head():
     re-runs nothing on a push that changes no number."""
     records = [read_record(p) for p in sorted(BOARD.glob("*.json"))]
     if not any(r.identity for r in records):
-        pytest.skip("the committed board's records predate per-component run identity "
-                    "(Record.identity); the coordinator re-makes the board after merging")
+        pytest.skip(
+            "the committed board's records predate per-component run identity "
+            "(Record.identity); the coordinator re-makes the board after merging"
+        )
     from cli_helpers import invoke_main
 
-    result = invoke_main("run", "--config", str(REPO / "configs" / "paper-ablation.toml"),
-                         "--dataset", "synth-all", "--results-dir", str(BOARD), "--dry-run")
+    result = invoke_main(
+        "run",
+        "--config",
+        str(REPO / "configs" / "paper-ablation.toml"),
+        "--dataset",
+        "synth-all",
+        "--results-dir",
+        str(BOARD),
+        "--dry-run",
+    )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[-1].startswith("75 run(s): 75 cached, 0 to run"), "\n".join(
-        line for line in lines if not line.startswith("cached"))
+        line for line in lines if not line.startswith("cached")
+    )
 
 
 def test_the_eta_comes_from_earlier_runs_on_the_same_device_model(cached_krr):
@@ -331,7 +378,9 @@ def test_the_eta_comes_from_earlier_runs_on_the_same_device_model(cached_krr):
     busy = RecordIndex.read(cached_krr).by_path  # as on disk, where the fixture's load is real
     (on_disk,) = [r for r in busy.values() if not isinstance(r, Exception)]
     if on_disk.load.get("oversubscribed") is True:
-        pytest.skip("the fixture's run was on a busy machine: its time gives no ETA (checked above)")
+        pytest.skip(
+            "the fixture's run was on a busy machine: its time gives no ETA (checked above)"
+        )
     run = _plan(cached_krr, force=True)
     assert run.eta_seconds == record.load["wall_seconds"]
     lines = dry_run_lines([run], name)

@@ -55,12 +55,33 @@ GATED = """
 
 def start(tmp: Path, results: Path) -> subprocess.Popen[str]:
     exe = Path(sys.executable).with_name("zslbench")
-    env = {**os.environ, "PYTHONPATH": str(tmp), "ZSL_GATE": str(tmp / "gate"),
-           "ZSL_GATE_WAITING": str(tmp / "waiting")}
-    return subprocess.Popen([str(exe), "-p", "zsl_gated_plugin", "run", "--method", "krr,gated",
-                             "--dataset", "toy", "--seeds", "2", "--results-dir", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=_default_sigint)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tmp),
+        "ZSL_GATE": str(tmp / "gate"),
+        "ZSL_GATE_WAITING": str(tmp / "waiting"),
+    }
+    return subprocess.Popen(
+        [
+            str(exe),
+            "-p",
+            "zsl_gated_plugin",
+            "run",
+            "--method",
+            "krr,gated",
+            "--dataset",
+            "toy",
+            "--seeds",
+            "2",
+            "--results-dir",
+            str(results),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=_default_sigint,
+    )
 
 
 def _default_sigint() -> None:

@@ -80,8 +80,13 @@ SCORER_PLUGIN = """
 
 
 def test_the_core_declares_only_family_neutral_kinds():
-    assert set(registry_mod.KINDS.values()) == {"dataset", "preprocessor", "calibrator", "model",
-                                                "method"}
+    assert set(registry_mod.KINDS.values()) == {
+        "dataset",
+        "preprocessor",
+        "calibrator",
+        "model",
+        "method",
+    }
     reg = load_registry()  # the prototype pipeline's kinds come from its own plugin
     assert reg.added_kinds["embedder"][0] == "prototype_kinds"
     assert reg.added_kinds["regressor"][0] == "prototype_kinds"
@@ -94,8 +99,19 @@ def test_a_plugin_adds_a_kind_whose_component_a_method_uses(tmp_path, monkeypatc
     assert not reg.problems, reg.problems
     assert reg.names("scorer") == ["randproj"] and "scorer" in reg.component_kinds()
     res = tmp_path / "res"
-    out = invoke_main("-p", name, "run", "--method", "scored", "--dataset", "toy",
-                      "--set", "scorer.scale=0.5", "--results-dir", str(res))
+    out = invoke_main(
+        "-p",
+        name,
+        "run",
+        "--method",
+        "scored",
+        "--dataset",
+        "toy",
+        "--set",
+        "scorer.scale=0.5",
+        "--results-dir",
+        str(res),
+    )
     assert out.exit_code == 0, out.output
     (record,) = [json.loads(p.read_text()) for p in res.glob("*.json")]
     assert record["config"]["components"]["scorer"]["name"] == "randproj"
@@ -104,21 +120,32 @@ def test_a_plugin_adds_a_kind_whose_component_a_method_uses(tmp_path, monkeypatc
     assert "scorer" in listing.stdout and "randproj" in listing.stdout
 
 
-@pytest.mark.parametrize("kinds, says", [
-    ('[Kind("embedder", "zslbench_embedders2")]', "already declared by plugin 'prototype_kinds'"),
-    ('[Kind("mine", "zslbench_models")]', "already declared by zslbench itself"),
-    ('[Kind("Bad Kind", "zslbench_bad")]', "a kind is a lower-case identifier"),
-    ('[Kind("fine", "no_prefix")]', "starts with 'zslbench_'"),
-    ('["generator"]', "not a zslbench.hookspecs.Kind"),
-])
+@pytest.mark.parametrize(
+    "kinds, says",
+    [
+        (
+            '[Kind("embedder", "zslbench_embedders2")]',
+            "already declared by plugin 'prototype_kinds'",
+        ),
+        ('[Kind("mine", "zslbench_models")]', "already declared by zslbench itself"),
+        ('[Kind("Bad Kind", "zslbench_bad")]', "a kind is a lower-case identifier"),
+        ('[Kind("fine", "no_prefix")]', "starts with 'zslbench_'"),
+        ('["generator"]', "not a zslbench.hookspecs.Kind"),
+    ],
+)
 def test_a_bad_or_clashing_kind_is_one_line_and_the_rest_work(tmp_path, monkeypatch, kinds, says):
-    name = write_plugin(tmp_path, monkeypatch, "zsl_bad_kind", f"""
+    name = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_bad_kind",
+        f"""
         from zslbench.hookspecs import Kind, hookimpl
 
         @hookimpl
         def zslbench_add_kinds():
             return {kinds}
-    """)
+    """,
+    )
     reg = load_registry([name])
     lines = [p for p in reg.problems if "zsl_bad_kind" in p]
     assert len(lines) == 1 and says in lines[0], reg.problems
@@ -128,7 +155,11 @@ def test_a_bad_or_clashing_kind_is_one_line_and_the_rest_work(tmp_path, monkeypa
 
 
 def test_a_component_not_of_the_kinds_base_class_is_refused(tmp_path, monkeypatch):
-    name = write_plugin(tmp_path, monkeypatch, "zsl_wrong_base", """
+    name = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_wrong_base",
+        """
         from zslbench.components import Component
         from zslbench.hookspecs import hookimpl
 
@@ -138,7 +169,8 @@ def test_a_component_not_of_the_kinds_base_class_is_refused(tmp_path, monkeypatc
         @hookimpl
         def zslbench_embedders():
             return [NotAnEmbedder]
-    """)
+    """,
+    )
     reg = load_registry([name])
     assert "imposter" not in reg.names("embedder")
     (line,) = [p for p in reg.problems if "zsl_wrong_base" in p]
@@ -208,8 +240,19 @@ def test_a_third_party_generator_is_a_whole_generative_method(tmp_path, monkeypa
     gen_cls = reg.get("generator", "linear-gen").obj
     check_model(GenerativeModel.with_generator(gen_cls, ridge=0.1))
     res = tmp_path / "res"
-    out = invoke_main("-p", name, "run", "--method", "linear-gen", "--dataset", "toy",
-                      "--set", "generator.ridge=0.5", "--results-dir", str(res))
+    out = invoke_main(
+        "-p",
+        name,
+        "run",
+        "--method",
+        "linear-gen",
+        "--dataset",
+        "toy",
+        "--set",
+        "generator.ridge=0.5",
+        "--results-dir",
+        str(res),
+    )
     assert out.exit_code == 0, out.output
     (record,) = [json.loads(p.read_text()) for p in res.glob("*.json")]
     assert record["config"]["components"]["generator"]["params"]["ridge"] == 0.5

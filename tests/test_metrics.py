@@ -67,8 +67,9 @@ def bf_per_image_accuracies(s, y, mask, gamma) -> tuple[float, float]:
 def bf_breakpoints(s, mask) -> list[float]:
     seen = [c for c in range(s.shape[1]) if mask[c]]
     unseen = [c for c in range(s.shape[1]) if not mask[c]]
-    return sorted({max(s[i, c] for c in seen) - max(s[i, c] for c in unseen)
-                   for i in range(s.shape[0])})
+    return sorted(
+        {max(s[i, c] for c in seen) - max(s[i, c] for c in unseen) for i in range(s.shape[0])}
+    )
 
 
 def bf_trapezoid(points) -> float:
@@ -128,8 +129,9 @@ def test_per_class_accuracy_weighs_classes_not_images():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=40),
-       st.randoms())
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=40), st.randoms()
+)
 def test_per_class_accuracy_matches_brute_force_and_ignores_sample_order(pairs, rnd):
     y_true, y_pred = (np.array(v) for v in zip(*pairs, strict=True))
     mean, per_class = per_class_accuracy(y_true, y_pred)
@@ -159,8 +161,9 @@ def test_harmonic_mean_closed_form_and_zero_case():
     assert harmonic_mean(60.0, 40.0) == pytest.approx(48.0)
     assert harmonic_mean(0.0, 0.0) == 0.0
     assert harmonic_mean(0.0, 80.0) == 0.0
-    np.testing.assert_allclose(harmonic_mean(np.array([0.0, 50.0]), np.array([0.0, 50.0])),
-                               [0.0, 50.0])
+    np.testing.assert_allclose(
+        harmonic_mean(np.array([0.0, 50.0]), np.array([0.0, 50.0])), [0.0, 50.0]
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -273,7 +276,8 @@ def test_ausuc_is_invariant_to_adding_constants_to_scores(problem, shift, data):
 def test_ausuc_is_invariant_to_a_constant_on_real_scores():
     s, y, mask = random_problem(7, n=400)
     assert ausuc(seen_unseen_curve(s + 123.456, y, mask)) == pytest.approx(
-        ausuc(seen_unseen_curve(s, y, mask)), abs=1e-9)
+        ausuc(seen_unseen_curve(s, y, mask)), abs=1e-9
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -372,7 +376,8 @@ def test_gzsl_evaluate_matches_brute_force():
         assert [row["accuracy"] for row in rows] == pytest.approx(list(acc.values()), abs=1e-9)
         assert [row["n_test"] for row in rows] == [int(np.sum(y == c)) for c in acc]
     assert [row["accuracy_zsl"] for row in r["per_class"]["unseen"]] == pytest.approx(
-        list(acc_t.values()), abs=1e-9)
+        list(acc_t.values()), abs=1e-9
+    )
     json.dumps(r, allow_nan=False)  # records are written with allow_nan=False
 
 

@@ -31,15 +31,23 @@ class AccessLog:
 def real_awa2(shared_data) -> tuple[ZSLData, dict[str, np.ndarray]]:
     mat = scipy.io.loadmat(shared_data / "AWA2" / "att_splits.mat")
     labels1 = np.load(shared_data / "AWA2" / "derived" / "labels_reconstructed_1based.npy")
-    locs = {k: mat[k].ravel().astype(np.int64) - 1 for k in
-            ("trainval_loc", "test_seen_loc", "test_unseen_loc", "train_loc", "val_loc")}
+    locs = {
+        k: mat[k].ravel().astype(np.int64) - 1
+        for k in ("trainval_loc", "test_seen_loc", "test_unseen_loc", "train_loc", "val_loc")
+    }
     labels = labels1.astype(np.int64) - 1
     rng = np.random.default_rng(0)
     feats = rng.random((labels.size, 8), dtype=np.float32)
-    data = ZSLData(name="awa2-real-split", features=feats, labels=labels,
-                   attributes=mat["att"].T.astype(np.float32), trainval_idx=locs["trainval_loc"],
-                   test_seen_idx=locs["test_seen_loc"], test_unseen_idx=locs["test_unseen_loc"],
-                   val_classes=np.unique(labels[locs["val_loc"]]))
+    data = ZSLData(
+        name="awa2-real-split",
+        features=feats,
+        labels=labels,
+        attributes=mat["att"].T.astype(np.float32),
+        trainval_idx=locs["trainval_loc"],
+        test_seen_idx=locs["test_seen_loc"],
+        test_unseen_idx=locs["test_unseen_loc"],
+        val_classes=np.unique(labels[locs["val_loc"]]),
+    )
     return data, locs
 
 
@@ -53,7 +61,9 @@ def test_the_official_train_val_locs_leak_but_ours_do_not(shared_data):
     assert ours == set(locs["trainval_loc"].tolist())
     assert not ours & test
     # class-disjoint validation: validation-unseen classes are the official val classes...
-    assert set(np.unique(data.labels[split.val_unseen_idx])) == set(np.unique(data.labels[locs["val_loc"]]))
+    assert set(np.unique(data.labels[split.val_unseen_idx])) == set(
+        np.unique(data.labels[locs["val_loc"]])
+    )
     assert not set(split.val_classes) & set(np.unique(data.labels[split.train_idx]))
     # ...and validation-seen images are held out from the training classes' trainval images.
     assert set(np.unique(data.labels[split.val_seen_idx])) == set(split.train_classes)
@@ -76,34 +86,92 @@ FAST = {
     "devise": ["model.lr_grid=[0.1]", "model.epochs_grid=[1]"],
     "sje": ["model.lr_grid=[0.1]", "model.epochs_grid=[1]"],
     "cnzsl": ["model.hid_dim=16", "model.epochs=1", "model.batch_size=4096"],
-    "f-clswgan": ["generator.ngh=16", "generator.ndh=16", "generator.nepoch=1", "generator.pretrain_epochs=1",
-                  "generator.batch_size=4096", "model.syn_num=5", "model.classifier_epochs=1",
-                  "model.classifier_batch_size=4096", "generator.pretrain_batch_size=4096"],
-    "tf-vaegan": ["generator.hidden=16", "generator.ngh=16", "generator.ndh=16",
-                  "generator.nepoch=1", "generator.loops=2", "generator.batch_size=4096",
-                  "model.syn_num=5", "model.classifier_epochs=1",
-                  "model.classifier_batch_size=4096"],
-    "free": ["generator.hidden=16", "generator.ngh=16", "generator.ndh=16", "generator.nepoch=1",
-             "generator.loops=1", "generator.batch_size=4096", "model.syn_num=5",
-             "model.classifier_epochs=1", "model.classifier_batch_size=4096"],
-    "ce-gzsl": ["generator.ngh=16", "generator.ndh=16", "generator.embed_size=16",
-                "generator.outz_size=4", "generator.nhF=8", "generator.nepoch=1",
-                "generator.critic_iter=1", "generator.batch_size=4096", "model.syn_num=5",
-                "model.classifier_epochs=1", "model.classifier_batch_size=4096"],
-    "hsva": ["generator.latent_size=4", "generator.coarse_size=8", "generator.encoder_hidden=8",
-             "generator.latent_hidden=8", "generator.decoder_hidden=8",
-             "generator.classifier_hidden=8", "generator.projections=2", "generator.epochs=1",
-             "generator.batch_size=4096", "model.seen_num=2", "model.syn_num=2",
-             "model.classifier_epochs=1", "model.classifier_batch_size=4096"],
-    "sdgzsl": ["generator.latent_dim=2", "generator.encoder_out=4", "generator.hidden=8",
-               "generator.s_dim=4", "generator.ns_dim=4", "generator.nepoch=1",
-               "generator.batch_size=4096", "model.syn_num=5", "model.classifier_epochs=1",
-               "model.classifier_batch_size=4096"],
-    "cada-vae": ["generator.latent_size=4", "generator.image_encoder_hidden=8",
-                 "generator.image_decoder_hidden=8", "generator.attribute_encoder_hidden=8",
-                 "generator.attribute_decoder_hidden=8", "generator.epochs=1", "generator.batch_size=4096",
-                 "model.seen_num=2", "model.syn_num=2",
-                 "model.classifier_epochs=1", "model.classifier_batch_size=4096"],
+    "f-clswgan": [
+        "generator.ngh=16",
+        "generator.ndh=16",
+        "generator.nepoch=1",
+        "generator.pretrain_epochs=1",
+        "generator.batch_size=4096",
+        "model.syn_num=5",
+        "model.classifier_epochs=1",
+        "model.classifier_batch_size=4096",
+        "generator.pretrain_batch_size=4096",
+    ],
+    "tf-vaegan": [
+        "generator.hidden=16",
+        "generator.ngh=16",
+        "generator.ndh=16",
+        "generator.nepoch=1",
+        "generator.loops=2",
+        "generator.batch_size=4096",
+        "model.syn_num=5",
+        "model.classifier_epochs=1",
+        "model.classifier_batch_size=4096",
+    ],
+    "free": [
+        "generator.hidden=16",
+        "generator.ngh=16",
+        "generator.ndh=16",
+        "generator.nepoch=1",
+        "generator.loops=1",
+        "generator.batch_size=4096",
+        "model.syn_num=5",
+        "model.classifier_epochs=1",
+        "model.classifier_batch_size=4096",
+    ],
+    "ce-gzsl": [
+        "generator.ngh=16",
+        "generator.ndh=16",
+        "generator.embed_size=16",
+        "generator.outz_size=4",
+        "generator.nhF=8",
+        "generator.nepoch=1",
+        "generator.critic_iter=1",
+        "generator.batch_size=4096",
+        "model.syn_num=5",
+        "model.classifier_epochs=1",
+        "model.classifier_batch_size=4096",
+    ],
+    "hsva": [
+        "generator.latent_size=4",
+        "generator.coarse_size=8",
+        "generator.encoder_hidden=8",
+        "generator.latent_hidden=8",
+        "generator.decoder_hidden=8",
+        "generator.classifier_hidden=8",
+        "generator.projections=2",
+        "generator.epochs=1",
+        "generator.batch_size=4096",
+        "model.seen_num=2",
+        "model.syn_num=2",
+        "model.classifier_epochs=1",
+        "model.classifier_batch_size=4096",
+    ],
+    "sdgzsl": [
+        "generator.latent_dim=2",
+        "generator.encoder_out=4",
+        "generator.hidden=8",
+        "generator.s_dim=4",
+        "generator.ns_dim=4",
+        "generator.nepoch=1",
+        "generator.batch_size=4096",
+        "model.syn_num=5",
+        "model.classifier_epochs=1",
+        "model.classifier_batch_size=4096",
+    ],
+    "cada-vae": [
+        "generator.latent_size=4",
+        "generator.image_encoder_hidden=8",
+        "generator.image_decoder_hidden=8",
+        "generator.attribute_encoder_hidden=8",
+        "generator.attribute_decoder_hidden=8",
+        "generator.epochs=1",
+        "generator.batch_size=4096",
+        "model.seen_num=2",
+        "model.syn_num=2",
+        "model.classifier_epochs=1",
+        "model.classifier_batch_size=4096",
+    ],
 }
 
 
@@ -119,8 +187,9 @@ def test_no_test_image_is_read_before_evaluation(shared_data, name):
     log = AccessLog(np.asarray(data.features))
     data.features = log
     reg = load_registry()
-    method = prepare_method(reg, name, parse_overrides(FAST[name])).instantiate(seed=1,
-                                                                                 device="cpu")
+    method = prepare_method(reg, name, parse_overrides(FAST[name])).instantiate(
+        seed=1, device="cpu"
+    )
 
     phases: list[str] = []
 

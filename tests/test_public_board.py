@@ -23,24 +23,42 @@ WORKFLOW = REPO / ".github" / "workflows" / "leaderboard.yml"
 
 
 def board(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zslbench", "board", *args], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "zslbench", "board", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_the_committed_plugin_list_reads_and_the_workflow_runs_it():
     load_plugins(REPO / BOARD_DIR / PLUGINS_NAME)
     flat = " ".join(WORKFLOW.read_text().split())
     install, run = flat.index("zslbench board install"), flat.index("zslbench board run")
-    assert install < run < flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
+    assert (
+        install
+        < run
+        < flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
+    )
 
 
-@pytest.mark.parametrize("text, needle", [
-    ('[[plugin]]\nname = "x"\nrequirement = "x==1"\n', "exactly the keys"),
-    ('[[plugin]]\nname = "x"\nrequirement = "--index-url=evil"\nmethods = ["m"]\n', "requirement"),
-    ('[[plugin]]\nname = "x y"\nrequirement = "x==1"\nmethods = ["m"]\n', "not a distribution name"),
-    ('[[plugin]]\nname = "x"\nrequirement = "x==1"\nmethods = []\n', "methods must list"),
-    ('plugins = []\n', "unknown key"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ('[[plugin]]\nname = "x"\nrequirement = "x==1"\n', "exactly the keys"),
+        (
+            '[[plugin]]\nname = "x"\nrequirement = "--index-url=evil"\nmethods = ["m"]\n',
+            "requirement",
+        ),
+        (
+            '[[plugin]]\nname = "x y"\nrequirement = "x==1"\nmethods = ["m"]\n',
+            "not a distribution name",
+        ),
+        ('[[plugin]]\nname = "x"\nrequirement = "x==1"\nmethods = []\n', "methods must list"),
+        ("plugins = []\n", "unknown key"),
+    ],
+)
 def test_a_bad_entry_is_one_line_naming_it(tmp_path, text, needle):
     path = tmp_path / "plugins.toml"
     path.write_text(text)
@@ -59,7 +77,8 @@ def test_a_plugins_file_that_is_not_utf8_is_one_line(tmp_path):
     proc = board("run", "--plugins", str(path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"zslbench: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"]
+        f"zslbench: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"
+    ]
 
 
 def test_an_entry_named_zslbench_cannot_list_a_built_in(tmp_path):
@@ -85,8 +104,10 @@ def test_board_run_names_the_registry_problem_of_a_refused_method(tmp_path, monk
 
     def with_problem(*args, **kwargs):
         reg = real(*args, **kwargs)
-        reg.problems.append("plugin 'demo' (zsl-demo) registers method 'x/y', whose name contains a "
-                            "path separator ('/' or '\\'): ignoring it (rename it)")
+        reg.problems.append(
+            "plugin 'demo' (zsl-demo) registers method 'x/y', whose name contains a "
+            "path separator ('/' or '\\'): ignoring it (rename it)"
+        )
         return reg
 
     monkeypatch.setattr(registry_mod, "load_registry", with_problem)
@@ -101,30 +122,55 @@ def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
     site, records = tmp_path / "site", tmp_path / "records"
     demo = shutil.copytree(DEMO, tmp_path / "demo")  # a build leaves files beside the source
     listing = tmp_path / "plugins.toml"
-    listing.write_text(f'[[plugin]]\nname = "zslbench-board-demo"\nrequirement = "{demo.as_posix()}"\n'
-                       'methods = ["board-demo"]\n')
+    listing.write_text(
+        f'[[plugin]]\nname = "zslbench-board-demo"\nrequirement = "{demo.as_posix()}"\n'
+        'methods = ["board-demo"]\n'
+    )
     # pip installs into a scratch folder (never this environment), without the network
-    pip_env = {"PIP_TARGET": str(site), "PIP_NO_DEPS": "1", "PIP_NO_BUILD_ISOLATION": "0",
-               "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    pip_env = {
+        "PIP_TARGET": str(site),
+        "PIP_NO_DEPS": "1",
+        "PIP_NO_BUILD_ISOLATION": "0",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
     proc = board("install", "--plugins", str(listing), env=pip_env)
     assert proc.returncode == 0, proc.stderr
     assert (site / "zsl_board_demo").is_dir()
 
     env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    proc = board("run", "--plugins", str(listing), "--dataset", "toy", "--seeds", "1",
-                 "--results-dir", str(records / "synthetic"), env=env)
+    proc = board(
+        "run",
+        "--plugins",
+        str(listing),
+        "--dataset",
+        "toy",
+        "--seeds",
+        "1",
+        "--results-dir",
+        str(records / "synthetic"),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     (path,) = (records / "synthetic").glob("*.json")
     rec = json.loads(path.read_text())
     assert rec["method"] == "board-demo"
-    assert rec["config"]["method_distribution"] == {"distribution": "zslbench-board-demo",
-                                                    "version": "0.3.1"}
+    assert rec["config"]["method_distribution"] == {
+        "distribution": "zslbench-board-demo",
+        "version": "0.3.1",
+    }
     assert "distribution" not in rec["config"]["components"]["regressor"]  # krr is a built-in
 
     # the job that may write takes them on as data, without the plugin installed
     taken = tmp_path / "board" / "synthetic"
-    proc = board("accept", "--plugins", str(listing), "--from", str(records / "synthetic"),
-                 "--results-dir", str(taken))
+    proc = board(
+        "accept",
+        "--plugins",
+        str(listing),
+        "--from",
+        str(records / "synthetic"),
+        "--results-dir",
+        str(taken),
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"1 record(s) taken into {taken}, 0 refused"
     assert (taken / path.name).read_bytes() == path.read_bytes()
@@ -134,10 +180,20 @@ def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
     assert "board-demo" in (tmp_path / "lb" / "synthetic.md").read_text()
 
     # an entry cannot list a method another distribution provides (here a built-in)
-    listing.write_text('[[plugin]]\nname = "zslbench-board-demo"\nrequirement = "x"\n'
-                       'methods = ["board-demo", "krr"]\n')
-    proc = board("run", "--plugins", str(listing), "--dataset", "toy", "--results-dir",
-                 str(tmp_path / "other"), env=env)
+    listing.write_text(
+        '[[plugin]]\nname = "zslbench-board-demo"\nrequirement = "x"\n'
+        'methods = ["board-demo", "krr"]\n'
+    )
+    proc = board(
+        "run",
+        "--plugins",
+        str(listing),
+        "--dataset",
+        "toy",
+        "--results-dir",
+        str(tmp_path / "other"),
+        env=env,
+    )
     assert proc.returncode == 2 and "'krr'" in proc.stderr and "zslbench provides" in proc.stderr
     assert not (tmp_path / "other").exists()
 
@@ -148,15 +204,20 @@ def test_accept_takes_only_valid_records_of_listed_methods_and_replaces_no_other
     from zslbench.board import BoardPlugin, accept
     from zslbench.records import Record
 
-    (rec,) = zslbench.run(methods="krr", datasets="toy", results_dir=tmp_path / "run",
-                          sets={"krr.alpha": 0.1, "krr.width": 1.0})
+    (rec,) = zslbench.run(
+        methods="krr",
+        datasets="toy",
+        results_dir=tmp_path / "run",
+        sets={"krr.alpha": 0.1, "krr.width": 1.0},
+    )
     plugins = [BoardPlugin("zsl-x", "zsl-x==1", ("krr",))]
     art, board_dir = tmp_path / "artifact", tmp_path / "board"
     art.mkdir()
 
     def put(name: str, record: Record) -> Path:
-        (art / name).write_text(Record(**{k: v for k, v in vars(record).items()
-                                          if k != "digest"}).sealed().to_json())
+        (art / name).write_text(
+            Record(**{k: v for k, v in vars(record).items() if k != "digest"}).sealed().to_json()
+        )
         return art / name
 
     good = Record(**vars(rec))
@@ -198,14 +259,24 @@ def test_board_paths_come_from_the_board_folder(tmp_path):
     board_dir, artifact = tmp_path / "b", tmp_path / "artifact"
     artifact.mkdir()
     board_dir.mkdir()
-    (board_dir / PLUGINS_NAME).write_text('[[plugin]]\nname = "zsl-x"\nrequirement = "zsl-x==1"\n'
-                                          'methods = ["m"]\n')
+    (board_dir / PLUGINS_NAME).write_text(
+        '[[plugin]]\nname = "zsl-x"\nrequirement = "zsl-x==1"\nmethods = ["m"]\n'
+    )
     proc = board("--dir", str(board_dir), "accept", "--from", str(artifact))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == f"0 record(s) taken into {board_dir / 'records' / 'synthetic'}, 0 refused"
-    proc = subprocess.run([sys.executable, "-m", "zslbench", "board", "install"], capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
+    assert (
+        proc.stdout.strip()
+        == f"0 record(s) taken into {board_dir / 'records' / 'synthetic'}, 0 refused"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "zslbench", "board", "install"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"zslbench: error: {Path('leaderboards') / PLUGINS_NAME}: no such file — see zslbench/board.py for "
-        "its format"]
+        "its format"
+    ]

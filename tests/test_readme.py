@@ -43,11 +43,22 @@ def test_the_readme_model_follows_the_contract(plugin):
 def test_the_readme_plugin_runs_its_model_and_dataset_through_the_cli(plugin):
     env = {"PYTHONPATH": str(plugin)}
     res = plugin / "res"
-    proc = run_cli("-p", "readme_plugin", "run", "--method", "my-eszsl,krr", "--dataset",
-                   "blobs", "--results-dir", str(res), env=env)
+    proc = run_cli(
+        "-p",
+        "readme_plugin",
+        "run",
+        "--method",
+        "my-eszsl,krr",
+        "--dataset",
+        "blobs",
+        "--results-dir",
+        str(res),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
-    records = {json.loads(p.read_text())["method"]: json.loads(p.read_text())
-               for p in res.glob("*.json")}
+    records = {
+        json.loads(p.read_text())["method"]: json.loads(p.read_text()) for p in res.glob("*.json")
+    }
     assert set(records) == {"my-eszsl", "krr"}
     mine = records["my-eszsl"]
     assert mine["dataset_kind"] == "custom" and mine["split"]["standard"] is True
@@ -80,7 +91,9 @@ def shell_commands(text: str) -> list[list[str]]:
 
 
 def python_example(text: str) -> str:
-    match = re.search(r"```python\n(import zslbench\n\nrecords = zslbench\.run\(.*?)\n```", text, re.S)
+    match = re.search(
+        r"```python\n(import zslbench\n\nrecords = zslbench\.run\(.*?)\n```", text, re.S
+    )
     assert match, "README.md lost its zslbench.run example"
     return match.group(1)
 
@@ -115,8 +128,10 @@ def test_the_readme_command_lines_work_as_written(tmp_path, monkeypatch, plannin
     write_raw(tmp_path / "path" / "to" / "mine.npz", arrays())
     (tmp_path / "path" / "to" / "mine").mkdir()  # the folder form: one <key>.npy per key
     for key, value in arrays().items():
-        np.save(tmp_path / "path" / "to" / "mine" / f"{key}.npy",
-                np.asarray(value, dtype=str) if isinstance(value, list) else np.asarray(value))
+        np.save(
+            tmp_path / "path" / "to" / "mine" / f"{key}.npy",
+            np.asarray(value, dtype=str) if isinstance(value, list) else np.asarray(value),
+        )
     monkeypatch.setenv("ZSLBENCH_DATA", str(tmp_path / "no-real-data"))
     for words in commands:
         if words[1] == "data":
@@ -128,8 +143,9 @@ def test_the_readme_command_lines_work_as_written(tmp_path, monkeypatch, plannin
         out = invoke_main(*words[1:])
         if out.exit_code == 2 and "--dataset all" in " ".join(words):  # real data not here
             lines = out.stderr.strip().splitlines()
-            assert lines and all("res101.mat" in ln or "att_splits.mat" in ln or "missing" in ln
-                                 for ln in lines), out.stderr
+            assert lines and all(
+                "res101.mat" in ln or "att_splits.mat" in ln or "missing" in ln for ln in lines
+            ), out.stderr
             continue
         assert out.exit_code == 0, (words, out.output)
         assert planning_only, words
@@ -151,8 +167,9 @@ def test_the_readme_python_example_runs(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("page", ["synthetic.md", "real.md"])
-def test_the_boards_reproduce_lines_plan_exactly_the_runs_on_the_page(page, monkeypatch,
-                                                                       planning_only):
+def test_the_boards_reproduce_lines_plan_exactly_the_runs_on_the_page(
+    page, monkeypatch, planning_only
+):
     """Each Reproduce command resolves as written, and together they cover every (dataset,
     method) that has records on the page's board, and nothing else."""
     from tests.cli_helpers import invoke_main

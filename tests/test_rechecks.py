@@ -11,10 +11,18 @@ from zslbench import rechecks
 
 
 def _record(device: str, h: float, gamma: float = 0.5) -> SimpleNamespace:
-    return SimpleNamespace(run_id="toy__x", key="k", method="t-gp", dataset="toy", seed=7,
-                           metrics={"A_T": 30.0, "A_U": 20.0, "A_S": 40.0, "H": h, "AUSUC": 9.0},
-                           gamma=gamma, device={"name": device, "type": "cpu", "threads": 2},
-                           git={"commit": "abc"}, finished_at="2026-11-27T00:00:00+00:00")
+    return SimpleNamespace(
+        run_id="toy__x",
+        key="k",
+        method="t-gp",
+        dataset="toy",
+        seed=7,
+        metrics={"A_T": 30.0, "A_U": 20.0, "A_S": 40.0, "H": h, "AUSUC": 9.0},
+        gamma=gamma,
+        device={"name": device, "type": "cpu", "threads": 2},
+        git={"commit": "abc"},
+        finished_at="2026-11-27T00:00:00+00:00",
+    )
 
 
 def test_compare_gives_each_move_and_says_bit_identical_only_when_all_equal():
@@ -32,9 +40,11 @@ def test_compare_gives_each_move_and_says_bit_identical_only_when_all_equal():
 
 
 def test_summary_counts_per_method(tmp_path):
-    entries = [rechecks.compare(_record("A", 30.0), _record("B", 30.0)),
-               rechecks.compare(_record("A", 30.0), _record("C", 29.5)),
-               rechecks.compare(_record("A", 30.0), _record("B", 30.7))]
+    entries = [
+        rechecks.compare(_record("A", 30.0), _record("B", 30.0)),
+        rechecks.compare(_record("A", 30.0), _record("C", 29.5)),
+        rechecks.compare(_record("A", 30.0), _record("B", 30.7)),
+    ]
     for i, e in enumerate(entries):
         rechecks.append(tmp_path / f"r{i % 2}.json", e)
     (tmp_path / "broken.rechecks").write_text("{not json")
@@ -46,8 +56,17 @@ def test_summary_counts_per_method(tmp_path):
 
 def test_recheck_reruns_a_cached_run_keeps_its_record_and_writes_the_move(tmp_path):
     res = tmp_path / "res"
-    args = ("run", "--method", "krr", "--dataset", "toy", "--device", "cpu",
-            "--results-dir", str(res))
+    args = (
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "toy",
+        "--device",
+        "cpu",
+        "--results-dir",
+        str(res),
+    )
     assert invoke_main(*args).exit_code == 0
     (record,) = res.glob("*.json")
     before = record.read_bytes()
@@ -77,8 +96,18 @@ def test_the_leaderboard_lists_rechecks_per_method_with_names_escaped(tmp_path):
 
 def test_recheck_runs_nothing_that_has_no_current_record(tmp_path):
     res = tmp_path / "res"
-    out = invoke_main("run", "--method", "krr", "--dataset", "toy", "--device", "cpu",
-                      "--results-dir", str(res), "--recheck")
+    out = invoke_main(
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "toy",
+        "--device",
+        "cpu",
+        "--results-dir",
+        str(res),
+        "--recheck",
+    )
     assert out.exit_code == 0, out.output
     assert "not rechecked toy · krr · r0" in out.output and "(new)" in out.output
     assert not res.exists() or not any(res.iterdir())

@@ -22,10 +22,13 @@ def write_plugin(tmp_path, monkeypatch, name: str, body: str) -> str:
     return name
 
 
-BUILTINS = {"method": PAPER_METHODS,
-            "dataset": {"awa1", "awa2", "apy", "cub", "sun", "toy", "synth-awa2"},
-            "embedder": {"identity", "bt", "t"}, "regressor": {"gp", "krr"},
-            "calibrator": {"gamma", "none"}}
+BUILTINS = {
+    "method": PAPER_METHODS,
+    "dataset": {"awa1", "awa2", "apy", "cub", "sun", "toy", "synth-awa2"},
+    "embedder": {"identity", "bt", "t"},
+    "regressor": {"gp", "krr"},
+    "calibrator": {"gamma", "none"},
+}
 
 
 def _check_builtins_come_from_the_entry_point_group(reg) -> None:
@@ -44,17 +47,25 @@ def test_builtins_come_from_the_zslbench_entry_point_group():
 
 def test_the_builtin_check_holds_with_a_third_party_plugin_installed(tmp_path, monkeypatch):
     """Issue 18: the project's own pytest failed once any third-party plugin was installed."""
-    name = write_plugin(tmp_path, monkeypatch, "zsl_installed_elsewhere", """
+    name = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_installed_elsewhere",
+        """
         from zslbench.hookspecs import hookimpl
         from zslbench.methods import MethodSpec
 
         @hookimpl
         def zslbench_methods():
             return [MethodSpec("theirs", model="prototype", components={"embedder": "identity", "regressor": "krr"})]
-    """)
+    """,
+    )
     real = registry_mod.entry_points
-    monkeypatch.setattr(registry_mod, "entry_points", lambda group: [
-        *real(group=group), EntryPoint("theirs", name, group)])
+    monkeypatch.setattr(
+        registry_mod,
+        "entry_points",
+        lambda group: [*real(group=group), EntryPoint("theirs", name, group)],
+    )
     reg = load_registry()
     assert "theirs" in reg.names("method") and reg.items["method"]["theirs"].distribution is None
     _check_builtins_come_from_the_entry_point_group(reg)
@@ -67,14 +78,19 @@ def test_autoload_can_be_turned_off(monkeypatch):
 
 
 def test_dash_p_loads_a_module_without_installing(tmp_path, monkeypatch):
-    name = write_plugin(tmp_path, monkeypatch, "zsl_extra_method", """
+    name = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_extra_method",
+        """
         from zslbench.hookspecs import hookimpl
         from zslbench.methods import MethodSpec
 
         @hookimpl
         def zslbench_methods():
             return [MethodSpec("extra", model="prototype", components={"embedder": "identity", "regressor": "krr"})]
-    """)
+    """,
+    )
     monkeypatch.setenv("ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD", "1")
     reg = load_registry([name])
     assert reg.names("method") == ["extra"]
@@ -86,8 +102,10 @@ def test_a_broken_entry_point_is_reported_by_name_and_the_rest_work(monkeypatch)
     real = registry_mod.entry_points
 
     def with_broken(group):
-        return [*real(group=group),
-                EntryPoint("broken_thing", "zsl_module_that_does_not_exist", group)]
+        return [
+            *real(group=group),
+            EntryPoint("broken_thing", "zsl_module_that_does_not_exist", group),
+        ]
 
     monkeypatch.setattr(registry_mod, "entry_points", with_broken)
     reg = load_registry()
@@ -100,14 +118,19 @@ def test_a_broken_entry_point_is_reported_by_name_and_the_rest_work(monkeypatch)
 
 
 def test_duplicate_names_are_reported_and_the_first_kept(tmp_path, monkeypatch):
-    name = write_plugin(tmp_path, monkeypatch, "zsl_dup_method", """
+    name = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_dup_method",
+        """
         from zslbench.hookspecs import hookimpl
         from zslbench.methods import MethodSpec
 
         @hookimpl
         def zslbench_methods():
             return [MethodSpec("krr", model="prototype", components={"embedder": "bt", "regressor": "gp"})]
-    """)
+    """,
+    )
     reg = load_registry([name])
     assert reg.items["method"]["krr"].obj.components["embedder"] == "identity"
     dup = [p for p in reg.problems if "zsl_dup_method" in p]
@@ -119,17 +142,25 @@ def test_duplicate_names_are_reported_and_the_first_kept(tmp_path, monkeypatch):
 def test_an_installed_plugin_named_before_the_builtins_cannot_replace_one(tmp_path, monkeypatch):
     """Entry points used to load alphabetically, so 'aaa' registering 'krr' won and the warning
     blamed the built-in. Built-ins now register first, whatever the names."""
-    module = write_plugin(tmp_path, monkeypatch, "zsl_aaa_clash", """
+    module = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_aaa_clash",
+        """
         from zslbench.hookspecs import hookimpl
         from zslbench.methods import MethodSpec
 
         @hookimpl
         def zslbench_methods():
             return [MethodSpec("krr", model="prototype", components={"embedder": "bt", "regressor": "gp"})]
-    """)
+    """,
+    )
     real = registry_mod.entry_points
-    monkeypatch.setattr(registry_mod, "entry_points", lambda group: [
-        EntryPoint("aaa", module, group), *real(group=group)])
+    monkeypatch.setattr(
+        registry_mod,
+        "entry_points",
+        lambda group: [EntryPoint("aaa", module, group), *real(group=group)],
+    )
     reg = load_registry()
     assert reg.items["method"]["krr"].obj.components["embedder"] == "identity"
     assert reg.items["method"]["krr"].distribution == "zslbench"
@@ -138,13 +169,18 @@ def test_an_installed_plugin_named_before_the_builtins_cannot_replace_one(tmp_pa
 
 
 def test_a_hook_that_raises_is_reported(tmp_path, monkeypatch):
-    name = write_plugin(tmp_path, monkeypatch, "zsl_raising_hook", """
+    name = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_raising_hook",
+        """
         from zslbench.hookspecs import hookimpl
 
         @hookimpl
         def zslbench_regressors():
             raise RuntimeError("boom")
-    """)
+    """,
+    )
     reg = load_registry([name])
     assert any("zsl_raising_hook" in p and "boom" in p for p in reg.problems)
     assert "gp" in reg.names("regressor")

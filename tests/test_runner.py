@@ -30,8 +30,11 @@ from zslbench.runner import (
 def test_seed_depends_only_on_base_dataset_and_repetition():
     s = derive_seed(0, "synth-awa2", 0)
     assert s == derive_seed(0, "synth-awa2", 0)
-    others = {derive_seed(0, "synth-awa2", 1), derive_seed(0, "synth-awa1", 0),
-              derive_seed(1, "synth-awa2", 0)}
+    others = {
+        derive_seed(0, "synth-awa2", 1),
+        derive_seed(0, "synth-awa1", 0),
+        derive_seed(1, "synth-awa2", 0),
+    }
     assert s not in others and len(others) == 3
     assert 0 <= s < 2**31
 
@@ -53,11 +56,23 @@ def test_methods_share_seeds_so_they_pair_up(tmp_path):
 
 
 def test_overrides_parse_values_as_literals_and_swaps_as_names():
-    parsed = parse_overrides(["embedder.latent_dim=64", "gp.optimizer=adam", "bt.margin=4.5",
-                              "calibrator.x=true", "krr.y=None", "preprocessor=none"])
+    parsed = parse_overrides(
+        [
+            "embedder.latent_dim=64",
+            "gp.optimizer=adam",
+            "bt.margin=4.5",
+            "calibrator.x=true",
+            "krr.y=None",
+            "preprocessor=none",
+        ]
+    )
     assert parsed.params == {
-        "embedder": {"latent_dim": 64}, "gp": {"optimizer": "adam"}, "bt": {"margin": 4.5},
-        "calibrator": {"x": True}, "krr": {"y": None}}
+        "embedder": {"latent_dim": 64},
+        "gp": {"optimizer": "adam"},
+        "bt": {"margin": 4.5},
+        "calibrator": {"x": True},
+        "krr": {"y": None},
+    }
     assert parsed.swaps == {"preprocessor": "none"}
     with pytest.raises(ConfigError, match="given twice"):
         parse_overrides(["bt.margin=1", "bt.margin=2"])
@@ -92,15 +107,27 @@ def test_a_fixed_hyperparameter_leaves_the_search_space():
 def test_an_integer_and_its_float_are_one_configuration(tmp_path):
     """Issue 27: ``--set regressor.alpha=1`` and ``=1.0`` made two configurations, two records."""
     reg = load_registry()
-    one, one_f = (prepare_method(reg, "krr", parse_overrides([f"regressor.alpha={v}"])) for v in ("1", "1.0"))
-    assert one.params["regressor"]["alpha"] == 1.0 and isinstance(one.params["regressor"]["alpha"], float)
+    one, one_f = (
+        prepare_method(reg, "krr", parse_overrides([f"regressor.alpha={v}"])) for v in ("1", "1.0")
+    )
+    assert one.params["regressor"]["alpha"] == 1.0 and isinstance(
+        one.params["regressor"]["alpha"], float
+    )
     assert one.config_id() == one_f.config_id()
-    grids = [prepare_method(reg, "krr", parse_overrides([f"krr.alpha_grid={g}"])) for g in ("[1, 10]", "[1.0, 10.0]")]
+    grids = [
+        prepare_method(reg, "krr", parse_overrides([f"krr.alpha_grid={g}"]))
+        for g in ("[1, 10]", "[1.0, 10.0]")
+    ]
     assert grids[0].config_id() == grids[1].config_id()
     assert grids[0].params["regressor"]["alpha_grid"] == [1.0, 10.0]
     # an integer hyperparameter stays an integer, and the defaults keep the ids of the committed records
-    assert prepare_method(reg, "sje", parse_overrides(["compat.epochs=25"])).params["model"]["epochs"] == 25
-    assert prepare_method(reg, "sje").config_id().startswith("4d9ec639")  # toy__sje__4d9ec639__... on the board
+    assert (
+        prepare_method(reg, "sje", parse_overrides(["compat.epochs=25"])).params["model"]["epochs"]
+        == 25
+    )
+    assert (
+        prepare_method(reg, "sje").config_id().startswith("4d9ec639")
+    )  # toy__sje__4d9ec639__... on the board
 
     from tests.cli_helpers import invoke_main
 
@@ -160,25 +187,35 @@ def test_a_fixed_seed_gives_identical_metrics_twice_on_cpu():
     runs = [run_protocol(data, prep.instantiate(seed=11, device="cpu"), seed=11) for _ in range(2)]
     assert runs[0].timings["fit_final"] > 0
     a, b = (r.evaluation for r in runs)
-    assert {k: a[k] for k in ("A_T", "A_U", "A_S", "H", "AUSUC")} == \
-           {k: b[k] for k in ("A_T", "A_U", "A_S", "H", "AUSUC")}
+    assert {k: a[k] for k in ("A_T", "A_U", "A_S", "H", "AUSUC")} == {
+        k: b[k] for k in ("A_T", "A_U", "A_S", "H", "AUSUC")
+    }
     assert runs[0].gamma == runs[1].gamma
 
 
 # -- results dir: checked before any training, and a full disk loses no complete record ---------
 
+
 def _toy_grid(results: Path, seeds: int = 2) -> list:
     reg = load_registry()
     spec = reg.get("dataset", "toy").obj
-    request = GridRequest(methods=["krr"], datasets=["toy"], results_dir=results, seeds=seeds,
-                          overrides=parse_overrides(["krr.alpha=0.1", "krr.width=1.0"]))
+    request = GridRequest(
+        methods=["krr"],
+        datasets=["toy"],
+        results_dir=results,
+        seeds=seeds,
+        overrides=parse_overrides(["krr.alpha=0.1", "krr.width=1.0"]),
+    )
     return run_grid(request, reg, lambda name: (spec.load(None), spec.kind))
 
 
-@pytest.mark.parametrize("make, needle", [
-    (lambda tmp: (tmp / "f").write_text("x") and tmp / "f", "is a file"),
-    (lambda tmp: (tmp / "f").write_text("x") and tmp / "f" / "sub", "is under the file"),
-])
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda tmp: (tmp / "f").write_text("x") and tmp / "f", "is a file"),
+        (lambda tmp: (tmp / "f").write_text("x") and tmp / "f" / "sub", "is under the file"),
+    ],
+)
 def test_a_bad_results_dir_is_refused_before_training(tmp_path, make, needle):
     target = make(tmp_path)
     with pytest.raises(ConfigError, match=needle):
@@ -204,8 +241,7 @@ def test_a_read_only_results_dir_is_refused(tmp_path):
 
 
 def test_a_nearly_full_disk_is_refused_up_front(tmp_path, monkeypatch):
-    monkeypatch.setattr(store_mod.shutil, "disk_usage",
-                        lambda p: type("U", (), {"free": 1024})())
+    monkeypatch.setattr(store_mod.shutil, "disk_usage", lambda p: type("U", (), {"free": 1024})())
     with pytest.raises(ConfigError, match="KiB free"):
         check_results_dir(tmp_path)
 

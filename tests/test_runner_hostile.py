@@ -64,11 +64,21 @@ def test_a_plugin_method_name_that_is_not_a_file_name_part_is_refused(tmp_path, 
     assert "fine" in reg.names("method")
     for name in ("x/../../escaped", "..", "back\\slash"):
         assert name not in reg.names("method")
-        assert any(repr(name) in p and "'zsl_escaping_plugin'" in p for p in reg.problems), \
+        assert any(repr(name) in p and "'zsl_escaping_plugin'" in p for p in reg.problems), (
             reg.problems
+        )
     res = tmp_path / "a" / "b" / "res"
-    out = invoke_main("-p", "zsl_escaping_plugin", "run", "--method", "x/../../escaped",
-                      "--dataset", "toy", "--results-dir", str(res))
+    out = invoke_main(
+        "-p",
+        "zsl_escaping_plugin",
+        "run",
+        "--method",
+        "x/../../escaped",
+        "--dataset",
+        "toy",
+        "--results-dir",
+        str(res),
+    )
     assert out.exit_code == 2 and "unknown method" in out.stderr
     assert [p for p in tmp_path.rglob("*") if p.suffix in (".json", ".failed")] == []
 
@@ -102,13 +112,15 @@ def test_a_file_named_dot_npz_is_refused_clearly(tmp_path):
     from tests.plugins.test_npz import arrays, write_raw
 
     path = write_raw(tmp_path / ".npz", arrays())
-    out = invoke_main("run", "--method", "krr", "--dataset", str(path), "--results-dir",
-                      str(tmp_path / "res"))
+    out = invoke_main(
+        "run", "--method", "krr", "--dataset", str(path), "--results-dir", str(tmp_path / "res")
+    )
     assert out.exit_code == 2 and "internal error" not in out.output
     assert ".npz" in out.stderr and "rename" in out.stderr
 
 
 # -- a damaged record where a run would go is re-run ----------------------------------------------
+
 
 def _damage(path: Path, how: str) -> None:
     good = json.loads(path.read_text())
@@ -119,9 +131,11 @@ def _damage(path: Path, how: str) -> None:
         good["config"]["overrides"] = {"krr.alpha": float("nan")}
         path.write_text(json.dumps(good))
         return
-    changes = {"per_class": {"unseen": [{"class": "x", "accuracy": 1.0}]},
-               "curve": {"A_U": [1.0, 2.0], "A_S": [1.0]},
-               "overrides": {"config": {**good["config"], "overrides": "lr=1"}}}[how]
+    changes = {
+        "per_class": {"unseen": [{"class": "x", "accuracy": 1.0}]},
+        "curve": {"A_U": [1.0, 2.0], "A_S": [1.0]},
+        "overrides": {"config": {**good["config"], "overrides": "lr=1"}},
+    }[how]
     if how != "overrides":
         changes = {how: changes}
     good.update(changes)
@@ -148,24 +162,32 @@ def test_a_damaged_record_is_re_run_with_a_warning_naming_it(tmp_path, how):
 
 # -- plugins -------------------------------------------------------------------------------------
 
+
 def test_dash_p_finds_a_plugin_in_the_current_folder_without_pythonpath(tmp_path):
     """README: ``zslbench -p my_zsl.plugin run`` from the plugin's folder (as pytest puts its
     rootdir on sys.path)."""
     pkg = tmp_path / "my_zsl"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "plugin.py").write_text(textwrap.dedent("""
+    (pkg / "plugin.py").write_text(
+        textwrap.dedent("""
         from zslbench.hookspecs import hookimpl
         from zslbench.methods import MethodSpec
 
         @hookimpl
         def zslbench_methods():
             return [MethodSpec("here-krr", model="prototype", components={"embedder": "identity", "regressor": "krr"})]
-    """))
+    """)
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     exe = Path(sys.executable).with_name("zslbench")
-    proc = subprocess.run([str(exe), "-p", "my_zsl.plugin", "list"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(exe), "-p", "my_zsl.plugin", "list"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "here-krr" in proc.stdout
-

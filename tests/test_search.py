@@ -23,23 +23,28 @@ def test_grid_tries_every_point_in_order_and_keeps_the_best():
     res = search(SPACE, "grid", bowl)
     assert len(res.tried) == 9 * 7
     assert [t["params"] for t in res.tried] == [
-        {"a": a, "b": b} for a, b in itertools.product(SPACE["a"], SPACE["b"])]
+        {"a": a, "b": b} for a, b in itertools.product(SPACE["a"], SPACE["b"])
+    ]
     assert res.chosen == {"a": 5, "b": 0.8} and res.best_H == 60.0
     assert res.best_scores[0, 0] == 5 * 10 + 0.8  # the winner's scores, not the last tried
 
 
 def test_refine_finds_the_grid_optimum_with_fewer_fits():
     res = search(SPACE, "refine", bowl)
-    brute = max(itertools.product(SPACE["a"], SPACE["b"]),
-                key=lambda p: bowl({"a": p[0], "b": p[1]})[0])
+    brute = max(
+        itertools.product(SPACE["a"], SPACE["b"]), key=lambda p: bowl({"a": p[0], "b": p[1]})[0]
+    )
     assert (res.chosen["a"], res.chosen["b"]) == brute
     assert len(res.tried) < 9 * 7 / 2
     assert len({tuple(t["params"].items()) for t in res.tried}) == len(res.tried)  # no repeats
 
 
 def test_a_choice_at_the_end_of_an_ordered_grid_is_flagged():
-    res = search({"x": (1, 2, 3), "y": (1, 2, 3), "z": ("a", "b", "c")}, "grid",
-                 lambda p: (p["x"] - abs(p["y"] - 2), None))
+    res = search(
+        {"x": (1, 2, 3), "y": (1, 2, 3), "z": ("a", "b", "c")},
+        "grid",
+        lambda p: (p["x"] - abs(p["y"] - 2), None),
+    )
     assert res.chosen["x"] == 3 and res.at_edge == ["x"]
     assert res.as_record()["at_edge"] == ["x"]
 
@@ -74,8 +79,12 @@ def _surfaces(kind, n=150):
             c = rng.uniform([-1, -1], [9, 7])
             a = rng.normal(size=(2, 2))
             m = a @ a.T + 0.05 * np.eye(2)
-            table = np.array([[-(np.array([i, j]) - c) @ m @ (np.array([i, j]) - c)
-                               for j in range(7)] for i in range(9)])
+            table = np.array(
+                [
+                    [-(np.array([i, j]) - c) @ m @ (np.array([i, j]) - c) for j in range(7)]
+                    for i in range(9)
+                ]
+            )
         else:
             table = rng.normal(size=(9, 7))
         yield table
@@ -93,8 +102,11 @@ def test_refine_against_exhaustive_grid_on_random_surfaces(kind):
         best = (res.chosen["a"], res.chosen["b"])
         assert res.best_H == table[best]
         assert all(table[q] <= table[best] for q in _neighbours(best, table.shape))
-        local_optima = [p for p in itertools.product(range(9), range(7))
-                        if all(table[q] <= table[p] for q in _neighbours(p, table.shape))]
+        local_optima = [
+            p
+            for p in itertools.product(range(9), range(7))
+            if all(table[q] <= table[p] for q in _neighbours(p, table.shape))
+        ]
         if len(local_optima) == 1:
             unimodal += 1
             assert res.best_H == table.max()
@@ -109,5 +121,8 @@ def test_the_search_names_each_candidate_to_the_progress_listener():
     with listening(lambda event, info: seen.append(info) if event == "candidate" else None):
         res = search({"x": (1, 2, 3)}, "grid", lambda p: (p["x"], None))
     assert [(i["params"], i["done"], i["total"]) for i in seen] == [
-        ({"x": 1}, 1, 3), ({"x": 2}, 2, 3), ({"x": 3}, 3, 3)]
+        ({"x": 1}, 1, 3),
+        ({"x": 2}, 2, 3),
+        ({"x": 3}, 3, 3),
+    ]
     assert res.chosen == {"x": 3}

@@ -22,8 +22,14 @@ from zslbench.runner import parse_overrides, prepare_method
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 #: f-CLSWGAN small enough for seconds on toy, with enough classifier epochs to have a choice.
-SMALL = ["generator.ngh=64", "generator.ndh=64", "generator.nepoch=2",
-         "generator.pretrain_epochs=2", "model.syn_num=50", "model.classifier_epochs=6"]
+SMALL = [
+    "generator.ngh=64",
+    "generator.ndh=64",
+    "generator.nepoch=2",
+    "generator.pretrain_epochs=2",
+    "model.syn_num=50",
+    "model.classifier_epochs=6",
+]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +63,8 @@ def test_the_audit_does_not_change_the_clean_numbers(toy, monkeypatch):
     _, without = _run(toy, "f-clswgan", SMALL)
     assert without.selection_audit is None
     assert json.dumps(with_audit.evaluation, sort_keys=True) == json.dumps(
-        without.evaluation, sort_keys=True)
+        without.evaluation, sort_keys=True
+    )
     assert with_audit.gamma == without.gamma
 
 
@@ -70,8 +77,13 @@ def test_a_method_without_a_selection_rule_has_no_audit(toy):
 
 def _audit(h: float = 48.0, hs: list[float] | None = None, epoch: int = 2) -> dict:
     hs = hs if hs is not None else [40.0, 55.0, h]
-    return {"rule": "best test H over classifier epochs", "clean_H": h,
-            "test_selected_H": max(hs), "test_selected_epoch": epoch, "H_by_epoch": hs}
+    return {
+        "rule": "best test H over classifier epochs",
+        "clean_H": h,
+        "test_selected_H": max(hs),
+        "test_selected_epoch": epoch,
+        "H_by_epoch": hs,
+    }
 
 
 def _reread(record: Record) -> Record:
@@ -83,15 +95,18 @@ def test_a_valid_audit_round_trips_through_a_record():
     assert rec.selection_audit["test_selected_H"] == 55.0
 
 
-@pytest.mark.parametrize("audit, message", [
-    (dict(_audit(), clean_H=47.0), "clean_H differs"),
-    (dict(_audit(), test_selected_H=50.0), "not the best"),
-    (dict(_audit(), test_selected_epoch=3), "not the best"),
-    (dict(_audit(), test_selected_epoch=4), "not an epoch"),
-    (dict(_audit(), H_by_epoch=[40.0, float("nan"), 48.0]), "H values"),
-    (dict(_audit(), rule=""), "rule"),
-    ({"clean_H": 48.0}, "is not an object"),
-])
+@pytest.mark.parametrize(
+    "audit, message",
+    [
+        (dict(_audit(), clean_H=47.0), "clean_H differs"),
+        (dict(_audit(), test_selected_H=50.0), "not the best"),
+        (dict(_audit(), test_selected_epoch=3), "not the best"),
+        (dict(_audit(), test_selected_epoch=4), "not an epoch"),
+        (dict(_audit(), H_by_epoch=[40.0, float("nan"), 48.0]), "H values"),
+        (dict(_audit(), rule=""), "rule"),
+        ({"clean_H": 48.0}, "is not an object"),
+    ],
+)
 def test_a_damaged_audit_is_refused_when_the_record_is_read(audit, message):
     # fields are checked before the digest, so a damaged body is named for what is wrong in it
     raw = make_record(metrics={"H": 48.0}, selection_audit=audit).body()
@@ -113,8 +128,12 @@ def test_h_by_epoch_matches_a_direct_computation(toy):
     model = method.model.clone()
     model.set_search_params(**(res.search or {}).get("chosen", {}))
     att = np.asarray(data.attributes, dtype=np.float64)
-    model.fit(pre.transform(data.features[data.trainval_idx]), data.labels[data.trainval_idx],
-              att[classes], classes)
+    model.fit(
+        pre.transform(data.features[data.trainval_idx]),
+        data.labels[data.trainval_idx],
+        att[classes],
+        classes,
+    )
     col = _columns(classes, data.n_classes)
     seen_cols = np.arange(len(classes)) < len(data.seen_classes)
     expect = []
@@ -123,14 +142,20 @@ def test_h_by_epoch_matches_a_direct_computation(toy):
         for part, idx in (("s", data.test_seen_idx), ("u", data.test_unseen_idx)):
             x = pre.transform(data.features[idx]).astype(np.float32)
             logits = x @ w.numpy().T + b.numpy()
-            logp = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1,
-                                   keepdims=True)) - logits.max(1, keepdims=True)
+            logp = (
+                logits
+                - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True))
+                - logits.max(1, keepdims=True)
+            )
             margin = logp[:, seen_cols].max(1) - logp[:, ~seen_cols].max(1)
-            pred = np.where(margin > res.gamma, np.flatnonzero(seen_cols)[
-                logp[:, seen_cols].argmax(1)], np.flatnonzero(~seen_cols)[
-                logp[:, ~seen_cols].argmax(1)])
+            pred = np.where(
+                margin > res.gamma,
+                np.flatnonzero(seen_cols)[logp[:, seen_cols].argmax(1)],
+                np.flatnonzero(~seen_cols)[logp[:, ~seen_cols].argmax(1)],
+            )
             y = col[data.labels[idx]]
             accs[part] = np.mean([np.mean(pred[y == c] == c) for c in np.unique(y)]) * 100
-        expect.append(2 * accs["s"] * accs["u"] / (accs["s"] + accs["u"])
-                      if accs["s"] + accs["u"] else 0.0)
+        expect.append(
+            2 * accs["s"] * accs["u"] / (accs["s"] + accs["u"]) if accs["s"] + accs["u"] else 0.0
+        )
     np.testing.assert_allclose(res.selection_audit["H_by_epoch"], expect, atol=0.5)

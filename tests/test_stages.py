@@ -17,25 +17,46 @@ from zslbench.testing import check_refit, toy_problem
 from zslbench_plugins.fclswgan import WGANGenerator
 from zslbench_plugins.generative import GenerativeModel
 
-TINY = dict(ngh=16, ndh=16, nepoch=2, batch_size=16, critic_iter=1, pretrain_epochs=1,
-            syn_num=10, classifier_epochs=2, random_state=0)
+TINY = dict(
+    ngh=16,
+    ndh=16,
+    nepoch=2,
+    batch_size=16,
+    critic_iter=1,
+    pretrain_epochs=1,
+    syn_num=10,
+    classifier_epochs=2,
+    random_state=0,
+)
 
 
 def _arrays():
     p = toy_problem(0)
-    return (p["features"][p["train"]], p["labels"][p["train"]], p["attributes"], p["classes"],
-            p["features"][p["test"]])
+    return (
+        p["features"][p["train"]],
+        p["labels"][p["train"]],
+        p["attributes"],
+        p["classes"],
+        p["features"][p["test"]],
+    )
 
 
 class Counting(StagedModel):
     """Two stages: a class-mean "encoder" (reads ``shift``) and a scale (reads ``scale``)."""
 
     name = "counting"
-    stages = (Stage("encode", reads=("shift",)), Stage("score", reads=("scale",),
-                                                       after=("encode",)))
+    stages = (
+        Stage("encode", reads=("shift",)),
+        Stage("score", reads=("scale",), after=("encode",)),
+    )
 
-    def __init__(self, shift: float = 0.0, scale: float = 1.0, sneaky: float = 0.0,
-                 random_state: int | None = None) -> None:
+    def __init__(
+        self,
+        shift: float = 0.0,
+        scale: float = 1.0,
+        sneaky: float = 0.0,
+        random_state: int | None = None,
+    ) -> None:
         self.shift = shift
         self.scale = scale
         self.sneaky = sneaky
@@ -55,7 +76,9 @@ class Counting(StagedModel):
         self.classes_ = inputs.classes
 
     def decision_function(self, features):
-        return np.outer(np.asarray(features, dtype=np.float64) @ self.w_, np.ones(len(self.classes_)))
+        return np.outer(
+            np.asarray(features, dtype=np.float64) @ self.w_, np.ones(len(self.classes_))
+        )
 
 
 def test_a_stage_is_reused_while_nothing_it_reads_changes():
@@ -86,6 +109,7 @@ def test_a_stage_that_reads_an_undeclared_hyperparameter_stops_the_fit():
 
 def test_stages_must_come_after_declared_stages():
     with pytest.raises(TypeError, match="comes after"):
+
         class Bad(StagedModel):  # noqa: F841
             stages = (Stage("b", after=("a",)), Stage("a"))
 
@@ -96,8 +120,13 @@ class Walk(StagedModel):
     name = "walk"
     stages = (Stage("walk", reads=("steps", "size"), resumes="steps"),)
 
-    def __init__(self, steps: int = 3, size: float = 1.0, random_state: int | None = 0,
-                 resume_bug: bool = False) -> None:
+    def __init__(
+        self,
+        steps: int = 3,
+        size: float = 1.0,
+        random_state: int | None = 0,
+        resume_bug: bool = False,
+    ) -> None:
         self.steps = steps
         self.size = size
         self.random_state = random_state
@@ -107,8 +136,11 @@ class Walk(StagedModel):
     def fit_walk(self, inputs, resume=None):
         if resume is None:
             rng = np.random.default_rng(self.random_state)
-            start = {"pos": np.zeros(inputs.features.shape[1]), "rng": rng.bit_generator.state,
-                     "done": 0}
+            start = {
+                "pos": np.zeros(inputs.features.shape[1]),
+                "rng": rng.bit_generator.state,
+                "done": 0,
+            }
         else:
             start = resume
         rng = np.random.default_rng()
@@ -126,24 +158,28 @@ class Walk(StagedModel):
         self.classes_ = inputs.classes
 
     def decision_function(self, features):
-        return np.outer(np.asarray(features, dtype=np.float64) @ self.w_,
-                        np.arange(1, len(self.classes_) + 1, dtype=np.float64))
+        return np.outer(
+            np.asarray(features, dtype=np.float64) @ self.w_,
+            np.arange(1, len(self.classes_) + 1, dtype=np.float64),
+        )
 
 
 def test_a_resumable_stage_continues_from_fewer_iterations_and_equals_a_fresh_fit():
     x, y, sem, cls, test = _arrays()
     m = Walk(steps=2)
     m.fit(x, y, sem, cls)
-    m.set_params(steps=5).fit(x, y, sem, cls)   # continues 2 -> 5
-    m.set_params(steps=5).fit(x, y, sem, cls)   # same count: reused, not refitted
-    m.set_params(steps=3).fit(x, y, sem, cls)   # fewer: a fresh fit
+    m.set_params(steps=5).fit(x, y, sem, cls)  # continues 2 -> 5
+    m.set_params(steps=5).fit(x, y, sem, cls)  # same count: reused, not refitted
+    m.set_params(steps=3).fit(x, y, sem, cls)  # fewer: a fresh fit
     m.set_params(size=2.0).fit(x, y, sem, cls)  # another read changed: a fresh fit
-    m.fit(x.copy(), y, sem, cls)                # other arrays: a fresh fit
+    m.fit(x.copy(), y, sem, cls)  # other arrays: a fresh fit
     assert m.log == [(0, 2), (2, 5), (0, 3), (0, 3), (0, 3)]
     m.set_params(size=1.0, steps=2).fit(x, y, sem, cls)
     resumed = m.set_params(steps=7).fit(x, y, sem, cls).decision_function(test)
     assert m.log[-1] == (2, 7)
-    np.testing.assert_array_equal(resumed, Walk(steps=7).fit(x, y, sem, cls).decision_function(test))
+    np.testing.assert_array_equal(
+        resumed, Walk(steps=7).fit(x, y, sem, cls).decision_function(test)
+    )
 
 
 def test_check_refit_finds_a_resume_that_is_not_a_fresh_fit():
@@ -154,6 +190,7 @@ def test_check_refit_finds_a_resume_that_is_not_a_fresh_fit():
 
 def test_a_resumable_count_must_be_read():
     with pytest.raises(TypeError, match="not among its reads"):
+
         class Bad(StagedModel):  # noqa: F841
             stages = (Stage("a", reads=("lr",), resumes="epochs"),)
 
@@ -208,13 +245,27 @@ def test_a_new_generator_hyperparameter_cannot_reuse_a_stale_generator():
     GAN hyperparameter and forgets it there got a stale GAN. Now the generator stage reads the
     whole generator component (its every constructor parameter), so a new one needs no
     declaration: changing it refits the generator."""
+
     class Scaled(WGANGenerator):
         # explicit parameters, as the component contract asks (clone rebuilds from them)
-        def __init__(self, critic_scale: float = 1.0, ngh: int = 16, ndh: int = 16,
-                     nepoch: int = 2, batch_size: int = 16, critic_iter: int = 1,
-                     pretrain_epochs: int = 1):
-            super().__init__(ngh=ngh, ndh=ndh, nepoch=nepoch, batch_size=batch_size,
-                             critic_iter=critic_iter, pretrain_epochs=pretrain_epochs)
+        def __init__(
+            self,
+            critic_scale: float = 1.0,
+            ngh: int = 16,
+            ndh: int = 16,
+            nepoch: int = 2,
+            batch_size: int = 16,
+            critic_iter: int = 1,
+            pretrain_epochs: int = 1,
+        ):
+            super().__init__(
+                ngh=ngh,
+                ndh=ndh,
+                nepoch=nepoch,
+                batch_size=batch_size,
+                critic_iter=critic_iter,
+                pretrain_epochs=pretrain_epochs,
+            )
             self.critic_scale = critic_scale
 
     x, y, sem, cls, test = _arrays()
@@ -230,6 +281,7 @@ def test_a_new_generator_hyperparameter_cannot_reuse_a_stale_generator():
 def test_a_classifier_stage_cannot_read_the_generator_hyperparameters():
     """The classifier stage declares the classifier's settings only: reading ``generator``
     inside it stops the fit, naming it."""
+
     class Peeking(GenerativeModel):
         def fit_classifier(self, ctx, generator):
             _ = self.generator

@@ -94,7 +94,10 @@ def test_best_and_the_methods_not_significantly_worse_are_marked() -> None:
     assert [v.bold for v in verdicts] == [True, True, False]
     assert verdicts[2].p < stats.ALPHA <= verdicts[0].p
     # Lower is better (times): the fastest is the best.
-    assert [v.status for v in stats.not_worse_than_best([far, best], higher_better=False)] == ["best", "worse"]
+    assert [v.status for v in stats.not_worse_than_best([far, best], higher_better=False)] == [
+        "best",
+        "worse",
+    ]
 
 
 def test_no_marks_with_one_method_or_a_single_run_best() -> None:
@@ -106,6 +109,7 @@ def test_no_marks_with_one_method_or_a_single_run_best() -> None:
 
 
 # -- across datasets: Demšar (2006) -----------------------------------------------------------
+
 
 def test_friedman_statistic_of_demsars_example() -> None:
     """Demšar (2006), Section 3.2.4: four C4.5 variants on 14 data sets with average ranks 3.143,
@@ -140,7 +144,11 @@ def test_friedman_by_hand_and_against_scipy_without_ties() -> None:
 
 def test_average_ranks_share_ties_and_follow_the_direction() -> None:
     assert list(stats.average_ranks(np.array([[3.0, 3.0, 1.0]]))) == [1.5, 1.5, 3.0]
-    assert list(stats.average_ranks(np.array([[3.0, 2.0, 1.0]]), higher_better=False)) == [3.0, 2.0, 1.0]
+    assert list(stats.average_ranks(np.array([[3.0, 2.0, 1.0]]), higher_better=False)) == [
+        3.0,
+        2.0,
+        1.0,
+    ]
 
 
 def test_cliques_are_the_maximal_groups_within_the_critical_difference() -> None:
@@ -149,6 +157,6 @@ def test_cliques_are_the_maximal_groups_within_the_critical_difference() -> None
     assert groups == [(0, 1), (2, 3)]
     # Brute force: every pair inside a clique is within cd; no clique extends.
     for first, last in groups:
-        span = ranks[first:last + 1]
+        span = ranks[first : last + 1]
         assert all(abs(x - y) < 1.0 for x, y in itertools.combinations(span, 2))
     assert stats.cliques([1.0, 2.0, 3.0], cd=5.0) == [(0, 2)]

@@ -26,7 +26,8 @@ KNOWN: list[list[str]] = []
 def test_no_import_cycle(structure):
     found = structure.cycles()
     assert [comp for comp, _ in found] == KNOWN, "import cycles: " + "; ".join(
-        " -> ".join(cycle) for _, cycle in found)
+        " -> ".join(cycle) for _, cycle in found
+    )
 
 
 def test_no_oversized_module(structure):
@@ -43,8 +44,9 @@ def test_a_cycle_inside_a_function_is_found(structure, tmp_path):
     (pkg / "c.py").write_text("import zslbench.a\n")
     graph = structure.import_graph(tmp_path)
     assert graph["zslbench.c"] == {"zslbench.a"}
-    assert structure.cycles(graph) == [(["zslbench.a", "zslbench.b"],
-                                        ["zslbench.a", "zslbench.b", "zslbench.a"])]
+    assert structure.cycles(graph) == [
+        (["zslbench.a", "zslbench.b"], ["zslbench.a", "zslbench.b", "zslbench.a"])
+    ]
 
 
 def test_an_oversized_module_is_found(structure, tmp_path):

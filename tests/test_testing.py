@@ -54,8 +54,10 @@ def test_every_broken_rule_is_reported_not_only_the_first():
     with pytest.raises(AssertionError) as info:
         check_model(_Broken(ridge=0.5))
     lines = str(info.value).splitlines()
-    assert [line.split("]")[0] + "]" for line in lines] == ["[init_stores_hyperparameters]",
-                                                           "[scoring_is_pure]"]
+    assert [line.split("]")[0] + "]" for line in lines] == [
+        "[init_stores_hyperparameters]",
+        "[scoring_is_pure]",
+    ]
 
 
 def test_each_check_runs_alone_and_the_optional_ones_follow_their_switch():

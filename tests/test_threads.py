@@ -30,25 +30,40 @@ def test_defaults_fill_only_unset_variables() -> None:
 
 
 def _run(tmp_path: Path, env_extra: dict[str, str]) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in threads.WATCHED
-           and k != threads.POLICY_ENV}
+    env = {
+        k: v for k, v in os.environ.items() if k not in threads.WATCHED and k != threads.POLICY_ENV
+    }
     env.update(env_extra)
     results = tmp_path / f"r{len(list(tmp_path.iterdir()))}"
-    cmd = [sys.executable, "-c", "from zslbench.cli import main; main()", "run", "--method", "krr",
-           "--dataset", "toy", "--results-dir", str(results)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from zslbench.cli import main; main()",
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "toy",
+        "--results-dir",
+        str(results),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     (path,) = results.glob("*.json")
     return json.loads(path.read_text())["load"]
 
 
-@pytest.mark.parametrize("env_extra, policy, source", [
-    ({}, "PASSIVE", "zslbench"),
-    ({"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE", "user"),
-    ({threads.POLICY_ENV: "off"}, None, None),
-])
-def test_a_run_records_the_policy_in_force(tmp_path: Path, env_extra: dict[str, str],
-                                           policy: str | None, source: str | None) -> None:
+@pytest.mark.parametrize(
+    "env_extra, policy, source",
+    [
+        ({}, "PASSIVE", "zslbench"),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE", "user"),
+        ({threads.POLICY_ENV: "off"}, None, None),
+    ],
+)
+def test_a_run_records_the_policy_in_force(
+    tmp_path: Path, env_extra: dict[str, str], policy: str | None, source: str | None
+) -> None:
     load = _run(tmp_path, env_extra)
     assert load["wait_policy"] == policy
     assert load["thread_env_source"].get("OMP_WAIT_POLICY") == source

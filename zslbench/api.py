@@ -32,8 +32,17 @@ from zslbench.registry import Registry, load_registry
 from zslbench.request import GridRequest, MissingData, grid_request, missing_data
 from zslbench.runner import RunOutcome, run_grid
 
-__all__ = ["MissingData", "RunsFailed", "grid_request", "loader", "make_executor", "missing_data",
-           "outcomes", "print_progress", "run"]
+__all__ = [
+    "MissingData",
+    "RunsFailed",
+    "grid_request",
+    "loader",
+    "make_executor",
+    "missing_data",
+    "outcomes",
+    "print_progress",
+    "run",
+]
 
 
 class RunsFailed(UserError):
@@ -46,27 +55,43 @@ class RunsFailed(UserError):
         self.records = records
         self.failures = failures
         total = len(records) + len(failures)
-        super().__init__(f"{len(failures)} of {total} run(s) failed, first: {failures[0]}",
-                         hint=f"the reasons are also in {results_dir}/<run_id>.failed; fix the "
-                         "cause and run again: recorded runs are cached")
+        super().__init__(
+            f"{len(failures)} of {total} run(s) failed, first: {failures[0]}",
+            hint=f"the reasons are also in {results_dir}/<run_id>.failed; fix the "
+            "cause and run again: recorded runs are cached",
+        )
 
 
-def make_executor(name: str, device: str, *, address: str | None = None,
-                  cpus_per_run: float | None = None, gpus_per_run: float | None = None,
-                  plugins: tuple[str, ...] = ()) -> RayExecutor | None:
+def make_executor(
+    name: str,
+    device: str,
+    *,
+    address: str | None = None,
+    cpus_per_run: float | None = None,
+    gpus_per_run: float | None = None,
+    plugins: tuple[str, ...] = (),
+) -> RayExecutor | None:
     """``None`` for the local executor (``run_grid``'s default), else a started Ray executor."""
     if name == "ray":
-        return RayExecutor(address=address, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
-                           device=device, plugins=plugins)
+        return RayExecutor(
+            address=address,
+            cpus_per_run=cpus_per_run,
+            gpus_per_run=gpus_per_run,
+            device=device,
+            plugins=plugins,
+        )
     if address is not None or cpus_per_run is not None or gpus_per_run is not None:
-        raise ConfigError("--address, --cpus-per-run and --gpus-per-run need --executor ray",
-                          hint="add --executor ray, or drop them")
+        raise ConfigError(
+            "--address, --cpus-per-run and --gpus-per-run need --executor ray",
+            hint="add --executor ray, or drop them",
+        )
     return None
 
 
 def loader(registry: Registry, data_dir: Path | None) -> Loader:
     """``load(name) -> (data, kind)`` for the grid: the dataset's plugin reads it from
     ``data_dir``; a failure names the dataset (``dataset 'x' in load``)."""
+
     def load(name: str) -> tuple[ZSLData, str]:
         spec = registry.items["dataset"][name].obj
         with blame(f"dataset {name!r}", "load"):
@@ -75,13 +100,22 @@ def loader(registry: Registry, data_dir: Path | None) -> Loader:
     return load
 
 
-def outcomes(request: GridRequest, registry: Registry, executor: RayExecutor | None = None,
-             on_event: Emit | None = None) -> Iterator[RunOutcome]:
+def outcomes(
+    request: GridRequest,
+    registry: Registry,
+    executor: RayExecutor | None = None,
+    on_event: Emit | None = None,
+) -> Iterator[RunOutcome]:
     """Run the grid (``runner.run_grid``), one ``RunOutcome`` per run as it ends; the executor
     is shut down at the end, or when the caller stops (Ctrl-C)."""
     try:
-        yield from run_grid(request, registry, loader(registry, request.data_dir),
-                            on_event=on_event, executor=executor)
+        yield from run_grid(
+            request,
+            registry,
+            loader(registry, request.data_dir),
+            on_event=on_event,
+            executor=executor,
+        )
     finally:
         if executor is not None:
             executor.shutdown()
@@ -94,7 +128,9 @@ def print_progress(kind: str, info: dict[str, Any], *, file: Any = None) -> None
     if kind == "dataset":
         line = f"loading {info['dataset']}"
     elif kind == "run":
-        sweep = "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in (info.get("sweep") or {}).items())
+        sweep = "".join(
+            f" {k.rsplit('.', 1)[-1]}={v}" for k, v in (info.get("sweep") or {}).items()
+        )
         line = f"run {info['dataset']} · {info['method']}{sweep} · r{info['repetition']}"
     elif kind == "warning":
         line = f"warning: {info['message']}"
@@ -105,15 +141,24 @@ def print_progress(kind: str, info: dict[str, Any], *, file: Any = None) -> None
     print(f"zslbench: {line}", file=out, flush=True)
 
 
-def run(methods: str | Sequence[str] | None = None, datasets: str | Sequence[str] | None = None,
-        *, seeds: int | None = None, results_dir: str | Path | None = None,
-        sets: Mapping[str, Any] | Sequence[str] | None = None,
-        sweeps: Mapping[str, Sequence[Any]] | Sequence[str] | None = None,
-        config: str | Path | None = None, base_seed: int | None = None,
-        device: str | None = None, data_dir: str | Path | None = None,
-        executor: str | None = None, force: bool = False,
-        allow_nonstandard_split: bool | None = None, plugins: Sequence[str] = (),
-        on_event: Callable[[str, dict[str, Any]], None] | None = None) -> list[Record]:
+def run(
+    methods: str | Sequence[str] | None = None,
+    datasets: str | Sequence[str] | None = None,
+    *,
+    seeds: int | None = None,
+    results_dir: str | Path | None = None,
+    sets: Mapping[str, Any] | Sequence[str] | None = None,
+    sweeps: Mapping[str, Sequence[Any]] | Sequence[str] | None = None,
+    config: str | Path | None = None,
+    base_seed: int | None = None,
+    device: str | None = None,
+    data_dir: str | Path | None = None,
+    executor: str | None = None,
+    force: bool = False,
+    allow_nonstandard_split: bool | None = None,
+    plugins: Sequence[str] = (),
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+) -> list[Record]:
     """Run methods x datasets x seeds, as ``zslbench run`` does, and return the records (runs
     done now and runs found cached, in grid order).
 
@@ -135,10 +180,21 @@ def run(methods: str | Sequence[str] | None = None, datasets: str | Sequence[str
     for line in registry.problems:
         warnings.warn(line, UserWarning, stacklevel=2)
     request, executor_name = grid_request(
-        registry, methods=methods, datasets=datasets, config=config, seeds=seeds,
-        base_seed=base_seed, device=device, results_dir=results_dir, data_dir=data_dir, sets=sets,
-        sweeps=sweeps, executor=executor, allow_nonstandard_split=allow_nonstandard_split,
-        force=force)
+        registry,
+        methods=methods,
+        datasets=datasets,
+        config=config,
+        seeds=seeds,
+        base_seed=base_seed,
+        device=device,
+        results_dir=results_dir,
+        data_dir=data_dir,
+        sets=sets,
+        sweeps=sweeps,
+        executor=executor,
+        allow_nonstandard_split=allow_nonstandard_split,
+        force=force,
+    )
     runner = make_executor(executor_name, request.device, plugins=tuple(plugins))
     records: list[Record] = []
     failures: list[str] = []

@@ -86,13 +86,16 @@ def load_plugins(path: Path) -> list[BoardPlugin]:
     raw = _read_toml(path)
     unknown = sorted(set(raw) - {"plugin"})
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}",
-                          hint="list plugins as [[plugin]] tables")
+        raise ConfigError(
+            f"{path}: unknown key(s) {', '.join(unknown)}", hint="list plugins as [[plugin]] tables"
+        )
     out: list[BoardPlugin] = []
     for i, entry in enumerate(raw.get("plugin", [])):
         plugin = _entry(f"{path}: plugin #{i + 1}", entry)
         if any(_canonical(p.name) == _canonical(plugin.name) for p in out):
-            raise ConfigError(f"{path}: plugin #{i + 1}: {plugin.name} is listed twice", hint="keep one entry")
+            raise ConfigError(
+                f"{path}: plugin #{i + 1}: {plugin.name} is listed twice", hint="keep one entry"
+            )
         out.append(plugin)
     return out
 
@@ -101,13 +104,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file", hint="see zslbench/board.py for its format") from None
+        raise ConfigError(
+            f"{path}: no such file", hint="see zslbench/board.py for its format"
+        ) from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})",
-                          hint="save it as UTF-8") from None
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {exc.start})", hint="save it as UTF-8"
+        ) from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})",
-                          hint="point --plugins at the plugins.toml file") from None
+        raise ConfigError(
+            f"{path}: cannot be read ({exc.strerror or exc})",
+            hint="point --plugins at the plugins.toml file",
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})", hint="fix the line it names") from None
 
@@ -115,22 +123,34 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _entry(where: str, entry: object) -> BoardPlugin:
     """One validated ``[[plugin]]`` table."""
     if not isinstance(entry, dict) or set(entry) != KEYS:
-        raise ConfigError(f"{where} must have exactly the keys {', '.join(sorted(KEYS))}",
-                          hint='e.g. name = "my-zsl", requirement = "my-zsl==1.0", '
-                          'methods = ["my-eszsl"]')
+        raise ConfigError(
+            f"{where} must have exactly the keys {', '.join(sorted(KEYS))}",
+            hint='e.g. name = "my-zsl", requirement = "my-zsl==1.0", methods = ["my-eszsl"]',
+        )
     name, req, methods = entry["name"], entry["requirement"], entry["methods"]
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise ConfigError(f"{where}: name {name!r} is not a distribution name",
-                          hint="the name pip knows the package by")
+        raise ConfigError(
+            f"{where}: name {name!r} is not a distribution name",
+            hint="the name pip knows the package by",
+        )
     if not isinstance(req, str) or not req.strip() or req.lstrip().startswith("-"):
-        raise ConfigError(f"{where} ({name}): requirement {req!r} is not a requirement",
-                          hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)')
-    if not isinstance(methods, list) or not methods or not all(isinstance(m, str) and m for m in methods):
-        raise ConfigError(f"{where} ({name}): methods must list method names",
-                          hint='e.g. methods = ["my-eszsl"]')
+        raise ConfigError(
+            f"{where} ({name}): requirement {req!r} is not a requirement",
+            hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)',
+        )
+    if (
+        not isinstance(methods, list)
+        or not methods
+        or not all(isinstance(m, str) and m for m in methods)
+    ):
+        raise ConfigError(
+            f"{where} ({name}): methods must list method names", hint='e.g. methods = ["my-eszsl"]'
+        )
     if _canonical(name) == BUILTIN_DISTRIBUTION:
-        raise ConfigError(f"{where}: {name} is zslbench itself, whose built-in methods the board "
-                          "already runs", hint="list only third-party distributions")
+        raise ConfigError(
+            f"{where}: {name} is zslbench itself, whose built-in methods the board already runs",
+            hint="list only third-party distributions",
+        )
     return BoardPlugin(name, req.strip(), tuple(methods))
 
 
@@ -140,13 +160,16 @@ def install(plugins: list[BoardPlugin]) -> None:
         return
     cmd = [sys.executable, "-m", "pip", "install", *(p.requirement for p in plugins)]
     if subprocess.run(cmd, check=False).returncode != 0:
-        raise UserError("pip could not install the plugins of the board "
-                        f"({', '.join(p.requirement for p in plugins)})",
-                        hint=f"check each requirement in {PLUGINS_NAME}")
+        raise UserError(
+            "pip could not install the plugins of the board "
+            f"({', '.join(p.requirement for p in plugins)})",
+            hint=f"check each requirement in {PLUGINS_NAME}",
+        )
 
 
-def run(plugins: list[BoardPlugin], *, results_dir: Path, datasets: str = DATASETS,
-        seeds: int = SEEDS) -> list[str]:
+def run(
+    plugins: list[BoardPlugin], *, results_dir: Path, datasets: str = DATASETS, seeds: int = SEEDS
+) -> list[str]:
     """Run every listed method on ``datasets``; the failures, one line each (empty: all ran)."""
     import zslbench
     from zslbench.api import RunsFailed, print_progress
@@ -159,8 +182,14 @@ def run(plugins: list[BoardPlugin], *, results_dir: Path, datasets: str = DATASE
     failures: list[str] = []
     for plugin in plugins:
         try:
-            zslbench.run(methods=list(plugin.methods), datasets=datasets, seeds=seeds,
-                         results_dir=results_dir, device="cpu", on_event=print_progress)
+            zslbench.run(
+                methods=list(plugin.methods),
+                datasets=datasets,
+                seeds=seeds,
+                results_dir=results_dir,
+                device="cpu",
+                on_event=print_progress,
+            )
         except RunsFailed as exc:
             failures += [f"{plugin.name}: {line}" for line in exc.failures]
     return failures
@@ -169,22 +198,34 @@ def run(plugins: list[BoardPlugin], *, results_dir: Path, datasets: str = DATASE
 def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
     """Refuse an entry's method that is not registered, or that its distribution does not provide."""
     if method not in registry.items["method"]:
-        problems = [line for line in registry.problems
-                    if repr(method) in line or _canonical(plugin.name) in _canonical(line)]
+        problems = [
+            line
+            for line in registry.problems
+            if repr(method) in line or _canonical(plugin.name) in _canonical(line)
+        ]
         why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
-        raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method {method!r}, "
-                          f"which is not registered: {why}",
-                          hint=f"fix {plugin.name}, or run `zslbench list` to see its problems")
+        raise ConfigError(
+            f"{PLUGINS_NAME}: {plugin.name} lists method {method!r}, "
+            f"which is not registered: {why}",
+            hint=f"fix {plugin.name}, or run `zslbench list` to see its problems",
+        )
     dist = registry.items["method"][method].distribution
-    if (dist is None or _canonical(dist) != _canonical(plugin.name)
-            or _canonical(dist) == BUILTIN_DISTRIBUTION):
-        raise ConfigError(f"{PLUGINS_NAME}: {plugin.name} lists method "
-                          f"{method!r}, which {dist or 'no installed distribution'} "
-                          "provides", hint=f"list only methods {plugin.name} registers")
+    if (
+        dist is None
+        or _canonical(dist) != _canonical(plugin.name)
+        or _canonical(dist) == BUILTIN_DISTRIBUTION
+    ):
+        raise ConfigError(
+            f"{PLUGINS_NAME}: {plugin.name} lists method "
+            f"{method!r}, which {dist or 'no installed distribution'} "
+            "provides",
+            hint=f"list only methods {plugin.name} registers",
+        )
 
 
-def accept(plugins: list[BoardPlugin], source: Path, results_dir: Path
-           ) -> tuple[list[Path], list[str]]:
+def accept(
+    plugins: list[BoardPlugin], source: Path, results_dir: Path
+) -> tuple[list[Path], list[str]]:
     """Take the records that the job running third-party code handed on (``source``, an
     artifact: untrusted) into ``results_dir``: (the files written, one line per file refused).
 
@@ -221,14 +262,19 @@ def _same_file(path: Path, target: Path) -> bool:
     return _plain_file(path) and _plain_file(target) and target.read_bytes() == path.read_bytes()
 
 
-def _acceptable(path: Path, target: Path, owner: dict[str, BoardPlugin], datasets: Any) -> tuple[Any, str]:
+def _acceptable(
+    path: Path, target: Path, owner: dict[str, BoardPlugin], datasets: Any
+) -> tuple[Any, str]:
     """(the record, "") when ``path`` may be taken onto the board as ``target``, else (None, why)."""
     from zslbench.records import Record
     from zslbench.results import valid_record
 
     rec = valid_record(path, datasets) if path.suffix == ".json" and _plain_file(path) else None
     if not isinstance(rec, Record):
-        return None, f"not a valid zslbench record: {rec}" if rec is not None else "not a record file"
+        return (
+            None,
+            f"not a valid zslbench record: {rec}" if rec is not None else "not a record file",
+        )
     why = _not_listed(rec, path, owner)
     if not why and target.exists() and _method_of(target) != rec.method:
         why = f"would replace {target}, which is not a record of {rec.method!r}"
@@ -260,9 +306,14 @@ def _method_of(target: Path) -> str | None:
 
 
 @click.group("board")
-@click.option("--dir", "board_dir", type=click.Path(path_type=Path, file_okay=False),
-              default=BOARD_DIR, show_default=True,
-              help="The board folder: its plugins.toml, records/ and rendered pages.")
+@click.option(
+    "--dir",
+    "board_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=BOARD_DIR,
+    show_default=True,
+    help="The board folder: its plugins.toml, records/ and rendered pages.",
+)
 @click.pass_context
 def board(ctx: click.Context, board_dir: Path) -> None:
     """Third-party plugins on the public board (the board folder's plugins.toml)."""
@@ -273,10 +324,19 @@ def _board_dir() -> Path:
     return Path(click.get_current_context().meta["zslbench.board_dir"])
 
 
-_plugins_option = click.option("--plugins", "plugins_file", type=click.Path(path_type=Path),
-                               default=None, help=f"[default: DIR/{PLUGINS_NAME}]")
-_results_option = click.option("--results-dir", type=click.Path(path_type=Path), default=None,
-                               help=f"[default: DIR/{THIRD_PARTY_RECORDS.as_posix()}]")
+_plugins_option = click.option(
+    "--plugins",
+    "plugins_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help=f"[default: DIR/{PLUGINS_NAME}]",
+)
+_results_option = click.option(
+    "--results-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help=f"[default: DIR/{THIRD_PARTY_RECORDS.as_posix()}]",
+)
 
 
 def _plugins(plugins_file: Path | None) -> list[BoardPlugin]:
@@ -301,8 +361,9 @@ def install_cmd(plugins_file: Path | None) -> None:
 @_results_option
 def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: Path | None) -> None:
     """Run every listed method on the stand-ins (cached runs are not repeated)."""
-    failures = run(_plugins(plugins_file), datasets=datasets, seeds=seeds,
-                   results_dir=_results(results_dir))
+    failures = run(
+        _plugins(plugins_file), datasets=datasets, seeds=seeds, results_dir=_results(results_dir)
+    )
     for line in failures:
         click.echo(f"zslbench board: failed: {line}", err=True)
     if failures:
@@ -311,8 +372,13 @@ def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: P
 
 @board.command("accept")
 @_plugins_option
-@click.option("--from", "source", type=click.Path(path_type=Path, file_okay=False), required=True,
-              help="The records handed on by the job that ran the plugins (an artifact).")
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="The records handed on by the job that ran the plugins (an artifact).",
+)
 @_results_option
 def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None) -> None:
     """Validate the listed plugins' records (untrusted) and take them onto the board."""
@@ -324,8 +390,9 @@ def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None
 
 
 @board.command("render")
-@click.option("--results-dir", type=click.Path(path_type=Path), default=None,
-              help="[default: DIR/records]")
+@click.option(
+    "--results-dir", type=click.Path(path_type=Path), default=None, help="[default: DIR/records]"
+)
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="[default: DIR]")
 def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     """Re-render the board (zslbench leaderboard), then check it."""

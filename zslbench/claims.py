@@ -44,8 +44,12 @@ def declared_datasets(registry: Any = None) -> Declarations:
 def _content_fingerprint(parts: Mapping[str, Any], features_hash: str) -> str:
     from zslbench.data.checks import CONTENT_SCHEME
 
-    text = (CONTENT_SCHEME + "\n" + "\n".join(f"{k}:{v}" for k, v in sorted(parts.items()))
-            + f"\nfeatures:{features_hash}\n")
+    text = (
+        CONTENT_SCHEME
+        + "\n"
+        + "\n".join(f"{k}:{v}" for k, v in sorted(parts.items()))
+        + f"\nfeatures:{features_hash}\n"
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -58,8 +62,9 @@ def check(record: Record, datasets: Declarations | None = None) -> None:
     (see the module docstring); ``datasets`` defaults to :func:`declared_datasets`."""
     config = record.config
     if config.get("method", record.method) != record.method:
-        raise RecordError(f"claims method {record.method!r} but its config ran "
-                          f"{config.get('method')!r}")
+        raise RecordError(
+            f"claims method {record.method!r} but its config ran {config.get('method')!r}"
+        )
     data_fp = record.data.get("fingerprint")
     dev_type = record.device.get("type")
     if record.identity:
@@ -74,34 +79,58 @@ def _check_identity(record: Record, data_fp: Any, dev_type: Any) -> None:
     except (TypeError, ValueError):
         raise RecordError("its identity is not JSON data") from None
     if key != record.key:
-        raise RecordError(f"its key {_short(record.key)} is not the key of its identity "
-                          f"({_short(key)}): the record claims another run")
+        raise RecordError(
+            f"its key {_short(record.key)} is not the key of its identity "
+            f"({_short(key)}): the record claims another run"
+        )
     comps = record.config.get("components")
     if not isinstance(comps, dict) or not all(
-            isinstance(c, dict) and isinstance(c.get("name"), str) for c in comps.values()):
+        isinstance(c, dict) and isinstance(c.get("name"), str) for c in comps.values()
+    ):
         raise RecordError("config.components is not an object of named components")
-    own = config_id(record.method, {role: (c["name"], c.get("params", {}))
-                                    for role, c in comps.items()})
+    own = config_id(
+        record.method, {role: (c["name"], c.get("params", {})) for role, c in comps.items()}
+    )
     if own != record.config_id:
-        raise RecordError(f"its config_id {_short(record.config_id)} is not the id of its own "
-                          f"configuration ({_short(own)}): the record claims another configuration")
-    for name, claimed, own_value in (("config_id", idn.get("config_id"), record.config_id),
-                                     ("data", idn.get("data"), data_fp),
-                                     ("seed", idn.get("seed"), record.seed),
-                                     ("device_type", idn.get("device_type"), dev_type)):
+        raise RecordError(
+            f"its config_id {_short(record.config_id)} is not the id of its own "
+            f"configuration ({_short(own)}): the record claims another configuration"
+        )
+    for name, claimed, own_value in (
+        ("config_id", idn.get("config_id"), record.config_id),
+        ("data", idn.get("data"), data_fp),
+        ("seed", idn.get("seed"), record.seed),
+        ("device_type", idn.get("device_type"), dev_type),
+    ):
         if claimed != own_value:
-            raise RecordError(f"its identity's {name} {_short(claimed)!r} differs from the "
-                              f"record's ({_short(own_value)!r})")
-    names = {run_name(record.dataset, record.method, record.config_id, str(data_fp),
-                      str(dev_type), record.seed, full=full) for full in (False, True)}
+            raise RecordError(
+                f"its identity's {name} {_short(claimed)!r} differs from the "
+                f"record's ({_short(own_value)!r})"
+            )
+    names = {
+        run_name(
+            record.dataset,
+            record.method,
+            record.config_id,
+            str(data_fp),
+            str(dev_type),
+            record.seed,
+            full=full,
+        )
+        for full in (False, True)
+    }
     if record.run_id not in names:
-        raise RecordError(f"its run_id {record.run_id!r} does not name its dataset, method, "
-                          "configuration, data, device and seed")
+        raise RecordError(
+            f"its run_id {record.run_id!r} does not name its dataset, method, "
+            "configuration, data, device and seed"
+        )
     parts, fhash = record.split.get("parts"), record.data.get("features_hash")
     if isinstance(parts, dict) and isinstance(fhash, str):
         if _content_fingerprint(parts, fhash) != data_fp:
-            raise RecordError(f"its data fingerprint {_short(data_fp)} is not the one its split's "
-                              "content parts give")
+            raise RecordError(
+                f"its data fingerprint {_short(data_fp)} is not the one its split's "
+                "content parts give"
+            )
         if parts.get("split") != record.split.get("fingerprint"):
             raise RecordError("its split fingerprint is not its content parts' split")
 
@@ -112,28 +141,36 @@ def _check_dataset(record: Record, datasets: Declarations) -> None:
         return
     kind = getattr(spec, "kind", None)
     if kind is not None and record.dataset_kind != kind:
-        raise RecordError(f"claims dataset_kind {record.dataset_kind!r}, but dataset "
-                          f"{record.dataset!r} is declared {kind!r}")
+        raise RecordError(
+            f"claims dataset_kind {record.dataset_kind!r}, but dataset "
+            f"{record.dataset!r} is declared {kind!r}"
+        )
     bench = getattr(spec, "benchmark", None)
     if bench is None or not record.standard:
         return
     if record.split.get("fingerprint") != bench.split:
-        raise RecordError(f"claims the standard {bench.name} split, but its split fingerprint "
-                          f"{_short(record.split.get('fingerprint'))} is not the official "
-                          f"{_short(bench.split)}")
+        raise RecordError(
+            f"claims the standard {bench.name} split, but its split fingerprint "
+            f"{_short(record.split.get('fingerprint'))} is not the official "
+            f"{_short(bench.split)}"
+        )
     parts = record.split.get("parts")
     if isinstance(parts, dict):
         for part in ("attributes", "labels", "val_classes"):
             pin = getattr(bench, part, None)
             if pin is not None and part in parts and parts[part] != pin:
-                raise RecordError(f"claims the standard {bench.name} data, but its {part} "
-                                  f"fingerprint {_short(parts[part])} is not the official "
-                                  f"{_short(pin)}")
+                raise RecordError(
+                    f"claims the standard {bench.name} data, but its {part} "
+                    f"fingerprint {_short(parts[part])} is not the official "
+                    f"{_short(pin)}"
+                )
     backbone = record.data.get("backbone")
     if backbone is not None and backbone != getattr(bench, "backbone", None):
         return  # another backbone's features: the benchmark's feature pin is not theirs
     pin = getattr(bench, "features", None)
     fhash = record.data.get("features_hash")
     if pin is not None and fhash is not None and fhash != pin:
-        raise RecordError(f"claims the standard {bench.name} data, but its features hash "
-                          f"{_short(fhash)} is not the official {_short(pin)}")
+        raise RecordError(
+            f"claims the standard {bench.name} data, but its features hash "
+            f"{_short(fhash)} is not the official {_short(pin)}"
+        )

@@ -51,8 +51,10 @@ def scores(latent: np.ndarray, prototypes: np.ndarray) -> np.ndarray:
     x = np.asarray(latent, dtype=np.float64)
     mu = np.asarray(prototypes, dtype=np.float64)
     if x.ndim != 2 or mu.ndim != 2 or x.shape[1] != mu.shape[1]:
-        raise ValueError(f"scores: latent {x.shape} and prototypes {mu.shape} must be (n, k) and "
-                         "(c, k) with the same latent dimension k")
+        raise ValueError(
+            f"scores: latent {x.shape} and prototypes {mu.shape} must be (n, k) and "
+            "(c, k) with the same latent dimension k"
+        )
     if mu.shape[0] == 0:
         raise ValueError("scores: no prototypes given")
     sq = squared_distances(x, mu)
@@ -81,10 +83,12 @@ class GroupBest:
     @staticmethod
     def concatenate(parts: list[GroupBest]) -> GroupBest:
         """Stack the rows of several ``GroupBest`` (e.g. test-seen then test-unseen samples)."""
-        return GroupBest(np.concatenate([p.seen_idx for p in parts]),
-                         np.concatenate([p.unseen_idx for p in parts]),
-                         np.concatenate([p.margin for p in parts]),
-                         max((p.scale for p in parts), default=0.0))
+        return GroupBest(
+            np.concatenate([p.seen_idx for p in parts]),
+            np.concatenate([p.unseen_idx for p in parts]),
+            np.concatenate([p.margin for p in parts]),
+            max((p.scale for p in parts), default=0.0),
+        )
 
 
 def check_scores(scores: np.ndarray, seen_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

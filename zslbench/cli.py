@@ -96,8 +96,14 @@ def _add_plugin_commands(args: list[str]) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-p", "--plugin", "plugins", multiple=True, metavar="MODULE",
-              help="Load a plugin module by import path without installing it (repeatable).")
+@click.option(
+    "-p",
+    "--plugin",
+    "plugins",
+    multiple=True,
+    metavar="MODULE",
+    help="Load a plugin module by import path without installing it (repeatable).",
+)
 @click.option("--strict-plugins", is_flag=True, help="Make a broken or duplicate plugin fatal.")
 @click.version_option(zslbench.__version__, prog_name="zslbench")
 @click.pass_context
@@ -107,58 +113,145 @@ def cli(ctx: click.Context, plugins: tuple[str, ...], strict_plugins: bool) -> N
 
 
 @cli.command()
-@click.option("-m", "--method", "methods", multiple=True, metavar="M[,M...]",
-              help="Method name(s), comma-separated or repeated.")
-@click.option("-d", "--dataset", "datasets", multiple=True, metavar="D[,D...]",
-              help="Dataset name(s), group (all = the five benchmarks, synth-all = their "
-                   "stand-ins) or a file a plugin reads (mine.npz).")
-@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
-              default=None, help="A TOML run configuration (configs/*.toml); options given here "
-                                 "override it.")
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help=f"Folder of the datasets' files [env {DATA_ENV}].")
-@click.option("--results-dir", type=click.Path(path_type=Path), default=Path("results"),
-              show_default=True, help="Where the JSON records go.")
-@click.option("--seeds", type=click.IntRange(1), default=1, show_default=True,
-              help="Repetitions per (dataset, method, configuration).")
-@click.option("--base-seed", type=int, default=0, show_default=True,
-              help="Base of the per-run seeds (hash of base, dataset and repetition: every method gets the same seeds, so runs pair by seed).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--set", "overrides", multiple=True, metavar="COMPONENT.PARAM=VALUE",
-              help="Set a hyperparameter (role or component name), e.g. embedder.latent_dim=64, "
-                   "or swap a component: preprocessor=none.")
-@click.option("--sweep", "sweeps", multiple=True, metavar="COMPONENT.PARAM=V1,V2,...",
-              help="Run one configuration per value (repeatable: the Cartesian product), e.g. "
-                   "embedder.margin=1,2,4.")
-@click.option("--executor", type=click.Choice(list(EXECUTORS)), default="local", show_default=True,
-              help="local: one run after another here; ray: one Ray task per run "
-                   "(pip install -e '.[ray]').")
-@click.option("--address", default=None, metavar="ADDR",
-              help="With --executor ray: join this Ray cluster (e.g. auto, or HOST:6379) instead "
-                   "of starting a local one.")
-@click.option("--cpus-per-run", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="With --executor ray: CPUs each run asks for [default: all of this machine's "
-                   "cores when local, 1 on a cluster].")
-@click.option("--gpus-per-run", type=click.FloatRange(min=0), default=None,
-              help="With --executor ray: GPUs (or a fraction) each run asks for, e.g. 0.25 "
-                   "[default: 1 with --device cuda, else 0].")
+@click.option(
+    "-m",
+    "--method",
+    "methods",
+    multiple=True,
+    metavar="M[,M...]",
+    help="Method name(s), comma-separated or repeated.",
+)
+@click.option(
+    "-d",
+    "--dataset",
+    "datasets",
+    multiple=True,
+    metavar="D[,D...]",
+    help="Dataset name(s), group (all = the five benchmarks, synth-all = their "
+    "stand-ins) or a file a plugin reads (mine.npz).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="A TOML run configuration (configs/*.toml); options given here override it.",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help=f"Folder of the datasets' files [env {DATA_ENV}].",
+)
+@click.option(
+    "--results-dir",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Where the JSON records go.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Repetitions per (dataset, method, configuration).",
+)
+@click.option(
+    "--base-seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Base of the per-run seeds (hash of base, dataset and repetition: every method gets the same seeds, so runs pair by seed).",
+)
+@click.option(
+    "--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="COMPONENT.PARAM=VALUE",
+    help="Set a hyperparameter (role or component name), e.g. embedder.latent_dim=64, "
+    "or swap a component: preprocessor=none.",
+)
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="COMPONENT.PARAM=V1,V2,...",
+    help="Run one configuration per value (repeatable: the Cartesian product), e.g. "
+    "embedder.margin=1,2,4.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(list(EXECUTORS)),
+    default="local",
+    show_default=True,
+    help="local: one run after another here; ray: one Ray task per run (pip install -e '.[ray]').",
+)
+@click.option(
+    "--address",
+    default=None,
+    metavar="ADDR",
+    help="With --executor ray: join this Ray cluster (e.g. auto, or HOST:6379) instead "
+    "of starting a local one.",
+)
+@click.option(
+    "--cpus-per-run",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="With --executor ray: CPUs each run asks for [default: all of this machine's "
+    "cores when local, 1 on a cluster].",
+)
+@click.option(
+    "--gpus-per-run",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="With --executor ray: GPUs (or a fraction) each run asks for, e.g. 0.25 "
+    "[default: 1 with --device cuda, else 0].",
+)
 @click.option("--force", is_flag=True, help="Re-run even when a matching record exists.")
-@click.option("--recheck", is_flag=True,
-              help="Re-run the cached runs here without replacing their records, and keep how far "
-                   "each moved in <run_id>.rechecks beside it (bit-reproducible across machines?).")
-@click.option("--dry-run", is_flag=True,
-              help="Plan only: list every run as cached or to run (with why, and an ETA from "
-                   "earlier records on this device model); nothing is trained or written.")
-@click.option("--allow-nonstandard-split", is_flag=True,
-              help="Run data that fails the split policy or is not the official benchmark; its "
-                   "records are marked non-standard.")
+@click.option(
+    "--recheck",
+    is_flag=True,
+    help="Re-run the cached runs here without replacing their records, and keep how far "
+    "each moved in <run_id>.rechecks beside it (bit-reproducible across machines?).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Plan only: list every run as cached or to run (with why, and an ETA from "
+    "earlier records on this device model); nothing is trained or written.",
+)
+@click.option(
+    "--allow-nonstandard-split",
+    is_flag=True,
+    help="Run data that fails the split policy or is not the official benchmark; its "
+    "records are marked non-standard.",
+)
 @click.pass_context
-def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
-        config_file: Path | None, data_dir: Path | None, results_dir: Path, seeds: int,
-        base_seed: int, device: str, overrides: tuple[str, ...], sweeps: tuple[str, ...],
-        executor: str, address: str | None, cpus_per_run: float | None,
-        gpus_per_run: float | None, force: bool, recheck: bool, dry_run: bool,
-        allow_nonstandard_split: bool) -> None:
+def run(
+    ctx: click.Context,
+    methods: tuple[str, ...],
+    datasets: tuple[str, ...],
+    config_file: Path | None,
+    data_dir: Path | None,
+    results_dir: Path,
+    seeds: int,
+    base_seed: int,
+    device: str,
+    overrides: tuple[str, ...],
+    sweeps: tuple[str, ...],
+    executor: str,
+    address: str | None,
+    cpus_per_run: float | None,
+    gpus_per_run: float | None,
+    force: bool,
+    recheck: bool,
+    dry_run: bool,
+    allow_nonstandard_split: bool,
+) -> None:
     """Run methods on datasets and write one record per run."""
     from zslbench import api
 
@@ -169,18 +262,31 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
         """The option's value when the user gave it, else None (the config file's or the
         default applies: ``api.grid_request``)."""
         source = ctx.get_parameter_source(name)
-        return value if source in (click.core.ParameterSource.COMMANDLINE,
-                                   click.core.ParameterSource.ENVIRONMENT) else None
+        return (
+            value
+            if source
+            in (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+            else None
+        )
 
     try:
         request, executor = api.grid_request(
-            reg, methods=methods or None, datasets=datasets or None, config=config_file,
-            seeds=given("seeds", seeds), base_seed=given("base_seed", base_seed),
-            device=given("device", device), results_dir=given("results_dir", results_dir),
-            data_dir=given("data_dir", data_dir), sets=overrides, sweeps=sweeps,
+            reg,
+            methods=methods or None,
+            datasets=datasets or None,
+            config=config_file,
+            seeds=given("seeds", seeds),
+            base_seed=given("base_seed", base_seed),
+            device=given("device", device),
+            results_dir=given("results_dir", results_dir),
+            data_dir=given("data_dir", data_dir),
+            sets=overrides,
+            sweeps=sweeps,
             executor=given("executor", executor),
             allow_nonstandard_split=given("allow_nonstandard_split", allow_nonstandard_split),
-            force=force, recheck=recheck)
+            force=force,
+            recheck=recheck,
+        )
     except api.MissingData as exc:
         say_error(missing_data_line(exc.lines))
         raise SystemExit(2) from None
@@ -193,8 +299,14 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
         for line in dry_run_lines(planned, str(provenance.device_info(dev)["name"])):
             click.echo(terminal_text(line))  # a refused record's reason may quote its content
         return
-    runner_exec = api.make_executor(executor, dev, address=address, cpus_per_run=cpus_per_run,
-                                    gpus_per_run=gpus_per_run, plugins=state.plugins)
+    runner_exec = api.make_executor(
+        executor,
+        dev,
+        address=address,
+        cpus_per_run=cpus_per_run,
+        gpus_per_run=gpus_per_run,
+        plugins=state.plugins,
+    )
     n_configs = 1
     for values in request.sweeps.values():
         n_configs *= len(values)
@@ -210,17 +322,22 @@ def run(ctx: click.Context, methods: tuple[str, ...], datasets: tuple[str, ...],
         ran = sum(o.status == "ran" for o in outcomes)
         cached = sum(o.status == "cached" for o in outcomes)
         done = f"{ran} run(s)" + (f" (and {cached} found cached)" if cached else "")
-        say_error(f"interrupted after {done}; every record on disk is complete — "
-                  "re-run the same command to finish the rest.", prefix="zslbench: ")
+        say_error(
+            f"interrupted after {done}; every record on disk is complete — "
+            "re-run the same command to finish the rest.",
+            prefix="zslbench: ",
+        )
         raise SystemExit(130) from None
 
     print_results(outcomes, dev)
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
-        say_error(f"{len(failed)} of {len(outcomes)} run(s) failed (reasons above, one line each, "
-                  f"also in {request.results_dir}/<run_id>.failed); every other run is recorded — "
-                  "fix the cause and re-run the same command: recorded runs are cached.",
-                  prefix="zslbench: ")
+        say_error(
+            f"{len(failed)} of {len(outcomes)} run(s) failed (reasons above, one line each, "
+            f"also in {request.results_dir}/<run_id>.failed); every other run is recorded — "
+            "fix the cause and re-run the same command: recorded runs are cached.",
+            prefix="zslbench: ",
+        )
         raise SystemExit(1)
 
 
@@ -303,9 +420,11 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("ZSLBENCH_TRACEBACK"):
             raise
         where = blamed(exc)
-        say_error(f"internal error: {(where + ': ') if where else ''}{type(exc).__name__}: {exc} "
-                  "(this is a bug in zslbench or a plugin; re-run with ZSLBENCH_TRACEBACK=1 for "
-                  "the traceback)")
+        say_error(
+            f"internal error: {(where + ': ') if where else ''}{type(exc).__name__}: {exc} "
+            "(this is a bug in zslbench or a plugin; re-run with ZSLBENCH_TRACEBACK=1 for "
+            "the traceback)"
+        )
         sys.exit(1)
     if isinstance(rv, int) and rv:
         sys.exit(rv)

@@ -51,7 +51,9 @@ class Component:
         valid = self._param_names()
         for key, value in params.items():
             if key not in valid:
-                raise KeyError(f"{type(self).__name__} has no hyperparameter {key!r}; valid: {valid}")
+                raise KeyError(
+                    f"{type(self).__name__} has no hyperparameter {key!r}; valid: {valid}"
+                )
             setattr(self, key, value)
         return self
 
@@ -63,8 +65,12 @@ class Component:
     def clone(self: _C) -> _C:
         """An unfitted copy with the same hyperparameters; a component-valued hyperparameter (a
         composite model's embedder, say) is cloned in turn, never shared."""
-        return type(self)(**{k: v.clone() if isinstance(v, Component) else copy.deepcopy(v)
-                             for k, v in self.get_params().items()})
+        return type(self)(
+            **{
+                k: v.clone() if isinstance(v, Component) else copy.deepcopy(v)
+                for k, v in self.get_params().items()
+            }
+        )
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

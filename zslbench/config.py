@@ -37,9 +37,18 @@ else:  # pragma: no cover - Python 3.10
 EXECUTORS = ("local", "ray")
 
 KEYS = {
-    "methods": (str, list), "datasets": (str, list), "seeds": (int,), "base_seed": (int,),
-    "device": (str,), "results_dir": (str,), "data_dir": (str,), "executor": (str,),
-    "allow_nonstandard_split": (bool,), "description": (str,), "set": (dict,), "sweep": (dict,),
+    "methods": (str, list),
+    "datasets": (str, list),
+    "seeds": (int,),
+    "base_seed": (int,),
+    "device": (str,),
+    "results_dir": (str,),
+    "data_dir": (str,),
+    "executor": (str,),
+    "allow_nonstandard_split": (bool,),
+    "description": (str,),
+    "set": (dict,),
+    "sweep": (dict,),
     "schedule": (str,),
 }
 #: ``schedule = "reduced"`` marks every record of the grid as a reduced schedule (fewer epochs
@@ -55,43 +64,61 @@ def load_config(path: Path) -> dict[str, Any]:
         with path.open("rb") as fh:
             raw = tomllib.load(fh)
     except FileNotFoundError:
-        raise ConfigError(f"--config {path}: no such file",
-                          hint="see configs/ for the paper's tables") from None
+        raise ConfigError(
+            f"--config {path}: no such file", hint="see configs/ for the paper's tables"
+        ) from None
     except OSError as exc:
-        raise ConfigError(f"--config {path}: cannot read it ({exc.strerror})",
-                          hint="check the path and its permissions") from None
+        raise ConfigError(
+            f"--config {path}: cannot read it ({exc.strerror})",
+            hint="check the path and its permissions",
+        ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"--config {path}: not valid TOML ({exc})",
-                          hint="fix the line it names") from None
+        raise ConfigError(
+            f"--config {path}: not valid TOML ({exc})", hint="fix the line it names"
+        ) from None
     for key, value in raw.items():
         if key not in KEYS:
-            raise ConfigError(f"--config {path}: unknown key {key!r}",
-                              hint=f"valid keys: {', '.join(KEYS)}")
+            raise ConfigError(
+                f"--config {path}: unknown key {key!r}", hint=f"valid keys: {', '.join(KEYS)}"
+            )
         if isinstance(value, bool) and bool not in KEYS[key]:
             ok = False
         else:
             ok = isinstance(value, KEYS[key])
         if not ok:
             want = " or ".join(t.__name__ for t in KEYS[key])
-            raise ConfigError(f"--config {path}: {key} = {value!r} must be a {want}",
-                              hint="see the example at the top of zslbench/config.py")
+            raise ConfigError(
+                f"--config {path}: {key} = {value!r} must be a {want}",
+                hint="see the example at the top of zslbench/config.py",
+            )
     for key in ("methods", "datasets"):
         if isinstance(raw.get(key), str):
             raw[key] = [raw[key]]
         if key in raw and not all(isinstance(v, str) for v in raw[key]):
-            raise ConfigError(f"--config {path}: {key} must list names (strings)",
-                              hint=f'e.g. {key} = ["bt-gp", "krr"]')
+            raise ConfigError(
+                f"--config {path}: {key} must list names (strings)",
+                hint=f'e.g. {key} = ["bt-gp", "krr"]',
+            )
     if "seeds" in raw and raw["seeds"] < 1:
-        raise ConfigError(f"--config {path}: seeds = {raw['seeds']} must be at least 1 (it is the "
-                          "number of repetitions; 0 would run nothing)", hint="e.g. seeds = 3")
+        raise ConfigError(
+            f"--config {path}: seeds = {raw['seeds']} must be at least 1 (it is the "
+            "number of repetitions; 0 would run nothing)",
+            hint="e.g. seeds = 3",
+        )
     if "executor" in raw and raw["executor"] not in EXECUTORS:
-        raise ConfigError(f"--config {path}: executor = {raw['executor']!r} is not an executor",
-                          hint=f"valid: {', '.join(EXECUTORS)}")
+        raise ConfigError(
+            f"--config {path}: executor = {raw['executor']!r} is not an executor",
+            hint=f"valid: {', '.join(EXECUTORS)}",
+        )
     if "schedule" in raw and raw["schedule"] not in SCHEDULES:
-        raise ConfigError(f"--config {path}: schedule = {raw['schedule']!r} is not a schedule",
-                          hint=f"valid: {', '.join(SCHEDULES)}")
+        raise ConfigError(
+            f"--config {path}: schedule = {raw['schedule']!r} is not a schedule",
+            hint=f"valid: {', '.join(SCHEDULES)}",
+        )
     for key, values in raw.get("sweep", {}).items():
         if not isinstance(values, list) or not values:
-            raise ConfigError(f"--config {path}: sweep {key!r} must be a non-empty list of values",
-                              hint=f'e.g. "{key}" = [1, 2, 4]')
+            raise ConfigError(
+                f"--config {path}: sweep {key!r} must be a non-empty list of values",
+                hint=f'e.g. "{key}" = [1, 2, 4]',
+            )
     return raw

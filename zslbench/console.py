@@ -27,15 +27,23 @@ out_console = Console(width=None if sys.stdout.isatty() else 160)
 #: Result tables: at most 80 columns wide, in a terminal or a pipe.
 TABLE_WIDTH = 80
 PLAIN_STEP_SECONDS = 10.0
-PHASES = {"preprocess": "preprocessing", "search": "search", "fit_validation": "validation fit",
-          "calibration": "calibration", "fit_final": "final fit", "evaluation": "evaluation"}
+PHASES = {
+    "preprocess": "preprocessing",
+    "search": "search",
+    "fit_validation": "validation fit",
+    "calibration": "calibration",
+    "fit_final": "final fit",
+    "evaluation": "evaluation",
+}
 
 
 #: A terminal escape sequence: CSI (``ESC [ ... m``), OSC (``ESC ] 0;title BEL``), or a two-byte
 #: escape; C1 control codes (``\x9b``) stand for ``ESC [``.
-_ESCAPE = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-                     r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-                     r"|\x1b[ -~]?")
+_ESCAPE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -~]?"
+)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -49,8 +57,9 @@ def terminal_text(text: str) -> str:
 
 def say_error(text: str, prefix: str = "zslbench: error: ") -> None:
     """One line on stderr, never wrapped, never interpreted as markup."""
-    err_console.print(terminal_text(f"{prefix}{text}"), markup=False, highlight=False,
-                      soft_wrap=True)
+    err_console.print(
+        terminal_text(f"{prefix}{text}"), markup=False, highlight=False, soft_wrap=True
+    )
 
 
 def say(text: str) -> None:
@@ -65,8 +74,7 @@ def _fmt_eta(seconds: float) -> str:
 class Reporter:
     """Receives the runner's events (``run_grid(on_event=...)``) and shows them."""
 
-    def __init__(self, console: Console, total: int,
-                 clock: Any = time.perf_counter) -> None:
+    def __init__(self, console: Console, total: int, clock: Any = time.perf_counter) -> None:
         self.console = console
         self.clock = clock
         self.total = total
@@ -88,16 +96,22 @@ class Reporter:
         if self.live:
             # The description goes last: its length changes with every step, and before the bar
             # it pushed the bar sideways.
-            self.progress = Progress(BarColumn(bar_width=20), MofNCompleteColumn(), TimeElapsedColumn(),
-                                     TextColumn("{task.description}"),
-                                     console=self.console, transient=False)
+            self.progress = Progress(
+                BarColumn(bar_width=20),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=self.console,
+                transient=False,
+            )
             self.progress.__enter__()
             self.grid_task = self.progress.add_task("runs", total=self.total)
             self.run_task = self.progress.add_task("starting", total=None)
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.progress is not None:
             self.progress.__exit__(kind, exc, tb)
 
@@ -141,7 +155,11 @@ class Reporter:
         elif kind == "candidate":
             of = f"/{info['total']}" if info.get("total") else ""
             params = " ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in info["params"].items())
-            self.candidate, self.stage, self.step = f"candidate {info['done']}{of}: {params}", "", {}
+            self.candidate, self.stage, self.step = (
+                f"candidate {info['done']}{of}: {params}",
+                "",
+                {},
+            )
         elif kind == "stage_start":
             self.stage, self.step = info["stage"], {}
         elif kind == "stage_end":
@@ -172,8 +190,9 @@ class Reporter:
 
     def _print(self, text: str) -> None:
         if self.progress is not None:
-            self.progress.console.print(terminal_text(text), markup=False, highlight=False,
-                                        soft_wrap=True)
+            self.progress.console.print(
+                terminal_text(text), markup=False, highlight=False, soft_wrap=True
+            )
         else:
             say(text)
 
@@ -189,18 +208,24 @@ class Reporter:
             key = error.replace(seed, "", 1)
             if key in self.failures and seed in error:
                 head = error.split(seed, 1)[0]
-                self._print(f"zslbench: error: {head}{seed}: failed as seed {self.failures[key]} did "
-                            "(the same reason, above)")
+                self._print(
+                    f"zslbench: error: {head}{seed}: failed as seed {self.failures[key]} did "
+                    "(the same reason, above)"
+                )
             else:
                 self.failures.setdefault(key, outcome.seed)
                 self._print(f"zslbench: error: {error}")
             return
         rec = outcome.record
-        name = f"{outcome.dataset} · {run_label(outcome.method, rec.config)} · r{outcome.repetition}"
+        name = (
+            f"{outcome.dataset} · {run_label(outcome.method, rec.config)} · r{outcome.repetition}"
+        )
         flag = "" if rec.load.get("oversubscribed") is not True else " (machine oversubscribed)"
         verb = {"cached": "cached", "rechecked": "rechecked"}.get(outcome.status, "done")
-        self._print(f"{verb} {name}: H {rec.metrics['H']:.1f}, train "
-                    f"{rec.timings['train']:.1f} s{flag} -> {outcome.path}")
+        self._print(
+            f"{verb} {name}: H {rec.metrics['H']:.1f}, train "
+            f"{rec.timings['train']:.1f} s{flag} -> {outcome.path}"
+        )
 
 
 COLUMNS = ("dataset", "method", "r", "A_T", "A_U", "A_S", "H", "AUSUC", "train s", "status")
@@ -211,8 +236,11 @@ def run_label(method: str, config: dict[str, Any]) -> str:
     its other ``--set`` values (``gp.optimizer=adam``), so that configurations read apart."""
     sweep = config.get("sweep") or {}
     overrides = {k: v for k, v in (config.get("overrides") or {}).items() if k not in sweep}
-    return (method + "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in sweep.items())
-            + "".join(f" {k}={v}" for k, v in sorted(overrides.items())))
+    return (
+        method
+        + "".join(f" {k.rsplit('.', 1)[-1]}={v}" for k, v in sweep.items())
+        + "".join(f" {k}={v}" for k, v in sorted(overrides.items()))
+    )
 
 
 def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
@@ -228,9 +256,16 @@ def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
             continue
         m = o.record.metrics
         label = run_label(o.method, o.record.config)
-        rows.append([o.dataset, label, str(o.repetition),
-                     *(f"{m[k]:.1f}" for k in ("A_T", "A_U", "A_S", "H", "AUSUC")),
-                     f"{o.record.timings['train']:.1f}", o.status])
+        rows.append(
+            [
+                o.dataset,
+                label,
+                str(o.repetition),
+                *(f"{m[k]:.1f}" for k in ("A_T", "A_U", "A_S", "H", "AUSUC")),
+                f"{o.record.timings['train']:.1f}",
+                o.status,
+            ]
+        )
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(COLUMNS)]
     room = width - (sum(widths) - widths[1]) - (len(COLUMNS) - 1)
     widths[1] = max(len(COLUMNS[1]), min(widths[1], room))
@@ -239,12 +274,15 @@ def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
         label, out = cells[1], []
         first = True
         while first or label:
-            chunk, label = label[:widths[1]], label[widths[1]:]
+            chunk, label = label[: widths[1]], label[widths[1] :]
             parts = [(c if first or i == 1 else "") for i, c in enumerate(cells)]
             parts[1] = chunk
-            out.append(" ".join(p.ljust(w) if i < 2 or i == len(COLUMNS) - 1 else p.rjust(w)
-                                for i, (p, w) in enumerate(zip(parts, widths, strict=True)))
-                       .rstrip())
+            out.append(
+                " ".join(
+                    p.ljust(w) if i < 2 or i == len(COLUMNS) - 1 else p.rjust(w)
+                    for i, (p, w) in enumerate(zip(parts, widths, strict=True))
+                ).rstrip()
+            )
             first = False
         return out
 
@@ -264,8 +302,12 @@ def print_results(outcomes: list[Any], device: str, console: Console | None = No
         console.print(terminal_text(line), markup=False, highlight=False, soft_wrap=True)
     paths = [o.path for o in outcomes if o.path is not None]
     if paths:
-        console.print(terminal_text(f"{len(paths)} record(s) in {paths[0].parent}"), markup=False,
-                      highlight=False, soft_wrap=True)
+        console.print(
+            terminal_text(f"{len(paths)} record(s) in {paths[0].parent}"),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def compact_value(value: Any) -> str:

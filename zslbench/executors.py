@@ -70,8 +70,9 @@ class RunResult:
     finished_at: str = ""
 
 
-def execute(plan: PlannedRun, data: ZSLData,
-            on_event: Callable[[str, dict[str, Any]], None] | None = None) -> RunResult:
+def execute(
+    plan: PlannedRun, data: ZSLData, on_event: Callable[[str, dict[str, Any]], None] | None = None
+) -> RunResult:
     """Run one plan on ``data`` (in this process: the local executor, or a Ray worker).
 
     Whatever fails in the run (its data, a component, the model, plugin code calling
@@ -94,8 +95,7 @@ def execute(plan: PlannedRun, data: ZSLData,
     except BaseException as exc:  # the run failed: name what failed, write no record
         if isinstance(exc, KeyboardInterrupt) and interrupts.user_signals() != signals:
             raise  # the user's Ctrl-C: the grid stops
-        out.error = (f"{plan.method} on {plan.dataset} (seed {plan.seed}): "
-                     + failure_reason(exc))
+        out.error = f"{plan.method} on {plan.dataset} (seed {plan.seed}): " + failure_reason(exc)
         if os.environ.get("ZSLBENCH_TRACEBACK"):
             import traceback
 
@@ -121,9 +121,17 @@ class LocalExecutor:
         for batch in batches:
             yield batch  # lets the driver report this dataset's cached runs before any fit
             for plan in batch.todo:
-                emit("run", {"dataset": plan.dataset, "method": plan.method,
-                             "repetition": plan.repetition, "seed": plan.seed,
-                             "sweep": plan.config.get("sweep"), "reason": plan.reason})
+                emit(
+                    "run",
+                    {
+                        "dataset": plan.dataset,
+                        "method": plan.method,
+                        "repetition": plan.repetition,
+                        "seed": plan.seed,
+                        "sweep": plan.config.get("sweep"),
+                        "reason": plan.reason,
+                    },
+                )
                 assert batch.planned.data is not None, "a batch with runs to do has its data"
                 with interrupts.user_interrupts():
                     result = execute(plan, batch.planned.data, on_event=emit)
@@ -146,14 +154,21 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, cpus_per_run: float | None = None,
-                 gpus_per_run: float | None = None, device: str = "cpu",
-                 plugins: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        cpus_per_run: float | None = None,
+        gpus_per_run: float | None = None,
+        device: str = "cpu",
+        plugins: tuple[str, ...] = (),
+    ) -> None:
         try:
             import ray
         except ImportError:
-            raise ConfigError("--executor ray needs Ray, which is not installed",
-                              hint="pip install -e '.[ray]' (or pip install ray)") from None
+            raise ConfigError(
+                "--executor ray needs Ray, which is not installed",
+                hint="pip install -e '.[ray]' (or pip install ray)",
+            ) from None
         self.ray = ray
         self.address = address
         self.started = False
@@ -163,32 +178,43 @@ class RayExecutor:
             os.environ.setdefault("RAY_worker_niceness", "0")
             # Workers import the same modules as the driver (plugins loaded with -p included).
             env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                      "logging_level": logging.ERROR,
-                                      "runtime_env": {"env_vars": env}}
+            kwargs: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "logging_level": logging.ERROR,
+                "runtime_env": {"env_vars": env},
+            }
             try:
                 if address:
                     ray.init(address=address, **kwargs)
                 else:
                     ray.init(**kwargs)
             except Exception as exc:  # a user's cluster address or resources: one line
-                raise ConfigError(f"--executor ray: cannot start or join a Ray cluster"
-                                  f"{' at ' + address if address else ''} "
-                                  f"({type(exc).__name__}: {exc})",
-                                  hint="check --address (or `ray status` on the head node)"
-                                  ) from None
+                raise ConfigError(
+                    f"--executor ray: cannot start or join a Ray cluster"
+                    f"{' at ' + address if address else ''} "
+                    f"({type(exc).__name__}: {exc})",
+                    hint="check --address (or `ray status` on the head node)",
+                ) from None
             self.started = True
         from zslbench.provenance import cores
 
-        self.cpus = cpus_per_run if cpus_per_run is not None else (1.0 if address else
-                                                                   float(cores()))
-        self.gpus = (gpus_per_run if gpus_per_run is not None
-                     else (1.0 if device.startswith("cuda") else 0.0))
+        self.cpus = (
+            cpus_per_run if cpus_per_run is not None else (1.0 if address else float(cores()))
+        )
+        self.gpus = (
+            gpus_per_run
+            if gpus_per_run is not None
+            else (1.0 if device.startswith("cuda") else 0.0)
+        )
         if device.startswith("cuda") and self.gpus == 0:
-            raise ConfigError("--device cuda with --gpus-per-run 0: the runs would get no GPU",
-                              hint="give each run a GPU or a fraction, e.g. --gpus-per-run 0.25")
-        self.task = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus,
-                               max_retries=0)(_execute_remote)
+            raise ConfigError(
+                "--device cuda with --gpus-per-run 0: the runs would get no GPU",
+                hint="give each run a GPU or a fraction, e.g. --gpus-per-run 0.25",
+            )
+        self.task = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus, max_retries=0)(
+            _execute_remote
+        )
         self.pending: list[Any] = []
 
     def run(self, batches: Iterable[Batch], emit: Emit) -> Iterator[Batch | RunResult]:
@@ -206,8 +232,13 @@ class RayExecutor:
                     task = self.task.remote(plan, ref, threads)
                     owner[task] = plan
                     self.pending.append(task)
-                emit("info", {"message": f"{len(plans)} run(s) of {plans[0].dataset} submitted "
-                              f"to Ray ({self.cpus:g} CPU, {self.gpus:g} GPU each)"})
+                emit(
+                    "info",
+                    {
+                        "message": f"{len(plans)} run(s) of {plans[0].dataset} submitted "
+                        f"to Ray ({self.cpus:g} CPU, {self.gpus:g} GPU each)"
+                    },
+                )
                 yield from self._collect(owner, block=False)
             yield from self._collect(owner, block=True)
         except BaseException:
@@ -217,8 +248,7 @@ class RayExecutor:
     def _collect(self, owner: dict[Any, Any], block: bool) -> Iterator[RunResult]:
         ray = self.ray
         while self.pending:
-            done, self.pending = ray.wait(self.pending, num_returns=1,
-                                          timeout=None if block else 0)
+            done, self.pending = ray.wait(self.pending, num_returns=1, timeout=None if block else 0)
             if not done:
                 return
             task = done[0]
@@ -227,8 +257,11 @@ class RayExecutor:
                 yield ray.get(task)
             except Exception as exc:  # the worker died or the task raised: this run fails only
                 cause = getattr(exc, "cause", None) or exc
-                yield RunResult(plan, error=f"{plan.method} on {plan.dataset} (seed {plan.seed}): "
-                                f"the Ray task failed: {type(cause).__name__}: {cause}")
+                yield RunResult(
+                    plan,
+                    error=f"{plan.method} on {plan.dataset} (seed {plan.seed}): "
+                    f"the Ray task failed: {type(cause).__name__}: {cause}",
+                )
 
     def cancel(self) -> None:
         for task in self.pending:

@@ -41,9 +41,16 @@ from typing import Any
 PROTOCOL_VERSION = 2
 
 #: The core numerics every run shares; ``tests/test_identity.py`` pins their digest.
-PROTOCOL_MODULES = ("zslbench.protocol", "zslbench.search", "zslbench.metrics",
-                    "zslbench.classifier", "zslbench.model", "zslbench.data.checks",
-                    "zslbench.data.fingerprints", "zslbench.data.splits")
+PROTOCOL_MODULES = (
+    "zslbench.protocol",
+    "zslbench.search",
+    "zslbench.metrics",
+    "zslbench.classifier",
+    "zslbench.model",
+    "zslbench.data.checks",
+    "zslbench.data.fingerprints",
+    "zslbench.data.splits",
+)
 
 #: Packages whose imports are followed from a component's module (besides its own top package).
 PLUGIN_PACKAGES = ("zslbench_plugins",)
@@ -83,25 +90,58 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return tree
 
 
 #: The optional (``?``) fields of Python 3.11's AST grammar: 3.11's ``ast.dump`` leaves them out
 #: when they are ``None`` (a ``None`` in any other field, e.g. ``Constant(value=None)``, is printed).
-_OPTIONAL_FIELDS = frozenset({
-    "AnnAssign.value", "Assert.msg", "Assign.type_comment", "AsyncFor.type_comment",
-    "AsyncFunctionDef.returns", "AsyncFunctionDef.type_comment", "AsyncWith.type_comment",
-    "Constant.kind", "ExceptHandler.name", "ExceptHandler.type", "For.type_comment",
-    "FormattedValue.format_spec", "FunctionDef.returns", "FunctionDef.type_comment",
-    "ImportFrom.level", "ImportFrom.module", "MatchAs.name", "MatchAs.pattern",
-    "MatchMapping.rest", "MatchStar.name", "Raise.cause", "Raise.exc", "Return.value",
-    "Slice.lower", "Slice.step", "Slice.upper", "With.type_comment", "Yield.value",
-    "alias.asname", "arg.annotation", "arg.type_comment", "arguments.kwarg", "arguments.vararg",
-    "keyword.arg", "match_case.guard", "withitem.optional_vars",
-})
+_OPTIONAL_FIELDS = frozenset(
+    {
+        "AnnAssign.value",
+        "Assert.msg",
+        "Assign.type_comment",
+        "AsyncFor.type_comment",
+        "AsyncFunctionDef.returns",
+        "AsyncFunctionDef.type_comment",
+        "AsyncWith.type_comment",
+        "Constant.kind",
+        "ExceptHandler.name",
+        "ExceptHandler.type",
+        "For.type_comment",
+        "FormattedValue.format_spec",
+        "FunctionDef.returns",
+        "FunctionDef.type_comment",
+        "ImportFrom.level",
+        "ImportFrom.module",
+        "MatchAs.name",
+        "MatchAs.pattern",
+        "MatchMapping.rest",
+        "MatchStar.name",
+        "Raise.cause",
+        "Raise.exc",
+        "Return.value",
+        "Slice.lower",
+        "Slice.step",
+        "Slice.upper",
+        "With.type_comment",
+        "Yield.value",
+        "alias.asname",
+        "arg.annotation",
+        "arg.type_comment",
+        "arguments.kwarg",
+        "arguments.vararg",
+        "keyword.arg",
+        "match_case.guard",
+        "withitem.optional_vars",
+    }
+)
 
 #: AST fields that newer Pythons added to nodes that 3.10 code also produces; they are empty
 #: (``[]``) in any source that 3.10 parses, and left out of :func:`stable_dump` when empty.
@@ -126,7 +166,8 @@ def stable_dump(node: object) -> str:
             except AttributeError:
                 continue
             if (value is None and f"{type(node).__name__}.{name}" in _OPTIONAL_FIELDS) or (
-                    name in _NEWER_FIELDS and value == []):
+                name in _NEWER_FIELDS and value == []
+            ):
                 continue
             if isinstance(node, ast.JoinedStr) and name == "values":
                 # 3.12's f-string parser (PEP 701) keeps empty parts that 3.11 drops
@@ -233,8 +274,12 @@ def component_digest(cls: type) -> dict[str, Any]:
     component class: the digest covers its module's closure (:func:`module_closure`)."""
     module = cls.__module__
     modules = modules_digest(module_closure(module))
-    return {"component": getattr(cls, "name", cls.__name__), "module": module,
-            "digest": _combine(modules)[:16], "modules": modules}
+    return {
+        "component": getattr(cls, "name", cls.__name__),
+        "module": module,
+        "digest": _combine(modules)[:16],
+        "modules": modules,
+    }
 
 
 def protocol_digest() -> str:
@@ -245,12 +290,22 @@ def protocol_digest() -> str:
 
 
 # -- identity, key, reasons ---------------------------------------------------------------------
-def run_identity(config_id: str, data_fingerprint: str, seed: int, device_type: str,
-                 components: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def run_identity(
+    config_id: str,
+    data_fingerprint: str,
+    seed: int,
+    device_type: str,
+    components: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
     """Everything a run's key covers, as stored in its record (``Record.identity``)."""
-    return {"protocol": PROTOCOL_VERSION, "config_id": config_id, "data": data_fingerprint,
-            "seed": int(seed), "device_type": device_type,
-            "components": {role: dict(c) for role, c in sorted(components.items())}}
+    return {
+        "protocol": PROTOCOL_VERSION,
+        "config_id": config_id,
+        "data": data_fingerprint,
+        "seed": int(seed),
+        "device_type": device_type,
+        "components": {role: dict(c) for role, c in sorted(components.items())},
+    }
 
 
 def run_key(identity: Mapping[str, Any], schema: int) -> str:
@@ -272,8 +327,11 @@ def changed_components(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
     old_c, new_c = old.get("components") or {}, new.get("components") or {}
     for role, comp in new_c.items():
         was = old_c.get(role)
-        if was is None or was.get("component") != comp["component"] \
-                or was.get("digest") == comp["digest"]:
+        if (
+            was is None
+            or was.get("component") != comp["component"]
+            or was.get("digest") == comp["digest"]
+        ):
             continue
         before, after = was.get("modules") or {}, comp.get("modules") or {}
         mods = sorted(m for m in set(before) | set(after) if before.get(m) != after.get(m))
@@ -311,5 +369,9 @@ def recorded_identity(record: Any) -> dict[str, Any]:
     fields tell (data fingerprint, config, seed, device type), without ``protocol``."""
     if getattr(record, "identity", None):
         return dict(record.identity)
-    return {"data": (record.data or {}).get("fingerprint"), "config_id": record.config_id,
-            "seed": record.seed, "device_type": (record.device or {}).get("type")}
+    return {
+        "data": (record.data or {}).get("fingerprint"),
+        "config_id": record.config_id,
+        "seed": record.seed,
+        "device_type": (record.device or {}).get("type"),
+    }

@@ -30,8 +30,14 @@ def summary(doc: str | None) -> str:
     depth, end = 0, len(text)
     for i, ch in enumerate(text):
         depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "." and depth <= 0 and (i + 1 == len(text) or (text[i + 1] == " " and i + 2 < len(text)
-                                                                 and text[i + 2].isupper())):
+        if (
+            ch == "."
+            and depth <= 0
+            and (
+                i + 1 == len(text)
+                or (text[i + 1] == " " and i + 2 < len(text) and text[i + 2].isupper())
+            )
+        ):
             end = i + 1
             break
     return text[:end]
@@ -46,12 +52,18 @@ def method_parameters(reg: Registry, name: str) -> None:
 
     prep = prepare_method(reg, name)
     spec = prep.spec
-    out_console.print(f"{name}: {spec.paper_name or name} — model {spec.model}, "
-                      f"{' '.join(f'{r}={n}' for r, n in prep.spec.roles().items())}",
-                      markup=False, highlight=False)
+    out_console.print(
+        f"{name}: {spec.paper_name or name} — model {spec.model}, "
+        f"{' '.join(f'{r}={n}' for r, n in prep.spec.roles().items())}",
+        markup=False,
+        highlight=False,
+    )
     if spec.citation:
         out_console.print(f"citation: {spec.citation}", markup=False, highlight=False)
-    t = Table(title=f"Hyperparameters of {name} (set one with --set ROLE.PARAM=VALUE)", title_justify="left")
+    t = Table(
+        title=f"Hyperparameters of {name} (set one with --set ROLE.PARAM=VALUE)",
+        title_justify="left",
+    )
     for col in ("role", "component", "parameter", "value", "default", "summary"):
         t.add_column(col)
     for role, cls in prep.classes.items():
@@ -62,14 +74,26 @@ def method_parameters(reg: Registry, name: str) -> None:
         for i, (param, value) in enumerate(params.items()):
             default = signature[param].default if param in signature else inspect.Parameter.empty
             shown = "" if default is inspect.Parameter.empty else repr(default)
-            t.add_row(role if i == 0 else "", cls.name if i == 0 else "", param, repr(value),
-                      shown if shown != repr(value) else "(same)", summary(cls.__doc__) if i == 0 else "")
+            t.add_row(
+                role if i == 0 else "",
+                cls.name if i == 0 else "",
+                param,
+                repr(value),
+                shown if shown != repr(value) else "(same)",
+                summary(cls.__doc__) if i == 0 else "",
+            )
     out_console.print(t)
 
 
 @click.command("list")
-@click.option("-m", "--method", "method", default=None, metavar="NAME",
-              help="Show this method's components and hyperparameters, with their defaults.")
+@click.option(
+    "-m",
+    "--method",
+    "method",
+    default=None,
+    metavar="NAME",
+    help="Show this method's components and hyperparameters, with their defaults.",
+)
 @click.pass_obj
 def list_cmd(state: _HasRegistry, method: str | None) -> None:
     """Show every dataset, method and component, with the plugin that provides it (--method NAME:
@@ -91,15 +115,24 @@ def list_cmd(state: _HasRegistry, method: str | None) -> None:
     out_console.print(t)
 
     t = Table(title="Methods", title_justify="left")
-    for col in ("name", "model", "components", "preprocessor", "calibrator", "paper name",
-                "plugin", "distribution"):
+    for col in (
+        "name",
+        "model",
+        "components",
+        "preprocessor",
+        "calibrator",
+        "paper name",
+        "plugin",
+        "distribution",
+    ):
         t.add_column(col)
     for name in reg.names("method"):
         p = reg.items["method"][name]
         m = p.obj
         subs = " ".join(f"{r}={n}" for r, n in m.sub_components().items())
-        t.add_row(name, m.model, subs, m.preprocessor, m.calibrator, m.paper_name, p.plugin,
-                  dist(p))
+        t.add_row(
+            name, m.model, subs, m.preprocessor, m.calibrator, m.paper_name, p.plugin, dist(p)
+        )
     out_console.print(t)
 
     t = Table(title="Components", title_justify="left")

@@ -40,12 +40,17 @@ class MethodSpec:
 
     def roles(self) -> dict[str, str]:
         """Every role of the method and the registered name that fills it, in pipeline order."""
-        return {"preprocessor": self.preprocessor, "model": self.model, **self.sub_components(),
-                "calibrator": self.calibrator}
+        return {
+            "preprocessor": self.preprocessor,
+            "model": self.model,
+            **self.sub_components(),
+            "calibrator": self.calibrator,
+        }
 
 
-def method_roles(registry: Any, name: str, swaps: dict[str, str] | None = None
-                 ) -> dict[str, tuple[str, str]]:
+def method_roles(
+    registry: Any, name: str, swaps: dict[str, str] | None = None
+) -> dict[str, tuple[str, str]]:
     """Every role of method ``name`` -> (the kind of component that fills it, its registered
     name), in pipeline order, with ``swaps`` (``--set role=name``) applied. The sub-roles are
     those the (possibly swapped) model declares in ``components``; a mistake is one
@@ -59,12 +64,16 @@ def method_roles(registry: Any, name: str, swaps: dict[str, str] | None = None
     wanted = dict(getattr(model_cls, "components", {}))
     missing = [r for r in wanted if r not in roles]
     if missing:
-        raise ConfigError(f"method {name!r}: model {model_cls.name!r} needs a component for "
-                          f"{', '.join(missing)}", hint="name it in the MethodSpec")
+        raise ConfigError(
+            f"method {name!r}: model {model_cls.name!r} needs a component for {', '.join(missing)}",
+            hint="name it in the MethodSpec",
+        )
     roles = {r: n for r, n in roles.items() if r in OUTER_ROLES or r in wanted}
     for role, new in swaps.items():
         if role not in roles:
-            raise ConfigError(f"--set {role}={new}: method {name!r} has no role {role!r}",
-                              hint=f"its roles: {', '.join(roles)}")
+            raise ConfigError(
+                f"--set {role}={new}: method {name!r} has no role {role!r}",
+                hint=f"its roles: {', '.join(roles)}",
+            )
         roles[role] = new
     return {r: (r if r in OUTER_ROLES else wanted[r], n) for r, n in roles.items()}

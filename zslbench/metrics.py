@@ -39,8 +39,9 @@ H_TIE_TOLERANCE = 1e-9
 END_OFFSET_REL = 1e-10
 
 
-def per_class_accuracy(y_true: np.ndarray, y_pred: np.ndarray,
-                       classes: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+def per_class_accuracy(
+    y_true: np.ndarray, y_pred: np.ndarray, classes: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
     """Mean per-class top-1 accuracy in percent, and the accuracy of each class.
 
     The classes are ``classes`` in the order given, or the sorted distinct labels of ``y_true``.
@@ -64,8 +65,10 @@ def per_class_accuracy(y_true: np.ndarray, y_pred: np.ndarray,
         pos_clipped = np.minimum(pos, present.size - 1)
         missing = (pos >= present.size) | (present[pos_clipped] != classes)
         if missing.any():
-            raise ValueError(f"classes {classes[missing].tolist()} have no sample in y_true; "
-                             "their accuracy is undefined")
+            raise ValueError(
+                f"classes {classes[missing].tolist()} have no sample in y_true; "
+                "their accuracy is undefined"
+            )
         per_class = acc_present[pos_clipped]
     return float(per_class.mean()), per_class
 
@@ -130,8 +133,9 @@ def _check_labels(labels: np.ndarray, n: int, n_classes: int) -> np.ndarray:
     if y.size and not np.issubdtype(y.dtype, np.integer):
         raise ValueError(f"labels must be integer column indices, got dtype {y.dtype}")
     if y.size and (y.min() < 0 or y.max() >= n_classes):
-        raise ValueError(f"labels must be column indices in [0, {n_classes}), got range "
-                         f"[{y.min()}, {y.max()}]")
+        raise ValueError(
+            f"labels must be column indices in [0, {n_classes}), got range [{y.min()}, {y.max()}]"
+        )
     return y.astype(np.int64)
 
 
@@ -160,15 +164,19 @@ def _interval_gammas(breakpoints: np.ndarray, scale: float) -> np.ndarray:
     return np.concatenate([[below], mids, [above]])
 
 
-def _curve(best: GroupBest, labels: np.ndarray, seen_mask: np.ndarray,
-           per_class: bool = True) -> Curve:
+def _curve(
+    best: GroupBest, labels: np.ndarray, seen_mask: np.ndarray, per_class: bool = True
+) -> Curve:
     label_seen = seen_mask[labels]
     if label_seen.all() or not label_seen.any():
-        raise ValueError("the seen-unseen curve needs samples of both seen and unseen classes "
-                         f"(got {int(label_seen.sum())} seen-class and "
-                         f"{int((~label_seen).sum())} unseen-class samples)")
-    w = (_group_weights(labels, label_seen, per_class)
-         + _group_weights(labels, ~label_seen, per_class))
+        raise ValueError(
+            "the seen-unseen curve needs samples of both seen and unseen classes "
+            f"(got {int(label_seen.sum())} seen-class and "
+            f"{int((~label_seen).sum())} unseen-class samples)"
+        )
+    w = _group_weights(labels, label_seen, per_class) + _group_weights(
+        labels, ~label_seen, per_class
+    )
     # Only samples whose true class is the best of its group can ever be right: unseen-class
     # samples become right above their breakpoint, seen-class samples are right below it.
     gains_u = ~label_seen & (best.unseen_idx == labels)
@@ -185,8 +193,9 @@ def _curve(best: GroupBest, labels: np.ndarray, seen_mask: np.ndarray,
     return Curve(_interval_gammas(breakpoints, best.scale), a_u, a_s)
 
 
-def seen_unseen_curve(scores: np.ndarray, labels: np.ndarray, seen_mask: np.ndarray, *,
-                      per_class: bool = True) -> Curve:
+def seen_unseen_curve(
+    scores: np.ndarray, labels: np.ndarray, seen_mask: np.ndarray, *, per_class: bool = True
+) -> Curve:
     """The exact seen-unseen curve of a score matrix (n, c) over all gamma.
 
     ``labels`` are column indices; samples whose label is an unseen column form ``A_U``, those
@@ -228,16 +237,21 @@ def thin_curve(curve: Curve, max_points: int = 256) -> Curve:
         return curve
     h = harmonic_mean(curve.A_U, curve.A_S)
     must = np.array([0, n - 1, int(np.argmax(h))])
-    length = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(curve.A_U))
-                                              + np.abs(np.diff(curve.A_S)))])
+    length = np.concatenate(
+        [[0.0], np.cumsum(np.abs(np.diff(curve.A_U)) + np.abs(np.diff(curve.A_S)))]
+    )
     targets = np.linspace(0.0, length[-1], max_points - must.size)
     spread = np.minimum(np.searchsorted(length, targets), n - 1)
     keep = np.union1d(must, spread)
     return Curve(curve.gamma[keep], curve.A_U[keep], curve.A_S[keep])
 
 
-def _per_class_records(y: np.ndarray, pred: np.ndarray, class_ids: np.ndarray,
-                       extra: dict[str, np.ndarray] | None = None) -> list[dict[str, Any]]:
+def _per_class_records(
+    y: np.ndarray,
+    pred: np.ndarray,
+    class_ids: np.ndarray,
+    extra: dict[str, np.ndarray] | None = None,
+) -> list[dict[str, Any]]:
     classes, counts = np.unique(y, return_counts=True)
     _, acc = per_class_accuracy(y, pred, classes)
     rows = []
@@ -249,11 +263,17 @@ def _per_class_records(y: np.ndarray, pred: np.ndarray, class_ids: np.ndarray,
     return rows
 
 
-def gzsl_evaluate(scores_seen_test: np.ndarray, y_seen_test: np.ndarray,
-                  scores_unseen_test: np.ndarray, y_unseen_test: np.ndarray,
-                  seen_mask: np.ndarray, gamma: float, *,
-                  class_ids: np.ndarray | None = None,
-                  max_curve_points: int = 256) -> dict[str, Any]:
+def gzsl_evaluate(
+    scores_seen_test: np.ndarray,
+    y_seen_test: np.ndarray,
+    scores_unseen_test: np.ndarray,
+    y_unseen_test: np.ndarray,
+    seen_mask: np.ndarray,
+    gamma: float,
+    *,
+    class_ids: np.ndarray | None = None,
+    max_curve_points: int = 256,
+) -> dict[str, Any]:
     """Every test metric of one run, as a JSON-ready dict (floats, lists, ints; all finite).
 
     Both score matrices have a column per class of the whole label space (seen and unseen),
@@ -280,11 +300,13 @@ def gzsl_evaluate(scores_seen_test: np.ndarray, y_seen_test: np.ndarray,
     if y_s.size == 0 or y_u.size == 0:
         raise ValueError("gzsl_evaluate needs at least one test-seen and one test-unseen sample")
     if not mask[y_s].all():
-        raise ValueError("y_seen_test contains labels of unseen columns: "
-                         f"{np.unique(y_s[~mask[y_s]]).tolist()}")
+        raise ValueError(
+            f"y_seen_test contains labels of unseen columns: {np.unique(y_s[~mask[y_s]]).tolist()}"
+        )
     if mask[y_u].any():
-        raise ValueError("y_unseen_test contains labels of seen columns: "
-                         f"{np.unique(y_u[mask[y_u]]).tolist()}")
+        raise ValueError(
+            f"y_unseen_test contains labels of seen columns: {np.unique(y_u[mask[y_u]]).tolist()}"
+        )
     ids = np.arange(n_classes) if class_ids is None else np.asarray(class_ids).ravel()
     if ids.shape != (n_classes,):
         raise ValueError(f"class_ids has {ids.size} entries for {n_classes} score columns")
@@ -301,7 +323,10 @@ def gzsl_evaluate(scores_seen_test: np.ndarray, y_seen_test: np.ndarray,
     y_both = np.concatenate([y_s, y_u])
     full = _curve(both, y_both, mask)
     return {
-        "A_T": a_t, "A_U": a_u, "A_S": a_s, "H": h,
+        "A_T": a_t,
+        "A_U": a_u,
+        "A_S": a_s,
+        "H": h,
         "AUSUC": ausuc(full),
         "AUSUC_per_image": ausuc(_curve(both, y_both, mask, per_class=False)),
         "gamma": g,

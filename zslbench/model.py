@@ -90,8 +90,13 @@ class Model(Component):
     search_strategy: ClassVar[str] = "grid"
     components: ClassVar[Mapping[str, str]] = {}
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> Model:
+    def fit(
+        self,
+        features: np.ndarray,
+        labels: np.ndarray,
+        class_semantics: np.ndarray,
+        classes: np.ndarray,
+    ) -> Model:
         raise NotImplementedError
 
     def decision_function(self, features: np.ndarray) -> np.ndarray:
@@ -120,41 +125,59 @@ class Model(Component):
         return self
 
     @staticmethod
-    def check_fit_inputs(features: Any, labels: Any, class_semantics: Any, classes: Any,
-                         who: str = "model") -> FitInputs:
+    def check_fit_inputs(
+        features: Any, labels: Any, class_semantics: Any, classes: Any, who: str = "model"
+    ) -> FitInputs:
         """Check ``fit``'s arguments against the contract; one-line ``DataError`` otherwise.
 
         Returns them converted (float32 features, int64 labels and classes, float64 semantics) with
         each label's column and the seen mask, so a model need not recompute them.
         """
         if not hasattr(features, "ndim") or features.ndim != 2:
-            raise DataError(f"{who}: features must be a 2-D array (images x dims), got shape "
-                            f"{getattr(features, 'shape', None)}",
-                            hint="pass one row per training image")
+            raise DataError(
+                f"{who}: features must be a 2-D array (images x dims), got shape "
+                f"{getattr(features, 'shape', None)}",
+                hint="pass one row per training image",
+            )
         labels = np.asarray(labels)
-        if labels.ndim != 1 or len(labels) != features.shape[0] or not np.issubdtype(
-                labels.dtype, np.integer):
-            raise DataError(f"{who}: labels must be {features.shape[0]} integer class ids, got "
-                            f"{labels.dtype} of shape {labels.shape}",
-                            hint="pass the class id of every training image")
+        if (
+            labels.ndim != 1
+            or len(labels) != features.shape[0]
+            or not np.issubdtype(labels.dtype, np.integer)
+        ):
+            raise DataError(
+                f"{who}: labels must be {features.shape[0]} integer class ids, got "
+                f"{labels.dtype} of shape {labels.shape}",
+                hint="pass the class id of every training image",
+            )
         classes = np.asarray(classes)
-        if classes.ndim != 1 or not np.issubdtype(classes.dtype, np.integer) or len(
-                np.unique(classes)) != len(classes):
-            raise DataError(f"{who}: classes must be distinct integer class ids, got {classes!r}",
-                            hint="pass each candidate class once")
+        if (
+            classes.ndim != 1
+            or not np.issubdtype(classes.dtype, np.integer)
+            or len(np.unique(classes)) != len(classes)
+        ):
+            raise DataError(
+                f"{who}: classes must be distinct integer class ids, got {classes!r}",
+                hint="pass each candidate class once",
+            )
         sem = np.asarray(class_semantics, dtype=np.float64)
         if sem.ndim != 2 or sem.shape[0] != len(classes):
-            raise DataError(f"{who}: class_semantics has shape {sem.shape} for {len(classes)} "
-                            "classes", hint="pass one semantics row per entry of classes")
+            raise DataError(
+                f"{who}: class_semantics has shape {sem.shape} for {len(classes)} classes",
+                hint="pass one semantics row per entry of classes",
+            )
         order = np.argsort(classes, kind="stable")
         pos = np.searchsorted(classes[order], labels)
         pos = np.minimum(pos, len(classes) - 1)
         bad = classes[order][pos] != labels
         if bad.any():
-            raise DataError(f"{who}: labels hold class ids not in classes, e.g. "
-                            f"{int(labels[bad][0])}", hint="classes must contain every label")
+            raise DataError(
+                f"{who}: labels hold class ids not in classes, e.g. {int(labels[bad][0])}",
+                hint="classes must contain every label",
+            )
         y = order[pos].astype(np.int64)
         seen_mask = np.zeros(len(classes), dtype=bool)
         seen_mask[np.unique(y)] = True
-        return FitInputs(features, labels.astype(np.int64), sem, classes.astype(np.int64), y,
-                         seen_mask)
+        return FitInputs(
+            features, labels.astype(np.int64), sem, classes.astype(np.int64), y, seen_mask
+        )

@@ -82,11 +82,22 @@ class PlannedRun:
         return f"{self.dataset} · {self.method}{extra} · r{self.repetition} (seed {self.seed})"
 
 
-def plan_dataset(configs: Iterable[tuple[PreparedMethod, dict[str, Any], Overrides]], *, dataset: str,
-                 data_fingerprint: str, results_dir: Path, seeds: int, base_seed: int,
-                 device: str, device_name: str, force: bool, index: RecordIndex,
-                 config_file: str | None = None, schedule: str | None = None,
-                 kind: str = "") -> list[PlannedRun]:
+def plan_dataset(
+    configs: Iterable[tuple[PreparedMethod, dict[str, Any], Overrides]],
+    *,
+    dataset: str,
+    data_fingerprint: str,
+    results_dir: Path,
+    seeds: int,
+    base_seed: int,
+    device: str,
+    device_name: str,
+    force: bool,
+    index: RecordIndex,
+    config_file: str | None = None,
+    schedule: str | None = None,
+    kind: str = "",
+) -> list[PlannedRun]:
     """Plan every (configuration, repetition) of one dataset.
 
     ``configs`` are ``(PreparedMethod, sweep combination, Overrides)`` from
@@ -101,8 +112,14 @@ def plan_dataset(configs: Iterable[tuple[PreparedMethod, dict[str, Any], Overrid
     for prep, combo, overrides in configs:
         # recorded before numbers were canonical (``--sweep margin=1,2`` kept integers): the
         # record keeps its id, and a re-run of it runs the values as it recorded them
-        prep = next((old for old in prep.legacy()
-                     if index.has_config(dataset, prep.spec.name, old.config_id())), prep)
+        prep = next(
+            (
+                old
+                for old in prep.legacy()
+                if index.has_config(dataset, prep.spec.name, old.config_id())
+            ),
+            prep,
+        )
         config = prep.config(overrides)
         if combo:
             config["sweep"] = jsonable(combo)
@@ -122,15 +139,39 @@ def plan_dataset(configs: Iterable[tuple[PreparedMethod, dict[str, Any], Overrid
             eta = index.busy_eta(dataset, prep.spec.name, device_name)
         for rep in range(seeds):
             seed = derive_seed(base_seed, dataset, rep)
-            run_id = _free_name(index, claimed, Path(results_dir), dataset, prep.spec.name,
-                                config_id, data_fingerprint, dev_type, seed)
+            run_id = _free_name(
+                index,
+                claimed,
+                Path(results_dir),
+                dataset,
+                prep.spec.name,
+                config_id,
+                data_fingerprint,
+                dev_type,
+                seed,
+            )
             identity = ident.run_identity(config_id, data_fingerprint, seed, dev_type, components)
             key = ident.run_key(identity, SCHEMA_VERSION)
             path = record_path(results_dir, run_id)
             claimed[path.resolve()] = (config_id, data_fingerprint)
-            run = PlannedRun(dataset, prep.spec.name, rep, seed, run_id, key, config_id, config,
-                             identity, path, "run", eta_seconds=eta, prepared=prep,
-                             kind=kind, device=device, eta_approximate=approximate and eta is not None)
+            run = PlannedRun(
+                dataset,
+                prep.spec.name,
+                rep,
+                seed,
+                run_id,
+                key,
+                config_id,
+                config,
+                identity,
+                path,
+                "run",
+                eta_seconds=eta,
+                prepared=prep,
+                kind=kind,
+                device=device,
+                eta_approximate=approximate and eta is not None,
+            )
             existing = index.by_path.get(path.resolve())
             failed = failure_note(path)
             if failed is not None and not (isinstance(existing, Record) and existing.key == key):
@@ -147,49 +188,71 @@ def plan_dataset(configs: Iterable[tuple[PreparedMethod, dict[str, Any], Overrid
             else:
                 if existing is None:
                     existing = index.previous(
-                        run_slot(dataset, prep.spec.name, dev_type, base_seed, rep, config.get("sweep")),
-                        config_id, data_fingerprint)
+                        run_slot(
+                            dataset, prep.spec.name, dev_type, base_seed, rep, config.get("sweep")
+                        ),
+                        config_id,
+                        data_fingerprint,
+                    )
                 run.reason = ident.difference(
-                    ident.recorded_identity(existing) if existing is not None else None,
-                    identity)
+                    ident.recorded_identity(existing) if existing is not None else None, identity
+                )
                 if force:
                     run.reason = f"--force ({run.reason})"
             out.append(run)
     return out
 
 
-def _free_name(index: RecordIndex, claimed: dict[Path, tuple[str, str]], results_dir: Path,
-               dataset: str, method: str, config_id: str, data_fp: str, dev_type: str,
-               seed: int) -> str:
+def _free_name(
+    index: RecordIndex,
+    claimed: dict[Path, tuple[str, str]],
+    results_dir: Path,
+    dataset: str,
+    method: str,
+    config_id: str,
+    data_fp: str,
+    dev_type: str,
+    seed: int,
+) -> str:
     """The run's id: the short name (:func:`zslbench.records.run_name`), unless its file holds
     the record of another configuration or data, or another run of this grid writes it; then
     the full name, which holds the whole ids and cannot collide. A run already recorded under
     its full name keeps it."""
-    names = [run_name(dataset, method, config_id, data_fp, dev_type, seed, full=full)
-             for full in (False, True)]
+    names = [
+        run_name(dataset, method, config_id, data_fp, dev_type, seed, full=full)
+        for full in (False, True)
+    ]
     short, full = (record_path(results_dir, n).resolve() for n in names)
 
     def owner(path: Path) -> tuple[str, str] | None:
         rec = index.by_path.get(path)
         if path in claimed:
             return claimed[path]
-        return (rec.config_id, str(rec.data.get("fingerprint"))) if isinstance(rec, Record) else None
+        return (
+            (rec.config_id, str(rec.data.get("fingerprint"))) if isinstance(rec, Record) else None
+        )
 
     mine = (config_id, data_fp)
     if owner(short) in (None, mine) and full not in index.by_path:
         return names[0]
     if owner(full) not in (None, mine):  # 64 hex digits of the config id and 16 of the data's
-        raise ConfigError(f"{full}: holds the record of another configuration or data under this "
-                          "run's name", hint="move that record out of --results-dir")
+        raise ConfigError(
+            f"{full}: holds the record of another configuration or data under this run's name",
+            hint="move that record out of --results-dir",
+        )
     if len(f"{names[1]}.json".encode()) > 255:
-        raise ConfigError(f"{short}: holds the record of another configuration whose id starts as "
-                          f"this run's ({config_id[:8]}), and the full name of this run is too long "
-                          "for a file name", hint="run it into another --results-dir")
+        raise ConfigError(
+            f"{short}: holds the record of another configuration whose id starts as "
+            f"this run's ({config_id[:8]}), and the full name of this run is too long "
+            "for a file name",
+            hint="run it into another --results-dir",
+        )
     return names[1]
 
 
-def load_checked(request: GridRequest, registry: Registry, load: Loader,
-                 dataset: str) -> tuple[ZSLData, str, Any, dict[str, Any]]:
+def load_checked(
+    request: GridRequest, registry: Registry, load: Loader, dataset: str
+) -> tuple[ZSLData, str, Any, dict[str, Any]]:
     """Load ``dataset`` and run the dataset contract on it (before any training, and for a dry
     run): (data, kind, the checks' verdict, the record's ``data`` section)."""
     data, kind = load(dataset)
@@ -202,19 +265,33 @@ def load_checked(request: GridRequest, registry: Registry, load: Loader,
     # Another backbone's features are the benchmark with other features: every pin but the
     # features' applies, and the backbone enters the fingerprint (zslbench.data.backbones).
     verdict = check_dataset(
-        data, kind, allow_nonstandard=request.allow_nonstandard,
+        data,
+        kind,
+        allow_nonstandard=request.allow_nonstandard,
         benchmark=backbones.for_backbone(bench, data.backbone),
-        known=backbones.relax_all(declared_benchmarks(
-            p.obj for p in registry.items["dataset"].values()), data.backbone))
+        known=backbones.relax_all(
+            declared_benchmarks(p.obj for p in registry.items["dataset"].values()), data.backbone
+        ),
+    )
     if bench is None and verdict.official is not None:  # a real file matched by its split
-        bench = next((p.obj.benchmark for p in registry.items["dataset"].values()
-                      if p.obj.benchmark is not None and p.obj.benchmark.name == verdict.official),
-                     None)
+        bench = next(
+            (
+                p.obj.benchmark
+                for p in registry.items["dataset"].values()
+                if p.obj.benchmark is not None and p.obj.benchmark.name == verdict.official
+            ),
+            None,
+        )
     verdict = backbones.named(verdict, data.backbone, bench)
-    info = {"fingerprint": verdict.fingerprint, "features_hash": verdict.features_hash,
-            "n_images": int(data.features.shape[0]), "feature_dim": int(data.features.shape[1]),
-            "n_seen": int(len(data.seen_classes)), "n_unseen": int(len(data.unseen_classes)),
-            "source": data.source}
+    info = {
+        "fingerprint": verdict.fingerprint,
+        "features_hash": verdict.features_hash,
+        "n_images": int(data.features.shape[0]),
+        "feature_dim": int(data.features.shape[1]),
+        "n_seen": int(len(data.seen_classes)),
+        "n_unseen": int(len(data.unseen_classes)),
+        "source": data.source,
+    }
     if declared is not None:
         # Who registered the name: a Reproduce line names a plugin's dataset by name (with -p
         # when its plugin is a -p module, distribution null), and only a file opened from the
@@ -251,8 +328,14 @@ class GridPlan:
     datasets: Iterator[DatasetPlan]
 
 
-def plan(request: GridRequest, registry: Registry, load: Loader, *,
-         on_event: Emit | None = None, keep_going: bool = False) -> GridPlan:
+def plan(
+    request: GridRequest,
+    registry: Registry,
+    load: Loader,
+    *,
+    on_event: Emit | None = None,
+    keep_going: bool = False,
+) -> GridPlan:
     """Plan the grid: what ``zslbench run`` runs and ``--dry-run`` prints.
 
     Every configuration is resolved and the results dir checked before any data is loaded (a
@@ -279,15 +362,26 @@ def plan(request: GridRequest, registry: Registry, load: Loader, *,
                 if not keep_going:
                     raise  # nothing else could run: the data error itself is the answer (exit 2)
                 reason = _load_failure(exc).removeprefix(f"{dataset}: ")
-                emit("warning", {"message": f"{dataset}: {reason}; its runs fail, the grid goes on"})
+                emit(
+                    "warning", {"message": f"{dataset}: {reason}; its runs fail, the grid goes on"}
+                )
                 yield DatasetPlan(dataset, failure=reason)
                 continue
-            runs = plan_dataset(configs, dataset=dataset, data_fingerprint=verdict.fingerprint,
-                                results_dir=request.results_dir, seeds=request.seeds,
-                                base_seed=request.base_seed, device=request.device,
-                                device_name=device_name, force=request.force or request.recheck,
-                                index=index, config_file=request.config_file,
-                                schedule=request.schedule, kind=kind)
+            runs = plan_dataset(
+                configs,
+                dataset=dataset,
+                data_fingerprint=verdict.fingerprint,
+                results_dir=request.results_dir,
+                seeds=request.seeds,
+                base_seed=request.base_seed,
+                device=request.device,
+                device_name=device_name,
+                force=request.force or request.recheck,
+                index=index,
+                config_file=request.config_file,
+                schedule=request.schedule,
+                kind=kind,
+            )
             yield DatasetPlan(dataset, runs, data, verdict, info)
 
     return GridPlan(request, configs, index, device_name, datasets())
@@ -331,8 +425,10 @@ def dry_run_lines(runs: list[PlannedRun], device_name: str) -> list[str]:
         total += f"; ETA ~{fmt_seconds(sum(known))}" if known else "; ETA unknown"
         notes = [f"approximate: {busy} run(s) timed only on a busy machine"] if busy else []
         if len(known) < len(todo):
-            notes.append(f"{len(todo) - len(known)} run(s) without an earlier record on "
-                         f"{device_name} not counted")
+            notes.append(
+                f"{len(todo) - len(known)} run(s) without an earlier record on "
+                f"{device_name} not counted"
+            )
         total += f" ({'; '.join(notes)})" if notes else ""
     lines.append(total)
     return lines

@@ -71,14 +71,24 @@ class PreparedMethod:
         return list(getattr(self.classes["model"], "components", {}))
 
     def config(self, overrides: Overrides) -> dict[str, Any]:
-        comps = {role: {"name": self.classes[role].name, "plugin": self.plugins[role],
-                        "params": jsonable(self.params[role]),
-                        **_distribution(self.distributions.get(role))} for role in self.classes}
+        comps = {
+            role: {
+                "name": self.classes[role].name,
+                "plugin": self.plugins[role],
+                "params": jsonable(self.params[role]),
+                **_distribution(self.distributions.get(role)),
+            }
+            for role in self.classes
+        }
         # Only what applies to this method: a grid's --set for another method's component is
         # not part of this one's configuration (nor of its row's label on the board).
         applies = set(self.classes) | {cls.name for cls in self.classes.values()}
-        flat = {f"{t}.{p}": jsonable(v) for t, ps in sorted(overrides.params.items())
-                if t in applies for p, v in sorted(ps.items())}
+        flat = {
+            f"{t}.{p}": jsonable(v)
+            for t, ps in sorted(overrides.params.items())
+            if t in applies
+            for p, v in sorted(ps.items())
+        }
         flat.update({role: name for role, name in sorted(overrides.swaps.items())})
         out = {"method": self.spec.name, "components": comps, "overrides": flat}
         method_dist = _distribution(self.distributions.get("method"))
@@ -87,8 +97,10 @@ class PreparedMethod:
         return out
 
     def config_id(self) -> str:
-        return records.config_id(self.spec.name, {
-            role: (self.classes[role].name, jsonable(self.params[role])) for role in self.classes})
+        return records.config_id(
+            self.spec.name,
+            {role: (self.classes[role].name, jsonable(self.params[role])) for role in self.classes},
+        )
 
     def _make(self, role: str, seed: int, device: str, **extra: Any) -> Component:
         cls = self.classes[role]
@@ -108,16 +120,18 @@ class PreparedMethod:
         model = self._make("model", seed, device, **subs)
         fixed = {p for p in self.explicit["model"]}
         fixed |= {f"{role}.{p}" for role in self.sub_roles for p in self.explicit[role]}
-        return Method(name=self.spec.name,
-                      preprocessor=self._make("preprocessor", seed, device),  # type: ignore[arg-type]
-                      model=model,  # type: ignore[arg-type]
-                      calibrator=self._make("calibrator", seed, device),  # type: ignore[arg-type]
-                      fixed=frozenset(fixed))
+        return Method(
+            name=self.spec.name,
+            preprocessor=self._make("preprocessor", seed, device),  # type: ignore[arg-type]
+            model=model,  # type: ignore[arg-type]
+            calibrator=self._make("calibrator", seed, device),  # type: ignore[arg-type]
+            fixed=frozenset(fixed),
+        )
 
 
-
-def prepare_method(registry: Registry, name: str, overrides: Overrides | None = None
-                   ) -> PreparedMethod:
+def prepare_method(
+    registry: Registry, name: str, overrides: Overrides | None = None
+) -> PreparedMethod:
     """Resolve method ``name`` with ``overrides``; every mistake is one ``ConfigError`` line."""
     overrides = overrides or Overrides()
     provided_method = registry.get("method", name)
@@ -137,24 +151,35 @@ def prepare_method(registry: Registry, name: str, overrides: Overrides | None = 
         # A method's own values for a role apply only to the component it names.
         own = spec.params.get(role, {}) if comp_name == spec.roles().get(role) else {}
         given_params[role], explicit[role] = _role_params(cls, role, own, overrides)
-        hints = {p.name: p.annotation
-                 for p in inspect.signature(cls.__init__).parameters.values()}
-        params[role] = {k: canonical_number(v, hints.get(k))
-                        for k, v in given_params[role].items()}
+        hints = {p.name: p.annotation for p in inspect.signature(cls.__init__).parameters.values()}
+        params[role] = {k: canonical_number(v, hints.get(k)) for k, v in given_params[role].items()}
         overridden[role] = {k for t in (role, cls.name) for k in overrides.params.get(t, {})}
-    return PreparedMethod(spec, classes, plugins, params, explicit, distributions,
-                          _variants(params, given_params, overridden))
+    return PreparedMethod(
+        spec,
+        classes,
+        plugins,
+        params,
+        explicit,
+        distributions,
+        _variants(params, given_params, overridden),
+    )
 
 
-def _role_params(cls: type[Component], role: str, own: dict[str, Any], overrides: Overrides
-                 ) -> tuple[dict[str, Any], set[str]]:
+def _role_params(
+    cls: type[Component], role: str, own: dict[str, Any], overrides: Overrides
+) -> tuple[dict[str, Any], set[str]]:
     """The hyperparameters of the component ``cls`` filling ``role`` (its defaults, the
     method's ``own`` values, then ``--set`` by role or by component name) and those given."""
     sig = inspect.signature(cls.__init__).parameters.values()
     subs = set(getattr(cls, "components", {}))
-    merged = {p.name: p.default for p in sig if p.name != "self"
-              and p.default is not inspect.Parameter.empty
-              and p.name not in INJECTED and p.name not in subs}
+    merged = {
+        p.name: p.default
+        for p in sig
+        if p.name != "self"
+        and p.default is not inspect.Parameter.empty
+        and p.name not in INJECTED
+        and p.name not in subs
+    }
     valid = [n for n in cls._param_names() if n not in INJECTED and n not in subs]
     merged.update(own)
     given = set(own)
@@ -162,33 +187,49 @@ def _role_params(cls: type[Component], role: str, own: dict[str, Any], overrides
     for target in dict.fromkeys((role, cls.name)):
         for key, value in overrides.params.get(target, {}).items():
             if key not in valid:
-                raise ConfigError(f"--set {target}.{key}: {cls.name!r} ({role}) has no "
-                                  f"hyperparameter {key!r}",
-                                  hint=f"valid: {', '.join(valid) or 'none'}")
+                raise ConfigError(
+                    f"--set {target}.{key}: {cls.name!r} ({role}) has no hyperparameter {key!r}",
+                    hint=f"valid: {', '.join(valid) or 'none'}",
+                )
             earlier = by_key.get(key)
             if earlier is not None and not same_value(earlier[1], value):
-                raise ConfigError(f"--set {earlier[0]}.{key}={earlier[1]!r} and --set "
-                                  f"{target}.{key}={value!r} set the same hyperparameter of "
-                                  f"{cls.name!r} to different values",
-                                  hint="keep one of them")
+                raise ConfigError(
+                    f"--set {earlier[0]}.{key}={earlier[1]!r} and --set "
+                    f"{target}.{key}={value!r} set the same hyperparameter of "
+                    f"{cls.name!r} to different values",
+                    hint="keep one of them",
+                )
             by_key[key] = (target, value)
             merged[key] = value
             given.add(key)
     return merged, given
 
 
-def _variants(params: dict[str, dict[str, Any]], given_params: dict[str, dict[str, Any]],
-              overridden: dict[str, set[str]]) -> tuple[dict[str, dict[str, Any]], ...]:
+def _variants(
+    params: dict[str, dict[str, Any]],
+    given_params: dict[str, dict[str, Any]],
+    overridden: dict[str, set[str]],
+) -> tuple[dict[str, dict[str, Any]], ...]:
     """The hyperparameters as records made before numbers were canonical may hold them
     (:attr:`PreparedMethod.variants`): as given, and with the floats given by ``--set`` or
     ``--sweep`` as integers where integral; only those that differ from ``params``."""
     variants: list[dict[str, dict[str, Any]]] = []
-    for variant in (given_params, {r: {k: int(v) if k in overridden[r] and isinstance(v, float)
-                                       and v.is_integer() and abs(v) < 2**53 else v
-                                       for k, v in ps.items()} for r, ps in params.items()}):
+    for variant in (
+        given_params,
+        {
+            r: {
+                k: int(v)
+                if k in overridden[r] and isinstance(v, float) and v.is_integer() and abs(v) < 2**53
+                else v
+                for k, v in ps.items()
+            }
+            for r, ps in params.items()
+        },
+    ):
         text = json.dumps(jsonable(variant), sort_keys=True)
         if text != json.dumps(jsonable(params), sort_keys=True) and all(
-                text != json.dumps(jsonable(v), sort_keys=True) for v in variants):
+            text != json.dumps(jsonable(v), sort_keys=True) for v in variants
+        ):
             variants.append(variant)
     return tuple(variants)
 
@@ -201,8 +242,13 @@ def canonical_number(value: Any, annotation: Any) -> Any:
     not annotated, are kept as given."""
     if annotation is None or annotation is inspect.Parameter.empty:
         return value
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None) \
-        if isinstance(annotation, type) else str(annotation)
+    text = (
+        annotation
+        if isinstance(annotation, str)
+        else getattr(annotation, "__name__", None)
+        if isinstance(annotation, type)
+        else str(annotation)
+    )
     words = set(re.findall(r"[A-Za-z_]+", text or ""))
     if "float" not in words or "int" in words:
         return value
@@ -217,20 +263,24 @@ def canonical_number(value: Any, annotation: Any) -> Any:
 
 def check_override_targets(overrides: Overrides, prepared: list[PreparedMethod]) -> None:
     """Every ``--set`` target must be a role or a component used by at least one selected method."""
-    used = {r for p in prepared for r in p.classes} | {p.classes[r].name for p in prepared
-                                                        for r in p.classes}
+    used = {r for p in prepared for r in p.classes} | {
+        p.classes[r].name for p in prepared for r in p.classes
+    }
     for target in overrides.params:
         if target not in used:
-            raise ConfigError(f"--set {target}.…: no selected method uses a component {target!r}",
-                              hint=suggestion(target, sorted(used), "component"))
-
+            raise ConfigError(
+                f"--set {target}.…: no selected method uses a component {target!r}",
+                hint=suggestion(target, sorted(used), "component"),
+            )
 
 
 def _combinations(sweeps: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """The Cartesian product of the swept values, in the order given ([{}] without sweeps)."""
     keys = list(sweeps)
-    return [dict(zip(keys, combo, strict=True))
-            for combo in itertools.product(*(sweeps[k] for k in keys))]
+    return [
+        dict(zip(keys, combo, strict=True))
+        for combo in itertools.product(*(sweeps[k] for k in keys))
+    ]
 
 
 def _merge(overrides: Overrides, combo: dict[str, Any]) -> Overrides:
@@ -238,32 +288,38 @@ def _merge(overrides: Overrides, combo: dict[str, Any]) -> Overrides:
     for key, value in combo.items():
         target, _, param = key.partition(".")
         if param in merged.params.get(target, {}):
-            raise ConfigError(f"{key} is both set (--set) and swept (--sweep)",
-                              hint="drop one of them")
+            raise ConfigError(
+                f"{key} is both set (--set) and swept (--sweep)", hint="drop one of them"
+            )
         merged.params.setdefault(target, {})[param] = value
     return merged
 
 
-def prepare_grid(request: GridRequest, registry: Registry
-                 ) -> list[tuple[PreparedMethod, dict[str, Any], Overrides]]:
+def prepare_grid(
+    request: GridRequest, registry: Registry
+) -> list[tuple[PreparedMethod, dict[str, Any], Overrides]]:
     """Every (method, sweep combination) of the request, resolved and checked before any data is
     loaded: unknown names, bad values and conflicts are one ``ConfigError`` line."""
     for key in request.sweeps:
         target, dot, param = key.partition(".")
         if not dot or not target or not param:
-            raise ConfigError(f"--sweep {key}=...: not of the form component.param=v1,v2",
-                              hint="e.g. --sweep embedder.margin=1,2,4")
+            raise ConfigError(
+                f"--sweep {key}=...: not of the form component.param=v1,v2",
+                hint="e.g. --sweep embedder.margin=1,2,4",
+            )
         if not request.sweeps[key]:
-            raise ConfigError(f"--sweep {key} has no values", hint="e.g. --sweep embedder.margin=1,4")
+            raise ConfigError(
+                f"--sweep {key} has no values", hint="e.g. --sweep embedder.margin=1,4"
+            )
     out = []
     for name in request.methods:
         for combo in _combinations(request.sweeps):
             overrides = _merge(request.overrides, combo)
             prep = prepare_method(registry, name, overrides)
             out.append((prep, combo, overrides))
-    check_override_targets(_merge(request.overrides, _combinations(request.sweeps)[0]),
-                           [p for p, _, _ in out])
+    check_override_targets(
+        _merge(request.overrides, _combinations(request.sweeps)[0]), [p for p, _, _ in out]
+    )
     for prep, _, _ in out:  # every hyperparameter checked before any data is loaded
         prep.instantiate(0, request.device)
     return out
-

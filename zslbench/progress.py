@@ -27,7 +27,8 @@ from typing import Any
 MIN_REPORT_SECONDS = 0.1
 #: The harness's listener: ``listener(event, info)`` with event "stage_start", "stage_end" or "step".
 _listener: ContextVar[Callable[[str, dict[str, Any]], None] | None] = ContextVar(
-    "zslbench_progress_listener", default=None)
+    "zslbench_progress_listener", default=None
+)
 
 
 @contextmanager

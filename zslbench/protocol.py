@@ -75,8 +75,10 @@ def leak_free_validation(data: ZSLData, seed: int) -> ValidationSplit:
         k = max(1, int(round(len(seen) * FALLBACK_VAL_CLASS_FRACTION)))
         val_classes = np.sort(np.random.default_rng(0).choice(seen, size=k, replace=False))
     if len(val_classes) == 0 or len(val_classes) == len(seen):
-        raise ValueError(f"{data.name}: validation classes must be a non-empty proper subset of "
-                         f"the seen classes, got {len(val_classes)} of {len(seen)}")
+        raise ValueError(
+            f"{data.name}: validation classes must be a non-empty proper subset of "
+            f"the seen classes, got {len(val_classes)} of {len(seen)}"
+        )
     train_classes = np.setdiff1d(seen, val_classes)
     is_val_class = np.isin(tv_labels, val_classes)
     val_unseen_idx = tv[is_val_class]
@@ -133,8 +135,9 @@ class StageTimer:
     are timed alongside the protocol's own phases, and it forwards every report to ``on_event``.
     """
 
-    def __init__(self, device: str, on_event: Callable[[str, dict[str, Any]], None] | None = None
-                 ) -> None:
+    def __init__(
+        self, device: str, on_event: Callable[[str, dict[str, Any]], None] | None = None
+    ) -> None:
         self.device = device
         self.on_event = on_event
         self.timings: dict[str, float] = {}
@@ -183,8 +186,13 @@ def _columns(classes: np.ndarray, n_classes: int) -> np.ndarray:
     return column
 
 
-def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
-                 on_event: Callable[[str, dict[str, Any]], None] | None = None) -> ProtocolResult:
+def run_protocol(
+    data: ZSLData,
+    method: Method,
+    seed: int,
+    device: str = "cpu",
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+) -> ProtocolResult:
     """Validation fit (with the search), calibration, final fit, evaluation; see the module doc.
 
     No test image is touched before the evaluation phase: every index used before it comes from
@@ -244,14 +252,21 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
                 if on_event is not None:
                     from zslbench.console import compact_value, grid_text
 
-                    on_event("warning", {"message": f"{method.name}: the search chose {name}="
-                                         f"{compact_value(found.chosen[name])}, an end of its grid "
-                                         f"{grid_text(space[name])}; the validation optimum may "
-                                         "lie beyond it"})
+                    on_event(
+                        "warning",
+                        {
+                            "message": f"{method.name}: the search chose {name}="
+                            f"{compact_value(found.chosen[name])}, an end of its grid "
+                            f"{grid_text(space[name])}; the validation optimum may "
+                            "lie beyond it"
+                        },
+                    )
             model, s_val = None, found.best_scores
         else:
-            with timer.phase("fit_validation"), blame(_who("model", method.model),
-                                                      "validation fit"):
+            with (
+                timer.phase("fit_validation"),
+                blame(_who("model", method.model), "validation fit"),
+            ):
                 model = method.model.clone().fit(x_train, y_train, sem_val, val_classes_all)
             s_val = None
 
@@ -285,8 +300,7 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
             y_ts, y_tu = column[labels[data.test_seen_idx]], column[labels[data.test_unseen_idx]]
             s_ts = _checked_scores(final, x_ts, len(classes))
             s_tu = _checked_scores(final, x_tu, len(classes))
-            evaluation = gzsl_evaluate(s_ts, y_ts, s_tu, y_tu, test_mask, gamma,
-                                       class_ids=classes)
+            evaluation = gzsl_evaluate(s_ts, y_ts, s_tu, y_tu, test_mask, gamma, class_ids=classes)
             del s_ts, s_tu
             # Class frequency (share of all the dataset's images) and name: the paper's Table 4.
             counts = np.bincount(labels, minlength=data.n_classes)
@@ -301,26 +315,51 @@ def run_protocol(data: ZSLData, method: Method, seed: int, device: str = "cpu",
         audit = None
         rule = getattr(final, "selection_rule", None)
         if rule:
-            with timer.phase("selection_audit"), blame(_who("model", method.model),
-                                                       "selection audit"):
-                audit = selection_audit(final, x_ts, y_ts, x_tu, y_tu, test_mask, gamma,
-                                        float(evaluation["H"]), str(rule))
+            with (
+                timer.phase("selection_audit"),
+                blame(_who("model", method.model), "selection audit"),
+            ):
+                audit = selection_audit(
+                    final,
+                    x_ts,
+                    y_ts,
+                    x_tu,
+                    y_tu,
+                    test_mask,
+                    gamma,
+                    float(evaluation["H"]),
+                    str(rule),
+                )
 
     timings = dict(timer.timings)
     timings["train"] = train_seconds
     return ProtocolResult(
-        evaluation=evaluation, gamma=gamma, timings=timings,
-        search=found.as_record() if found is not None else None, selection_audit=audit,
-        validation={"n_train": int(len(split.train_idx)), "n_val_seen": int(len(split.val_seen_idx)),
-                    "n_val_unseen": int(len(split.val_unseen_idx)),
-                    "train_classes": split.train_classes.tolist(),
-                    "val_classes": split.val_classes.tolist()},
+        evaluation=evaluation,
+        gamma=gamma,
+        timings=timings,
+        search=found.as_record() if found is not None else None,
+        selection_audit=audit,
+        validation={
+            "n_train": int(len(split.train_idx)),
+            "n_val_seen": int(len(split.val_seen_idx)),
+            "n_val_unseen": int(len(split.val_unseen_idx)),
+            "train_classes": split.train_classes.tolist(),
+            "val_classes": split.val_classes.tolist(),
+        },
     )
 
 
-def selection_audit(model: Model, x_seen: np.ndarray, y_seen: np.ndarray, x_unseen: np.ndarray,
-                    y_unseen: np.ndarray, seen_mask: np.ndarray, gamma: float, clean_h: float,
-                    rule: str) -> dict[str, Any]:
+def selection_audit(
+    model: Model,
+    x_seen: np.ndarray,
+    y_seen: np.ndarray,
+    x_unseen: np.ndarray,
+    y_unseen: np.ndarray,
+    seen_mask: np.ndarray,
+    gamma: float,
+    clean_h: float,
+    rule: str,
+) -> dict[str, Any]:
     """What selecting on test would have reported: H on the test images of each checkpoint the
     model kept (``model.checkpoint_scores``, in training order, the last being the final model),
     at the calibrated ``gamma``, and the best of them.
@@ -335,16 +374,21 @@ def selection_audit(model: Model, x_seen: np.ndarray, y_seen: np.ndarray, x_unse
     from zslbench.metrics import harmonic_mean, per_class_accuracy
 
     hs: list[float] = []
-    for s_ts, s_tu in zip(model.checkpoint_scores(x_seen),  # type: ignore[attr-defined]
-                          model.checkpoint_scores(x_unseen), strict=True):  # type: ignore[attr-defined]
+    checkpoint_scores = model.checkpoint_scores  # type: ignore[attr-defined]
+    for s_ts, s_tu in zip(checkpoint_scores(x_seen), checkpoint_scores(x_unseen), strict=True):
         a_s, _ = per_class_accuracy(y_seen, predict(s_ts, seen_mask, gamma))
         a_u, _ = per_class_accuracy(y_unseen, predict(s_tu, seen_mask, gamma))
         hs.append(float(harmonic_mean(a_u, a_s)))
     if not hs:
         raise ContractError(f"{model.name} declares a selection_rule but kept no checkpoint")
     best = int(np.argmax(hs))
-    return {"rule": rule, "clean_H": clean_h, "test_selected_H": hs[best],
-            "test_selected_epoch": best + 1, "H_by_epoch": hs}
+    return {
+        "rule": rule,
+        "clean_H": clean_h,
+        "test_selected_H": hs[best],
+        "test_selected_epoch": best + 1,
+        "H_by_epoch": hs,
+    }
 
 
 def _who(role: str, component: Any) -> str:
@@ -355,8 +399,10 @@ def _checked_scores(model: Model, features: np.ndarray, n_classes: int) -> np.nd
     """The model's scores, refused with a message naming the model when they break the contract."""
     s = np.asarray(model.decision_function(features))
     if s.shape != (features.shape[0], n_classes):
-        raise ContractError(f"{model.name}.decision_function returned shape {s.shape}, expected "
-                            f"{(features.shape[0], n_classes)} (images x classes)")
+        raise ContractError(
+            f"{model.name}.decision_function returned shape {s.shape}, expected "
+            f"{(features.shape[0], n_classes)} (images x classes)"
+        )
     if not np.isfinite(s).all():
         raise ContractError(f"{model.name}.decision_function returned NaN or infinite scores")
     return s

@@ -9,8 +9,19 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("zslbench", "torch", "gpytorch", "linear_operator", "numpy", "scipy", "pluggy",
-            "click", "rich", "pandas", "matplotlib")
+PACKAGES = (
+    "zslbench",
+    "torch",
+    "gpytorch",
+    "linear_operator",
+    "numpy",
+    "scipy",
+    "pluggy",
+    "click",
+    "rich",
+    "pandas",
+    "matplotlib",
+)
 
 
 def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str | None]:
@@ -100,12 +111,19 @@ def load_report(start: dict[str, float | None]) -> dict[str, object]:
     threads = int(policy["threads"])
     loads = [v for v in (start["load"], end) if v is not None]
     other = round(max(loads) - min(threads, n), 2) if loads else None
-    return {"cpu_seconds": round(time.process_time() - float(start["cpu"] or 0.0), 3),
-            "wall_seconds": round(time.perf_counter() - float(start["wall"] or 0.0), 3),
-            "load_start": start["load"], "load_end": end, "cores": n, "threads": threads,
-            "other_load": other, "oversubscribed": other is not None and other >= 1.0,
-            "wait_policy": policy["wait_policy"], "spincount": policy["spincount"],
-            "thread_env_source": policy["thread_env_source"]}
+    return {
+        "cpu_seconds": round(time.process_time() - float(start["cpu"] or 0.0), 3),
+        "wall_seconds": round(time.perf_counter() - float(start["wall"] or 0.0), 3),
+        "load_start": start["load"],
+        "load_end": end,
+        "cores": n,
+        "threads": threads,
+        "other_load": other,
+        "oversubscribed": other is not None and other >= 1.0,
+        "wait_policy": policy["wait_policy"],
+        "spincount": policy["spincount"],
+        "thread_env_source": policy["thread_env_source"],
+    }
 
 
 _WARM: set[str] = set()
@@ -155,8 +173,12 @@ def device_info(device: str) -> dict[str, object]:
     import torch
 
     if device.startswith("cuda"):
-        return {"type": "cuda", "name": torch.cuda.get_device_name(0),
-                "cuda": torch.version.cuda, "threads": torch.get_num_threads()}
+        return {
+            "type": "cuda",
+            "name": torch.cuda.get_device_name(0),
+            "cuda": torch.version.cuda,
+            "threads": torch.get_num_threads(),
+        }
     return {"type": "cpu", "name": cpu_name(), "threads": torch.get_num_threads()}
 
 
@@ -173,13 +195,16 @@ def git_state(start: Path | None = None) -> dict[str, object]:
     (:mod:`zslbench.identity`), which a commit or a dirty tree does not change."""
     here = Path(start or Path(__file__).resolve().parent)
     try:
+
         def git(*args: str) -> str:
-            return subprocess.run(["git", *args], cwd=here, capture_output=True, text=True,
-                                  timeout=10, check=True).stdout
+            return subprocess.run(
+                ["git", *args], cwd=here, capture_output=True, text=True, timeout=10, check=True
+            ).stdout
 
         commit = git("rev-parse", "HEAD").strip()
-        status = git("status", "--porcelain", "--untracked-files=no", "--",
-                     *(f":/{p}" for p in SOURCE_PATHS))
+        status = git(
+            "status", "--porcelain", "--untracked-files=no", "--", *(f":/{p}" for p in SOURCE_PATHS)
+        )
         paths = sorted(line[3:] for line in status.splitlines() if line.strip())
         return {"commit": commit, "dirty": bool(paths), "dirty_paths": paths[:20]}
     except (OSError, subprocess.SubprocessError):

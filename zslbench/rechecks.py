@@ -25,22 +25,37 @@ SUFFIX = ".rechecks"
 
 def _machine(record: Any) -> dict[str, Any]:
     device = record.device or {}
-    return {"device": device.get("name"), "type": device.get("type"),
-            "threads": device.get("threads"),
-            "commit": (record.git or {}).get("commit"), "date": record.finished_at}
+    return {
+        "device": device.get("name"),
+        "type": device.get("type"),
+        "threads": device.get("threads"),
+        "commit": (record.git or {}).get("commit"),
+        "date": record.finished_at,
+    }
 
 
 def compare(recorded: Any, again: Any) -> dict[str, Any]:
     """One recheck: the recorded run's and the new run's machines and numbers, and the moves."""
     delta = {k: again.metrics[k] - recorded.metrics[k] for k in METRICS}
-    identical = all(again.metrics[k] == recorded.metrics[k] for k in METRICS) and \
-        again.gamma == recorded.gamma
-    return {"run_id": recorded.run_id, "key": recorded.key, "method": recorded.method,
-            "dataset": recorded.dataset, "seed": recorded.seed,
-            "recorded": {**_machine(recorded), "metrics": dict(recorded.metrics),
-                         "gamma": recorded.gamma},
-            "again": {**_machine(again), "metrics": dict(again.metrics), "gamma": again.gamma},
-            "bit_identical": identical, "delta": delta}
+    identical = (
+        all(again.metrics[k] == recorded.metrics[k] for k in METRICS)
+        and again.gamma == recorded.gamma
+    )
+    return {
+        "run_id": recorded.run_id,
+        "key": recorded.key,
+        "method": recorded.method,
+        "dataset": recorded.dataset,
+        "seed": recorded.seed,
+        "recorded": {
+            **_machine(recorded),
+            "metrics": dict(recorded.metrics),
+            "gamma": recorded.gamma,
+        },
+        "again": {**_machine(again), "metrics": dict(again.metrics), "gamma": again.gamma},
+        "bit_identical": identical,
+        "delta": delta,
+    }
 
 
 def path_for(record_path: Path) -> Path:
@@ -62,8 +77,11 @@ def read(path: Path) -> list[dict[str, Any]]:
         body = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    return [e for e in body if isinstance(e, dict) and isinstance(e.get("delta"), dict)] \
-        if isinstance(body, list) else []
+    return (
+        [e for e in body if isinstance(e, dict) and isinstance(e.get("delta"), dict)]
+        if isinstance(body, list)
+        else []
+    )
 
 
 def read_all(results_dir: Path) -> list[dict[str, Any]]:
@@ -82,14 +100,24 @@ def summary(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         by_method.setdefault(str(e.get("method")), []).append(e)
     out = []
     for method, group in sorted(by_method.items()):
-        machines = sorted({str(m.get("device")) for e in group
-                           for m in (e.get("recorded", {}), e.get("again", {}))})
-        out.append({"method": method, "rechecks": len(group),
-                    "bit_identical": sum(bool(e.get("bit_identical")) for e in group),
-                    "metrics_identical": sum(not any(e["delta"].values()) for e in group),
-                    "max_abs_dH": max(abs(float(e["delta"].get("H", 0.0))) for e in group),
-                    "max_abs_d": max(abs(float(v)) for e in group for v in e["delta"].values()),
-                    "machines": machines})
+        machines = sorted(
+            {
+                str(m.get("device"))
+                for e in group
+                for m in (e.get("recorded", {}), e.get("again", {}))
+            }
+        )
+        out.append(
+            {
+                "method": method,
+                "rechecks": len(group),
+                "bit_identical": sum(bool(e.get("bit_identical")) for e in group),
+                "metrics_identical": sum(not any(e["delta"].values()) for e in group),
+                "max_abs_dH": max(abs(float(e["delta"].get("H", 0.0))) for e in group),
+                "max_abs_d": max(abs(float(v)) for e in group for v in e["delta"].values()),
+                "machines": machines,
+            }
+        )
     return out
 
 
@@ -104,9 +132,11 @@ def line(entry: dict[str, Any]) -> str:
         moved = f"metrics bit-identical, gamma {dg:+.2g}"
     else:
         moved = ", ".join(f"{k} {_signed(d[k])}" for k in METRICS)
-    return (f"recheck {entry['dataset']} · {entry['method']} (seed {entry['seed']}): {moved} "
-            f"(recorded on {rec.get('device')}, {rec.get('threads')} thread(s); again on "
-            f"{again.get('device')}, {again.get('threads')} thread(s))")
+    return (
+        f"recheck {entry['dataset']} · {entry['method']} (seed {entry['seed']}): {moved} "
+        f"(recorded on {rec.get('device')}, {rec.get('threads')} thread(s); again on "
+        f"{again.get('device')}, {again.get('threads')} thread(s))"
+    )
 
 
 def _signed(value: float) -> str:

@@ -88,11 +88,19 @@ def per_class(record: Record) -> tuple[tuple[int, str, float, float, int | None]
             raise refuse(f"{where}.class", "is not a distinct integer")
         seen.add(cls)
         n_test = entry.get("n_test")
-        if n_test is not None and (isinstance(n_test, bool) or not isinstance(n_test, int) or n_test < 0):
+        if n_test is not None and (
+            isinstance(n_test, bool) or not isinstance(n_test, int) or n_test < 0
+        ):
             raise refuse(f"{where}.n_test", "is not a count")
-        out.append((cls, text(entry.get("name"), f"{where}.name", f"class {cls}"),
-                    number(entry.get("accuracy"), f"{where}.accuracy"),
-                    number(entry.get("frequency"), f"{where}.frequency"), n_test))
+        out.append(
+            (
+                cls,
+                text(entry.get("name"), f"{where}.name", f"class {cls}"),
+                number(entry.get("accuracy"), f"{where}.accuracy"),
+                number(entry.get("frequency"), f"{where}.frequency"),
+                n_test,
+            )
+        )
     return tuple(out)
 
 
@@ -107,8 +115,10 @@ def curve(record: Record) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
         return None
     if not isinstance(a_u, list) or not isinstance(a_s, list) or len(a_u) != len(a_s):
         raise refuse("curve", "does not hold two lists A_U and A_S of one length")
-    return (tuple(number(v, "curve.A_U", optional=False) for v in a_u),
-            tuple(number(v, "curve.A_S", optional=False) for v in a_s))
+    return (
+        tuple(number(v, "curve.A_U", optional=False) for v in a_u),
+        tuple(number(v, "curve.A_S", optional=False) for v in a_s),
+    )
 
 
 def selection_audit(record: Record) -> dict[str, Any] | None:
@@ -120,7 +130,11 @@ def selection_audit(record: Record) -> dict[str, Any] | None:
     epoch = raw.get("test_selected_epoch")
     if isinstance(epoch, bool) or not isinstance(epoch, int):
         raise refuse("selection_audit.test_selected_epoch", "is not an integer")
-    return {"clean_H": number(raw.get("clean_H"), "selection_audit.clean_H", optional=False),
-            "test_selected_H": number(raw.get("test_selected_H"), "selection_audit.test_selected_H",
-                                       optional=False),
-            "test_selected_epoch": epoch, "rule": text(raw.get("rule"), "selection_audit.rule")}
+    return {
+        "clean_H": number(raw.get("clean_H"), "selection_audit.clean_H", optional=False),
+        "test_selected_H": number(
+            raw.get("test_selected_H"), "selection_audit.test_selected_H", optional=False
+        ),
+        "test_selected_epoch": epoch,
+        "rule": text(raw.get("rule"), "selection_audit.rule"),
+    }

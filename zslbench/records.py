@@ -41,8 +41,16 @@ def config_id(method: str, components: dict[str, tuple[str, Any]]) -> str:
     return hashlib.sha256(json.dumps([method, body], sort_keys=True).encode()).hexdigest()
 
 
-def run_name(dataset: str, method: str, config_id: str, data_fingerprint: str, device_type: str,
-             seed: int, *, full: bool = False) -> str:
+def run_name(
+    dataset: str,
+    method: str,
+    config_id: str,
+    data_fingerprint: str,
+    device_type: str,
+    seed: int,
+    *,
+    full: bool = False,
+) -> str:
     """A run's id, its record's file name without ``.json``.
 
     The short form keeps 8 hex digits of the configuration id and of the data fingerprint, as
@@ -155,8 +163,7 @@ def _required(f: Any) -> bool:
 def is_finite(value: Any) -> bool:
     """Whether ``value`` is a finite JSON number (an int or a float, not a bool): the one test
     of a number in a record, used by the schema checks here and by :mod:`zslbench.results`."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def jsonable(value: Any) -> Any:
@@ -232,16 +239,24 @@ def _check_load(load: Any) -> None:
         raise RecordError("field 'load' is not an object")
     if "oversubscribed" in load and not isinstance(load["oversubscribed"], bool):
         raise RecordError("load.oversubscribed is not true or false")
-    for key in ("cpu_seconds", "wall_seconds", "load_start", "load_end", "cores", "threads",
-                "other_load"):
+    for key in (
+        "cpu_seconds",
+        "wall_seconds",
+        "load_start",
+        "load_end",
+        "cores",
+        "threads",
+        "other_load",
+    ):
         if load.get(key) is not None and not is_finite(load[key]):
             raise RecordError(f"load.{key} is not a finite number")
 
 
 def _check_config(config: dict[str, Any]) -> None:
     sweep = config.get("sweep")
-    if sweep is not None and (not isinstance(sweep, dict)
-                              or not all(isinstance(k, str) and "." in k for k in sweep)):
+    if sweep is not None and (
+        not isinstance(sweep, dict) or not all(isinstance(k, str) and "." in k for k in sweep)
+    ):
         raise RecordError("config.sweep is not an object of component.param keys")
     if not isinstance(config.get("config_file", ""), str):
         raise RecordError("config.config_file is not a string")
@@ -252,15 +267,25 @@ def _check_audit(audit: Any, metrics: dict[str, Any]) -> None:
     ``H_by_epoch`` whose entry is the test-selected H, and ``clean_H`` equal to the record's H."""
     if audit is None:
         return
-    if not isinstance(audit, dict) or set(audit) != {"rule", "clean_H", "test_selected_H",
-                                                     "test_selected_epoch", "H_by_epoch"}:
-        raise RecordError("selection_audit is not an object of rule, clean_H, test_selected_H, "
-                          "test_selected_epoch and H_by_epoch")
+    if not isinstance(audit, dict) or set(audit) != {
+        "rule",
+        "clean_H",
+        "test_selected_H",
+        "test_selected_epoch",
+        "H_by_epoch",
+    }:
+        raise RecordError(
+            "selection_audit is not an object of rule, clean_H, test_selected_H, "
+            "test_selected_epoch and H_by_epoch"
+        )
     if not isinstance(audit["rule"], str) or not audit["rule"]:
         raise RecordError("selection_audit.rule is not a non-empty string")
     hs = audit["H_by_epoch"]
-    if (not isinstance(hs, list) or not hs
-            or not all(is_finite(h) and 0.0 <= h <= 100.0 for h in hs)):
+    if (
+        not isinstance(hs, list)
+        or not hs
+        or not all(is_finite(h) and 0.0 <= h <= 100.0 for h in hs)
+    ):
         raise RecordError("selection_audit.H_by_epoch is not a list of H values in [0, 100]")
     epoch = audit["test_selected_epoch"]
     if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= len(hs):

@@ -61,7 +61,9 @@ class Provided:
 class Registry:
     """Everything the loaded plugins provide, by kind and name."""
 
-    items: dict[str, dict[str, Provided]] = field(default_factory=lambda: {k: {} for k in KINDS.values()})
+    items: dict[str, dict[str, Provided]] = field(
+        default_factory=lambda: {k: {} for k in KINDS.values()}
+    )
     #: One line per plugin problem (import failure, hook failure, duplicate name).
     problems: list[str] = field(default_factory=list)
     #: plugin name -> distribution that installed it (None for ``-p`` modules)
@@ -113,29 +115,42 @@ def _add_kinds(registry: Registry, pm: pluggy.PluginManager, problem: Any) -> No
             returned: Any = impl.function()  # a plugin's code: anything, checked below
             added = list(returned or [])
         except Exception as exc:
-            problem(f"plugin {plugin_name!r} failed in zslbench_add_kinds: "
-                    f"{type(exc).__name__}: {exc}")
+            problem(
+                f"plugin {plugin_name!r} failed in zslbench_add_kinds: {type(exc).__name__}: {exc}"
+            )
             continue
         for kind in added:
             if not isinstance(kind, hookspecs.Kind):
-                problem(f"{who} returned {kind!r} from zslbench_add_kinds, not a "
-                        "zslbench.hookspecs.Kind: ignoring it")
+                problem(
+                    f"{who} returned {kind!r} from zslbench_add_kinds, not a "
+                    "zslbench.hookspecs.Kind: ignoring it"
+                )
                 continue
-            if not (isinstance(kind.name, str) and _KIND_NAME.fullmatch(kind.name)
-                    and isinstance(kind.hook, str) and kind.hook.startswith("zslbench_")
-                    and _KIND_NAME.fullmatch(kind.hook)):
-                problem(f"{who} adds kind {kind.name!r} with hook {kind.hook!r}: a kind is a "
-                        "lower-case identifier and its hook one that starts with 'zslbench_' "
-                        "(e.g. Kind('generator', 'zslbench_generators')): ignoring it")
+            if not (
+                isinstance(kind.name, str)
+                and _KIND_NAME.fullmatch(kind.name)
+                and isinstance(kind.hook, str)
+                and kind.hook.startswith("zslbench_")
+                and _KIND_NAME.fullmatch(kind.hook)
+            ):
+                problem(
+                    f"{who} adds kind {kind.name!r} with hook {kind.hook!r}: a kind is a "
+                    "lower-case identifier and its hook one that starts with 'zslbench_' "
+                    "(e.g. Kind('generator', 'zslbench_generators')): ignoring it"
+                )
                 continue
             taken = next((h for h, k in registry.kinds.items() if k == kind.name), None)
-            if taken is not None or kind.hook in registry.kinds or (
-                    kind.hook in pm.hook.__dict__ and
-                    getattr(pm.hook, kind.hook).spec is not None):
+            if (
+                taken is not None
+                or kind.hook in registry.kinds
+                or (kind.hook in pm.hook.__dict__ and getattr(pm.hook, kind.hook).spec is not None)
+            ):
                 first = registry.added_kinds.get(kind.name, (None,))[0]
                 owner = f"plugin {first!r}" if first else "zslbench itself"
-                problem(f"{who} adds kind {kind.name!r} (hook {kind.hook!r}), but that kind or "
-                        f"hook is already declared by {owner}: ignoring it (rename it)")
+                problem(
+                    f"{who} adds kind {kind.name!r} (hook {kind.hook!r}), but that kind or "
+                    f"hook is already declared by {owner}: ignoring it (rename it)"
+                )
                 continue
             pm.add_hookspecs(_hook_namespace(kind))
             registry.kinds[kind.hook] = kind.name
@@ -181,8 +196,13 @@ def _item_name(kind: str, obj: Any) -> str:
 BUILTIN_COMMAND_PLUGINS = ("xlsa17", "features")
 
 
-def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bool = False,
-                  autoload: bool | None = None, commands_only: bool = False) -> Registry:
+def load_registry(
+    extra_plugins: tuple[str, ...] | list[str] = (),
+    *,
+    strict: bool = False,
+    autoload: bool | None = None,
+    commands_only: bool = False,
+) -> Registry:
     """Discover plugins and collect what they provide.
 
     ``extra_plugins`` are importable module paths (``-p``). ``autoload`` defaults to on unless
@@ -204,17 +224,25 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
     if autoload:
         # Built-ins register first, so that a third-party plugin registering a built-in's name is
         # the one ignored (and named), whatever the alphabetical order of the entry points.
-        eps = sorted(entry_points(group=ENTRY_POINT_GROUP),
-                     key=lambda e: (_dist_name(e) != BUILTIN_DISTRIBUTION, e.name))
+        eps = sorted(
+            entry_points(group=ENTRY_POINT_GROUP),
+            key=lambda e: (_dist_name(e) != BUILTIN_DISTRIBUTION, e.name),
+        )
         for ep in eps:
             dist = _dist_name(ep)
-            if commands_only and dist == BUILTIN_DISTRIBUTION and ep.name not in BUILTIN_COMMAND_PLUGINS:
+            if (
+                commands_only
+                and dist == BUILTIN_DISTRIBUTION
+                and ep.name not in BUILTIN_COMMAND_PLUGINS
+            ):
                 continue
             try:
                 module = ep.load()
             except Exception as exc:  # a broken plugin must not take the tool down
-                problem(f"plugin {ep.name!r} ({dist or 'unknown distribution'}) failed to import: "
-                        f"{type(exc).__name__}: {exc}")
+                problem(
+                    f"plugin {ep.name!r} ({dist or 'unknown distribution'}) failed to import: "
+                    f"{type(exc).__name__}: {exc}"
+                )
                 continue
             if pm.is_registered(module):
                 continue
@@ -232,8 +260,10 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
             module = importlib.import_module(path)
         except Exception as exc:
             # A -p the user typed is their own input: always fatal, with the fix.
-            raise PluginError(f"-p {path}: cannot import plugin module ({type(exc).__name__}: {exc})",
-                              hint="check the module path and that it is on PYTHONPATH") from None
+            raise PluginError(
+                f"-p {path}: cannot import plugin module ({type(exc).__name__}: {exc})",
+                hint="check the module path and that it is on PYTHONPATH",
+            ) from None
         if not pm.is_registered(module) and pm.get_plugin(path) is None:
             pm.register(module, name=path)
             registry.plugins[path] = None
@@ -252,12 +282,17 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
                 for obj in provided:
                     name = _item_name(kind, obj)
                     base = registry.added_kinds.get(kind, (None, None))[1]
-                    if base is not None and base.base is not None and not (
-                            isinstance(obj, type) and issubclass(obj, base.base)):
+                    if (
+                        base is not None
+                        and base.base is not None
+                        and not (isinstance(obj, type) and issubclass(obj, base.base))
+                    ):
                         dist = registry.plugins.get(plugin_name)
-                        problem(f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
-                                f"{kind} {name!r}, which is not a subclass of "
-                                f"{base.base.__qualname__}: ignoring it")
+                        problem(
+                            f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
+                            f"{kind} {name!r}, which is not a subclass of "
+                            f"{base.base.__qualname__}: ignoring it"
+                        )
                         continue
                     table = registry.items[kind]
                     unsafe = name_problem(name) if kind in FILE_NAMED else None
@@ -265,25 +300,35 @@ def load_registry(extra_plugins: tuple[str, ...] | list[str] = (), *, strict: bo
                         unsafe = "contains ',', which separates names in --method and --dataset"
                     if unsafe is not None:  # "x/../../y" would write outside --results-dir
                         dist = registry.plugins.get(plugin_name)
-                        problem(f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
-                                f"{kind} {printable(name)!r}, whose name {unsafe}; a {kind} name "
-                                "is part of every record's file name: ignoring it (rename it)")
+                        problem(
+                            f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
+                            f"{kind} {printable(name)!r}, whose name {unsafe}; a {kind} name "
+                            "is part of every record's file name: ignoring it (rename it)"
+                        )
                         continue
                     if name in table:
                         first = table[name]
-                        who = ("the built-in plugin" if first.distribution == BUILTIN_DISTRIBUTION
-                               else "plugin")
+                        who = (
+                            "the built-in plugin"
+                            if first.distribution == BUILTIN_DISTRIBUTION
+                            else "plugin"
+                        )
                         dist = registry.plugins.get(plugin_name)
-                        problem(f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
-                                f"{kind} {name!r}, which {who} {first.plugin!r} already provides; "
-                                f"ignoring {plugin_name!r}'s {name!r} (rename it)")
+                        problem(
+                            f"plugin {plugin_name!r} ({dist or 'loaded with -p'}) registers "
+                            f"{kind} {name!r}, which {who} {first.plugin!r} already provides; "
+                            f"ignoring {plugin_name!r}'s {name!r} (rename it)"
+                        )
                         continue
-                    table[name] = Provided(kind, name, obj, plugin_name,
-                                           registry.plugins.get(plugin_name))
+                    table[name] = Provided(
+                        kind, name, obj, plugin_name, registry.plugins.get(plugin_name)
+                    )
             except PluginError:
                 raise
             except Exception as exc:
-                problem(f"plugin {plugin_name!r} failed in {hook_name}: {type(exc).__name__}: {exc}")
+                problem(
+                    f"plugin {plugin_name!r} failed in {hook_name}: {type(exc).__name__}: {exc}"
+                )
     return registry
 
 
@@ -306,8 +351,11 @@ class DatasetOrder(Sequence[str]):
     def _load(self) -> tuple[str, ...]:
         if self._names is None:
             specs = self._datasets if self._datasets is not None else installed_datasets()
-            ranked = sorted((spec.order, name) for name, spec in specs.items()
-                            if getattr(spec, "order", None) is not None)
+            ranked = sorted(
+                (spec.order, name)
+                for name, spec in specs.items()
+                if getattr(spec, "order", None) is not None
+            )
             self._names = tuple(name for _, name in ranked)
         return self._names
 

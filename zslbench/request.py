@@ -38,7 +38,6 @@ def split_names(values: tuple[str, ...] | list[str] | str) -> list[str]:
     return out
 
 
-
 def expand_datasets(names: list[str], registry: Registry) -> list[str]:
     """Expand group aliases (``all``, ``synth-all``) into their members, in the order their
     plugins register them (xlsa17's ``all``: awa1, awa2, apy, cub, sun), and check every name
@@ -58,21 +57,23 @@ def expand_datasets(names: list[str], registry: Registry) -> list[str]:
                 opened = registry.open_dataset(name)  # a path a plugin can read (mine.npz)
                 if opened is None:
                     choices = list(registry.items["dataset"]) + list(groups)
-                    raise ConfigError(f"unknown dataset {name!r}",
-                                      hint=suggestion(name, choices, "dataset"))
+                    raise ConfigError(
+                        f"unknown dataset {name!r}", hint=suggestion(name, choices, "dataset")
+                    )
                 known = registry.items["dataset"].get(opened.name)
                 # a name taken by a registered dataset is refused; one taken by a file opened
                 # earlier in this process (a second `run` in the same session) is replaced
                 if known is not None and (known.plugin != "open_dataset" or opened.name in out):
-                    raise ConfigError(f"--dataset {name}: the file's dataset name "
-                                      f"{opened.name!r} is already a registered dataset",
-                                      hint="rename the file")
+                    raise ConfigError(
+                        f"--dataset {name}: the file's dataset name "
+                        f"{opened.name!r} is already a registered dataset",
+                        hint="rename the file",
+                    )
                 registry.items["dataset"][opened.name] = opened
                 name = opened.name
             if name not in out:
                 out.append(name)
     return out
-
 
 
 def parse_value(text: str) -> Any:
@@ -88,7 +89,6 @@ def parse_value(text: str) -> Any:
     return text
 
 
-
 @dataclass
 class Overrides:
     """``--set`` parsed: ``params`` {target: {param: value}} (target = role or component name) and
@@ -99,7 +99,6 @@ class Overrides:
 
     def __bool__(self) -> bool:
         return bool(self.params or self.swaps)
-
 
 
 def parse_overrides(items: list[str] | tuple[str, ...]) -> Overrides:
@@ -115,27 +114,33 @@ def parse_overrides(items: list[str] | tuple[str, ...]) -> Overrides:
         key = key.strip()
         target, dot, param = key.partition(".")
         if not sep or not target or (dot and not param):
-            raise ConfigError(f"--set {item!r} is not of the form component.param=value or "
-                              "role=component",
-                              hint="e.g. --set embedder.latent_dim=64, --set gp.optimizer=adam, "
-                              "--set preprocessor=none")
+            raise ConfigError(
+                f"--set {item!r} is not of the form component.param=value or role=component",
+                hint="e.g. --set embedder.latent_dim=64, --set gp.optimizer=adam, "
+                "--set preprocessor=none",
+            )
         if not dot:
             name = value.strip()
             if not name:
-                raise ConfigError(f"--set {item!r} names no component", hint=f"e.g. --set {key}=none")
+                raise ConfigError(
+                    f"--set {item!r} names no component", hint=f"e.g. --set {key}=none"
+                )
             if out.swaps.get(target, name) != name:
-                raise ConfigError(f"--set {target}= is given twice ({out.swaps[target]!r} and "
-                                  f"{name!r})", hint="give each role one component")
+                raise ConfigError(
+                    f"--set {target}= is given twice ({out.swaps[target]!r} and {name!r})",
+                    hint="give each role one component",
+                )
             out.swaps[target] = name
             continue
         parsed = parse_value(value.strip())
         prev = out.params.get(target, {})
         if param in prev and not same_value(prev[param], parsed):
-            raise ConfigError(f"--set {target}.{param} is given twice ({prev[param]!r} and "
-                              f"{parsed!r})", hint="give each hyperparameter one value")
+            raise ConfigError(
+                f"--set {target}.{param} is given twice ({prev[param]!r} and {parsed!r})",
+                hint="give each hyperparameter one value",
+            )
         out.params.setdefault(target, {})[param] = parsed
     return out
-
 
 
 def parse_sweeps(items: list[str] | tuple[str, ...]) -> dict[str, list[Any]]:
@@ -146,13 +151,17 @@ def parse_sweeps(items: list[str] | tuple[str, ...]) -> dict[str, list[Any]]:
         key, sep, text = item.partition("=")
         key, text = key.strip(), text.strip()
         if not sep or "." not in key or not text:
-            raise ConfigError(f"--sweep {item!r} is not of the form component.param=v1,v2,...",
-                              hint="e.g. --sweep embedder.margin=0.25,0.5,1,2,4")
+            raise ConfigError(
+                f"--sweep {item!r} is not of the form component.param=v1,v2,...",
+                hint="e.g. --sweep embedder.margin=0.25,0.5,1,2,4",
+            )
         if text.startswith("["):
             values = parse_value(text)
             if not isinstance(values, list):
-                raise ConfigError(f"--sweep {item!r}: {text!r} is not a list",
-                                  hint="e.g. --sweep embedder.margin=[1,2,4]")
+                raise ConfigError(
+                    f"--sweep {item!r}: {text!r} is not a list",
+                    hint="e.g. --sweep embedder.margin=[1,2,4]",
+                )
         else:
             values = [parse_value(v.strip()) for v in text.split(",") if v.strip()]
         if key in out:
@@ -161,11 +170,9 @@ def parse_sweeps(items: list[str] | tuple[str, ...]) -> dict[str, list[Any]]:
     return out
 
 
-
 def same_value(a: Any, b: Any) -> bool:
     """Equal and of one type (``1`` and ``1.0`` are two values of a hyperparameter)."""
     return type(a) is type(b) and a == b
-
 
 
 @dataclass
@@ -193,7 +200,6 @@ class GridRequest:
     schedule: str | None = None
 
 
-
 class MissingData(DataError):
     """Files the grid's datasets need are missing; ``lines`` names each (the CLI prints them
     all, one a line)."""
@@ -219,8 +225,10 @@ def _swept(key: str, values: Any) -> list[Any]:
     if isinstance(values, str):
         return parse_sweeps([f"{key}={values}"])[key]
     if isinstance(values, (bytes, Mapping)):
-        raise ConfigError(f"sweep {key}={values!r} is not a list of values",
-                          hint=f'e.g. sweeps={{"{key}": [0.1, 1.0]}}')
+        raise ConfigError(
+            f"sweep {key}={values!r} is not a list of values",
+            hint=f'e.g. sweeps={{"{key}": [0.1, 1.0]}}',
+        )
     return list(values) if isinstance(values, Iterable) else [values]
 
 
@@ -231,15 +239,24 @@ def _pick(value: Any, conf: Mapping[str, Any], key: str, default: Any) -> Any:
     return conf.get(key, default)
 
 
-def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = None,
-                 datasets: str | Sequence[str] | None = None, config: str | Path | None = None,
-                 seeds: int | None = None, base_seed: int | None = None,
-                 device: str | None = None, results_dir: str | Path | None = None,
-                 data_dir: str | Path | None = None,
-                 sets: Mapping[str, Any] | Sequence[str] | None = None,
-                 sweeps: Mapping[str, Sequence[Any]] | Sequence[str] | None = None,
-                 executor: str | None = None, allow_nonstandard_split: bool | None = None,
-                 force: bool = False, recheck: bool = False) -> tuple[GridRequest, str]:
+def grid_request(
+    registry: Registry,
+    *,
+    methods: str | Sequence[str] | None = None,
+    datasets: str | Sequence[str] | None = None,
+    config: str | Path | None = None,
+    seeds: int | None = None,
+    base_seed: int | None = None,
+    device: str | None = None,
+    results_dir: str | Path | None = None,
+    data_dir: str | Path | None = None,
+    sets: Mapping[str, Any] | Sequence[str] | None = None,
+    sweeps: Mapping[str, Sequence[Any]] | Sequence[str] | None = None,
+    executor: str | None = None,
+    allow_nonstandard_split: bool | None = None,
+    force: bool = False,
+    recheck: bool = False,
+) -> tuple[GridRequest, str]:
     """The resolved :class:`GridRequest` and the executor's name; every mistake is one
     ``ConfigError`` line, and nothing has run yet.
 
@@ -262,8 +279,9 @@ def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = No
         sweep_values.update(parse_sweeps(list(sweeps)))
     executor = _pick(executor, conf, "executor", "local")
     if executor not in EXECUTORS:
-        raise ConfigError(f"executor {executor!r} is not an executor",
-                          hint=f"valid: {', '.join(EXECUTORS)}")
+        raise ConfigError(
+            f"executor {executor!r} is not an executor", hint=f"valid: {', '.join(EXECUTORS)}"
+        )
     n_seeds = int(_pick(seeds, conf, "seeds", 1))
     if n_seeds < 1:
         raise ConfigError(f"seeds = {n_seeds} must be at least 1", hint="e.g. seeds=3")
@@ -272,46 +290,65 @@ def grid_request(registry: Registry, *, methods: str | Sequence[str] | None = No
     if missing:
         raise MissingData(missing)
     request = GridRequest(
-        methods=method_names, datasets=dataset_names,
+        methods=method_names,
+        datasets=dataset_names,
         results_dir=Path(_pick(results_dir, conf, "results_dir", "results")),
-        data_dir=resolved_dir, seeds=n_seeds, base_seed=int(_pick(base_seed, conf, "base_seed", 0)),
+        data_dir=resolved_dir,
+        seeds=n_seeds,
+        base_seed=int(_pick(base_seed, conf, "base_seed", 0)),
         device=provenance.resolve_device(_pick(device, conf, "device", "auto")),
-        overrides=parsed, sweeps=sweep_values, force=force, recheck=recheck,
-        allow_nonstandard=bool(_pick(allow_nonstandard_split, conf, "allow_nonstandard_split",
-                                     False)),
+        overrides=parsed,
+        sweeps=sweep_values,
+        force=force,
+        recheck=recheck,
+        allow_nonstandard=bool(
+            _pick(allow_nonstandard_split, conf, "allow_nonstandard_split", False)
+        ),
         config_file=Path(config).as_posix() if config is not None else None,
-        schedule=conf.get("schedule"))
+        schedule=conf.get("schedule"),
+    )
     return request, executor
 
 
-def _methods(registry: Registry, methods: str | Sequence[str] | None,
-             conf: Mapping[str, Any]) -> list[str]:
+def _methods(
+    registry: Registry, methods: str | Sequence[str] | None, conf: Mapping[str, Any]
+) -> list[str]:
     """The methods given here, else the config file's; each one registered."""
     names = _names(methods if methods else conf.get("methods"))
     if not names:
-        raise ConfigError(f"--method {','.join(_listed(methods))!r} names no method" if methods
-                          else "no method given",
-                          hint="e.g. --method bt-gp, or a --config file that lists methods "
-                          "(see `zslbench list`)")
+        raise ConfigError(
+            f"--method {','.join(_listed(methods))!r} names no method"
+            if methods
+            else "no method given",
+            hint="e.g. --method bt-gp, or a --config file that lists methods (see `zslbench list`)",
+        )
     for name in names:
         registry.get("method", name)
     return names
 
 
-def _datasets(registry: Registry, datasets: str | Sequence[str] | None,
-              conf: Mapping[str, Any]) -> list[str]:
+def _datasets(
+    registry: Registry, datasets: str | Sequence[str] | None, conf: Mapping[str, Any]
+) -> list[str]:
     """The datasets given here, else the config file's, groups expanded."""
     names = expand_datasets(_names(datasets if datasets else conf.get("datasets")), registry)
     if not names:
-        raise ConfigError(f"--dataset {','.join(_listed(datasets))!r} names no dataset" if datasets
-                          else
-                          "no dataset given", hint="e.g. --dataset toy, or a --config file that "
-                          "lists datasets (see `zslbench list`)")
+        raise ConfigError(
+            f"--dataset {','.join(_listed(datasets))!r} names no dataset"
+            if datasets
+            else "no dataset given",
+            hint="e.g. --dataset toy, or a --config file that lists datasets (see `zslbench list`)",
+        )
     return names
 
 
-def _overrides(registry: Registry, sets: Mapping[str, Any] | Sequence[str] | None,
-               conf: Mapping[str, Any], method_names: list[str], narrowed: bool) -> Overrides:
+def _overrides(
+    registry: Registry,
+    sets: Mapping[str, Any] | Sequence[str] | None,
+    conf: Mapping[str, Any],
+    method_names: list[str],
+    narrowed: bool,
+) -> Overrides:
     """The file's ``[set]``, then a dict given here on top, then ``--set`` strings on top."""
     parsed = Overrides()
     typed = dict(conf.get("set", {}))

@@ -37,9 +37,29 @@ METRICS = records.METRICS
 EXTRA_METRICS = records.EXTRA_METRICS
 
 #: The columns of :func:`load_results`, in order.
-COLUMNS = ["dataset", "dataset_kind", "method", "config_id", "config", "seed", "repetition", "base_seed",
-           *METRICS, *EXTRA_METRICS, "train_seconds", "device_type", "device_name", "data_fingerprint",
-           "backbone", "standard", "oversubscribed", "schedule", "finished_at", "path"]
+COLUMNS = [
+    "dataset",
+    "dataset_kind",
+    "method",
+    "config_id",
+    "config",
+    "seed",
+    "repetition",
+    "base_seed",
+    *METRICS,
+    *EXTRA_METRICS,
+    "train_seconds",
+    "device_type",
+    "device_name",
+    "data_fingerprint",
+    "backbone",
+    "standard",
+    "oversubscribed",
+    "schedule",
+    "finished_at",
+    "path",
+]
+
 
 def load_results(results_dir: str | Path) -> pd.DataFrame:
     """Every valid, intact record under ``results_dir`` (searched recursively) as one row.
@@ -57,8 +77,12 @@ def load_results(results_dir: str | Path) -> pd.DataFrame:
     """
     frame, refused = read_runs(Path(results_dir), skip=board_files(Path(results_dir)))
     for path, reason in refused:
-        warnings.warn(f"{path}: skipped, not a valid zslbench record: {reason}", UserWarning, stacklevel=2)
-    out = frame.rename(columns={"train": "train_seconds", "data_fp": "data_fingerprint", "kind": "dataset_kind"})
+        warnings.warn(
+            f"{path}: skipped, not a valid zslbench record: {reason}", UserWarning, stacklevel=2
+        )
+    out = frame.rename(
+        columns={"train": "train_seconds", "data_fp": "data_fingerprint", "kind": "dataset_kind"}
+    )
     out = out[COLUMNS].reset_index(drop=True)
     out.attrs["refused"] = list(refused)
     return out
@@ -66,11 +90,15 @@ def load_results(results_dir: str | Path) -> pd.DataFrame:
 
 # -- reading ------------------------------------------------------------------------------------
 
+
 def record_files(results_dir: Path) -> list[Path]:
     """Every ``*.json`` under ``results_dir``, sorted, without hidden files or folders (the
     temporaries of atomic writes)."""
-    return [path for path in sorted(Path(results_dir).rglob("*.json"))
-            if not any(part.startswith(".") for part in path.relative_to(results_dir).parts)]
+    return [
+        path
+        for path in sorted(Path(results_dir).rglob("*.json"))
+        if not any(part.startswith(".") for part in path.relative_to(results_dir).parts)
+    ]
 
 
 def board_files(results_dir: Path) -> set[Path]:
@@ -127,16 +155,19 @@ def valid_record(path: Path, datasets: claims.Declarations | None = None) -> Rec
     return item
 
 
-def read_runs(results_dir: Path, link_base: Path | None = None,
-              skip: Iterable[Path] = ()) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
+def read_runs(
+    results_dir: Path, link_base: Path | None = None, skip: Iterable[Path] = ()
+) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """Every valid, intact record under ``results_dir`` as one row (:func:`run_row`), in a
     canonical order, and ``(path, reason)`` for each JSON file refused. ``link_base`` is the
     folder links are made relative to (the leaderboard's output); ``skip`` are paths that are not
     records (a board rendered inside the results directory)."""
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
-        raise UserError(f"{results_dir}: no such results directory",
-                        hint="run `zslbench run ... --results-dir DIR` first, or point --results-dir at the records")
+        raise UserError(
+            f"{results_dir}: no such results directory",
+            hint="run `zslbench run ... --results-dir DIR` first, or point --results-dir at the records",
+        )
     skipped = {Path(p) for p in skip}
     rows, refused = [], []
     for path in record_files(results_dir):
@@ -145,7 +176,9 @@ def read_runs(results_dir: Path, link_base: Path | None = None,
         item = read_one(path)
         if not isinstance(item, RecordError):
             try:
-                rows.append(run_row(path, item, link_base if link_base is not None else results_dir))
+                rows.append(
+                    run_row(path, item, link_base if link_base is not None else results_dir)
+                )
                 continue
             except RecordError as exc:
                 item = exc
@@ -158,11 +191,13 @@ def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows))
     if frame.empty:
         frame = pd.DataFrame(columns=[*ROW_FIELDS])
-    return frame.sort_values(["kind", "dataset", "method", "config_id", "seed", "finished_at", "path"],
-                             kind="mergesort").reset_index(drop=True)
+    return frame.sort_values(
+        ["kind", "dataset", "method", "config_id", "seed", "finished_at", "path"], kind="mergesort"
+    ).reset_index(drop=True)
 
 
 # -- one record -> one row ------------------------------------------------------------------------
+
 
 def dataset_kind(record: Record, datasets: claims.Declarations | None = None) -> str:
     """The kind its dataset declares (a run on a declared stand-in never counts as real, whatever
@@ -200,8 +235,11 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
     # A target that is neither a role nor a component of this run (a grid's --set for another
     # method, recorded before records kept only their own) says nothing about this run.
     applies = set(components) | {c.get("name") for c in components.values() if isinstance(c, dict)}
-    overrides = {k: v for k, v in fields.mapping(config.get("overrides"), "config.overrides").items()
-                 if k not in sweep and (k.partition(".")[0] in applies or "." not in k)}
+    overrides = {
+        k: v
+        for k, v in fields.mapping(config.get("overrides"), "config.overrides").items()
+        if k not in sweep and (k.partition(".")[0] in applies or "." not in k)
+    }
     device = fields.mapping(record.device, "device")
     source = record.data.get("source")
     source = source if isinstance(source, dict) else {}
@@ -235,8 +273,8 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         "data_plugin": fields.text(provider.get("plugin"), "data.provider.plugin"),
         "data_plugin_p": bool(provider) and provider.get("distribution") is None,
         "device_type": fields.text(device.get("type"), "device.type", "unknown"),
-        "device_name": fields.text(device.get("name"), "device.name") or fields.text(device.get("type"), "device.type",
-                                                                          "unknown"),
+        "device_name": fields.text(device.get("name"), "device.name")
+        or fields.text(device.get("type"), "device.type", "unknown"),
         "seed": record.seed,
         "repetition": record.repetition,
         "base_seed": record.base_seed,
@@ -255,7 +293,10 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         "load_known": bool(record.load),
         "per_class": fields.per_class(record),
         "curve": fields.curve(record),
-        "op": (fields.number(op.get("A_U"), "operating_point.A_U"), fields.number(op.get("A_S"), "operating_point.A_S")),
+        "op": (
+            fields.number(op.get("A_U"), "operating_point.A_U"),
+            fields.number(op.get("A_S"), "operating_point.A_S"),
+        ),
         "selection_audit": fields.selection_audit(record),
     }
     for metric in METRICS:
@@ -266,10 +307,48 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
 
 
 #: The columns of :func:`read_runs`' frame.
-ROW_FIELDS = ("kind", "dataset", "method", "paper_name", "config_id", "config", "overrides", "overrides_map",
-              "sweep", "sweep_params", "sweep_map", "config_file", "schedule", "standard", "split_reason",
-              "data_fp", "backbone", "data_path", "data_plugin", "data_plugin_p", "device_type", "device_name", "seed", "repetition", "base_seed", "version",
-              "commit", "dirty", "started_at", "finished_at", "run_id", "path", "folder", "link", "train",
-              "oversubscribed", "load_known", "per_class", "curve", "op", "selection_audit",
-              *METRICS, *EXTRA_METRICS)
-
+ROW_FIELDS = (
+    "kind",
+    "dataset",
+    "method",
+    "paper_name",
+    "config_id",
+    "config",
+    "overrides",
+    "overrides_map",
+    "sweep",
+    "sweep_params",
+    "sweep_map",
+    "config_file",
+    "schedule",
+    "standard",
+    "split_reason",
+    "data_fp",
+    "backbone",
+    "data_path",
+    "data_plugin",
+    "data_plugin_p",
+    "device_type",
+    "device_name",
+    "seed",
+    "repetition",
+    "base_seed",
+    "version",
+    "commit",
+    "dirty",
+    "started_at",
+    "finished_at",
+    "run_id",
+    "path",
+    "folder",
+    "link",
+    "train",
+    "oversubscribed",
+    "load_known",
+    "per_class",
+    "curve",
+    "op",
+    "selection_audit",
+    *METRICS,
+    *EXTRA_METRICS,
+)

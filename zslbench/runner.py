@@ -68,9 +68,13 @@ class RunOutcome:
     note: Path | None = None
 
 
-def run_grid(request: GridRequest, registry: Registry, load: Loader,
-             on_event: Emit | None = None, executor: Executor | None = None
-             ) -> Iterator[RunOutcome]:
+def run_grid(
+    request: GridRequest,
+    registry: Registry,
+    load: Loader,
+    on_event: Emit | None = None,
+    executor: Executor | None = None,
+) -> Iterator[RunOutcome]:
     """Yield one outcome per (dataset, method, configuration, repetition).
 
     ``load(name)`` returns the dataset and its kind (called once per dataset); the dataset contract
@@ -94,20 +98,28 @@ def run_grid(request: GridRequest, registry: Registry, load: Loader,
         yield _finish(item, planned[item.plan.dataset], request, git, emit)
 
 
-def _batches(datasets: Iterator[DatasetPlan], request: GridRequest, device_name: str,
-             emit: Emit) -> Iterator[Batch]:
+def _batches(
+    datasets: Iterator[DatasetPlan], request: GridRequest, device_name: str, emit: Emit
+) -> Iterator[Batch]:
     """Each dataset's runs to do, with a line for each saying why it is not cached."""
     for planned in datasets:
         todo: list[PlannedRun] = []
         if any(run.status == "run" for run in planned.runs):
-            emit("info", {"message": f"{planned.dataset}: "
-                                     + dry_run_lines(planned.runs, device_name)[-1]})
+            emit(
+                "info",
+                {"message": f"{planned.dataset}: " + dry_run_lines(planned.runs, device_name)[-1]},
+            )
         for run in planned.runs:
             if run.status == "cached":
                 continue
             if request.recheck and run.record is None:  # nothing recorded to compare with
-                emit("info", {"message": f"not rechecked {run.label}: no current record "
-                                         f"({run.reason}); run it without --recheck first"})
+                emit(
+                    "info",
+                    {
+                        "message": f"not rechecked {run.label}: no current record "
+                        f"({run.reason}); run it without --recheck first"
+                    },
+                )
                 continue
             if run.damaged:
                 emit("warning", {"message": run.damaged})
@@ -116,25 +128,39 @@ def _batches(datasets: Iterator[DatasetPlan], request: GridRequest, device_name:
         yield Batch(planned, todo)
 
 
-def _known(planned: DatasetPlan, configs: list[tuple[PreparedMethod, Any, Any]],
-           request: GridRequest) -> Iterator[RunOutcome]:
+def _known(
+    planned: DatasetPlan, configs: list[tuple[PreparedMethod, Any, Any]], request: GridRequest
+) -> Iterator[RunOutcome]:
     """The outcomes of a dataset known without running: its cached runs, or, when it could not
     be loaded, every one of its runs failed."""
     if planned.failure is not None:
         for prep, _, _ in configs:
             for rep in range(request.seeds):
-                yield RunOutcome(planned.dataset, prep.spec.name, rep,
-                                 derive_seed(request.base_seed, planned.dataset, rep), "failed",
-                                 error=f"{prep.spec.name} on {planned.dataset}: {planned.failure}")
+                yield RunOutcome(
+                    planned.dataset,
+                    prep.spec.name,
+                    rep,
+                    derive_seed(request.base_seed, planned.dataset, rep),
+                    "failed",
+                    error=f"{prep.spec.name} on {planned.dataset}: {planned.failure}",
+                )
         return
     for run in planned.runs:
         if run.status == "cached":
-            yield RunOutcome(planned.dataset, run.method, run.repetition, run.seed, "cached",
-                             run.record, run.path)
+            yield RunOutcome(
+                planned.dataset,
+                run.method,
+                run.repetition,
+                run.seed,
+                "cached",
+                run.record,
+                run.path,
+            )
 
 
-def _finish(res: RunResult, planned: DatasetPlan, request: GridRequest, git: dict[str, Any],
-            emit: Emit) -> RunOutcome:
+def _finish(
+    res: RunResult, planned: DatasetPlan, request: GridRequest, git: dict[str, Any], emit: Emit
+) -> RunOutcome:
     """Keep what a finished run produced: its failure note, its recheck, or its record."""
     plan = res.plan
     if res.error is not None:
@@ -142,30 +168,56 @@ def _finish(res: RunResult, planned: DatasetPlan, request: GridRequest, git: dic
         try:
             note = store.write_failure_note(plan.path, res.error)
         except OSError as exc:
-            emit("warning", {"message": f"cannot write {store.failure_note_path(plan.path)}"
-                             f" ({exc.strerror or exc})"})
-        return RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "failed",
-                          error=res.error, note=note)
+            emit(
+                "warning",
+                {
+                    "message": f"cannot write {store.failure_note_path(plan.path)}"
+                    f" ({exc.strerror or exc})"
+                },
+            )
+        return RunOutcome(
+            plan.dataset,
+            plan.method,
+            plan.repetition,
+            plan.seed,
+            "failed",
+            error=res.error,
+            note=note,
+        )
     record = make_record(plan, res, planned.verdict, planned.info, request.base_seed, git)
     if request.recheck and plan.record is not None:  # the recorded run stays as it is
         entry = rechecks.compare(plan.record, record)
         emit("info", {"message": rechecks.line(entry)})
-        return RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "rechecked",
-                          record, rechecks.append(plan.path, entry))
+        return RunOutcome(
+            plan.dataset,
+            plan.method,
+            plan.repetition,
+            plan.seed,
+            "rechecked",
+            record,
+            rechecks.append(plan.path, entry),
+        )
     try:
         written = write_record(request.results_dir, record)
     except OSError as exc:
-        raise UserError(f"cannot write the record {plan.path} ({exc.strerror or exc}); every "
-                        "record written before it is complete",
-                        hint="free disk space or fix the results dir, then re-run the same "
-                        "command to finish the rest") from None
+        raise UserError(
+            f"cannot write the record {plan.path} ({exc.strerror or exc}); every "
+            "record written before it is complete",
+            hint="free disk space or fix the results dir, then re-run the same "
+            "command to finish the rest",
+        ) from None
     store.clear_failure_note(plan.path, other_configs=not plan.config.get("sweep"))
-    return RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "ran", record,
-                      written)
+    return RunOutcome(plan.dataset, plan.method, plan.repetition, plan.seed, "ran", record, written)
 
 
-def make_record(plan: PlannedRun, res: RunResult, verdict: Any, data_info: dict[str, Any],
-                base_seed: int, git: dict[str, Any]) -> Record:
+def make_record(
+    plan: PlannedRun,
+    res: RunResult,
+    verdict: Any,
+    data_info: dict[str, Any],
+    base_seed: int,
+    git: dict[str, Any],
+) -> Record:
     """The record of a finished run (unsealed; ``write_record`` seals it)."""
     result = res.result
     assert result is not None and plan.prepared is not None, "a finished run has its result"
@@ -174,21 +226,38 @@ def make_record(plan: PlannedRun, res: RunResult, verdict: Any, data_info: dict[
     if "AUSUC_per_image" in ev:
         metrics["AUSUC_per_image"] = float(ev["AUSUC_per_image"])
     return Record(
-        run_id=plan.run_id, key=plan.key, config_id=plan.config_id,
-        code_fingerprint=identity.code_digest(plan.identity), identity=jsonable(plan.identity),
-        dataset=plan.dataset, dataset_kind=plan.kind, method=plan.method,
-        paper_name=plan.prepared.spec.paper_name, repetition=plan.repetition,
-        base_seed=base_seed, seed=plan.seed, metrics=metrics, gamma=result.gamma,
+        run_id=plan.run_id,
+        key=plan.key,
+        config_id=plan.config_id,
+        code_fingerprint=identity.code_digest(plan.identity),
+        identity=jsonable(plan.identity),
+        dataset=plan.dataset,
+        dataset_kind=plan.kind,
+        method=plan.method,
+        paper_name=plan.prepared.spec.paper_name,
+        repetition=plan.repetition,
+        base_seed=base_seed,
+        seed=plan.seed,
+        metrics=metrics,
+        gamma=result.gamma,
         timings={k: round(v, 4) for k, v in sorted(result.timings.items())},
-        load=jsonable(res.load), curve=jsonable(ev.get("curve")),
+        load=jsonable(res.load),
+        curve=jsonable(ev.get("curve")),
         operating_point=jsonable(ev.get("operating_point")),
-        per_class=jsonable(ev.get("per_class")), search=jsonable(result.search),
+        per_class=jsonable(ev.get("per_class")),
+        search=jsonable(result.search),
         selection_audit=jsonable(result.selection_audit),
-        validation=jsonable(result.validation), config=_resolved_config(plan, result.search),
-        split=jsonable(verdict.as_record()), data=jsonable(data_info),
-        device=jsonable(res.device), environment=jsonable(res.environment),
-        git=jsonable(git), zslbench_version=__version__,
-        started_at=res.started_at, finished_at=res.finished_at)
+        validation=jsonable(result.validation),
+        config=_resolved_config(plan, result.search),
+        split=jsonable(verdict.as_record()),
+        data=jsonable(data_info),
+        device=jsonable(res.device),
+        environment=jsonable(res.environment),
+        git=jsonable(git),
+        zslbench_version=__version__,
+        started_at=res.started_at,
+        finished_at=res.finished_at,
+    )
 
 
 def _resolved_config(plan: PlannedRun, search: Any) -> dict[str, Any]:

@@ -58,14 +58,24 @@ class SearchResult:
         out = []
         for name, values in self.space.items():
             numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-            if numeric and len(values) >= 3 and values == sorted(values) and \
-                    self.chosen.get(name) in (values[0], values[-1]):
+            if (
+                numeric
+                and len(values) >= 3
+                and values == sorted(values)
+                and self.chosen.get(name) in (values[0], values[-1])
+            ):
                 out.append(name)
         return out
 
     def as_record(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "space": self.space, "chosen": self.chosen,
-                "best_H": self.best_H, "at_edge": self.at_edge, "tried": self.tried}
+        return {
+            "strategy": self.strategy,
+            "space": self.space,
+            "chosen": self.chosen,
+            "best_H": self.best_H,
+            "at_edge": self.at_edge,
+            "tried": self.tried,
+        }
 
 
 def _coarse(n: int) -> list[int]:
@@ -75,13 +85,18 @@ def _coarse(n: int) -> list[int]:
     return idx
 
 
-def search(space: Mapping[str, Sequence[Any]], strategy: str,
-           evaluate: Callable[[dict[str, Any]], tuple[float, np.ndarray]]) -> SearchResult:
+def search(
+    space: Mapping[str, Sequence[Any]],
+    strategy: str,
+    evaluate: Callable[[dict[str, Any]], tuple[float, np.ndarray]],
+) -> SearchResult:
     """Run the search; ``evaluate(params)`` fits one candidate and returns (H, its validation
     scores)."""
     if strategy not in STRATEGIES:
-        raise ConfigError(f"search strategy {strategy!r} is not one of {', '.join(STRATEGIES)}",
-                          hint="declare search_strategy = 'grid' or 'refine' on the model")
+        raise ConfigError(
+            f"search strategy {strategy!r} is not one of {', '.join(STRATEGIES)}",
+            hint="declare search_strategy = 'grid' or 'refine' on the model",
+        )
     names = list(space)
     values = [list(space[n]) for n in names]
     for n, v in zip(names, values, strict=True):
@@ -117,8 +132,10 @@ def search(space: Mapping[str, Sequence[Any]], strategy: str,
         # since the best H strictly increases whenever the centre moves.
         while best is not None and best[1] != centre:
             centre = best[1]
-            ranges = [range(max(0, c - 1), min(len(v), c + 2)) for c, v in zip(centre, values,
-                                                                                strict=True)]
+            ranges = [
+                range(max(0, c - 1), min(len(v), c + 2))
+                for c, v in zip(centre, values, strict=True)
+            ]
             for point in itertools.product(*ranges):
                 run(point)
     assert best is not None

@@ -105,11 +105,15 @@ class StagedModel(Model):
         for st in cls.stages:
             unknown = [a for a in st.after if a not in seen]
             if unknown:
-                raise TypeError(f"{cls.__name__}: stage {st.name!r} comes after {unknown}, "
-                                "which are not declared before it")
+                raise TypeError(
+                    f"{cls.__name__}: stage {st.name!r} comes after {unknown}, "
+                    "which are not declared before it"
+                )
             if st.resumes is not None and st.resumes not in st.reads:
-                raise TypeError(f"{cls.__name__}: stage {st.name!r} resumes {st.resumes!r}, "
-                                "which is not among its reads")
+                raise TypeError(
+                    f"{cls.__name__}: stage {st.name!r} resumes {st.resumes!r}, "
+                    "which is not among its reads"
+                )
             seen.add(st.name)
 
     def __getattribute__(self, name: str) -> Any:
@@ -119,14 +123,25 @@ class StagedModel(Model):
             raise StageReadError(
                 f"{type(self).__name__}: stage {current!r} read hyperparameter {name!r}, which "
                 f"its Stage does not declare; add it to Stage({current!r}, reads=...) so that "
-                "a refit with another value does not reuse a stale stage")
+                "a refit with another value does not reuse a stale stage"
+            )
         return object.__getattribute__(self, name)
 
-    def fit(self, features: np.ndarray, labels: np.ndarray, class_semantics: np.ndarray,
-            classes: np.ndarray) -> StagedModel:
+    def fit(
+        self,
+        features: np.ndarray,
+        labels: np.ndarray,
+        class_semantics: np.ndarray,
+        classes: np.ndarray,
+    ) -> StagedModel:
         self.check_params()
-        inputs = self.check_fit_inputs(features, labels, class_semantics, classes,
-                                       who=getattr(self, "name", type(self).__name__))
+        inputs = self.check_fit_inputs(
+            features,
+            labels,
+            class_semantics,
+            classes,
+            who=getattr(self, "name", type(self).__name__),
+        )
         context = self.begin_fit(inputs)
         data_key = (inputs.class_semantics.tobytes(), inputs.classes.tobytes())
         cache_ = self.__dict__.setdefault("_stage_cache", {})
@@ -139,8 +154,13 @@ class StagedModel(Model):
             key = (data_key, tuple((r, repr(params.get(r))) for r in keyed))
             count = None if st.resumes is None else int(params[st.resumes])
             hit = cache_.get(st.name)
-            same = (hit is not None and hit[0] is features and hit[1] is labels and hit[2] == key
-                    and all(reused[a] for a in st.after))
+            same = (
+                hit is not None
+                and hit[0] is features
+                and hit[1] is labels
+                and hit[2] == key
+                and all(reused[a] for a in st.after)
+            )
             if same and hit[4] == count:
                 outputs[st.name], reused[st.name] = hit[3], True
                 continue

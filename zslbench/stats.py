@@ -78,10 +78,10 @@ def mean_of_means(parts: Sequence[Interval], confidence: float = CONFIDENCE) -> 
     mean = float(sum(p.mean for p in parts) / d)
     if any(p.n < 2 or not math.isfinite(p.std) for p in parts):
         return Interval(mean, math.nan, math.nan, math.nan, d)
-    v = [p.std ** 2 / p.n for p in parts]
+    v = [p.std**2 / p.n for p in parts]
     if sum(v) == 0:
         return Interval(mean, math.nan, mean, mean, d)
-    df = sum(v) ** 2 / sum(x ** 2 / (p.n - 1) for x, p in zip(v, parts, strict=True))
+    df = sum(v) ** 2 / sum(x**2 / (p.n - 1) for x, p in zip(v, parts, strict=True))
     half = float(_st.t.ppf((1 + confidence) / 2, df)) * math.sqrt(sum(v)) / d
     return Interval(mean, math.nan, mean - half, mean + half, d)
 
@@ -117,14 +117,18 @@ def pairing(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[list[int], 
     if set(a) == set(b):
         return shared, f"paired by seed ({len(shared)} seeds)"
     if len(shared) >= 2:
-        return shared, (f"paired on the {len(shared)} seeds both ran ({len(a)} and {len(b)} runs; the "
-                        "others are left out)")
+        return shared, (
+            f"paired on the {len(shared)} seeds both ran ({len(a)} and {len(b)} runs; the "
+            "others are left out)"
+        )
     if not shared:
         return [], "the seeds do not pair up (no seed in common): independent runs"
     return [], "the seeds do not pair up (one seed in common): treated as independent runs"
 
 
-def compared_values(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[list[float], list[float]]:
+def compared_values(
+    a: Mapping[int, float], b: Mapping[int, float]
+) -> tuple[list[float], list[float]]:
     """The values of ``a`` and ``b`` that :func:`compare_runs` tests: those of the paired seeds
     when the runs pair up, else all (finite) values; their means' difference is the test's."""
     a, b = _finite_map(a), _finite_map(b)
@@ -134,8 +138,9 @@ def compared_values(a: Mapping[int, float], b: Mapping[int, float]) -> tuple[lis
     return list(a.values()), list(b.values())
 
 
-def compare_runs(a: Mapping[int, float], b: Mapping[int, float],
-                 confidence: float = CONFIDENCE) -> Difference | None:
+def compare_runs(
+    a: Mapping[int, float], b: Mapping[int, float], confidence: float = CONFIDENCE
+) -> Difference | None:
     """Test ``mean(a) - mean(b)`` for runs keyed by seed; None when no test is possible (fewer
     than two pairs, or fewer than two runs on either side when unpaired)."""
     a, b = _finite_map(a), _finite_map(b)
@@ -150,7 +155,9 @@ def compare_runs(a: Mapping[int, float], b: Mapping[int, float],
         se = sd / math.sqrt(n)
         t_crit = float(_st.t.ppf(level, n - 1))
         p = _two_sided_p(mean, se, n - 1)
-        return Difference(mean, mean - t_crit * se, mean + t_crit * se, p, PAIRED, n, len(a), len(b), note)
+        return Difference(
+            mean, mean - t_crit * se, mean + t_crit * se, p, PAIRED, n, len(a), len(b), note
+        )
     xa, xb = np.array(list(a.values())), np.array(list(b.values()))
     if xa.size < 2 or xb.size < 2:
         return None
@@ -159,11 +166,16 @@ def compare_runs(a: Mapping[int, float], b: Mapping[int, float],
     se = math.sqrt(va + vb)
     # Welch–Satterthwaite degrees of freedom (undefined when both spreads are 0: then any df
     # gives the same verdict, p = 1 for equal means and 0 otherwise).
-    df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1)) if se > 0 else float(
-        xa.size + xb.size - 2)
+    df = (
+        (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
+        if se > 0
+        else float(xa.size + xb.size - 2)
+    )
     t_crit = float(_st.t.ppf(level, df))
     p = _two_sided_p(mean, se, df)
-    return Difference(mean, mean - t_crit * se, mean + t_crit * se, p, WELCH, 0, xa.size, xb.size, note)
+    return Difference(
+        mean, mean - t_crit * se, mean + t_crit * se, p, WELCH, 0, xa.size, xb.size, note
+    )
 
 
 def _two_sided_p(mean: float, se: float, df: float) -> float:
@@ -203,8 +215,9 @@ class Verdict:
         return self.status in ("best", "tied")
 
 
-def not_worse_than_best(samples: Sequence[Mapping[int, float]], *, higher_better: bool = True,
-                        alpha: float = ALPHA) -> list[Verdict]:
+def not_worse_than_best(
+    samples: Sequence[Mapping[int, float]], *, higher_better: bool = True, alpha: float = ALPHA
+) -> list[Verdict]:
     """For samples keyed by seed (one per method), which are the best or not significantly worse
     than it. The best has the highest mean (lowest with ``higher_better=False``); every other is
     tested against it (:func:`compare_runs`), Holm-corrected over the comparisons. Nothing is
@@ -233,6 +246,7 @@ def not_worse_than_best(samples: Sequence[Mapping[int, float]], *, higher_better
 
 
 # -- across datasets --------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Friedman:
@@ -273,7 +287,9 @@ def friedman(scores: np.ndarray, *, higher_better: bool = True) -> Friedman:
     scores = np.asarray(scores, dtype=float)
     n, k = scores.shape
     if n < 2 or k < 2 or not np.isfinite(scores).all():
-        raise ValueError("Friedman's test needs a complete table of at least 2 datasets x 2 methods")
+        raise ValueError(
+            "Friedman's test needs a complete table of at least 2 datasets x 2 methods"
+        )
     ranks = average_ranks(scores, higher_better=higher_better)
     chi2, f = friedman_from_ranks(ranks, n)
     p_chi2 = float(_st.chi2.sf(chi2, k - 1))

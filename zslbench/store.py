@@ -57,20 +57,28 @@ def check_results_dir(path: Path) -> None:
         return
     if not existing.is_dir():
         where = "is a file" if existing == path else f"is under the file {existing}"
-        raise ConfigError(f"--results-dir {path} {where}, not a directory",
-                          hint="choose another --results-dir")
+        raise ConfigError(
+            f"--results-dir {path} {where}, not a directory", hint="choose another --results-dir"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
-        what = "is not writable" if existing == path else f"cannot be created ({existing} is " \
-            "not writable)"
-        raise ConfigError(f"--results-dir {path} {what}",
-                          hint="choose a writable --results-dir or fix its permissions")
+        what = (
+            "is not writable"
+            if existing == path
+            else f"cannot be created ({existing} is not writable)"
+        )
+        raise ConfigError(
+            f"--results-dir {path} {what}",
+            hint="choose a writable --results-dir or fix its permissions",
+        )
     try:
         free = shutil.disk_usage(existing).free
     except OSError:
         free = None
     if free is not None and free < MIN_FREE_BYTES:
-        raise ConfigError(f"--results-dir {path}: only {free // 1024} KiB free on its disk",
-                          hint="free some space (a record takes ~100 KiB) or choose another disk")
+        raise ConfigError(
+            f"--results-dir {path}: only {free // 1024} KiB free on its disk",
+            hint="free some space (a record takes ~100 KiB) or choose another disk",
+        )
 
 
 def failure_note_path(path: Path) -> Path:
@@ -103,8 +111,13 @@ def clear_failure_note(path: Path, *, other_configs: bool = False) -> None:
     dataset, method, config, data, device, seed = parts
     for note in Path(path).parent.glob(f"*__{device}__{seed}.failed"):
         theirs = note.stem.split("__")
-        if (len(theirs) != 6 or theirs[:2] != [dataset, method] or theirs[3] != data
-                or theirs[2] == config or not re.fullmatch(r"[0-9a-f]{8}", theirs[2])):
+        if (
+            len(theirs) != 6
+            or theirs[:2] != [dataset, method]
+            or theirs[3] != data
+            or theirs[2] == config
+            or not re.fullmatch(r"[0-9a-f]{8}", theirs[2])
+        ):
             continue
         try:
             if note.is_symlink() or not note.is_file() or note.stat().st_size > 4096:
@@ -127,12 +140,12 @@ def failure_note(path: Path) -> str | None:
     return first if len(first) <= 160 else first[:157] + "..."
 
 
-def run_slot(dataset: str, method: str, dev_type: str | None, base_seed: int, repetition: int,
-             sweep: Any) -> tuple[Any, ...]:
+def run_slot(
+    dataset: str, method: str, dev_type: str | None, base_seed: int, repetition: int, sweep: Any
+) -> tuple[Any, ...]:
     """The run a record fills, whatever its configuration or data: (dataset, method, device
     type, base seed, repetition, swept values); a new run replaces the earlier run of its slot."""
-    return (dataset, method, dev_type, base_seed, repetition,
-            repr(sorted((sweep or {}).items())))
+    return (dataset, method, dev_type, base_seed, repetition, repr(sorted((sweep or {}).items())))
 
 
 def read_checked(path: Path, datasets: Any = None) -> Record | RecordError:
@@ -166,16 +179,25 @@ class RecordIndex:
             rec = read_checked(path, datasets)
             index.by_path[path.resolve()] = rec
             if isinstance(rec, Record):
-                slot = run_slot(rec.dataset, rec.method, rec.device.get("type"), rec.base_seed,
-                             rec.repetition, rec.config.get("sweep"))
+                slot = run_slot(
+                    rec.dataset,
+                    rec.method,
+                    rec.device.get("type"),
+                    rec.base_seed,
+                    rec.repetition,
+                    rec.config.get("sweep"),
+                )
                 index.by_slot.setdefault(slot, []).append(rec)
         return index
 
     def has_config(self, dataset: str, method: str, config_id: str) -> bool:
         """Whether a record of ``method`` on ``dataset`` in configuration ``config_id`` is here."""
         if self._configs is None:
-            self._configs = {(rec.dataset, rec.method, rec.config_id)
-                             for recs in self.by_slot.values() for rec in recs}
+            self._configs = {
+                (rec.dataset, rec.method, rec.config_id)
+                for recs in self.by_slot.values()
+                for rec in recs
+            }
         return (dataset, method, config_id) in self._configs
 
     def previous(self, slot: tuple[Any, ...], config_id: str, data_fp: str) -> Record | None:
@@ -186,28 +208,38 @@ class RecordIndex:
             return None
 
         def rank(rec: Record) -> tuple[int, int, str]:
-            return (rec.config_id == config_id, rec.data.get("fingerprint") == data_fp,
-                    rec.finished_at)
+            return (
+                rec.config_id == config_id,
+                rec.data.get("fingerprint") == data_fp,
+                rec.finished_at,
+            )
 
         return max(found, key=rank)
 
     def eta(self, dataset: str, method: str, device_name: str) -> float | None:
         """Median wall seconds of earlier runs of (dataset, method) on this device model, None
         without any; runs on an oversubscribed machine are left out."""
-        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
-                 for recs in self.by_slot.values() for rec in recs
-                 if rec.dataset == dataset and rec.method == method
-                 and rec.device.get("name") == device_name
-                 and rec.load.get("oversubscribed") is not True]
+        times = [
+            float(rec.load.get("wall_seconds") or rec.timings["train"])
+            for recs in self.by_slot.values()
+            for rec in recs
+            if rec.dataset == dataset
+            and rec.method == method
+            and rec.device.get("name") == device_name
+            and rec.load.get("oversubscribed") is not True
+        ]
         return statistics.median(times) if times else None
 
     def busy_eta(self, dataset: str, method: str, device_name: str) -> float | None:
         """Median wall seconds of earlier runs of (dataset, method) on this device model taken on
         an oversubscribed machine: an approximate ETA where :meth:`eta` has none."""
-        times = [float(rec.load.get("wall_seconds") or rec.timings["train"])
-                 for recs in self.by_slot.values() for rec in recs
-                 if rec.dataset == dataset and rec.method == method
-                 and rec.device.get("name") == device_name
-                 and rec.load.get("oversubscribed") is True]
+        times = [
+            float(rec.load.get("wall_seconds") or rec.timings["train"])
+            for recs in self.by_slot.values()
+            for rec in recs
+            if rec.dataset == dataset
+            and rec.method == method
+            and rec.device.get("name") == device_name
+            and rec.load.get("oversubscribed") is True
+        ]
         return statistics.median(times) if times else None
-

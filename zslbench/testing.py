@@ -48,8 +48,14 @@ from zslbench.components import Component
 from zslbench.model import Model
 
 
-def toy_problem(seed: int = 0, n_seen: int = 6, n_unseen: int = 3, dim: int = 32,
-                att_dim: int = 12, per_class: int = 30) -> dict[str, np.ndarray]:
+def toy_problem(
+    seed: int = 0,
+    n_seen: int = 6,
+    n_unseen: int = 3,
+    dim: int = 32,
+    att_dim: int = 12,
+    per_class: int = 30,
+) -> dict[str, np.ndarray]:
     """A small separable GZSL problem: non-negative features whose class means are a linear map
     of the classes' (non-negative) attributes, as in xlsa17."""
     rng = np.random.default_rng(seed)
@@ -63,9 +69,15 @@ def toy_problem(seed: int = 0, n_seen: int = 6, n_unseen: int = 3, dim: int = 32
     seen = labels < n_seen
     train = np.flatnonzero(seen)[::2]
     test = np.setdiff1d(np.arange(len(labels)), train)
-    return {"features": feats.astype(np.float32), "labels": labels.astype(np.int64),
-            "attributes": att.astype(np.float32), "train": train, "test": test,
-            "classes": np.arange(n_cls, dtype=np.int64), "n_seen": np.int64(n_seen)}
+    return {
+        "features": feats.astype(np.float32),
+        "labels": labels.astype(np.int64),
+        "attributes": att.astype(np.float32),
+        "train": train,
+        "test": test,
+        "classes": np.arange(n_cls, dtype=np.int64),
+        "n_seen": np.int64(n_seen),
+    }
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -97,8 +109,9 @@ class _Context:
     """What the checks of one model share: the problem, the seed, and fits made once on demand
     (a check that needs a fitted model fits it here; a fit that fails fails every such check)."""
 
-    def __init__(self, model: Model, seed: int, problem: dict[str, Any] | None,
-                 atol: float) -> None:
+    def __init__(
+        self, model: Model, seed: int, problem: dict[str, Any] | None, atol: float
+    ) -> None:
         self.model, self.seed, self.atol = model, seed, atol
         self.name = type(model).__name__
         self.p = problem or toy_problem(seed)
@@ -124,8 +137,9 @@ class _Context:
 
 def _check_is_a_named_model(c: _Context) -> None:
     assert isinstance(c.model, Model), f"{c.name} is not a zslbench.model.Model"
-    assert isinstance(getattr(type(c.model), "name", None), str) and type(c.model).name, \
+    assert isinstance(getattr(type(c.model), "name", None), str) and type(c.model).name, (
         f"{c.name} needs a non-empty class attribute 'name' (its registered name)"
+    )
 
 
 def _check_init_stores_hyperparameters(c: _Context) -> None:
@@ -139,8 +153,9 @@ def _check_init_stores_hyperparameters(c: _Context) -> None:
 def _check_params_round_trip(c: _Context) -> None:
     params = c.model.get_params()
     rebuilt = type(c.model)(**params)
-    assert _same_params(rebuilt.get_params(), params), \
+    assert _same_params(rebuilt.get_params(), params), (
         f"{c.name}(**get_params()) changes parameters"
+    )
     twin = c.model.clone()
     twin.set_params(**{k: v for k, v in params.items() if not isinstance(v, Component)})
     assert _same_params(twin.get_params(), params), f"{c.name}.set_params changes parameters"
@@ -149,20 +164,23 @@ def _check_params_round_trip(c: _Context) -> None:
 
 def _check_clone_is_unfitted_and_equal(c: _Context) -> None:
     twin = c.fitted.clone()
-    assert type(twin) is type(c.model) and _same_params(twin.get_params(),
-                                                        c.fitted.get_params()), \
+    assert type(twin) is type(c.model) and _same_params(twin.get_params(), c.fitted.get_params()), (
         f"{c.name}.clone() must keep the hyperparameters"
-    assert not [k for k in vars(twin) if k.endswith("_") and not k.startswith("_")], \
+    )
+    assert not [k for k in vars(twin) if k.endswith("_") and not k.startswith("_")], (
         f"{c.name}.clone() must return an unfitted copy"
+    )
 
 
 def _check_fit_learns_attributes(c: _Context) -> None:
     a = c.fitted
-    assert [k for k in vars(a) if k.endswith("_") and not k.startswith("_")], \
+    assert [k for k in vars(a) if k.endswith("_") and not k.startswith("_")], (
         f"{c.name}.fit learned no attribute ending in '_'"
+    )
     classes = c.p["classes"]
-    assert np.array_equal(np.asarray(getattr(a, "classes_", classes)), classes), \
+    assert np.array_equal(np.asarray(getattr(a, "classes_", classes)), classes), (
         f"{c.name}.classes_ must be the classes passed to fit, in that order"
+    )
 
 
 def _check_scores_shape_and_values(c: _Context) -> None:
@@ -177,16 +195,19 @@ def _check_scoring_is_pure(c: _Context) -> None:
     s = c.scores
     c.fitted.decision_function(_readonly(c.p["features"][c.p["train"]]))
     half = len(c.test) // 2
-    again = np.vstack([c.fitted.decision_function(c.test[:half]),
-                       c.fitted.decision_function(c.test[half:])])
-    assert np.allclose(s, again, rtol=1e-5, atol=1e-6), \
+    again = np.vstack(
+        [c.fitted.decision_function(c.test[:half]), c.fitted.decision_function(c.test[half:])]
+    )
+    assert np.allclose(s, again, rtol=1e-5, atol=1e-6), (
         f"{c.name}.decision_function is not pure: an image's scores depend on the other images"
+    )
 
 
 def _check_deterministic_under_a_seed(c: _Context) -> None:
     s_b = np.asarray(c.fresh_fit().decision_function(c.test))
-    assert np.allclose(c.scores, s_b, rtol=0, atol=c.atol), \
+    assert np.allclose(c.scores, s_b, rtol=0, atol=c.atol), (
         f"{c.name}: two fits with random_state={c.seed} gave different scores"
+    )
 
 
 def _check_unseen_classes_are_scored(c: _Context) -> None:
@@ -206,15 +227,24 @@ def _check_every_tensor_names_its_device(c: _Context) -> None:
 
 #: The checks, in the order ``check_model`` runs them; each fails on its own.
 CHECKS: tuple[Callable[[_Context], None], ...] = (
-    _check_is_a_named_model, _check_init_stores_hyperparameters, _check_params_round_trip,
-    _check_fit_learns_attributes, _check_clone_is_unfitted_and_equal,
-    _check_scores_shape_and_values, _check_scoring_is_pure, _check_deterministic_under_a_seed,
-    _check_unseen_classes_are_scored, _check_refit_equals_a_fresh_fit,
-    _check_every_tensor_names_its_device)
+    _check_is_a_named_model,
+    _check_init_stores_hyperparameters,
+    _check_params_round_trip,
+    _check_fit_learns_attributes,
+    _check_clone_is_unfitted_and_equal,
+    _check_scores_shape_and_values,
+    _check_scoring_is_pure,
+    _check_deterministic_under_a_seed,
+    _check_unseen_classes_are_scored,
+    _check_refit_equals_a_fresh_fit,
+    _check_every_tensor_names_its_device,
+)
 #: Checks that only run when asked for (``device_discipline=True``) or unless turned off
 #: (``refit=False``).
-_OPTIONAL = {"every_tensor_names_its_device": "device_discipline",
-             "refit_equals_a_fresh_fit": "refit"}
+_OPTIONAL = {
+    "every_tensor_names_its_device": "device_discipline",
+    "refit_equals_a_fresh_fit": "refit",
+}
 
 
 @dataclass(frozen=True)
@@ -235,8 +265,14 @@ class ModelCheck:
         return self.name
 
 
-def model_checks(*, seed: int = 0, problem: dict[str, Any] | None = None, atol: float = 0.0,
-                 device_discipline: bool = False, refit: bool = True) -> list[ModelCheck]:
+def model_checks(
+    *,
+    seed: int = 0,
+    problem: dict[str, Any] | None = None,
+    atol: float = 0.0,
+    device_discipline: bool = False,
+    refit: bool = True,
+) -> list[ModelCheck]:
     """Every check ``check_model`` would run with these settings, each callable alone."""
     wanted = {"device_discipline": device_discipline, "refit": refit}
     out = []
@@ -260,12 +296,20 @@ def parametrize_with_checks(models: list[Model], **settings: Any) -> Any:
     import pytest
 
     pairs = [(m, chk) for m in models for chk in model_checks(**settings)]
-    return pytest.mark.parametrize(("model", "check"), pairs,
-                                   ids=[f"{type(m).__name__}-{chk.name}" for m, chk in pairs])
+    return pytest.mark.parametrize(
+        ("model", "check"), pairs, ids=[f"{type(m).__name__}-{chk.name}" for m, chk in pairs]
+    )
 
 
-def check_model(model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None,
-                atol: float = 0.0, device_discipline: bool = False, refit: bool = True) -> None:
+def check_model(
+    model: Model,
+    *,
+    seed: int = 0,
+    problem: dict[str, Any] | None = None,
+    atol: float = 0.0,
+    device_discipline: bool = False,
+    refit: bool = True,
+) -> None:
     """Run every check on ``model`` (an unfitted instance); one ``AssertionError`` listing every
     check that failed (each is run even when another failed). ``atol`` allows tiny differences
     between repeated fits for models that use non-deterministic kernels (keep it 0 on the CPU).
@@ -273,8 +317,9 @@ def check_model(model: Model, *, seed: int = 0, problem: dict[str, Any] | None =
     docstring). One context is shared, so the model is fitted as few times as the checks need."""
     context = _Context(model, seed, problem, atol)
     failed = []
-    for check in model_checks(seed=seed, problem=problem, atol=atol,
-                              device_discipline=device_discipline, refit=refit):
+    for check in model_checks(
+        seed=seed, problem=problem, atol=atol, device_discipline=device_discipline, refit=refit
+    ):
         try:
             check.fn(context)
         except AssertionError as exc:
@@ -293,11 +338,14 @@ def _changes(model: Model) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for key, values in model.full_search_space().items():
         role, dot, param = key.partition(".")
-        current = (getattr(getattr(model, role), param) if dot else getattr(model, key))
+        current = getattr(getattr(model, role), param) if dot else getattr(model, key)
         out += [(key, v) for v in values if not _same_value(v, current)][:2]
     owners: list[tuple[str, Component]] = [("", model)]
-    owners += [(f"{role}.", getattr(model, role)) for role in type(model).components
-               if isinstance(getattr(model, role, None), Component)]
+    owners += [
+        (f"{role}.", getattr(model, role))
+        for role in type(model).components
+        if isinstance(getattr(model, role, None), Component)
+    ]
     for prefix, comp in owners:
         for param, value in comp.get_params().items():
             if param in _INJECTED or isinstance(value, bool) or f"{prefix}{param}" in dict(out):
@@ -316,8 +364,9 @@ def _same_value(a: Any, b: Any) -> bool:
         return a is b
 
 
-def check_refit(model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None,
-                atol: float = 0.0) -> None:
+def check_refit(
+    model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None, atol: float = 0.0
+) -> None:
     """A refit after changing one hyperparameter equals a fresh fit with that value, for every
     change of :func:`_changes` that ``check_params`` accepts. The arrays are the same objects in
     every fit, as in the harness's search, so that an identity-keyed cache is exercised."""
@@ -347,11 +396,13 @@ def check_refit(model: Model, *, seed: int = 0, problem: dict[str, Any] | None =
         assert np.allclose(refitted, fresh, rtol=0, atol=atol, equal_nan=True), (
             f"{name}: after set_search_params({key}={value!r}), a refit of the fitted instance "
             f"scores differently from a fresh fit: fitted state that depends on {key!r} was "
-            "reused (a stale stage or cache)")
+            "reused (a stale stage or cache)"
+        )
 
 
-def check_device_discipline(model: Model, *, seed: int = 0,
-                            problem: dict[str, Any] | None = None) -> None:
+def check_device_discipline(
+    model: Model, *, seed: int = 0, problem: dict[str, Any] | None = None
+) -> None:
     """Fit and score ``model`` on the CPU with torch's default device set to ``meta``: a tensor
     created without naming its device has no data there, so the fit fails, naming the call.
     ``AssertionError`` says which model and what failed. The scores must equal a plain fit's up
@@ -373,12 +424,14 @@ def check_device_discipline(model: Model, *, seed: int = 0,
         raise AssertionError(
             f"{name}: a tensor names no device (under torch's default device 'meta' the fit "
             f"failed: {type(exc).__name__}: {exc}); pass device= to every factory call "
-            f"(device='cpu' for CPU-side draws)") from exc
+            f"(device='cpu' for CPU-side draws)"
+        ) from exc
     # float noise only: torch's device mode can route an op (e.g. lstsq) through another kernel
     scale = float(np.abs(plain).max()) or 1.0
-    assert np.allclose(scores, plain, rtol=1e-5, atol=1e-6 * scale), \
-        (f"{name}: a tensor names no device (with torch's default device 'meta' the scores "
-         f"differ from a plain fit's); pass device= to every factory call")
+    assert np.allclose(scores, plain, rtol=1e-5, atol=1e-6 * scale), (
+        f"{name}: a tensor names no device (with torch's default device 'meta' the scores "
+        f"differ from a plain fit's); pass device= to every factory call"
+    )
 
 
 def _same_params(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -46,8 +46,13 @@ POLICY_ENV = "ZSLBENCH_THREAD_POLICY"
 DEFAULTS: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 #: The variables that decide threading (read by libgomp / MKL / OpenBLAS at load time).
-WATCHED = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY",
-           "GOMP_SPINCOUNT")
+WATCHED = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+)
 
 #: Filled by :func:`apply_defaults`: each watched variable's value, and who set it.
 _state: dict[str, dict[str, str | None]] = {}
@@ -86,9 +91,13 @@ def report() -> dict[str, Any]:
 
     # Not set up by apply_defaults in this process (a Ray worker, a library caller): whatever the
     # environment holds, inherited from the driver or the user.
-    state = _state or {name: {"value": os.environ.get(name),
-                              "source": "environment" if name in os.environ else None}
-                       for name in WATCHED}
+    state = _state or {
+        name: {
+            "value": os.environ.get(name),
+            "source": "environment" if name in os.environ else None,
+        }
+        for name in WATCHED
+    }
     return {
         "threads": torch.get_num_threads(),
         "wait_policy": state["OMP_WAIT_POLICY"]["value"],

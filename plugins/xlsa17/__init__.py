@@ -64,10 +64,21 @@ def zslbench_datasets() -> list[DatasetSpec]:
     specs = []
     for name in DATASETS:
         e = registry[name]
-        desc = (f"{e['title']} (xlsa17 Split V2.0: {e['n_images']} images, {e['n_seen']}+"
-                f"{e['n_unseen']} classes, {e['attribute_dim']}-d attributes, ResNet-101); "
-                f"needs `zslbench data download`")
-        specs.append(DatasetSpec(name=name, load=_loader(name), kind="real", description=desc,
-                                 groups=("all",), missing=_missing(name),
-                                 benchmark=benchmark(name), order=TABLE_ORDER.index(name)))
+        desc = (
+            f"{e['title']} (xlsa17 Split V2.0: {e['n_images']} images, {e['n_seen']}+"
+            f"{e['n_unseen']} classes, {e['attribute_dim']}-d attributes, ResNet-101); "
+            f"needs `zslbench data download`"
+        )
+        specs.append(
+            DatasetSpec(
+                name=name,
+                load=_loader(name),
+                kind="real",
+                description=desc,
+                groups=("all",),
+                missing=_missing(name),
+                benchmark=benchmark(name),
+                order=TABLE_ORDER.index(name),
+            )
+        )
     return specs

@@ -77,8 +77,10 @@ LOCK_NAME = "writer.lock"
 NO_LOCK_GRACE = 60.0
 #: Temporaries of zslbench versions without the lock are stale after this long (seconds).
 LEGACY_STALE_AFTER = 3600.0
-_TMP_RE = re.compile(r"^\.(?P<stem>[A-Za-z0-9_-]+)\.zslbench-(?P<pid>\d+)-[a-z0-9_]{8}"
-                     r"\.(?P<suffix>tmp|extract)$")
+_TMP_RE = re.compile(
+    r"^\.(?P<stem>[A-Za-z0-9_-]+)\.zslbench-(?P<pid>\d+)-[a-z0-9_]{8}"
+    r"\.(?P<suffix>tmp|extract)$"
+)
 _LEGACY_TMP_RE = re.compile(r"^\.(?P<stem>(?:res101|att_splits)-[0-9a-f]{20})\.[a-z0-9_]{8}\.tmp$")
 
 
@@ -94,7 +96,7 @@ def _segment_digest(path: Path, start: int, length: int) -> bytes:
         fh.seek(start)
         left = length
         while left > 0:
-            n = fh.readinto(view[:min(left, len(buf))])
+            n = fh.readinto(view[: min(left, len(buf))])
             if not n:
                 raise CacheCorrupt(f"{path.name} ended while it was read")
             h.update(view[:n])
@@ -115,7 +117,9 @@ def file_digest(path: Path, *, threads: int | None = None) -> str:
         parts = [_segment_digest(path, s, min(SEGMENT, size - s)) for s in starts]
     else:
         with ThreadPoolExecutor(max_workers=n) as pool:
-            parts = list(pool.map(lambda s: _segment_digest(path, s, min(SEGMENT, size - s)), starts))
+            parts = list(
+                pool.map(lambda s: _segment_digest(path, s, min(SEGMENT, size - s)), starts)
+            )
     h = hashlib.sha256(f"{DIGEST_SCHEME} {size} {SEGMENT}\n".encode())
     for part in parts:
         h.update(part)
@@ -141,7 +145,9 @@ class HashStore:
                 try:
                     data = json.loads(self.path.read_text(encoding="utf-8"))
                     if isinstance(data, dict):
-                        self._memo = {k: v for k, v in data.items() if isinstance(v, list) and len(v) == 5}
+                        self._memo = {
+                            k: v for k, v in data.items() if isinstance(v, list) and len(v) == 5
+                        }
                 except (OSError, ValueError):
                     self._memo = {}  # a damaged memo is only a lost optimisation
         return self._memo
@@ -182,6 +188,7 @@ def entry_dir(cache_root: Path, folder: str, kind: str, sha256: str) -> Path:
 
 # ------------------------------------------------------------------------------------ temporaries
 
+
 class WriterDir:
     """A hidden temporary directory that zslbench is writing, and the lock that says so.
 
@@ -194,8 +201,9 @@ class WriterDir:
     def __init__(self, parent: Path, stem: str, suffix: str = ".tmp") -> None:
         self.published = False
         parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=f".{stem}.zslbench-{os.getpid()}-", suffix=suffix,
-                                          dir=parent))
+        self.path = Path(
+            tempfile.mkdtemp(prefix=f".{stem}.zslbench-{os.getpid()}-", suffix=suffix, dir=parent)
+        )
         self._lock: int | None = None
         try:
             self._lock = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
@@ -288,8 +296,14 @@ def list_temporaries(parent: Path, *, legacy: bool = True) -> list[dict[str, Any
         state, fd = _writer_state(p, legacy=m is None, now=now)
         if fd is not None:
             os.close(fd)
-        out.append({"path": p, "bytes": disk_usage(p), "pid": int(m["pid"]) if m else None,
-                    "state": {"gone": "stale", "live": "live"}.get(state, "unknown")})
+        out.append(
+            {
+                "path": p,
+                "bytes": disk_usage(p),
+                "pid": int(m["pid"]) if m else None,
+                "state": {"gone": "stale", "live": "live"}.get(state, "unknown"),
+            }
+        )
     return out
 
 
@@ -323,6 +337,7 @@ def clean_stale(parent: Path, *, legacy: bool = True) -> list[Path]:
 
 # ---------------------------------------------------------------------------------------- entries
 
+
 def write_entry(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> Path:
     """Write arrays (one ``.npy`` each) and ``meta.json`` as a new entry at ``path``, atomically.
 
@@ -340,8 +355,9 @@ def write_entry(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str,
                 os.fsync(fh.fileno())
             files[name] = {"size": target.stat().st_size, "digest": file_digest(target)}
         full_meta = {**meta, "format": CACHE_FORMAT, "digest": DIGEST_SCHEME, "files": files}
-        (tmp.path / "meta.json").write_text(json.dumps(full_meta, indent=1, sort_keys=True),
-                                            encoding="utf-8")
+        (tmp.path / "meta.json").write_text(
+            json.dumps(full_meta, indent=1, sort_keys=True), encoding="utf-8"
+        )
         try:
             tmp.publish(path)  # fails if ``path`` exists: callers remove damaged entries first
         except OSError:
@@ -352,8 +368,10 @@ def write_entry(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str,
 
 
 #: The arrays the loader needs from an entry of each source kind (``<kind>-<sha256[:20]>``).
-REQUIRED_ARRAYS = {"res101": ("features", "labels"),
-                   "att_splits": ("att", "trainval_loc", "test_seen_loc", "test_unseen_loc")}
+REQUIRED_ARRAYS = {
+    "res101": ("features", "labels"),
+    "att_splits": ("att", "trainval_loc", "test_seen_loc", "test_unseen_loc"),
+}
 _ARRAY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -377,18 +395,23 @@ def read_meta(path: Path, *, require: tuple[str, ...] = ()) -> dict[str, Any]:
     for name, info in files.items():
         if not _ARRAY_NAME.match(str(name)):
             raise CacheCorrupt(f"meta.json lists a file named {name!r}")
-        if (not isinstance(info, dict) or not isinstance(info.get("size"), int)
-                or not isinstance(info.get("digest"), str)):
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("size"), int)
+            or not isinstance(info.get("digest"), str)
+        ):
             raise CacheCorrupt(f"meta.json has no size and digest for {name}.npy")
     missing = [a for a in require if a not in files]
     if missing or not files:
-        raise CacheCorrupt(f"meta.json lists no {(missing or ['array'])[0]}.npy (its file table is "
-                           "incomplete)")
+        raise CacheCorrupt(
+            f"meta.json lists no {(missing or ['array'])[0]}.npy (its file table is incomplete)"
+        )
     return meta
 
 
-def open_entry(path: Path, *, mmap: tuple[str, ...] = (), require: tuple[str, ...] = ()
-               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def open_entry(
+    path: Path, *, mmap: tuple[str, ...] = (), require: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Check every byte of an entry and return ``(meta, arrays)``; :class:`CacheCorrupt` if damaged
     or without an array ``require`` names.
 
@@ -403,12 +426,16 @@ def open_entry(path: Path, *, mmap: tuple[str, ...] = (), require: tuple[str, ..
         except FileNotFoundError:
             raise CacheCorrupt(f"{target.name} is missing") from None
         if not isinstance(info, dict) or size != info.get("size"):
-            raise CacheCorrupt(f"{target.name} has {size} bytes, expected "
-                               f"{info.get('size') if isinstance(info, dict) else '?'}")
+            raise CacheCorrupt(
+                f"{target.name} has {size} bytes, expected "
+                f"{info.get('size') if isinstance(info, dict) else '?'}"
+            )
         if file_digest(target) != info.get("digest"):
             raise CacheCorrupt(f"{target.name} fails its digest")
         try:
-            arrays[name] = np.load(target, mmap_mode="r" if name in mmap else None, allow_pickle=False)
+            arrays[name] = np.load(
+                target, mmap_mode="r" if name in mmap else None, allow_pickle=False
+            )
         except (OSError, ValueError) as exc:
             raise CacheCorrupt(f"{target.name} is unreadable ({exc})") from None
     return meta, arrays
@@ -445,19 +472,45 @@ def list_entries(cache_root: Path) -> list[dict[str, Any]]:
     if not cache_root.is_dir():
         return out
     for folder in sorted(p for p in cache_root.iterdir() if p.is_dir()):
-        for entry in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for entry in sorted(
+            p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")
+        ):
             try:
                 meta = read_meta(entry, require=REQUIRED_ARRAYS.get(entry.name.split("-")[0], ()))
                 source = meta.get("source_path", "")
                 state = "ok"
             except CacheCorrupt as exc:
                 source, state = "", f"damaged: {exc}"
-            out.append({"folder": folder.name, "entry": entry.name, "kind": entry.name.split("-")[0],
-                        "bytes": disk_usage(entry), "source": source, "state": state})
+            out.append(
+                {
+                    "folder": folder.name,
+                    "entry": entry.name,
+                    "kind": entry.name.split("-")[0],
+                    "bytes": disk_usage(entry),
+                    "source": source,
+                    "state": state,
+                }
+            )
     return out
 
 
-__all__ = ["CACHE_FORMAT", "CacheCorrupt", "DIGEST_SCHEME", "HashStore", "REQUIRED_ARRAYS", "SEGMENT",
-           "WriterDir",
-           "clean_stale", "disk_usage", "entry_dir", "file_digest", "list_entries", "list_temporaries",
-           "open_entry", "read_meta", "remove_stale", "sha256_file", "write_entry"]
+__all__ = [
+    "CACHE_FORMAT",
+    "CacheCorrupt",
+    "DIGEST_SCHEME",
+    "HashStore",
+    "REQUIRED_ARRAYS",
+    "SEGMENT",
+    "WriterDir",
+    "clean_stale",
+    "disk_usage",
+    "entry_dir",
+    "file_digest",
+    "list_entries",
+    "list_temporaries",
+    "open_entry",
+    "read_meta",
+    "remove_stale",
+    "sha256_file",
+    "write_entry",
+]

@@ -93,8 +93,11 @@ def known_archives(data_dir: Path) -> dict[str, Any]:
 
 def _record_archive(data_dir: Path, url: str, sha256: str, size: int) -> None:
     known = known_archives(data_dir)
-    known[url] = {"sha256": sha256, "size": size,
-                  "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    known[url] = {
+        "sha256": sha256,
+        "size": size,
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     atomic_write_text(_known_path(data_dir), json.dumps(known, indent=1, sort_keys=True))
 
 
@@ -107,7 +110,9 @@ def expected_sha256(data_dir: Path, url: str, override: str | None) -> tuple[str
         return str(reg["sha256"]), "the zslbench registry"
     rec = known_archives(data_dir).get(url)
     if isinstance(rec, dict) and rec.get("sha256"):
-        return str(rec["sha256"]), f"the hash recorded by the first download on {rec.get('recorded_at', '?')}"
+        return str(
+            rec["sha256"]
+        ), f"the hash recorded by the first download on {rec.get('recorded_at', '?')}"
     return None, ""
 
 
@@ -129,9 +134,15 @@ def _fmt_bytes(n: int | None) -> str:
     return f"{value:.1f} GB"
 
 
-def fetch(url: str, part: Path, *, retries: int = 3, timeout: float = 60.0,
-          on_progress: Callable[[int, int | None], None] | None = None,
-          report: DownloadReport | None = None) -> str:
+def fetch(
+    url: str,
+    part: Path,
+    *,
+    retries: int = 3,
+    timeout: float = 60.0,
+    on_progress: Callable[[int, int | None], None] | None = None,
+    report: DownloadReport | None = None,
+) -> str:
     """Download ``url`` into ``part`` (resuming what is there) and return the file's sha256.
 
     Resumes with ``Range: bytes=<size>-``; a server that answers 200 instead of 206 restarts
@@ -161,9 +172,11 @@ def fetch(url: str, part: Path, *, retries: int = 3, timeout: float = 60.0,
         except _Interrupted as exc:
             attempts += 1
             if attempts > retries:
-                raise DataError(f"download of {url} interrupted at {_fmt_bytes(exc.done)} of "
-                                f"{_fmt_bytes(exc.total)} ({exc.why}); the partial file {part} is kept",
-                                hint="re-run the same command to resume it") from None
+                raise DataError(
+                    f"download of {url} interrupted at {_fmt_bytes(exc.done)} of "
+                    f"{_fmt_bytes(exc.total)} ({exc.why}); the partial file {part} is kept",
+                    hint="re-run the same command to resume it",
+                ) from None
             time.sleep(min(0.2 * attempts, 2.0))
 
 
@@ -171,9 +184,15 @@ class _Restart(Exception):
     """The server ignored our Range request (or the partial file is unusable): start over."""
 
 
-def _fetch_once(url: str, part: Path, offset: int, hasher: Any, timeout: float,
-                on_progress: Callable[[int, int | None], None] | None,
-                report: DownloadReport) -> int | None:
+def _fetch_once(
+    url: str,
+    part: Path,
+    offset: int,
+    hasher: Any,
+    timeout: float,
+    on_progress: Callable[[int, int | None], None] | None,
+    report: DownloadReport,
+) -> int | None:
     headers = {"User-Agent": USER_AGENT}
     if offset:
         headers["Range"] = f"bytes={offset}-"
@@ -186,14 +205,18 @@ def _fetch_once(url: str, part: Path, offset: int, hasher: Any, timeout: float,
             if total == offset:
                 return total
             raise _Restart() from None
-        raise DataError(f"download of {url} failed: HTTP {exc.code} {exc.reason}",
-                        hint="check the URL, or pass --url for a mirror") from None
+        raise DataError(
+            f"download of {url} failed: HTTP {exc.code} {exc.reason}",
+            hint="check the URL, or pass --url for a mirror",
+        ) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, (socket.timeout, TimeoutError, ConnectionResetError)):
             raise _Interrupted(offset, None, f"{reason}") from None
-        raise DataError(f"cannot reach {url} ({reason})",
-                        hint="check the network connection, or pass --url for a mirror") from None
+        raise DataError(
+            f"cannot reach {url} ({reason})",
+            hint="check the network connection, or pass --url for a mirror",
+        ) from None
     with resp:
         status = resp.status
         if offset and status == 206:
@@ -210,8 +233,10 @@ def _fetch_once(url: str, part: Path, offset: int, hasher: Any, timeout: float,
             length = resp.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
         else:
-            raise DataError(f"download of {url} failed: unexpected HTTP {status}",
-                            hint="check the URL, or pass --url for a mirror")
+            raise DataError(
+                f"download of {url} failed: unexpected HTTP {status}",
+                hint="check the URL, or pass --url for a mirror",
+            )
         done = offset
         if on_progress:
             on_progress(done, total)
@@ -259,16 +284,25 @@ def extract_dataset(archive: Path, folder: str, data_dir: Path) -> Path:
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise DataError(f"{archive} is not a readable zip archive ({exc})",
-                        hint="delete it and re-run `zslbench data download`") from None
+        raise DataError(
+            f"{archive} is not a readable zip archive ({exc})",
+            hint="delete it and re-run `zslbench data download`",
+        ) from None
     target = data_dir / folder
     with zf:
-        members = [m for m in zf.infolist() if not m.is_dir()
-                   and len(parts := m.filename.replace("\\", "/").split("/")) >= 2
-                   and parts[-2] == folder and parts[-1] not in ("", ".", "..")]
+        members = [
+            m
+            for m in zf.infolist()
+            if not m.is_dir()
+            and len(parts := m.filename.replace("\\", "/").split("/")) >= 2
+            and parts[-2] == folder
+            and parts[-1] not in ("", ".", "..")
+        ]
         if not members:
-            raise DataError(f"{archive} has no folder {folder}/ (expected xlsa17/data/{folder}/)",
-                            hint="check --url; the archive must be the xlsa17 zip")
+            raise DataError(
+                f"{archive} has no folder {folder}/ (expected xlsa17/data/{folder}/)",
+                hint="check --url; the archive must be the xlsa17 zip",
+            )
         with _cache.WriterDir(data_dir, folder, ".extract") as tmp:
             try:
                 for m in members:
@@ -276,8 +310,10 @@ def extract_dataset(archive: Path, folder: str, data_dir: Path) -> Path:
                     with zf.open(m) as src, open(tmp.path / name, "wb") as dst:
                         shutil.copyfileobj(src, dst, CHUNK)
             except zipfile.BadZipFile as exc:
-                raise DataError(f"{archive}: {folder}/ is damaged ({exc})",
-                                hint="delete the archive and re-run `zslbench data download`") from None
+                raise DataError(
+                    f"{archive}: {folder}/ is damaged ({exc})",
+                    hint="delete the archive and re-run `zslbench data download`",
+                ) from None
             if target.is_dir():
                 # Replace file by file: the user's other files never leave their folder (a
                 # temporary holding them could later be removed as stale).
@@ -289,10 +325,18 @@ def extract_dataset(archive: Path, folder: str, data_dir: Path) -> Path:
     return target
 
 
-def download(names: list[str], data_dir: Path, *, url: str | None = None, sha256: str | None = None,
-             retries: int = 3, timeout: float = 60.0, delete_archive: bool = False,
-             on_progress: Callable[[int, int | None], None] | None = None,
-             say: Callable[[str], None] = lambda s: None) -> DownloadReport:
+def download(
+    names: list[str],
+    data_dir: Path,
+    *,
+    url: str | None = None,
+    sha256: str | None = None,
+    retries: int = 3,
+    timeout: float = 60.0,
+    delete_archive: bool = False,
+    on_progress: Callable[[int, int | None], None] | None = None,
+    say: Callable[[str], None] = lambda s: None,
+) -> DownloadReport:
     """Make ``names`` (canonical xlsa17 names) present and cached in ``data_dir``.
 
     See the module docstring for the steps. Raises :class:`DataError` on a failed download, a
@@ -331,13 +375,17 @@ def download(names: list[str], data_dir: Path, *, url: str | None = None, sha256
         downloads.mkdir(parents=True, exist_ok=True)
         origin_file.write_text(url + "\n")
         say(f"{'resuming' if part.exists() else 'downloading'} {url} to {part}")
-        got = fetch(url, part, retries=retries, timeout=timeout, on_progress=on_progress, report=report)
+        got = fetch(
+            url, part, retries=retries, timeout=timeout, on_progress=on_progress, report=report
+        )
         if want and got != want:
             part.unlink(missing_ok=True)
             origin_file.unlink(missing_ok=True)
-            raise DataError(f"checksum mismatch for {url}: sha256 {got} but {origin} says {want}; "
-                            f"the downloaded file was deleted",
-                            hint="retry, or check --url/--sha256 (a mirror may serve another file)")
+            raise DataError(
+                f"checksum mismatch for {url}: sha256 {got} but {origin} says {want}; "
+                f"the downloaded file was deleted",
+                hint="retry, or check --url/--sha256 (a mirror may serve another file)",
+            )
         size = part.stat().st_size
         os.replace(part, archive)
         origin_file.unlink(missing_ok=True)
@@ -361,8 +409,9 @@ def download(names: list[str], data_dir: Path, *, url: str | None = None, sha256
     return report
 
 
-def _build_caches(names: list[str], data_dir: Path, report: DownloadReport,
-                  say: Callable[[str], None]) -> None:
+def _build_caches(
+    names: list[str], data_dir: Path, report: DownloadReport, say: Callable[[str], None]
+) -> None:
     for name in names:
         rep = _x.inspect_xlsa17(name, data_dir)
         if rep.error is not None:
@@ -371,9 +420,19 @@ def _build_caches(names: list[str], data_dir: Path, report: DownloadReport,
         for f in rep.failures:
             report.problems.append(f"{f.line()} — {f.hint}")
         built = [k for k, v in rep.cache_status.items() if v != "hit"]
-        say(f"{name}: cache {'built' if built else 'ready'}"
-            + ("" if not rep.failures else f" ({len(rep.failures)} check(s) failed)"))
+        say(
+            f"{name}: cache {'built' if built else 'ready'}"
+            + ("" if not rep.failures else f" ({len(rep.failures)} check(s) failed)")
+        )
 
 
-__all__ = ["DownloadReport", "archive_name", "download", "expected_sha256", "extract_dataset", "fetch",
-           "known_archives", "parse_sha256"]
+__all__ = [
+    "DownloadReport",
+    "archive_name",
+    "download",
+    "expected_sha256",
+    "extract_dataset",
+    "fetch",
+    "known_archives",
+    "parse_sha256",
+]

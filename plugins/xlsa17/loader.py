@@ -59,8 +59,10 @@ def canonical_name(name: str) -> str:
         return low
     close = difflib.get_close_matches(low, DATASETS, n=1, cutoff=0.5)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    raise ConfigError(f"unknown xlsa17 dataset {name!r}",
-                      hint=f"{hint}(xlsa17 datasets: {', '.join(DATASETS)}; or all)")
+    raise ConfigError(
+        f"unknown xlsa17 dataset {name!r}",
+        hint=f"{hint}(xlsa17 datasets: {', '.join(DATASETS)}; or all)",
+    )
 
 
 def dataset_folder(name: str) -> str:
@@ -85,14 +87,17 @@ def missing_files(name: str, data_dir: str | Path | None) -> list[str]:
     lines = []
     for path in dataset_paths(name, root):
         if not path.is_file():
-            lines.append(f"{path} is missing: run `zslbench data download --dataset {name} "
-                         f"--data-dir {root}` to fetch the xlsa17 benchmark (about 879 MB for all five), "
-                         f"or use `--dataset synth-{name}` / `--dataset synth-all` for the embedded "
-                         f"SYNTHETIC stand-ins (not the real benchmark)")
+            lines.append(
+                f"{path} is missing: run `zslbench data download --dataset {name} "
+                f"--data-dir {root}` to fetch the xlsa17 benchmark (about 879 MB for all five), "
+                f"or use `--dataset synth-{name}` / `--dataset synth-all` for the embedded "
+                f"SYNTHETIC stand-ins (not the real benchmark)"
+            )
     return lines
 
 
 # --------------------------------------------------------------------------------------- reading
+
 
 def read_mat(path: Path, keys: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
     """Read ``keys`` (required) and ``optional`` keys of a MATLAB v5 file with scipy.
@@ -111,33 +116,43 @@ def read_mat(path: Path, keys: tuple[str, ...], optional: tuple[str, ...] = ()) 
     except OSError as exc:
         raise DataError(f"{path}: cannot open ({exc.strerror})") from None
     if head.startswith(b"MATLAB 7.3") or head[:8] == b"\x89HDF\r\n\x1a\n":
-        raise DataError(f"{path} is a MATLAB v7.3 (HDF5) file, which zslbench cannot read",
-                        hint="re-save it as v7 in MATLAB (save(f, '-v7')) or re-download the "
-                             "original xlsa17 file")
+        raise DataError(
+            f"{path} is a MATLAB v7.3 (HDF5) file, which zslbench cannot read",
+            hint="re-save it as v7 in MATLAB (save(f, '-v7')) or re-download the "
+            "original xlsa17 file",
+        )
     try:
         data = scipy.io.loadmat(str(path), variable_names=list(keys + optional))
     except NotImplementedError:
-        raise DataError(f"{path} is a MATLAB v7.3 (HDF5) file, which zslbench cannot read",
-                        hint="re-save it as v7 in MATLAB or re-download the original") from None
+        raise DataError(
+            f"{path} is a MATLAB v7.3 (HDF5) file, which zslbench cannot read",
+            hint="re-save it as v7 in MATLAB or re-download the original",
+        ) from None
     except MemoryError:
         raise
     except (MatReadError, Exception) as exc:  # scipy raises OSError, ValueError, IndexError, ...
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"{path}: cannot read the MATLAB file, it is truncated or corrupt ({detail})",
-                        hint="delete it and re-download it (zslbench data download)") from None
+        raise DataError(
+            f"{path}: cannot read the MATLAB file, it is truncated or corrupt ({detail})",
+            hint="delete it and re-download it (zslbench data download)",
+        ) from None
     missing = [k for k in keys if k not in data]
     if missing:
-        raise DataError(f"{path} lacks the required key {missing[0]!r} (has: "
-                        f"{', '.join(sorted(k for k in data if not k.startswith('__'))) or 'nothing'})",
-                        hint="this is not an xlsa17 file; re-download it")
+        raise DataError(
+            f"{path} lacks the required key {missing[0]!r} (has: "
+            f"{', '.join(sorted(k for k in data if not k.startswith('__'))) or 'nothing'})",
+            hint="this is not an xlsa17 file; re-download it",
+        )
     return data
 
 
 def _numeric(path: Path, key: str, value: Any) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype.kind not in "iufb":
-        raise DataError(f"{path}: {key!r} is not a numeric array (MATLAB class {arr.dtype})",
-                        hint="this is not an xlsa17 file; re-download it")
+        raise DataError(
+            f"{path}: {key!r} is not a numeric array (MATLAB class {arr.dtype})",
+            hint="this is not an xlsa17 file; re-download it",
+        )
     return arr
 
 
@@ -163,12 +178,16 @@ def _convert_res101(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     feats = _numeric(path, "features", data["features"])
     labels = _numeric(path, "labels", data["labels"])
     if labels.ndim > 2 or (labels.ndim == 2 and min(labels.shape) > 1):
-        raise DataError(f"{path}: 'labels' must be a vector, got shape {labels.shape}",
-                        hint="this is not an xlsa17 file; re-download it")
+        raise DataError(
+            f"{path}: 'labels' must be a vector, got shape {labels.shape}",
+            hint="this is not an xlsa17 file; re-download it",
+        )
     labels = labels.ravel().astype(np.float64)
     if feats.ndim != 2:
-        raise DataError(f"{path}: 'features' must be a 2-D d x N matrix, got shape {feats.shape}",
-                        hint="this is not an xlsa17 file; re-download it")
+        raise DataError(
+            f"{path}: 'features' must be a 2-D d x N matrix, got shape {feats.shape}",
+            hint="this is not an xlsa17 file; re-download it",
+        )
     # xlsa17 stores d x N (one column per image); MATLAB is column-major, so .T is (N, d) C-order.
     transposed = feats.shape[1] != labels.size and feats.shape[0] == labels.size
     out = feats if transposed else feats.T
@@ -188,10 +207,16 @@ def _convert_res101(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     lo = hi = None
     if nonfinite is None and beyond is None and features.size:
         lo, hi = float(features.min()), float(features.max())
-    meta = {"shape": list(features.shape), "stored_shape": list(feats.shape),
-            "stored_dtype": str(feats.dtype), "stored_class": _matlab_class(path, "features"),
-            "transposed": bool(transposed), "nonfinite": nonfinite, "beyond_float32": beyond,
-            "value_range": None if lo is None else [lo, hi]}
+    meta = {
+        "shape": list(features.shape),
+        "stored_shape": list(feats.shape),
+        "stored_dtype": str(feats.dtype),
+        "stored_class": _matlab_class(path, "features"),
+        "transposed": bool(transposed),
+        "nonfinite": nonfinite,
+        "beyond_float32": beyond,
+        "value_range": None if lo is None else [lo, hi],
+    }
     return {"features": features, "labels": labels}, meta
 
 
@@ -221,7 +246,9 @@ def _convert_att_splits(path: Path) -> tuple[dict[str, np.ndarray], dict[str, An
     names = None
     if "allclasses_names" in data:
         try:
-            names = [str(np.asarray(x).ravel()[0]) for x in np.asarray(data["allclasses_names"]).ravel()]
+            names = [
+                str(np.asarray(x).ravel()[0]) for x in np.asarray(data["allclasses_names"]).ravel()
+            ]
         except (IndexError, TypeError, ValueError):
             names = None  # class names are cosmetic; a malformed list is ignored
     return arrays, {"class_names": names, "keys": sorted(arrays)}
@@ -234,8 +261,14 @@ class _Source:
     sha256: str
 
 
-def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, convert: Any,
-            mmap: tuple[str, ...]) -> tuple[dict[str, np.ndarray], dict[str, Any], str]:
+def _cached(
+    kind: str,
+    src: _Source,
+    folder: str,
+    cache_root: Path | None,
+    convert: Any,
+    mmap: tuple[str, ...],
+) -> tuple[dict[str, np.ndarray], dict[str, Any], str]:
     """Arrays of one source file from its cache entry, (re)building the entry when needed.
 
     Every byte of an existing entry is checked (:func:`~zslbench_plugins.xlsa17.cache.open_entry`);
@@ -260,7 +293,12 @@ def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, conve
     else:
         status = "built"
     arrays, meta = convert(src.path)
-    meta = {**meta, "source_path": str(src.path), "source_sha256": src.sha256, "source_size": src.size}
+    meta = {
+        **meta,
+        "source_path": str(src.path),
+        "source_sha256": src.sha256,
+        "source_size": src.size,
+    }
     try:
         _cache.write_entry(entry, arrays, meta)
         _cache.remove_stale(cache_root, folder, kind, keep=entry)
@@ -273,6 +311,7 @@ def _cached(kind: str, src: _Source, folder: str, cache_root: Path | None, conve
 
 
 # ------------------------------------------------------------------------------------ inspection
+
 
 @dataclass
 class FileReport:
@@ -326,8 +365,14 @@ def _cache_root(data_dir: Path, cache_dir: Path | None, use_cache: bool) -> Path
     return root if os.access(root, os.W_OK) else None
 
 
-def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: Path | None = None,
-                   use_cache: bool = True, rehash_sources: bool = False) -> Inspection:
+def inspect_xlsa17(
+    name: str,
+    data_dir: str | Path | None = None,
+    *,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+    rehash_sources: bool = False,
+) -> Inspection:
     """Read (through the cache) and check one dataset; report every problem instead of raising.
 
     :func:`load_xlsa17` and ``zslbench data verify`` share this, so both see the same checks.
@@ -340,7 +385,9 @@ def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: 
     entry = _checks.registry_entry(name)
     folder = entry["folder"]
     res_path, att_path = dataset_paths(name, root)
-    rep = Inspection(name=name, data_dir=root, official_fingerprint=entry.get("split_fingerprint") or "")
+    rep = Inspection(
+        name=name, data_dir=root, official_fingerprint=entry.get("split_fingerprint") or ""
+    )
     for key, path in (("res101", res_path), ("att_splits", att_path)):
         rep.files[key] = FileReport(path=path, present=path.is_file())
     missing = missing_files(name, root)
@@ -351,8 +398,9 @@ def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: 
     if cache_root is not None:
         rep.cleaned = [str(p) for p in _cache.clean_stale(cache_root / folder)]
         if rep.cleaned:
-            logging.getLogger("zslbench.data").info("removed the temporaries of killed cache builds: "
-                                                    "%s", ", ".join(rep.cleaned))
+            logging.getLogger("zslbench.data").info(
+                "removed the temporaries of killed cache builds: %s", ", ".join(rep.cleaned)
+            )
     store = _cache.HashStore(cache_root / "hashes.json" if cache_root is not None else None)
     sources: dict[str, _Source] = {}
     known_files = entry.get("known_files", {})
@@ -365,26 +413,39 @@ def inspect_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: 
             return rep
         sources[key] = _Source(path, size, sha)
         known = known_files.get(path.name, {}).get(sha)
-        rep.files[key] = FileReport(path=path, present=True, size=size, sha256=sha,
-                                    known=(known or {}).get("source"))
+        rep.files[key] = FileReport(
+            path=path, present=True, size=size, sha256=sha, known=(known or {}).get("source")
+        )
     try:
-        res, res_meta, res_status = _cached("res101", sources["res101"], folder, cache_root,
-                                            _convert_res101, ("features",))
-        att, att_meta, att_status = _cached("att_splits", sources["att_splits"], folder, cache_root,
-                                            _convert_att_splits, ())
+        res, res_meta, res_status = _cached(
+            "res101", sources["res101"], folder, cache_root, _convert_res101, ("features",)
+        )
+        att, att_meta, att_status = _cached(
+            "att_splits", sources["att_splits"], folder, cache_root, _convert_att_splits, ()
+        )
     except UserError as exc:
         rep.error = exc
         return rep
     rep.cache_status = {"res101": res_status, "att_splits": att_status}
-    rep.arrays = {"features": res["features"], "labels": res["labels"], **att,
-                  "class_names": att_meta.get("class_names"),
-                  "transposed": bool(res_meta.get("transposed"))}
+    rep.arrays = {
+        "features": res["features"],
+        "labels": res["labels"],
+        **att,
+        "class_names": att_meta.get("class_names"),
+        "transposed": bool(res_meta.get("transposed")),
+    }
     rep.failures = _run_checks(rep, res, res_meta, att, res_path, att_path)
     return rep
 
 
-def _run_checks(rep: Inspection, res: dict[str, np.ndarray], res_meta: dict[str, Any],
-                att: dict[str, np.ndarray], res_path: Path, att_path: Path) -> list[_splits.Failure]:
+def _run_checks(
+    rep: Inspection,
+    res: dict[str, np.ndarray],
+    res_meta: dict[str, Any],
+    att: dict[str, np.ndarray],
+    res_path: Path,
+    att_path: Path,
+) -> list[_splits.Failure]:
     """What only the files can be checked for: features, labels and ``att`` as stored, and index
     arrays that parse as indices. Where the indices point (the split checks) and whether the
     content is the official benchmark are the runner's checks (``zslbench.data.checks``), which
@@ -396,11 +457,15 @@ def _run_checks(rep: Inspection, res: dict[str, np.ndarray], res_meta: dict[str,
     rep.att_shape = tuple(int(s) for s in a.shape) if a.ndim == 2 else None  # type: ignore[assignment]
     nonfinite = res_meta.get("nonfinite")
     beyond = res_meta.get("beyond_float32")
-    fails = _checks.check_features(str(res_path), rep.features_shape, int(labels.size),
-                                   nonfinite=tuple(nonfinite) if nonfinite else None,
-                                   beyond_float32=tuple(beyond) if beyond else None,
-                                   stored_class=res_meta.get("stored_class"),
-                                   value_range=res_meta.get("value_range"))
+    fails = _checks.check_features(
+        str(res_path),
+        rep.features_shape,
+        int(labels.size),
+        nonfinite=tuple(nonfinite) if nonfinite else None,
+        beyond_float32=tuple(beyond) if beyond else None,
+        stored_class=res_meta.get("stored_class"),
+        value_range=res_meta.get("value_range"),
+    )
     fails += _checks.check_attributes(str(att_path), a)
     n_classes = int(a.shape[1]) if a.ndim == 2 else 0
     fails += _checks.check_labels(str(res_path), labels, n_classes, str(att_path))
@@ -417,15 +482,25 @@ def _run_checks(rep: Inspection, res: dict[str, np.ndarray], res_meta: dict[str,
     val = locs.get("val_loc")
     if val is not None and (val.min() < 1 or val.max() > n_images):
         bad = val[(val < 1) | (val > n_images)]
-        fails.append(_splits.Failure(str(att_path), "index-range", f"val_loc has {bad.size} "
-                                     f"{'index' if bad.size == 1 else 'indices'} outside "
-                                     f"1..{n_images} (e.g. {_splits.format_examples(bad)})",
-                                     "the split file and res101.mat do not belong together", True))
+        fails.append(
+            _splits.Failure(
+                str(att_path),
+                "index-range",
+                f"val_loc has {bad.size} "
+                f"{'index' if bad.size == 1 else 'indices'} outside "
+                f"1..{n_images} (e.g. {_splits.format_examples(bad)})",
+                "the split file and res101.mat do not belong together",
+                True,
+            )
+        )
     if not fails:
         rep.indices = locs
         rep.fingerprint = _splits.split_fingerprint(*(locs[k] for k in _splits.SPLIT_KEYS))
-        rep.counts = {"n_images": n_images, "n_classes": n_classes,
-                      **{k.replace("_loc", ""): int(locs[k].size) for k in _splits.SPLIT_KEYS}}
+        rep.counts = {
+            "n_images": n_images,
+            "n_classes": n_classes,
+            **{k.replace("_loc", ""): int(locs[k].size) for k in _splits.SPLIT_KEYS},
+        }
     return fails
 
 
@@ -434,8 +509,15 @@ def benchmark(name: str) -> Benchmark:
     ``registry.json``: the declaration the runner's checks compare every load with."""
     registry = _checks.load_registry()
     entry = registry["datasets"][canonical_name(name)]
-    return Benchmark.from_mapping({**registry["benchmark"], **entry, "name": canonical_name(name),
-                                   "split": entry["split_fingerprint"], "backbone": BACKBONE})
+    return Benchmark.from_mapping(
+        {
+            **registry["benchmark"],
+            **entry,
+            "name": canonical_name(name),
+            "split": entry["split_fingerprint"],
+            "backbone": BACKBONE,
+        }
+    )
 
 
 def dataset_from(rep: Inspection) -> ZSLData:
@@ -472,16 +554,32 @@ def dataset_from(rep: Inspection) -> ZSLData:
         source["cache_cleaned"] = list(rep.cleaned)
     names = arr.get("class_names")
     return ZSLData(
-        name=rep.name, features=features, labels=labels0, attributes=attributes,
-        trainval_idx=idx["trainval_loc"], test_seen_idx=idx["test_seen_loc"],
-        test_unseen_idx=idx["test_unseen_loc"], val_classes=val_classes, source=source,
+        name=rep.name,
+        features=features,
+        labels=labels0,
+        attributes=attributes,
+        trainval_idx=idx["trainval_loc"],
+        test_seen_idx=idx["test_seen_loc"],
+        test_unseen_idx=idx["test_unseen_loc"],
+        val_classes=val_classes,
+        source=source,
         class_names=list(names) if names and len(names) == attributes.shape[0] else None,
-        split_naming=replace(_splits.XLSA17_NAMING, file=str(files["att_splits"].path),
-                             features_file=str(files["res101"].path)), backbone=BACKBONE)
+        split_naming=replace(
+            _splits.XLSA17_NAMING,
+            file=str(files["att_splits"].path),
+            features_file=str(files["res101"].path),
+        ),
+        backbone=BACKBONE,
+    )
 
 
-def read_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: Path | None = None,
-                use_cache: bool = True) -> ZSLData:
+def read_xlsa17(
+    name: str,
+    data_dir: str | Path | None = None,
+    *,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+) -> ZSLData:
     """Read one xlsa17 dataset, refusing (one line naming the file) what cannot be read as one.
 
     What the runner loads (the dataset's ``spec.load``): the split and the official-benchmark
@@ -502,12 +600,19 @@ def read_xlsa17(name: str, data_dir: str | Path | None = None, *, cache_dir: Pat
 def check_xlsa17(data: ZSLData, *, allow_nonstandard: bool = False) -> DataCheck:
     """The runner's checks (``zslbench.data.checks``) on a dataset :func:`read_xlsa17` returned,
     against the benchmark it declares: what ``zslbench run`` and ``data verify`` decide."""
-    return check_dataset(data, "real", benchmark=benchmark(data.name),
-                         allow_nonstandard=allow_nonstandard)
+    return check_dataset(
+        data, "real", benchmark=benchmark(data.name), allow_nonstandard=allow_nonstandard
+    )
 
 
-def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstandard: bool = False,
-                cache_dir: Path | None = None, use_cache: bool = True) -> ZSLData:
+def load_xlsa17(
+    name: str,
+    data_dir: str | Path | None = None,
+    *,
+    allow_nonstandard: bool = False,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+) -> ZSLData:
     """Load one xlsa17 dataset with every check enforced, as a script outside the runner needs it.
 
     :func:`read_xlsa17`, then the runner's checks against the official benchmark
@@ -522,6 +627,22 @@ def load_xlsa17(name: str, data_dir: str | Path | None = None, *, allow_nonstand
     return data
 
 
-__all__ = ["BACKBONE", "DATASETS", "DATA_ENV", "FileReport", "Inspection", "benchmark", "canonical_name",
-           "check_xlsa17", "dataset_folder", "dataset_from", "dataset_paths", "inspect_xlsa17", "load_xlsa17",
-           "missing_files", "read_mat", "read_xlsa17", "resolve_data_dir"]
+__all__ = [
+    "BACKBONE",
+    "DATASETS",
+    "DATA_ENV",
+    "FileReport",
+    "Inspection",
+    "benchmark",
+    "canonical_name",
+    "check_xlsa17",
+    "dataset_folder",
+    "dataset_from",
+    "dataset_paths",
+    "inspect_xlsa17",
+    "load_xlsa17",
+    "missing_files",
+    "read_mat",
+    "read_xlsa17",
+    "resolve_data_dir",
+]

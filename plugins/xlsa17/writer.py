@@ -25,7 +25,9 @@ RES101 = "res101.mat"
 ATT_SPLITS = "att_splits.mat"
 
 
-def save_xlsa17(data: ZSLData, folder: str | Path, *, dtype: type = np.float32) -> tuple[Path, Path]:
+def save_xlsa17(
+    data: ZSLData, folder: str | Path, *, dtype: type = np.float32
+) -> tuple[Path, Path]:
     """Write ``data`` as ``folder/res101.mat`` and ``folder/att_splits.mat``; return both paths.
 
     ``dtype`` is the stored feature type: float32 (half the size of xlsa17's float64) keeps every
@@ -42,13 +44,19 @@ def save_xlsa17(data: ZSLData, folder: str | Path, *, dtype: type = np.float32) 
         # integers, as in the released files (uint16 there): the official codes index with
         # ``loc.squeeze() - 1`` directly, which a float array cannot do
         one_based = np.sort(np.asarray(idx, dtype=np.int64)) + 1
-        kind = np.uint16 if one_based.size == 0 or one_based.max() <= np.iinfo(np.uint16).max \
+        kind = (
+            np.uint16
+            if one_based.size == 0 or one_based.max() <= np.iinfo(np.uint16).max
             else np.uint32
+        )
         return one_based.reshape(-1, 1).astype(kind)
 
-    att = {"att": np.asarray(data.attributes, dtype=np.float64).T,
-           "trainval_loc": loc(data.trainval_idx), "test_seen_loc": loc(data.test_seen_idx),
-           "test_unseen_loc": loc(data.test_unseen_idx)}
+    att = {
+        "att": np.asarray(data.attributes, dtype=np.float64).T,
+        "trainval_loc": loc(data.trainval_idx),
+        "test_seen_loc": loc(data.test_seen_idx),
+        "test_unseen_loc": loc(data.test_unseen_idx),
+    }
     if data.val_classes is not None and len(data.val_classes):
         trainval = np.asarray(data.trainval_idx)
         in_val = np.isin(np.asarray(data.labels)[trainval], data.val_classes)

@@ -24,11 +24,20 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 
 def _bench(backbone: str | None) -> Benchmark:
-    return Benchmark(name="tiny", title="tiny", revision="v1", split="0" * 64, feature_dim=16,
-                     features="1" * 64, backbone=backbone)
+    return Benchmark(
+        name="tiny",
+        title="tiny",
+        revision="v1",
+        split="0" * 64,
+        feature_dim=16,
+        features="1" * 64,
+        backbone=backbone,
+    )
 
 
-def test_the_benchmarks_own_backbone_keeps_the_fingerprint_another_enters_it(tmp_path: Path) -> None:
+def test_the_benchmarks_own_backbone_keeps_the_fingerprint_another_enters_it(
+    tmp_path: Path,
+) -> None:
     data = npz.load_npz(npz.save_npz(tmp_path / "mine.npz", **arrays()))
     verdict = check_dataset(data, "custom")
     # the benchmark's own backbone, or none named: the fingerprint records were keyed by
@@ -36,10 +45,14 @@ def test_the_benchmarks_own_backbone_keeps_the_fingerprint_another_enters_it(tmp
     assert backbones.named(verdict, None, _bench("res101")) is verdict
     other = backbones.named(verdict, "vit_b32_clip", _bench("res101"))
     assert other.parts["backbone"] == "vit_b32_clip"
-    assert other.fingerprint not in (verdict.fingerprint,
-                                     backbones.named(verdict, "dino_vitb16", None).fingerprint)
+    assert other.fingerprint not in (
+        verdict.fingerprint,
+        backbones.named(verdict, "dino_vitb16", None).fingerprint,
+    )
     # the same formula as check_dataset's, so that zslbench.claims recomputes it
-    assert backbones.content_fingerprint(verdict.parts, verdict.features_hash) == verdict.fingerprint
+    assert (
+        backbones.content_fingerprint(verdict.parts, verdict.features_hash) == verdict.fingerprint
+    )
 
 
 def test_another_backbone_is_compared_with_every_pin_but_the_features() -> None:
@@ -57,7 +70,9 @@ def test_records_carry_the_backbone_and_two_backbones_are_two_runs(tmp_path: Pat
     results = tmp_path / "results"
     a = arrays()
     plain = npz.save_npz(tmp_path / "plain" / "mine.npz", **a)
-    res = invoke_main("run", "--method", "krr", "--dataset", str(plain), "--results-dir", str(results))
+    res = invoke_main(
+        "run", "--method", "krr", "--dataset", str(plain), "--results-dir", str(results)
+    )
     assert res.exit_code == 0, res.output
     (rec,) = _records(results)
     assert "backbone" not in rec["data"]
@@ -66,8 +81,9 @@ def test_records_carry_the_backbone_and_two_backbones_are_two_runs(tmp_path: Pat
     keys = {rec["key"]}
     for backbone in ("resnet50", "vit_b32_clip"):
         file = npz.save_npz(tmp_path / backbone / "mine.npz", **a, backbone=backbone)
-        res = invoke_main("run", "--method", "krr", "--dataset", str(file), "--results-dir",
-                          str(results))
+        res = invoke_main(
+            "run", "--method", "krr", "--dataset", str(file), "--results-dir", str(results)
+        )
         assert res.exit_code == 0, res.output
         assert "cached" not in res.stdout
         new = [r for r in _records(results) if r["key"] not in keys]
@@ -88,8 +104,9 @@ def test_compare_refuses_runs_on_two_backbones_with_one_line(tmp_path: Path) -> 
     a = arrays()
     for method, backbone in (("krr", "resnet50"), ("eszsl", "vit_b32_clip")):
         file = npz.save_npz(tmp_path / backbone / "mine.npz", **a, backbone=backbone)
-        res = invoke_main("run", "--method", method, "--dataset", str(file), "--results-dir",
-                          str(results))
+        res = invoke_main(
+            "run", "--method", method, "--dataset", str(file), "--results-dir", str(results)
+        )
         assert res.exit_code == 0, res.output
     res = invoke_main("compare", "krr", "eszsl", "--dataset", "mine", "--results-dir", str(results))
     assert res.exit_code != 0
@@ -120,8 +137,10 @@ def test_a_backbone_name_is_checked_where_it_comes_from(tmp_path: Path) -> None:
     from zslbench.data.dataset import check_backbone
     from zslbench.errors import DataError
 
-    assert check_backbone("vit_base_patch16_224.augreg_in21k", where="x") == \
-        "vit_base_patch16_224.augreg_in21k"
+    assert (
+        check_backbone("vit_base_patch16_224.augreg_in21k", where="x")
+        == "vit_base_patch16_224.augreg_in21k"
+    )
     for bad in ("ViT B/32", "", "../x", "a" * 65, 3):
         with pytest.raises(DataError, match="is not a name"):
             check_backbone(bad, where="plugin dataset 'toyb'")

@@ -69,7 +69,8 @@ def _plugin(tmp_path: Path) -> dict[str, str]:
     data = _tiny()
     pins = {**content_parts(data), "features": features_hash(data.features)}
     (tmp_path / "tinybench_plugin.py").write_text(
-        textwrap.dedent(DATA) + textwrap.dedent(DECLARATION).format(**pins))
+        textwrap.dedent(DATA) + textwrap.dedent(DECLARATION).format(**pins)
+    )
     return {"PYTHONPATH": str(tmp_path)}
 
 
@@ -80,8 +81,18 @@ def _records(folder: Path) -> list[dict]:
 def test_a_third_party_benchmark_is_standard_only_as_declared(tmp_path: Path) -> None:
     env = _plugin(tmp_path)
     res = tmp_path / "res"
-    run = run_cli("-p", "tinybench_plugin", "run", "--method", "gp", "--dataset", "tinybench",
-                  "--results-dir", str(res), env=env)
+    run = run_cli(
+        "-p",
+        "tinybench_plugin",
+        "run",
+        "--method",
+        "gp",
+        "--dataset",
+        "tinybench",
+        "--results-dir",
+        str(res),
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     (rec,) = _records(res)
     assert rec["dataset_kind"] == "real" and rec["split"]["standard"] is True
@@ -89,18 +100,39 @@ def test_a_third_party_benchmark_is_standard_only_as_declared(tmp_path: Path) ->
     assert rec["split"]["unverified"] == []  # every part pinned, features included
 
     # A copy that moves one image between the sets is not the benchmark it claims to be.
-    refused = run_cli("-p", "tinybench_plugin", "run", "--method", "gp", "--dataset",
-                      "tinybench-altered", "--results-dir", str(tmp_path / "res2"), env=env)
+    refused = run_cli(
+        "-p",
+        "tinybench_plugin",
+        "run",
+        "--method",
+        "gp",
+        "--dataset",
+        "tinybench-altered",
+        "--results-dir",
+        str(tmp_path / "res2"),
+        env=env,
+    )
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert ("v1.0 check 'fingerprint' failed: the index sets are not the official tinybench v1.0 "
-            "ones") in refused.stderr
+    assert (
+        "v1.0 check 'fingerprint' failed: the index sets are not the official tinybench v1.0 ones"
+    ) in refused.stderr
     assert not (tmp_path / "res2").exists()
 
     # A file that says it is real, declaring nothing, is matched by its split: the plugin's
     # declaration is the one it matches.
     file = npz.save_dataset(_tiny(), tmp_path / "mine.npz", kind="real")
-    run = run_cli("-p", "tinybench_plugin", "run", "--method", "gp", "--dataset", str(file),
-                  "--results-dir", str(tmp_path / "res3"), env=env)
+    run = run_cli(
+        "-p",
+        "tinybench_plugin",
+        "run",
+        "--method",
+        "gp",
+        "--dataset",
+        str(file),
+        "--results-dir",
+        str(tmp_path / "res3"),
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     (rec,) = _records(tmp_path / "res3")
     assert rec["split"]["standard"] is True and rec["split"]["official"] == "tinybench"
@@ -108,7 +140,8 @@ def test_a_third_party_benchmark_is_standard_only_as_declared(tmp_path: Path) ->
 
 
 def test_a_malformed_declaration_names_the_plugin(tmp_path: Path) -> None:
-    (tmp_path / "bad_plugin.py").write_text(textwrap.dedent("""
+    (tmp_path / "bad_plugin.py").write_text(
+        textwrap.dedent("""
         from zslbench.data.dataset import Benchmark, DatasetSpec
         from zslbench.hookspecs import hookimpl
 
@@ -117,7 +150,8 @@ def test_a_malformed_declaration_names_the_plugin(tmp_path: Path) -> None:
             return [DatasetSpec(name="bad", load=None, kind="real",
                                 benchmark=Benchmark(name="bad", title="t", revision="1",
                                                     split="not a fingerprint"))]
-    """))
+    """)
+    )
     res = run_cli("-p", "bad_plugin", "list", env={"PYTHONPATH": str(tmp_path)})
     assert "plugin 'bad_plugin' failed in zslbench_datasets" in res.stderr
     assert "split must be a sha256 hex digest" in res.stderr

@@ -26,8 +26,11 @@ def test_fingerprint_is_the_documented_text_hash() -> None:
 
 def test_fingerprint_ignores_order_shape_dtype_but_not_membership() -> None:
     base = splits.split_fingerprint(np.array([1, 2, 3]), np.array([5]), np.array([4, 6]))
-    same = splits.split_fingerprint(np.array([[3], [1], [2]], dtype=np.uint16),
-                                    np.array([5.0]), np.array([[6, 4]], dtype=np.int32))
+    same = splits.split_fingerprint(
+        np.array([[3], [1], [2]], dtype=np.uint16),
+        np.array([5.0]),
+        np.array([[6, 4]], dtype=np.int32),
+    )
     assert same == base
     assert splits.split_fingerprint([1, 2], [3, 5], [4, 6]) != base  # image 3 moved to test_seen
     assert splits.split_fingerprint([1, 2, 3], [4, 6], [5]) != base  # test sets swapped in part
@@ -60,18 +63,30 @@ def test_good_split_passes() -> None:
     assert splits.check_split("s.mat", lab.size, lab, tv, ts, tu) == []
 
 
-@pytest.mark.parametrize("mutate, check, structural, text", [
-    (lambda tv, ts, tu: (tv + ts[:1], ts, tu), "disjoint", False, "V1-style or leaky"),
-    (lambda tv, ts, tu: (tv, ts + tu[:1], tu), "disjoint", False, "test sets overlap"),
-    (lambda tv, ts, tu: (tv + [tv[0]], ts, tu), "duplicates", True, "more than once"),
-    (lambda tv, ts, tu: ([0] + tv, ts, tu), "index-range", True, "0-based"),
-    (lambda tv, ts, tu: ([i - 1 for i in tv], [i - 1 for i in ts], [i - 1 for i in tu]),
-     "index-range", True, "0-based"),
-    (lambda tv, ts, tu: (tv + [21], ts, tu), "index-range", True, "one past"),
-    (lambda tv, ts, tu: (tv, [], tu), "empty", True, "test_seen_loc is empty"),
-    (lambda tv, ts, tu: (tv + tu[:1], ts, tu[1:]), "unseen-classes", False, "unseen classes are not unseen"),
-    (lambda tv, ts, tu: (tv[1:], ts, tu), "coverage", False, "in no split"),
-])
+@pytest.mark.parametrize(
+    "mutate, check, structural, text",
+    [
+        (lambda tv, ts, tu: (tv + ts[:1], ts, tu), "disjoint", False, "V1-style or leaky"),
+        (lambda tv, ts, tu: (tv, ts + tu[:1], tu), "disjoint", False, "test sets overlap"),
+        (lambda tv, ts, tu: (tv + [tv[0]], ts, tu), "duplicates", True, "more than once"),
+        (lambda tv, ts, tu: ([0] + tv, ts, tu), "index-range", True, "0-based"),
+        (
+            lambda tv, ts, tu: ([i - 1 for i in tv], [i - 1 for i in ts], [i - 1 for i in tu]),
+            "index-range",
+            True,
+            "0-based",
+        ),
+        (lambda tv, ts, tu: (tv + [21], ts, tu), "index-range", True, "one past"),
+        (lambda tv, ts, tu: (tv, [], tu), "empty", True, "test_seen_loc is empty"),
+        (
+            lambda tv, ts, tu: (tv + tu[:1], ts, tu[1:]),
+            "unseen-classes",
+            False,
+            "unseen classes are not unseen",
+        ),
+        (lambda tv, ts, tu: (tv[1:], ts, tu), "coverage", False, "in no split"),
+    ],
+)
 def test_each_check_fires(mutate, check, structural, text) -> None:
     lab, tv, ts, tu = _good()
     fails = splits.check_split("s.mat", lab.size, lab, *mutate(tv, ts, tu))
@@ -86,7 +101,9 @@ def test_seen_classes_check() -> None:
     lab, tv, ts, tu = _good()
     # move every trainval image of class 0 to test_seen: test_seen then has a class trainval lacks
     cls0 = [i for i in tv if lab[i - 1] == 0]
-    fails = splits.check_split("s.mat", lab.size, lab, [i for i in tv if i not in cls0], ts + cls0, tu)
+    fails = splits.check_split(
+        "s.mat", lab.size, lab, [i for i in tv if i not in cls0], ts + cls0, tu
+    )
     assert _checks(fails) == ["seen-classes"]
 
 
@@ -109,6 +126,7 @@ def test_uint16_zero_index_does_not_wrap() -> None:
 
 
 # ----------------------------------------------------------------------------- property tests
+
 
 @st.composite
 def split_problems(draw):
@@ -156,9 +174,14 @@ def test_random_index_sets_accepted_exactly_when_invariants_hold(problem) -> Non
         assert all("\n" not in f.line() and f.line().startswith("s.mat: ") for f in fails)
 
 
-@pytest.mark.parametrize("dtype, value, shown", [(np.float64, 1e20, "1e+20"),
-                                                 (np.float32, 1e20, "1e+20"),
-                                                 (np.uint64, 2**64 - 1, str(2**64 - 1))])
+@pytest.mark.parametrize(
+    "dtype, value, shown",
+    [
+        (np.float64, 1e20, "1e+20"),
+        (np.float32, 1e20, "1e+20"),
+        (np.uint64, 2**64 - 1, str(2**64 - 1)),
+    ],
+)
 def test_huge_index_is_reported_as_written(dtype, value, shown) -> None:
     """Issue "Trust": 1e20 used to be reported as -9223372036854775808 (an int64 wrap-around),
     with a RuntimeWarning on the way."""

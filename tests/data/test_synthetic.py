@@ -47,8 +47,10 @@ ACROSS = ("toy", "synth-apy")
 SETTINGS = {
     "1 thread": {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
     "2 threads": {"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"},
-    **{f"kernel {k}": {"OPENBLAS_CORETYPE": k}
-       for k in ("Haswell", "Zen", "SkylakeX", "Sandybridge", "Prescott")},
+    **{
+        f"kernel {k}": {"OPENBLAS_CORETYPE": k}
+        for k in ("Haswell", "Zen", "SkylakeX", "Sandybridge", "Prescott")
+    },
 }
 
 _CHILD = """
@@ -77,10 +79,18 @@ print(json.dumps(out))
 
 def _in_subprocess(env: dict[str, str]) -> dict | None:
     """What ``_CHILD`` reports under ``env``; None when this CPU cannot run that kernel."""
-    full = {k: v for k, v in os.environ.items()
-            if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE")}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, *ACROSS], env={**full, **env},
-                          capture_output=True, text=True, timeout=600)
+    full = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE")
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, *ACROSS],
+        env={**full, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if proc.returncode == -signal.SIGILL:
         return None
     assert proc.returncode == 0, proc.stderr
@@ -123,10 +133,14 @@ def test_the_settings_run_other_kernels_that_round_float_products_differently(re
     if len(kernels) < 2:
         pytest.skip(f"this CPU runs only the OpenBLAS kernels {sorted(kernels)}")
     assert len({r["float_product"] for r in ran}) > 1
-    assert {tuple(r["threads"]) for r in (reports["1 thread"], reports["2 threads"])} == {(1,), (2,)}
+    assert {tuple(r["threads"]) for r in (reports["1 thread"], reports["2 threads"])} == {
+        (1,),
+        (2,),
+    }
 
 
 # ----------------------------------------------------------------- the exact-arithmetic pieces
+
 
 def test_gauss_draws_are_centred_binomials_of_the_integer_stream() -> None:
     g = _gauss(np.random.default_rng(0), (200_000,))
@@ -146,10 +160,16 @@ def test_soft_clip_is_close_to_tanh_and_saturates() -> None:
     assert y.min() == -1.0 and y.max() == 1.0 and np.all(np.diff(y) >= 0)
 
 
-@pytest.mark.parametrize("n, total, lo, hi, force_lo, force_hi", [
-    (12, 1200, 40, 160, True, True), (20, 7415, 51, 5071, True, False),
-    (150, 8821, 41, 60, True, True), (645, 12900, 20, 20, True, True), (6, 480, 40, 160, False, False),
-])
+@pytest.mark.parametrize(
+    "n, total, lo, hi, force_lo, force_hi",
+    [
+        (12, 1200, 40, 160, True, True),
+        (20, 7415, 51, 5071, True, False),
+        (150, 8821, 41, 60, True, True),
+        (645, 12900, 20, 20, True, True),
+        (6, 480, 40, 160, False, False),
+    ],
+)
 def test_class_sizes_are_in_bounds_and_add_up(n, total, lo, hi, force_lo, force_hi) -> None:
     sizes = _counts(np.random.default_rng(1), n, total, lo, hi, force_lo, force_hi)
     assert sizes.sum() == total and sizes.min() >= lo and sizes.max() <= hi
@@ -175,6 +195,8 @@ def test_the_stand_ins_keep_what_they_are_for() -> None:
     assert d.class_names[person] == "person(synth)"
     assert abs(counts[person] / counts.sum() - 1 / 3) < 0.01
     assert d.attributes.min() >= 0
-    np.testing.assert_allclose(np.linalg.norm(d.attributes.astype(np.float64), axis=1), 1, atol=1e-6)
+    np.testing.assert_allclose(
+        np.linalg.norm(d.attributes.astype(np.float64), axis=1), 1, atol=1e-6
+    )
     above = float(np.mean(np.asarray(d.features) > 7))
     assert 1e-4 < above < 0.02

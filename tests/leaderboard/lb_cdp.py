@@ -16,9 +16,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-pipe", "--allow-file-access-from-files", "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-pipe",
+    "--allow-file-access-from-files",
+    "--hide-scrollbars",
+]
 
 
 class CDPError(RuntimeError):
@@ -41,8 +51,12 @@ class Browser:
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [chromium, *FLAGS, f"--user-data-dir={user_data_dir}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
-            pass_fds=(3, 4), preexec_fn=wire)
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            pass_fds=(3, 4),
+            preexec_fn=wire,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._buffer = b""
@@ -68,7 +82,9 @@ class Browser:
         raw, self._buffer = self._buffer.split(b"\0", 1)
         return json.loads(raw)
 
-    def send(self, method: str, params: dict[str, Any] | None = None, *, session: bool = True) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, *, session: bool = True
+    ) -> dict[str, Any]:
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
         if session and self.session:
@@ -97,27 +113,36 @@ class Browser:
     # -- page helpers ----------------------------------------------------------------------
     def open(self, url: str, width: int = 1400, height: int = 1000) -> None:
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
-        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True},
-                                 session=False)["sessionId"]
+        self.session = self.send(
+            "Target.attachToTarget", {"targetId": target, "flatten": True}, session=False
+        )["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.send(f"{domain}.enable")
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
         self.send("Page.navigate", {"url": url})
         self.wait_for("Page.loadEventFired")
 
     def evaluate(self, expression: str) -> Any:
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                "awaitPromise": True})
+        result = self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
         if "exceptionDetails" in result:
             raise CDPError(f"script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
     def screenshot(self, path: Path, width: int = 1400) -> Path:
         height = int(self.evaluate("document.documentElement.scrollHeight"))
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": min(height, 16000), "deviceScaleFactor": 1, "mobile": False})
-        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})["data"]
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": min(height, 16000), "deviceScaleFactor": 1, "mobile": False},
+        )
+        data = self.send(
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}
+        )["data"]
         path.write_bytes(base64.b64decode(data))
         return path
 

@@ -13,8 +13,13 @@ from typing import Any
 
 from zslbench.records import Record, write_record
 
-PAPER_NAMES = {"bt-gp": "L_BT + GP (ours)", "t-gp": "L_T + GP", "gp": "GP", "krr": "KRR",
-               "bt-krr": "L_BT + KRR"}
+PAPER_NAMES = {
+    "bt-gp": "L_BT + GP (ours)",
+    "t-gp": "L_T + GP",
+    "gp": "GP",
+    "krr": "KRR",
+    "bt-krr": "L_BT + KRR",
+}
 
 
 def _split_fingerprint(dataset: str, kind: str) -> str:
@@ -27,18 +32,34 @@ def _split_fingerprint(dataset: str, kind: str) -> str:
     return bench.split if bench is not None and kind == "real" else f"split-{dataset}"
 
 
-def make_record(dataset: str = "synth-apy", method: str = "bt-gp", repetition: int = 0, *,
-                seed: int | None = None, metrics: dict[str, float] | None = None,
-                train: float = 2.0, standard: bool = True, kind: str | None = None,
-                overrides: dict[str, Any] | None = None, params: dict[str, Any] | None = None,
-                sweep: dict[str, Any] | None = None, config_file: str | None = None,
-                oversubscribed: bool | None = False, device_type: str = "cpu",
-                device_name: str = "Test CPU", finished_at: str = "2025-01-02T03:04:05+00:00",
-                version: str = "0.1.0", commit: str = "0123456789abcdef0123456789abcdef01234567",
-                per_class_acc: list[float] | None = None, frequencies: list[float] | None = None,
-                class_names: list[str] | None = None, with_curve: bool = True,
-                data_fp: str = "datafp", config_id: str | None = None,
-                selection_audit: dict[str, Any] | None = None) -> Record:
+def make_record(
+    dataset: str = "synth-apy",
+    method: str = "bt-gp",
+    repetition: int = 0,
+    *,
+    seed: int | None = None,
+    metrics: dict[str, float] | None = None,
+    train: float = 2.0,
+    standard: bool = True,
+    kind: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+    sweep: dict[str, Any] | None = None,
+    config_file: str | None = None,
+    oversubscribed: bool | None = False,
+    device_type: str = "cpu",
+    device_name: str = "Test CPU",
+    finished_at: str = "2025-01-02T03:04:05+00:00",
+    version: str = "0.1.0",
+    commit: str = "0123456789abcdef0123456789abcdef01234567",
+    per_class_acc: list[float] | None = None,
+    frequencies: list[float] | None = None,
+    class_names: list[str] | None = None,
+    with_curve: bool = True,
+    data_fp: str = "datafp",
+    config_id: str | None = None,
+    selection_audit: dict[str, Any] | None = None,
+) -> Record:
     """A complete record. Unspecified metrics derive from fixed defaults; ``oversubscribed=None``
     gives a record without a ``load`` report (load unknown)."""
     seed = seed if seed is not None else 1000 + repetition
@@ -48,43 +69,105 @@ def make_record(dataset: str = "synth-apy", method: str = "bt-gp", repetition: i
     params = dict(params or {"latent_dim": 64})
     config: dict[str, Any] = {
         "method": method,
-        "components": {"embedder": {"name": "bt", "plugin": "test", "params": params},
-                       "regressor": {"name": "gp", "plugin": "test", "params": {}}},
-        "overrides": overrides or {}}
+        "components": {
+            "embedder": {"name": "bt", "plugin": "test", "params": params},
+            "regressor": {"name": "gp", "plugin": "test", "params": {}},
+        },
+        "overrides": overrides or {},
+    }
     if sweep is not None:
         config["sweep"] = sweep
     if config_file is not None:
         config["config_file"] = config_file
-    cid = config_id or hashlib.sha256(json.dumps([method, params, overrides or {}, sweep or {}],
-                                                 sort_keys=True).encode()).hexdigest()
+    cid = (
+        config_id
+        or hashlib.sha256(
+            json.dumps([method, params, overrides or {}, sweep or {}], sort_keys=True).encode()
+        ).hexdigest()
+    )
     key = hashlib.sha256(f"{cid}|{data_fp}|{seed}|{device_type}".encode()).hexdigest()
     gammas = [0.0, 0.5, 1.0, 2.0]
-    curve = ({"gamma": gammas, "A_U": [m["A_U"] * 1.5, m["A_U"], m["A_U"] / 2, 0.0],
-              "A_S": [0.0, m["A_S"], m["A_S"] * 1.2, m["A_S"] * 1.3]} if with_curve else None)
+    curve = (
+        {
+            "gamma": gammas,
+            "A_U": [m["A_U"] * 1.5, m["A_U"], m["A_U"] / 2, 0.0],
+            "A_S": [0.0, m["A_S"], m["A_S"] * 1.2, m["A_S"] * 1.3],
+        }
+        if with_curve
+        else None
+    )
     acc = per_class_acc or [m["A_U"] - 10, m["A_U"], m["A_U"] + 10]
     freqs = frequencies or [0.02, 0.05, 0.13][: len(acc)]
     names = class_names or [f"class{i}" for i in range(len(acc))]
-    unseen = [{"class": 10 + i, "name": names[i], "accuracy": a, "n_test": 20 * (i + 1),
-               "frequency": freqs[i]} for i, a in enumerate(acc)]
-    load = ({} if oversubscribed is None else
-            {"cpu_seconds": train * 1.5, "wall_seconds": train, "load_start": 9.0 if oversubscribed else 0.5,
-             "load_end": 0.5, "cores": 2, "threads": 2, "oversubscribed": oversubscribed})
+    unseen = [
+        {
+            "class": 10 + i,
+            "name": names[i],
+            "accuracy": a,
+            "n_test": 20 * (i + 1),
+            "frequency": freqs[i],
+        }
+        for i, a in enumerate(acc)
+    ]
+    load = (
+        {}
+        if oversubscribed is None
+        else {
+            "cpu_seconds": train * 1.5,
+            "wall_seconds": train,
+            "load_start": 9.0 if oversubscribed else 0.5,
+            "load_end": 0.5,
+            "cores": 2,
+            "threads": 2,
+            "oversubscribed": oversubscribed,
+        }
+    )
     return Record(
         run_id=f"{dataset}__{method}__{cid[:8]}__{data_fp[:8]}__{device_type}__s{seed}",
-        key=key, config_id=cid, code_fingerprint="code", dataset=dataset, dataset_kind=kind,
-        method=method, paper_name=PAPER_NAMES.get(method, method), repetition=repetition, base_seed=0,
-        seed=seed, metrics=m, gamma=0.5,
-        timings={"train": train, "embedder_fit": train / 2, "regressor_fit": train / 4,
-                 "calibration": train / 4, "evaluation": 0.1},
-        load=load, curve=curve, operating_point={"A_U": m["A_U"], "A_S": m["A_S"]},
-        per_class={"unseen": unseen, "seen": []}, config=config,
-        split={"fingerprint": _split_fingerprint(dataset, kind), "standard": standard,
-               "reason": "" if standard else "split fingerprint differs from Split V2.0"},
-        data={"fingerprint": data_fp, "n_images": 1000, "n_seen": 5, "n_unseen": len(acc), "source": {}},
+        key=key,
+        config_id=cid,
+        code_fingerprint="code",
+        dataset=dataset,
+        dataset_kind=kind,
+        method=method,
+        paper_name=PAPER_NAMES.get(method, method),
+        repetition=repetition,
+        base_seed=0,
+        seed=seed,
+        metrics=m,
+        gamma=0.5,
+        timings={
+            "train": train,
+            "embedder_fit": train / 2,
+            "regressor_fit": train / 4,
+            "calibration": train / 4,
+            "evaluation": 0.1,
+        },
+        load=load,
+        curve=curve,
+        operating_point={"A_U": m["A_U"], "A_S": m["A_S"]},
+        per_class={"unseen": unseen, "seen": []},
+        config=config,
+        split={
+            "fingerprint": _split_fingerprint(dataset, kind),
+            "standard": standard,
+            "reason": "" if standard else "split fingerprint differs from Split V2.0",
+        },
+        data={
+            "fingerprint": data_fp,
+            "n_images": 1000,
+            "n_seen": 5,
+            "n_unseen": len(acc),
+            "source": {},
+        },
         device={"type": device_type, "name": device_name, "threads": 2},
         environment={"python": "3.11.0", "platform": "test", "packages": {"zslbench": version}},
-        git={"commit": commit, "dirty": False}, zslbench_version=version,
-        started_at=finished_at, finished_at=finished_at, selection_audit=selection_audit)
+        git={"commit": commit, "dirty": False},
+        zslbench_version=version,
+        started_at=finished_at,
+        finished_at=finished_at,
+        selection_audit=selection_audit,
+    )
 
 
 def write_records(results_dir: Path, records: list[Record]) -> list[Path]:
@@ -98,23 +181,52 @@ def small_grid(results_dir: Path) -> list[Path]:
         for method, bonus in (("gp", 0.0), ("bt-gp", 5.0)):
             for rep in range(2):
                 h = base + bonus + rep
-                records.append(make_record(dataset, method, rep, train=1.0 + bonus / 10 + rep,
-                                           metrics={"H": h, "A_U": h - 5, "A_S": h + 5, "A_T": h + 2,
-                                                    "AUSUC": h / 2}))
+                records.append(
+                    make_record(
+                        dataset,
+                        method,
+                        rep,
+                        train=1.0 + bonus / 10 + rep,
+                        metrics={"H": h, "A_U": h - 5, "A_S": h + 5, "A_T": h + 2, "AUSUC": h / 2},
+                    )
+                )
     for rep in range(2):
-        records.append(make_record("apy", "bt-gp", rep, metrics={"H": 60.0 + rep},
-                                   class_names=["person", "cow", "goat"],
-                                   frequencies=[0.3, 0.01, 0.02], per_class_acc=[12.0, 15.0, 48.0]))
+        records.append(
+            make_record(
+                "apy",
+                "bt-gp",
+                rep,
+                metrics={"H": 60.0 + rep},
+                class_names=["person", "cow", "goat"],
+                frequencies=[0.3, 0.01, 0.02],
+                per_class_acc=[12.0, 15.0, 48.0],
+            )
+        )
     return write_records(results_dir, records)
 
 
-APY_CLASSES = ["cow", "horse", "motorbike", "person", "pottedplant", "sheep", "train", "tvmonitor", "donkey",
-               "goat", "jetski", "statue"]
+APY_CLASSES = [
+    "cow",
+    "horse",
+    "motorbike",
+    "person",
+    "pottedplant",
+    "sheep",
+    "train",
+    "tvmonitor",
+    "donkey",
+    "goat",
+    "jetski",
+    "statue",
+]
 #: (unseen classes, test images per class) shaped like the stand-ins' (APY's person holds a third).
-SHAPES = {"synth-cub": [60] * 40 + [55] * 10, "synth-sun": [20] * 72,
-          "synth-awa2": [121, 267, 390, 461, 775, 911, 1029, 1059, 640, 300],
-          "synth-awa1": [115, 117, 156, 199, 734, 745, 1168, 400, 380, 250],
-          "synth-apy": [197, 302, 176, 1996, 139, 163, 297, 299, 207, 234, 20, 58]}
+SHAPES = {
+    "synth-cub": [60] * 40 + [55] * 10,
+    "synth-sun": [20] * 72,
+    "synth-awa2": [121, 267, 390, 461, 775, 911, 1029, 1059, 640, 300],
+    "synth-awa1": [115, 117, 156, 199, 734, 745, 1168, 400, 380, 250],
+    "synth-apy": [197, 302, 176, 1996, 139, 163, 297, 299, 207, 234, 20, 58],
+}
 
 
 def showcase_grid(results_dir: Path) -> list[Path]:
@@ -125,37 +237,86 @@ def showcase_grid(results_dir: Path) -> list[Path]:
     methods = {"krr": 0.0, "bt-krr": 14.0, "gp": 0.5, "t-gp": 9.0, "bt-gp": 15.0}
     for d, (dataset, counts) in enumerate(SHAPES.items()):
         total = sum(counts)
-        names = ([f"{c}(synth)" for c in APY_CLASSES] if dataset == "synth-apy"
-                 else [f"unseen_{i:03d}" for i in range(len(counts))])
+        names = (
+            [f"{c}(synth)" for c in APY_CLASSES]
+            if dataset == "synth-apy"
+            else [f"unseen_{i:03d}" for i in range(len(counts))]
+        )
         for m, (method, bonus) in enumerate(methods.items()):
             for rep in range(3):
                 h = 30.0 + 3 * d + bonus + rep * 0.4
-                acc = [min(95.0, h - 15 + ((i * 37 + m * 11 + rep * 5) % 30)) for i in range(len(counts))]
-                records.append(make_record(
-                    dataset, method, rep, train=(2.0 + 3 * d) * (1 + m / 2) * (1 + rep / 10),
-                    with_curve=dataset in ("synth-apy", "synth-sun"),
-                    oversubscribed=(method == "t-gp" and rep == 2),
-                    metrics={"H": h, "A_U": h - 6, "A_S": h + 8, "A_T": h + 5, "AUSUC": h * 0.7,
-                             "AUSUC_per_image": h * 0.75},
-                    per_class_acc=acc, frequencies=[c / total for c in counts], class_names=names))
+                acc = [
+                    min(95.0, h - 15 + ((i * 37 + m * 11 + rep * 5) % 30))
+                    for i in range(len(counts))
+                ]
+                records.append(
+                    make_record(
+                        dataset,
+                        method,
+                        rep,
+                        train=(2.0 + 3 * d) * (1 + m / 2) * (1 + rep / 10),
+                        with_curve=dataset in ("synth-apy", "synth-sun"),
+                        oversubscribed=(method == "t-gp" and rep == 2),
+                        metrics={
+                            "H": h,
+                            "A_U": h - 6,
+                            "A_S": h + 8,
+                            "A_T": h + 5,
+                            "AUSUC": h * 0.7,
+                            "AUSUC_per_image": h * 0.75,
+                        },
+                        per_class_acc=acc,
+                        frequencies=[c / total for c in counts],
+                        class_names=names,
+                    )
+                )
     for margin, h in ((0.5, 55.0), (1.0, 58.0), (2.0, 61.0), (4.0, 57.0)):
         for dataset in ("synth-apy", "synth-cub"):
             for rep in range(3):
                 h_ds = h + rep - (dataset == "synth-cub") * 10
-                records.append(make_record(dataset, "bt-gp", rep, sweep={"embedder.margin": margin},
-                                           metrics={"H": h_ds, "A_U": h_ds - 8 + margin, "A_S": h_ds + 9 - margin,
-                                                    "A_T": h_ds + 4, "AUSUC": h_ds * 0.7},
-                                           train=3.0 + rep))
+                records.append(
+                    make_record(
+                        dataset,
+                        "bt-gp",
+                        rep,
+                        sweep={"embedder.margin": margin},
+                        metrics={
+                            "H": h_ds,
+                            "A_U": h_ds - 8 + margin,
+                            "A_S": h_ds + 9 - margin,
+                            "A_T": h_ds + 4,
+                            "AUSUC": h_ds * 0.7,
+                        },
+                        train=3.0 + rep,
+                    )
+                )
     for method in ("bt-gp", "ale"):
         for dataset in ("apy", "cub"):
             for rep in range(2):
-                records.append(make_record(dataset, method, rep, metrics={"H": 40.0 + rep + (method == "bt-gp") * 9},
-                                           class_names=["person", "cow", "goat"], frequencies=[0.3, 0.01, 0.02],
-                                           with_curve=dataset == "apy"))
+                records.append(
+                    make_record(
+                        dataset,
+                        method,
+                        rep,
+                        metrics={"H": 40.0 + rep + (method == "bt-gp") * 9},
+                        class_names=["person", "cow", "goat"],
+                        frequencies=[0.3, 0.01, 0.02],
+                        with_curve=dataset == "apy",
+                    )
+                )
     for method in ("gp", "bt-gp"):
         for rep in range(2):
-            records.append(make_record("my-npz", method, rep, kind="custom", oversubscribed=None, with_curve=False,
-                                       metrics={"H": 30.0 + rep + (method == "bt-gp") * 5}))
+            records.append(
+                make_record(
+                    "my-npz",
+                    method,
+                    rep,
+                    kind="custom",
+                    oversubscribed=None,
+                    with_curve=False,
+                    metrics={"H": 30.0 + rep + (method == "bt-gp") * 5},
+                )
+            )
     return write_records(results_dir, records)
 
 
@@ -172,6 +333,8 @@ def fake_render_figure(spec: Any) -> dict[str, bytes]:
     info.add_text(HASH_KEY, spec.data_sha256)
     png = io.BytesIO()
     Image.new("RGB", (4, 4)).save(png, "PNG", pnginfo=info)
-    svg = f'<svg xmlns="http://www.w3.org/2000/svg"><desc>{HASH_KEY}={spec.data_sha256}</desc></svg>'
+    svg = (
+        f'<svg xmlns="http://www.w3.org/2000/svg"><desc>{HASH_KEY}={spec.data_sha256}</desc></svg>'
+    )
     png_name, svg_name = spec.files
     return {png_name: png.getvalue(), svg_name: svg.encode()}

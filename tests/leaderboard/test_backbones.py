@@ -20,12 +20,24 @@ from zslbench_plugins.xlsa17.loader import benchmark, read_xlsa17
 FIXED = ("--set", "eszsl.gamma=1", "--set", "eszsl.lam=1")
 
 
-def test_two_backbones_of_awa2_are_two_keys_and_two_labelled_groups(awa2_full: Path,  # noqa: F811
-                                                                    tmp_path: Path) -> None:
+def test_two_backbones_of_awa2_are_two_keys_and_two_labelled_groups(
+    awa2_full: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     shared = require_shared()
     results = tmp_path / "records"
-    res = invoke_main("run", "--method", "eszsl", "--dataset", "awa2", "--data-dir", str(awa2_full),
-                      "--results-dir", str(results), *FIXED)
+    res = invoke_main(
+        "run",
+        "--method",
+        "eszsl",
+        "--dataset",
+        "awa2",
+        "--data-dir",
+        str(awa2_full),
+        "--results-dir",
+        str(results),
+        *FIXED,
+    )
     assert res.exit_code == 0, res.output
     (own,) = [json.loads(p.read_text()) for p in results.glob("*.json")]
     assert own["data"]["backbone"] == "res101" and "backbone" not in own["split"]["parts"]
@@ -38,11 +50,19 @@ def test_two_backbones_of_awa2_are_two_keys_and_two_labelled_groups(awa2_full: P
     shutil.copy(shared / "AWA2" / "att_splits.mat", data / "RN101" / "AWA2" / "att_splits.mat")
     labels = awa2_like_labels(shared)
     rng = np.random.default_rng(0)
-    feats = (rng.normal(size=(50, 32))[labels - 1] + rng.normal(size=(labels.size, 32)))
+    feats = rng.normal(size=(50, 32))[labels - 1] + rng.normal(size=(labels.size, 32))
     with open(data / "vit_b32_clip_awa2_data.p", "wb") as fh:
         pickle.dump({"features": feats.astype(np.float32), "labels": labels}, fh)
-    res = invoke_main("run", "--method", "eszsl", "--dataset", str(data / "vit_b32_clip_awa2_data.p"),
-                      "--results-dir", str(results), *FIXED)
+    res = invoke_main(
+        "run",
+        "--method",
+        "eszsl",
+        "--dataset",
+        str(data / "vit_b32_clip_awa2_data.p"),
+        "--results-dir",
+        str(results),
+        *FIXED,
+    )
     assert res.exit_code == 0, res.output
     records = [json.loads(p.read_text()) for p in sorted(results.glob("*.json"))]
     clip = next(r for r in records if r["dataset"] == "awa2@vit_b32_clip")

@@ -27,8 +27,11 @@ WIDTH = 1400
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`; "
-                                                "`.ci/run` installs it, or run `apt-get install -y chromium`)"),
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="Chromium is not installed (Debian package `chromium`; "
+        "`.ci/run` installs it, or run `apt-get install -y chromium`)",
+    ),
 ]
 
 PAGE_STATE = """(() => {
@@ -63,18 +66,28 @@ COLUMN_VALUES = """((table, col) => Array.from(document.querySelector(`table[dat
 def rendered(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("browser") / "lb"
     showcase_grid(out / "records")
-    result = invoke_main("leaderboard", *[
-        "--results-dir", str(out / "records"), "--out", str(out),
-        "--reported", str(REPO / "leaderboards" / "reported" / "ye2022_icpr.json")])
+    result = invoke_main(
+        "leaderboard",
+        *[
+            "--results-dir",
+            str(out / "records"),
+            "--out",
+            str(out),
+            "--reported",
+            str(REPO / "leaderboards" / "reported" / "ye2022_icpr.json"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     return out
 
 
-@pytest.mark.parametrize("page, n_figures, title_word", [("real.html", 4, "real"),
-                                                          ("synthetic.html", 10, "SYNTHETIC"),
-                                                          ("custom.html", 2, "CUSTOM")])
-def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n_figures: int,
-                                    title_word: str) -> None:
+@pytest.mark.parametrize(
+    "page, n_figures, title_word",
+    [("real.html", 4, "real"), ("synthetic.html", 10, "SYNTHETIC"), ("custom.html", 2, "CUSTOM")],
+)
+def test_report_renders_in_chromium(
+    tmp_path: Path, rendered: Path, page: str, n_figures: int, title_word: str
+) -> None:
     out = rendered
     shots = Path(os.environ.get("ZSLBENCH_SCREENSHOT_DIR") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
@@ -95,7 +108,9 @@ def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n
         # Reads at 1400 px: no horizontal scrolling of the page or of any table (folded ones opened).
         assert browser.evaluate(OVERFLOW) == []
         # The page as a reader first sees it (before the sorting below).
-        shot = browser.screenshot(shots / f"leaderboard-{page.removesuffix('.html')}.png", width=WIDTH)
+        shot = browser.screenshot(
+            shots / f"leaderboard-{page.removesuffix('.html')}.png", width=WIDTH
+        )
         print(f"screenshot: {shot}")
         assert shot.stat().st_size > 10_000
         # Sorting: clicking the H header of the first GZSL dataset sorts descending, then ascending.
@@ -105,7 +120,9 @@ def test_report_renders_in_chromium(tmp_path: Path, rendered: Path, page: str, n
             return ths.findIndex(th => th.textContent === 'H'); }})()""")
         assert col > 0
         for order in ("descending", "ascending"):
-            browser.evaluate(f"""document.querySelectorAll('table[data-table="{gzsl}"] thead tr:last-child th')[{col}].click()""")
+            browser.evaluate(
+                f"""document.querySelectorAll('table[data-table="{gzsl}"] thead tr:last-child th')[{col}].click()"""
+            )
             values = [float(v) for v in browser.evaluate(f"{COLUMN_VALUES}('{gzsl}', {col})") if v]
             assert len(values) >= 2
             assert values == sorted(values, reverse=(order == "descending")), (order, values)
@@ -121,8 +138,11 @@ def test_broken_image_console_error_and_overflow_are_caught(tmp_path: Path, rend
     (out / "figures" / "synthetic-h-vs-time.png").unlink()
     page = out / "synthetic.html"
     wide = '<td style="min-width:3000px">x</td>'
-    page.write_text(page.read_text().replace("</body>", "<script>console.error('boom')</script></body>")
-                    .replace("<td ", wide + "<td ", 1))
+    page.write_text(
+        page.read_text()
+        .replace("</body>", "<script>console.error('boom')</script></body>")
+        .replace("<td ", wide + "<td ", 1)
+    )
     browser = Browser(CHROMIUM, tmp_path / "profile-broken")
     try:
         browser.open(page.as_uri(), width=WIDTH)
@@ -130,8 +150,12 @@ def test_broken_image_console_error_and_overflow_are_caught(tmp_path: Path, rend
         broken = [i["src"] for i in imgs if i["width"] == 0]
         assert broken == ["figures/synthetic-h-vs-time.png"]
         # the first cell of the page is in its first table, the "cite this" table
-        assert browser.evaluate(OVERFLOW) == ["synthetic-cite: " + browser.evaluate(
-            "(() => { const w = document.querySelector('.table-wrap'); return `${w.scrollWidth} > ${w.clientWidth}`; })()")]
+        assert browser.evaluate(OVERFLOW) == [
+            "synthetic-cite: "
+            + browser.evaluate(
+                "(() => { const w = document.querySelector('.table-wrap'); return `${w.scrollWidth} > ${w.clientWidth}`; })()"
+            )
+        ]
         problems = browser.problems()
         assert any("boom" in p for p in problems)
         assert any("ERR_FILE_NOT_FOUND" in p or "load failed" in p for p in problems), problems

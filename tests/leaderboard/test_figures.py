@@ -11,8 +11,10 @@ from matplotlib.colors import to_hex
 
 from zslbench.leaderboard.figures import DPI, FigureSpec, draw, legend_labels, method_colors
 
-LONG = ("L_BT + GP (ours) · gp.optimizer=adam, embedder.latent_dim=512 · cfg 0123abcd · data 89abcdef, "
-        "not compared")
+LONG = (
+    "L_BT + GP (ours) · gp.optimizer=adam, embedder.latent_dim=512 · cfg 0123abcd · data 89abcdef, "
+    "not compared"
+)
 
 
 def _names(n: int) -> list[str]:
@@ -28,23 +30,80 @@ def _series(names: list[str]) -> list[dict]:
 def _spec(figure: str, names: list[str]) -> FigureSpec:
     series = _series(names)
     if figure == "curves":
-        data = {"dataset": "toy", "series": [
-            {**s, "runs": [{"seed": 1, "A_U": [60.0, 30.0, 0.0], "A_S": [0.0, 50.0, 70.0], "op": [30.0, 50.0]}],
-             "ausuc": [31.2, 0.4], "n": 1} for s in series]}
+        data = {
+            "dataset": "toy",
+            "series": [
+                {
+                    **s,
+                    "runs": [
+                        {
+                            "seed": 1,
+                            "A_U": [60.0, 30.0, 0.0],
+                            "A_S": [0.0, 50.0, 70.0],
+                            "op": [30.0, 50.0],
+                        }
+                    ],
+                    "ausuc": [31.2, 0.4],
+                    "n": 1,
+                }
+                for s in series
+            ],
+        }
     elif figure == "per_class":
-        data = {"dataset": "toy", "series": [
-            {**s, "points": [{"name": f"class {c}", "share": 10.0 + c, "acc": [40.0 + c, 1.0]} for c in range(5)]}
-            for s in series]}
+        data = {
+            "dataset": "toy",
+            "series": [
+                {
+                    **s,
+                    "points": [
+                        {"name": f"class {c}", "share": 10.0 + c, "acc": [40.0 + c, 1.0]}
+                        for c in range(5)
+                    ],
+                }
+                for s in series
+            ],
+        }
     elif figure == "h_vs_time":
-        data = {"datasets": ["synth-apy", "synth-cub"], "device": "Test CPU", "points": [
-            {**s, "dataset": "synth-apy", "train": [2.0 + i, 1.5 + i, 2.5 + i], "busy": i == 0, "H": [40.0, 1.0],
-             "excluded": False} for i, s in enumerate(series)]}
+        data = {
+            "datasets": ["synth-apy", "synth-cub"],
+            "device": "Test CPU",
+            "points": [
+                {
+                    **s,
+                    "dataset": "synth-apy",
+                    "train": [2.0 + i, 1.5 + i, 2.5 + i],
+                    "busy": i == 0,
+                    "H": [40.0, 1.0],
+                    "excluded": False,
+                }
+                for i, s in enumerate(series)
+            ],
+        }
     else:
-        data = {"param": "embedder.margin", "color": "#1f77b4", "series": [
-            {"label": s["label"], "points": [{"x": x, **{m: [40.0 + x, 1.0] for m in ("H", "A_U", "A_S", "AUSUC", "A_T")}}
-                                             for x in (1, 2, 4)]} for s in series]}
-    return FigureSpec(name=f"synthetic-{figure}-toy", kind="synthetic", figure=figure, title=f"toy: {figure}",
-                      data=data)
+        data = {
+            "param": "embedder.margin",
+            "color": "#1f77b4",
+            "series": [
+                {
+                    "label": s["label"],
+                    "points": [
+                        {
+                            "x": x,
+                            **{m: [40.0 + x, 1.0] for m in ("H", "A_U", "A_S", "AUSUC", "A_T")},
+                        }
+                        for x in (1, 2, 4)
+                    ],
+                }
+                for s in series
+            ],
+        }
+    return FigureSpec(
+        name=f"synthetic-{figure}-toy",
+        kind="synthetic",
+        figure=figure,
+        title=f"toy: {figure}",
+        data=data,
+    )
 
 
 @pytest.mark.parametrize("n", [3, 80])
@@ -58,18 +117,27 @@ def test_the_legend_and_every_name_in_it_lie_inside_the_canvas(figure: str, n: i
     assert (round(fig.bbox.width), round(fig.bbox.height)) == spec.size
     (legend,) = fig.legends
     box = legend.get_window_extent(renderer)
-    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1, \
-        (box, fig.bbox)
+    assert (
+        fig.bbox.x0 <= box.x0
+        and box.x1 <= fig.bbox.x1
+        and fig.bbox.y0 <= box.y0
+        and box.y1 <= fig.bbox.y1
+    ), (box, fig.bbox)
     texts = legend.get_texts()
     # Every name is there in full: wrapped (line breaks where spaces were, or inside a word too
     # long for a line), never cut; and each inside the canvas.
-    assert [t.get_text().replace("\n", "").replace(" ", "") for t in texts] == \
-        [label.replace(" ", "") for label in legend_labels(spec)]
+    assert [t.get_text().replace("\n", "").replace(" ", "") for t in texts] == [
+        label.replace(" ", "") for label in legend_labels(spec)
+    ]
     assert any("\n" in t.get_text() for t in texts)  # the long names did need wrapping
     for t in texts:
         tb = t.get_window_extent(renderer)
-        assert fig.bbox.x0 <= tb.x0 and tb.x1 <= fig.bbox.x1 and fig.bbox.y0 <= tb.y0 and tb.y1 <= fig.bbox.y1, \
-            (t.get_text(), tb, fig.bbox)
+        assert (
+            fig.bbox.x0 <= tb.x0
+            and tb.x1 <= fig.bbox.x1
+            and fig.bbox.y0 <= tb.y0
+            and tb.y1 <= fig.bbox.y1
+        ), (t.get_text(), tb, fig.bbox)
     # The legend sits below the plot: it covers no axes, and the plot keeps room to be read.
     for ax in fig.axes:
         ab = ax.get_window_extent(renderer)
@@ -84,27 +152,51 @@ def test_each_legend_name_keeps_its_own_marker_when_plain_lines_and_error_bars_m
     FigureCanvasAgg(fig)
     (legend,) = fig.legends
     colors = method_colors(names)
-    got = {t.get_text().replace("\n", "").replace(" ", ""): to_hex(h.get_color()[0] if hasattr(h, "get_segments")
-                                                                   else h.get_color())
-           for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)}
-    assert got == {**{n.replace(" ", ""): colors[n] for n in names},
-                   "synth-apy": "#444444", "synth-cub": "#444444", "hollow:busymachineonly": "#444444"}
+    got = {
+        t.get_text().replace("\n", "").replace(" ", ""): to_hex(
+            h.get_color()[0] if hasattr(h, "get_segments") else h.get_color()
+        )
+        for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)
+    }
+    assert got == {
+        **{n.replace(" ", ""): colors[n] for n in names},
+        "synth-apy": "#444444",
+        "synth-cub": "#444444",
+        "hollow:busymachineonly": "#444444",
+    }
 
 
 @pytest.mark.parametrize("n", [3, 30])
 def test_critical_difference_names_lie_inside_the_canvas(n: int) -> None:
     names = _names(n)
     colors = method_colors(names)
-    spec = FigureSpec(name="synthetic-critical-difference", kind="synthetic", figure="cd", title="ranks", data={
-        "methods": [{"label": m, "color": colors[m], "rank": 1.0 + i * (n - 1) / max(n - 1, 1)}
-                    for i, m in enumerate(names)], "cd": 1.5, "alpha": 0.05, "n": 5, "cliques": [[0, 1]]})
+    spec = FigureSpec(
+        name="synthetic-critical-difference",
+        kind="synthetic",
+        figure="cd",
+        title="ranks",
+        data={
+            "methods": [
+                {"label": m, "color": colors[m], "rank": 1.0 + i * (n - 1) / max(n - 1, 1)}
+                for i, m in enumerate(names)
+            ],
+            "cd": 1.5,
+            "alpha": 0.05,
+            "n": 5,
+            "cliques": [[0, 1]],
+        },
+    )
     fig = draw(spec)
     canvas = FigureCanvasAgg(fig)
     fig.savefig(io.BytesIO(), format="png", dpi=DPI)
     renderer = canvas.get_renderer()
     squeezed = tuple(n.replace(" ", "") for n in names)
-    texts = [t for ax in fig.axes for t in ax.texts
-             if t.get_text().replace("\n", "").replace(" ", "").startswith(squeezed)]
+    texts = [
+        t
+        for ax in fig.axes
+        for t in ax.texts
+        if t.get_text().replace("\n", "").replace(" ", "").startswith(squeezed)
+    ]
     assert len(texts) == n
     for t in texts:
         tb = t.get_window_extent(renderer)
@@ -118,10 +210,12 @@ def test_a_figures_size_follows_from_its_labels_without_matplotlib() -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nfrom zslbench.leaderboard.figures import FigureSpec\n"
-            "s = FigureSpec(name='x', kind='synthetic', figure='per_class', title='t', data={'dataset': 'toy', "
-            "'series': [{'label': 'L_BT + GP (ours) · ' * 9, 'color': '#000000', 'ls': '-', 'marker': 'o', "
-            "'points': []}]})\nprint(s.size, 'matplotlib' in sys.modules)")
+    code = (
+        "import sys\nfrom zslbench.leaderboard.figures import FigureSpec\n"
+        "s = FigureSpec(name='x', kind='synthetic', figure='per_class', title='t', data={'dataset': 'toy', "
+        "'series': [{'label': 'L_BT + GP (ours) · ' * 9, 'color': '#000000', 'ls': '-', 'marker': 'o', "
+        "'points': []}]})\nprint(s.size, 'matplotlib' in sys.modules)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split(")")[1].strip() == "False" and proc.stdout.startswith("(720, ")

@@ -85,16 +85,43 @@ def _hostile_records(results: Path) -> None:
     classes = [HOSTILE["class"], "b|c\nd", "[e](javascript:alert(5))"]
     records = []
     for rep in range(2):
-        records.append(make_record(HOSTILE["dataset"], HOSTILE["method"], rep, kind="custom", class_names=classes,
-                                   config_file=HOSTILE["config_file"], overrides={"embedder.note": HOSTILE["override"]}))
-        records.append(make_record(HOSTILE["dataset"], "gp", rep, kind="custom", metrics={"H": 20.0 + rep},
-                                   class_names=classes))
-        records.append(make_record(HOSTILE["dataset"], "krr", rep, kind="custom", metrics={"H": 10.0 + rep},
-                                   class_names=classes))
+        records.append(
+            make_record(
+                HOSTILE["dataset"],
+                HOSTILE["method"],
+                rep,
+                kind="custom",
+                class_names=classes,
+                config_file=HOSTILE["config_file"],
+                overrides={"embedder.note": HOSTILE["override"]},
+            )
+        )
+        records.append(
+            make_record(
+                HOSTILE["dataset"],
+                "gp",
+                rep,
+                kind="custom",
+                metrics={"H": 20.0 + rep},
+                class_names=classes,
+            )
+        )
+        records.append(
+            make_record(
+                HOSTILE["dataset"],
+                "krr",
+                rep,
+                kind="custom",
+                metrics={"H": 10.0 + rep},
+                class_names=classes,
+            )
+        )
     write_records(results, records)
 
 
-def test_hostile_names_make_no_link_and_no_markup_in_html_or_markdown(tmp_path: Path, no_drawing) -> None:
+def test_hostile_names_make_no_link_and_no_markup_in_html_or_markdown(
+    tmp_path: Path, no_drawing
+) -> None:
     results, out = tmp_path / "res", tmp_path / "lb"
     _hostile_records(results)
     result = _render(results, out)
@@ -104,10 +131,15 @@ def test_hostile_names_make_no_link_and_no_markup_in_html_or_markdown(tmp_path: 
         links = _html_links(html)
         for target in links.targets:
             _assert_safe_target(target)
-        assert all(t.startswith(("figures/", "#", "records/", "../")) or t.endswith((".md", ".html", ".csv"))
-                   for t in links.targets), links.targets
+        assert all(
+            t.startswith(("figures/", "#", "records/", "../"))
+            or t.endswith((".md", ".html", ".csv"))
+            for t in links.targets
+        ), links.targets
         # Every name is shown, escaped: no unescaped "<" from a name reaches the page.
-        assert "<img src=x" not in html and "<script>alert" not in html and "<u>injected" not in html
+        assert (
+            "<img src=x" not in html and "<script>alert" not in html and "<u>injected" not in html
+        )
     custom = (out / "custom.html").read_text()
     assert "&lt;img src=x onerror=alert(1)&gt;" in custom and "&lt;script&gt;alert(4)" in custom
     assert custom.count("<script>") == 1  # ours, the sorting code
@@ -122,7 +154,9 @@ def test_hostile_names_make_no_link_and_no_markup_in_html_or_markdown(tmp_path: 
     assert "\\<script\\>alert(4)\\</script\\>" in (out / "custom.md").read_text()  # shown, escaped
 
 
-def test_a_record_file_named_javascript_links_as_a_relative_file(tmp_path: Path, no_drawing) -> None:
+def test_a_record_file_named_javascript_links_as_a_relative_file(
+    tmp_path: Path, no_drawing
+) -> None:
     """When --out is the records folder, a record's file name is a link target of its own."""
     folder = tmp_path / "same"
     for rep in range(2):
@@ -139,13 +173,15 @@ def test_a_record_file_named_javascript_links_as_a_relative_file(tmp_path: Path,
     assert all((folder / unquote(t)).is_file() for t in records)
 
 
-def test_a_hash_in_a_dataset_name_keeps_every_provenance_link_working(tmp_path: Path, no_drawing) -> None:
+def test_a_hash_in_a_dataset_name_keeps_every_provenance_link_working(
+    tmp_path: Path, no_drawing
+) -> None:
     results, out = tmp_path / "res", tmp_path / "lb"
     write_records(results, [make_record("mine#1", "gp", rep, kind="custom") for rep in range(2)])
     assert _render(results, out).exit_code == 0
     for page in ("custom.html", "custom.md"):
         text = (out / page).read_text()
-        targets = (_html_links(text).targets if page.endswith(".html") else _MD_LINK.findall(text))
+        targets = _html_links(text).targets if page.endswith(".html") else _MD_LINK.findall(text)
         records = [t for t in targets if t.endswith(".json")]
         assert len(records) == 2
         for target in records:
@@ -154,16 +190,24 @@ def test_a_hash_in_a_dataset_name_keeps_every_provenance_link_working(tmp_path: 
 
 # -- Markdown structure -------------------------------------------------------------------------
 
+
 def _cells(line: str) -> int:
     """The number of cells of a Markdown table row: unescaped pipes, minus the outer two."""
     return len(re.findall(r"(?<!\\)\|", line)) - 1
 
 
-def test_a_pipe_or_line_break_in_a_name_never_breaks_a_markdown_table(tmp_path: Path, no_drawing) -> None:
+def test_a_pipe_or_line_break_in_a_name_never_breaks_a_markdown_table(
+    tmp_path: Path, no_drawing
+) -> None:
     results, out = tmp_path / "res", tmp_path / "lb"
     names = ["a|b", "c\nd", "<i>e</i>"]
-    records = [make_record("my|data\nset", m, rep, kind="custom", class_names=names, metrics={"H": 30.0 + i})
-               for i, m in enumerate(("gp|x", "krr\n# heading")) for rep in range(2)]
+    records = [
+        make_record(
+            "my|data\nset", m, rep, kind="custom", class_names=names, metrics={"H": 30.0 + i}
+        )
+        for i, m in enumerate(("gp|x", "krr\n# heading"))
+        for rep in range(2)
+    ]
     write_records(results, records)
     assert _render(results, out).exit_code == 0
     md = (out / "custom.md").read_text()
@@ -177,10 +221,17 @@ def test_a_pipe_or_line_break_in_a_name_never_breaks_a_markdown_table(tmp_path: 
 
 # -- names that slug alike ------------------------------------------------------------------------
 
+
 def test_datasets_whose_names_slug_alike_get_their_own_figures(tmp_path: Path, no_drawing) -> None:
     results, out = tmp_path / "res", tmp_path / "lb"
-    write_records(results, [make_record(ds, "gp", rep, kind="custom", metrics={"H": h + rep})
-                            for ds, h in (("mine_1", 10.0), ("mine-1", 60.0)) for rep in range(2)])
+    write_records(
+        results,
+        [
+            make_record(ds, "gp", rep, kind="custom", metrics={"H": h + rep})
+            for ds, h in (("mine_1", 10.0), ("mine-1", 60.0))
+            for rep in range(2)
+        ],
+    )
     assert _render(results, out).exit_code == 0
     per_class = sorted(p.name for p in (out / "figures").glob("custom-per-class-*.png"))
     curves = sorted(p.name for p in (out / "figures").glob("custom-curves-*.png"))
@@ -195,26 +246,41 @@ def test_datasets_whose_names_slug_alike_get_their_own_figures(tmp_path: Path, n
 
 # -- Reproduce lines ----------------------------------------------------------------------------
 
+
 def _commands(md: str) -> list[list[str]]:
     block = md.split("## Reproduce", 1)[1].split("```sh\n", 1)[1].split("\n```", 1)[0]
     return [shlex.split(line) for line in block.splitlines()]
 
 
-def test_reproduce_quotes_every_argument_and_names_a_file_dataset_by_its_path(tmp_path: Path, no_drawing) -> None:
+def test_reproduce_quotes_every_argument_and_names_a_file_dataset_by_its_path(
+    tmp_path: Path, no_drawing
+) -> None:
     results, out = tmp_path / "res", tmp_path / "lb"
     data = tmp_path / "data" / "x;touch PWN3D;#.npz"
     records = []
     for rep in range(2):
-        record = make_record("x;touch PWN3D;#", "gp;rm -rf ~", rep, kind="custom",
-                             overrides={"embedder.name": "$(touch PWN3D)"})
-        record.data["source"] = {"format": "npz", "layout": "npz", "path": str(data), "kind": "custom"}
+        record = make_record(
+            "x;touch PWN3D;#",
+            "gp;rm -rf ~",
+            rep,
+            kind="custom",
+            overrides={"embedder.name": "$(touch PWN3D)"},
+        )
+        record.data["source"] = {
+            "format": "npz",
+            "layout": "npz",
+            "path": str(data),
+            "kind": "custom",
+        }
         records.append(record)
     write_records(results, records)
     assert _render(results, out).exit_code == 0
     (words,) = _commands((out / "custom.md").read_text())
     assert words[:2] == ["zslbench", "run"]
     options = dict(zip(words[2::2], words[3::2], strict=True))
-    assert options["--method"] == "gp;rm -rf ~" and options["--set"] == "embedder.name=$(touch PWN3D)"
+    assert (
+        options["--method"] == "gp;rm -rf ~" and options["--set"] == "embedder.name=$(touch PWN3D)"
+    )
     # Paths relative to the project root (here the results dir's parent), as every command says them.
     assert options["--dataset"] == "data/x;touch PWN3D;#.npz" and options["--results-dir"] == "res"
     html = (out / "custom.html").read_text()
@@ -250,17 +316,31 @@ def test_the_committed_boards_reproduce_lines_name_what_they_ran() -> None:
                 registry.get("method", method)
             assert expand_datasets(split_names(options["--dataset"]), registry)
             folder = REPO / options["--results-dir"]
-            assert folder.is_dir() and folder.resolve().is_relative_to((REPO / "leaderboards" / "records").resolve())
+            assert folder.is_dir() and folder.resolve().is_relative_to(
+                (REPO / "leaderboards" / "records").resolve()
+            )
             assert any(folder.glob("*.json")), words
     assert checked
 
 
 # -- names matplotlib would parse as maths --------------------------------------------------------
 
+
 def test_dollar_signs_in_names_are_drawn_as_text(tmp_path: Path) -> None:
     results, out = tmp_path / "res", tmp_path / "lb"
-    write_records(results, [make_record("syn$\\undefinedcommand{$", "gp$\\frac{$", rep, kind="custom",
-                                        class_names=["$\\nope$", "b", "c"]) for rep in range(2)])
+    write_records(
+        results,
+        [
+            make_record(
+                "syn$\\undefinedcommand{$",
+                "gp$\\frac{$",
+                rep,
+                kind="custom",
+                class_names=["$\\nope$", "b", "c"],
+            )
+            for rep in range(2)
+        ],
+    )
     result = _render(results, out)
     assert result.exit_code == 0, result.output
     assert len(list((out / "figures").glob("*.png"))) >= 2
@@ -268,9 +348,12 @@ def test_dollar_signs_in_names_are_drawn_as_text(tmp_path: Path) -> None:
 
 # -- damaged records ------------------------------------------------------------------------------
 
+
 def _damaged(results: Path) -> dict[str, str]:
     """Records damaged in their free-form content, each named, and what the warning says."""
-    write_records(results, [make_record("toy", "gp", rep, metrics={"H": 30.0 + rep}) for rep in range(2)])
+    write_records(
+        results, [make_record("toy", "gp", rep, metrics={"H": 30.0 + rep}) for rep in range(2)]
+    )
     good = json.loads(next(results.glob("*.json")).read_text())
     files = {}
     nan = dict(good, config=dict(good["config"], lr=float("nan")))
@@ -279,11 +362,22 @@ def _damaged(results: Path) -> dict[str, str]:
     (results / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     files["deep.json"] = "nested too deeply"
     for name, change, reason in (
-            ("per_class.json", {"per_class": {"unseen": [{"class": "x", "accuracy": 1.0}]}},
-             "per_class.unseen[0].class is not a distinct integer"),
-            ("curve.json", {"curve": {"A_U": [1.0, 2.0], "A_S": [1.0]}}, "curve does not hold two lists"),
-            ("overrides.json", {"config": {**good["config"], "method": "krr", "overrides": "lr=1"}},
-             "config.overrides is not an object")):
+        (
+            "per_class.json",
+            {"per_class": {"unseen": [{"class": "x", "accuracy": 1.0}]}},
+            "per_class.unseen[0].class is not a distinct integer",
+        ),
+        (
+            "curve.json",
+            {"curve": {"A_U": [1.0, 2.0], "A_S": [1.0]}},
+            "curve does not hold two lists",
+        ),
+        (
+            "overrides.json",
+            {"config": {**good["config"], "method": "krr", "overrides": "lr=1"}},
+            "config.overrides is not an object",
+        ),
+    ):
         record = make_record("toy", "krr", len(files))
         for key, value in change.items():
             setattr(record, key, value)
@@ -307,19 +401,26 @@ def test_one_damaged_record_is_skipped_with_a_warning_naming_it(tmp_path: Path, 
     check = _render(results, out, "--check")
     assert check.exit_code == 1 and "internal error" not in check.output
     for name in damaged:
-        assert f"{(results / name).as_posix()}: refused, not a valid zslbench record" in check.stdout
+        assert (
+            f"{(results / name).as_posix()}: refused, not a valid zslbench record" in check.stdout
+        )
 
 
 # -- writes and deletes outside --out -------------------------------------------------------------
 
+
 def _board(tmp_path: Path) -> tuple[Path, Path]:
     results, out = tmp_path / "res", tmp_path / "lb"
-    write_records(results, [make_record("toy", "gp", rep, metrics={"H": 30.0 + rep}) for rep in range(2)])
+    write_records(
+        results, [make_record("toy", "gp", rep, metrics={"H": 30.0 + rep}) for rep in range(2)]
+    )
     assert _render(results, out).exit_code == 0
     return results, out
 
 
-def test_a_planted_temporary_file_link_never_gets_its_target_overwritten(tmp_path: Path, no_drawing) -> None:
+def test_a_planted_temporary_file_link_never_gets_its_target_overwritten(
+    tmp_path: Path, no_drawing
+) -> None:
     results, out = _board(tmp_path)
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
@@ -332,8 +433,9 @@ def test_a_planted_temporary_file_link_never_gets_its_target_overwritten(tmp_pat
 
 
 @pytest.mark.parametrize("where", ["README.md", "figures", "figures/synthetic-h-vs-time.png"])
-def test_a_link_where_the_board_writes_is_refused_and_its_target_untouched(tmp_path: Path, no_drawing,
-                                                                           where: str) -> None:
+def test_a_link_where_the_board_writes_is_refused_and_its_target_untouched(
+    tmp_path: Path, no_drawing, where: str
+) -> None:
     results, out = _board(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -352,7 +454,9 @@ def test_a_link_where_the_board_writes_is_refused_and_its_target_untouched(tmp_p
     for args in ((), ("--overwrite-foreign",)):
         result = _render(results, out, *args)
         assert result.exit_code == 2, result.output
-        errors = [line for line in result.stderr.splitlines() if line.startswith("zslbench: error: ")]
+        errors = [
+            line for line in result.stderr.splitlines() if line.startswith("zslbench: error: ")
+        ]
         assert len(errors) == 1 and "symbolic link" in errors[0] and planted.as_posix() in errors[0]
         assert {p.name: p.read_bytes() for p in outside.iterdir()} == before
     assert "53.3" not in (out / "synthetic.md").read_text()  # nothing half-written either
@@ -360,7 +464,9 @@ def test_a_link_where_the_board_writes_is_refused_and_its_target_untouched(tmp_p
     assert check.exit_code == 1 and f"{planted.as_posix()}: a symbolic link" in check.stdout
 
 
-def test_a_manifest_entry_under_a_linked_folder_deletes_nothing_outside(tmp_path: Path, no_drawing) -> None:
+def test_a_manifest_entry_under_a_linked_folder_deletes_nothing_outside(
+    tmp_path: Path, no_drawing
+) -> None:
     results, out = _board(tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -376,26 +482,39 @@ def test_a_manifest_entry_under_a_linked_folder_deletes_nothing_outside(tmp_path
 
 # -- a write that fails -------------------------------------------------------------------------
 
+
 def _run_limited(args: list[str], max_bytes: int) -> subprocess.CompletedProcess[str]:
     """``zslbench ARGS`` in a child whose files may not grow past ``max_bytes`` (a full disk, as
     far as the writer can tell: writes fail with EFBIG)."""
+
     def limit() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
 
     exe = Path(sys.executable).with_name("zslbench")
     env = {k: v for k, v in os.environ.items() if k != "ZSLBENCH_TRACEBACK"}
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, preexec_fn=limit, env=env, timeout=600)
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, preexec_fn=limit, env=env, timeout=600
+    )
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_a_write_that_fails_is_one_line_and_leaves_the_board_as_it_was(tmp_path: Path) -> None:
     results, out = tmp_path / "res", tmp_path / "lb"
-    write_records(results, [make_record("toy", "gp", rep, with_curve=False, metrics={"H": 30.0 + rep})
-                            for rep in range(2)])
+    write_records(
+        results,
+        [
+            make_record("toy", "gp", rep, with_curve=False, metrics={"H": 30.0 + rep})
+            for rep in range(2)
+        ],
+    )
     args = ["leaderboard", "--results-dir", str(results), "--out", str(out)]
     first = _run_limited(args, 10**9)
     assert first.returncode == 0, first.stderr
@@ -405,7 +524,11 @@ def test_a_write_that_fails_is_one_line_and_leaves_the_board_as_it_was(tmp_path:
     result = _run_limited(args, 30_000)
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("zslbench: error: ")]
-    assert len(errors) == 1 and "cannot write the leaderboard" in errors[0] and "nothing was changed" in errors[0]
+    assert (
+        len(errors) == 1
+        and "cannot write the leaderboard" in errors[0]
+        and "nothing was changed" in errors[0]
+    )
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     assert _snapshot(out) == before  # no temporary file left, no file replaced
 

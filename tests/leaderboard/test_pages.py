@@ -28,8 +28,10 @@ def _no_drawing(monkeypatch) -> None:
 def _render(tmp_path: Path, records: list) -> Path:
     results, out = tmp_path / "res", tmp_path / "lb"
     write_records(results, records)
-    result = invoke_main("leaderboard", *["--results-dir", str(results), "--out", str(out),
-                                              "--reported", str(REPORTED)])
+    result = invoke_main(
+        "leaderboard",
+        *["--results-dir", str(results), "--out", str(out), "--reported", str(REPORTED)],
+    )
     assert result.exit_code == 0, result.output
     return out
 
@@ -39,10 +41,18 @@ def _csv(path: Path) -> list[dict[str, str]]:
 
 
 def test_each_kind_has_its_own_page_and_they_never_mix(tmp_path: Path) -> None:
-    out = _render(tmp_path, [make_record("my-npz", "gp", 0, kind="custom", metrics={"H": 11.1}),
-                             make_record("synth-apy", "gp", 0, metrics={"H": 22.2}),
-                             make_record("apy", "gp", 0, metrics={"H": 33.3})])
-    pages = {k: (out / md).read_text() + (out / html).read_text() for k, (md, html, _) in PAGE_FILES.items()}
+    out = _render(
+        tmp_path,
+        [
+            make_record("my-npz", "gp", 0, kind="custom", metrics={"H": 11.1}),
+            make_record("synth-apy", "gp", 0, metrics={"H": 22.2}),
+            make_record("apy", "gp", 0, metrics={"H": 33.3}),
+        ],
+    )
+    pages = {
+        k: (out / md).read_text() + (out / html).read_text()
+        for k, (md, html, _) in PAGE_FILES.items()
+    }
     for kind, own in (("custom", "11.1"), ("synthetic", "22.2"), ("real", "33.3")):
         assert own in pages[kind]
         assert all(own not in text for other, text in pages.items() if other != kind)
@@ -51,7 +61,10 @@ def test_each_kind_has_its_own_page_and_they_never_mix(tmp_path: Path) -> None:
     assert {r["dataset"] for r in _csv(out / "custom.csv")} == {"my-npz"}
     # Without custom runs there is no custom page.
     other = _render(tmp_path / "b", [make_record("synth-apy", "gp", 0)])
-    assert not (other / "custom.md").exists() and "custom.html" not in (other / "synthetic.html").read_text()
+    assert (
+        not (other / "custom.md").exists()
+        and "custom.html" not in (other / "synthetic.html").read_text()
+    )
 
 
 def _reproduce(page: str) -> list[str]:
@@ -61,42 +74,70 @@ def _reproduce(page: str) -> list[str]:
 
 
 def test_reproduce_lists_exactly_the_pairs_that_were_run(tmp_path: Path) -> None:
-    out = _render(tmp_path, [make_record("synth-apy", "krr", r) for r in range(3)]
-                  + [make_record("synth-cub", "gp", r) for r in range(2)]
-                  + [make_record("synth-cub", "krr", r) for r in range(3)])
+    out = _render(
+        tmp_path,
+        [make_record("synth-apy", "krr", r) for r in range(3)]
+        + [make_record("synth-cub", "gp", r) for r in range(2)]
+        + [make_record("synth-cub", "krr", r) for r in range(3)],
+    )
     assert _reproduce((out / "synthetic.md").read_text()) == [
         "zslbench run --method krr --dataset synth-cub,synth-apy --seeds 3 --results-dir res",
-        "zslbench run --method gp --dataset synth-cub --seeds 2 --results-dir res"]
+        "zslbench run --method gp --dataset synth-cub --seeds 2 --results-dir res",
+    ]
 
 
 def test_reproduce_names_the_config_file_and_the_sweep(tmp_path: Path) -> None:
-    records = [make_record("synth-apy", m, r, config_file="configs/paper-ablation.toml")
-               for m in ("krr", "gp") for r in range(2)]
-    records += [make_record("synth-apy", "bt-gp", 0, sweep={"embedder.margin": m}, overrides={"gp.lr": 0.1})
-                for m in (4.0, 1.0, 2.0)]
+    records = [
+        make_record("synth-apy", m, r, config_file="configs/paper-ablation.toml")
+        for m in ("krr", "gp")
+        for r in range(2)
+    ]
+    records += [
+        make_record("synth-apy", "bt-gp", 0, sweep={"embedder.margin": m}, overrides={"gp.lr": 0.1})
+        for m in (4.0, 1.0, 2.0)
+    ]
     out = _render(tmp_path, records)
     # Everything the records fix is on the command line, the config file's grid included.
     assert _reproduce((out / "synthetic.md").read_text()) == [
         "zslbench run --config configs/paper-ablation.toml --method krr,gp --dataset synth-apy --seeds 2 "
         "--results-dir res",
         "zslbench run --method bt-gp --dataset synth-apy --seeds 1 --set gp.lr=0.1 "
-        "--sweep embedder.margin=1.0,2.0,4.0 --results-dir res"]
+        "--sweep embedder.margin=1.0,2.0,4.0 --results-dir res",
+    ]
 
 
 def test_sweep_gets_a_table_and_a_figure_per_parameter(tmp_path: Path) -> None:
-    records = [make_record(ds, "bt-gp", rep, sweep={"embedder.margin": m, "embedder.lr": lr},
-                           metrics={"H": 10 * m + lr})
-               for m in (1.0, 2.0) for lr in (0.1, 0.01) for ds in ("synth-apy", "synth-cub") for rep in range(2)]
+    records = [
+        make_record(
+            ds,
+            "bt-gp",
+            rep,
+            sweep={"embedder.margin": m, "embedder.lr": lr},
+            metrics={"H": 10 * m + lr},
+        )
+        for m in (1.0, 2.0)
+        for lr in (0.1, 0.01)
+        for ds in ("synth-apy", "synth-cub")
+        for rep in range(2)
+    ]
     out = _render(tmp_path, records)
     page = (out / "synthetic.md").read_text()
     assert "### Sweep: bt-gp over embedder.lr, embedder.margin" in page
     # Its rows show the values; their provenance names the whole configuration.
-    assert "| [embedder.lr=0.01, embedder.margin=1.0](#prov-bt-gp-embedder-lr-0-01-embedder-margin-1-0) |" in page
+    assert (
+        "| [embedder.lr=0.01, embedder.margin=1.0](#prov-bt-gp-embedder-lr-0-01-embedder-margin-1-0) |"
+        in page
+    )
     assert "#### `bt-gp [embedder.lr=0.01, embedder.margin=1.0]`" in page
     for param in ("embedder-lr", "embedder-margin"):
-        assert (out / "figures" / f"synthetic-sweep-bt-gp-over-embedder-lr-embedder-margin-{param}.png").is_file()
-    spec = next(s for s in build_mod.build(tmp_path / "res", out, None, draw=False).figure_specs
-                if s.figure == "sweep" and s.data["param"] == "embedder.margin")
+        assert (
+            out / "figures" / f"synthetic-sweep-bt-gp-over-embedder-lr-embedder-margin-{param}.png"
+        ).is_file()
+    spec = next(
+        s
+        for s in build_mod.build(tmp_path / "res", out, None, draw=False).figure_specs
+        if s.figure == "sweep" and s.data["param"] == "embedder.margin"
+    )
     # One line per dataset and value of the other parameter; each point: every metric, mean and std.
     assert len(spec.data["series"]) == 4
     point = spec.data["series"][0]["points"][0]
@@ -105,17 +146,35 @@ def test_sweep_gets_a_table_and_a_figure_per_parameter(tmp_path: Path) -> None:
 
 
 def test_csv_labels_both_ausuc_and_the_median_times(tmp_path: Path) -> None:
-    out = _render(tmp_path, [make_record("synth-apy", "gp", r, train=t, oversubscribed=(r == 2),
-                                         metrics={"AUSUC": 30.0 + r, "AUSUC_per_image": 40.0 + r})
-                             for r, t in enumerate((1.0, 2.0, 9.0))])
+    out = _render(
+        tmp_path,
+        [
+            make_record(
+                "synth-apy",
+                "gp",
+                r,
+                train=t,
+                oversubscribed=(r == 2),
+                metrics={"AUSUC": 30.0 + r, "AUSUC_per_image": 40.0 + r},
+            )
+            for r, t in enumerate((1.0, 2.0, 9.0))
+        ],
+    )
     (row,) = _csv(out / "synthetic.csv")
     assert (row["AUSUC_per_class_mean"], row["AUSUC_per_image_mean"]) == ("31", "41")
     (time,) = _csv(out / "synthetic-train-time.csv")
-    assert (time["train_s_median"], time["runs"], time["train_runs_timed"], time["train_runs_busy"]) == (
-        "1.5", "3", "2", "1")
+    assert (
+        time["train_s_median"],
+        time["runs"],
+        time["train_runs_timed"],
+        time["train_runs_busy"],
+    ) == ("1.5", "3", "2", "1")
     assert (time["device"], time["busy_only"]) == ("Test CPU", "false")
     page = (out / "synthetic.md").read_text()
-    assert "`gp` — GP †" in page and "1 run(s) timed on a busy (oversubscribed) machine: left out of a time median" in page
+    assert (
+        "`gp` — GP †" in page
+        and "1 run(s) timed on a busy (oversubscribed) machine: left out of a time median" in page
+    )
     assert "Training time (median) on Test CPU" in page and "MEDIAN" in page
 
 
@@ -125,8 +184,11 @@ def _text(html: str) -> str:
 
 def test_the_three_places_that_say_where_records_live_agree(tmp_path: Path) -> None:
     out = _render(tmp_path, [make_record("apy", "gp", 0)])
-    sentence = next(line for line in (out / "real.md").read_text().splitlines()
-                    if line.startswith("Every measured number comes from"))
+    sentence = next(
+        line
+        for line in (out / "real.md").read_text().splitlines()
+        if line.startswith("Every measured number comes from")
+    )
     assert "[`../res/`](../res/) (`res`)" in sentence and "--results-dir res --out lb`" in sentence
     assert sentence in (out / "README.md").read_text().splitlines()
     plain = _text(sentence.replace("`", ""))
@@ -139,19 +201,29 @@ def test_the_landing_page_is_the_first_page_with_measured_rows(tmp_path: Path) -
     real page would show only reported numbers), the real page once one is."""
     out = _render(tmp_path, [make_record("toy", "gp", 0)])
     assert (out / "index.html").read_bytes() == (out / "synthetic.html").read_bytes()
-    assert "[index.html](index.html) | The landing page: the HTML report of the synthetic stand-ins (the real " \
-           "benchmarks have no measured run yet). |" in (out / "README.md").read_text()
+    assert (
+        "[index.html](index.html) | The landing page: the HTML report of the synthetic stand-ins (the real "
+        "benchmarks have no measured run yet). |" in (out / "README.md").read_text()
+    )
     out = _render(tmp_path / "again", [make_record("toy", "gp", 0), make_record("apy", "gp", 0)])
     assert (out / "index.html").read_bytes() == (out / "real.html").read_bytes()
-    assert "[index.html](index.html) | The landing page: the HTML report of the real benchmarks. |" \
+    assert (
+        "[index.html](index.html) | The landing page: the HTML report of the real benchmarks. |"
         in (out / "README.md").read_text()
+    )
 
 
 def test_the_time_table_explains_busy_runs_once_not_on_every_row(tmp_path: Path) -> None:
-    records = [make_record(ds, m, i, oversubscribed=True) for ds in ("synth-apy", "synth-cub")
-               for m in ("gp", "krr", "bt-gp") for i in range(2)]
+    records = [
+        make_record(ds, m, i, oversubscribed=True)
+        for ds in ("synth-apy", "synth-cub")
+        for m in ("gp", "krr", "bt-gp")
+        for i in range(2)
+    ]
     md = (_render(tmp_path, records) / "synthetic.md").read_text()
     section = md.split("### Training time (median) on Test CPU", 1)[1].split("\n### ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
-    assert len(rows) == 3 and all(line.count("‡") == 2 and "busy" not in line and "†" not in line for line in rows)
+    assert len(rows) == 3 and all(
+        line.count("‡") == 2 and "busy" not in line and "†" not in line for line in rows
+    )
     assert section.count("marked ‡, never bold") == 1

@@ -14,12 +14,16 @@ from zslbench_plugins import npz
 from zslbench_plugins.synthetic import SHAPES
 
 
-def test_prune_lists_stale_records_and_removes_them_only_with_yes(tmp_path: Path, monkeypatch) -> None:
+def test_prune_lists_stale_records_and_removes_them_only_with_yes(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     toy = generate(SHAPES["toy"])
     npz.save_dataset(toy, tmp_path / "data" / "mine.npz")
     for dataset, seeds in (("data/mine.npz", "2"), ("toy", "1")):
-        result = invoke_main("run", "--method", "krr", "--dataset", dataset, "--seeds", seeds, "--results-dir", "res")
+        result = invoke_main(
+            "run", "--method", "krr", "--dataset", dataset, "--seeds", seeds, "--results-dir", "res"
+        )
         assert result.exit_code == 0, result.output
     records = sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "res").glob("*.json"))
     mine = [r for r in records if r.startswith("res/mine__")]
@@ -36,17 +40,22 @@ def test_prune_lists_stale_records_and_removes_them_only_with_yes(tmp_path: Path
     lines = result.stdout.splitlines()
     assert [line.split(" (", 1)[0] for line in lines[:2]] == [f"would remove {r}" for r in mine]
     assert all(why.fullmatch(line.split(" ", 2)[2].split(" ", 1)[1]) for line in lines[:2]), lines
-    assert lines[2:] == ["2 of 3 record(s) would be re-run by the current code; nothing removed: pass --yes to "
-                         "remove them"]
-    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == sorted([Path(r).name for r in records]
-                                                                          + ["notes.json"])
+    assert lines[2:] == [
+        "2 of 3 record(s) would be re-run by the current code; nothing removed: pass --yes to "
+        "remove them"
+    ]
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == sorted(
+        [Path(r).name for r in records] + ["notes.json"]
+    )
 
     result = invoke_main("leaderboard", "prune", "--results-dir", "res", "--yes")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert [line.split(" (", 1)[0] for line in lines[:2]] == [f"removed {r}" for r in mine]
-    assert lines[2:] == ["removed 2 stale record(s); 1 current — re-render the board: zslbench leaderboard "
-                         "--results-dir res"]
+    assert lines[2:] == [
+        "removed 2 stale record(s); 1 current — re-render the board: zslbench leaderboard "
+        "--results-dir res"
+    ]
     left = sorted(p.name for p in (tmp_path / "res").iterdir())
     assert left == sorted([Path(r).name for r in records if r not in mine] + ["notes.json"])
     # What is left is current: nothing to prune.

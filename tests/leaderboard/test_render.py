@@ -21,14 +21,24 @@ REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
 
 
 def _invoke(out: Path, *extra: str, results: Path | None = None):
-    args = ["--results-dir", str(results or out / "records"), "--out", str(out), "--reported", str(REPORTED),
-            *extra]
+    args = [
+        "--results-dir",
+        str(results or out / "records"),
+        "--out",
+        str(out),
+        "--reported",
+        str(REPORTED),
+        *extra,
+    ]
     return invoke_main("leaderboard", *args)
 
 
 def _files(out: Path) -> dict[str, bytes]:
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and "records" not in p.parts}
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and "records" not in p.parts
+    }
 
 
 @pytest.fixture(scope="module")
@@ -82,14 +92,22 @@ def test_check_names_each_stale_file_on_one_line(tmp_path: Path, rendered: Path)
     result = _invoke(out, "--check")
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
-    assert any(re.search(r"real\.md: differs .*first difference at line \d+", line) for line in lines)
+    assert any(
+        re.search(r"real\.md: differs .*first difference at line \d+", line) for line in lines
+    )
     assert any("synthetic.csv: missing" in line for line in lines)
-    assert any("figures/leftover.png: not written by zslbench leaderboard" in line for line in lines)
+    assert any(
+        "figures/leftover.png: not written by zslbench leaderboard" in line for line in lines
+    )
     assert len([line for line in lines if ": " in line and "not up to date" not in line]) == 3
 
 
-def test_check_catches_new_records_including_figures(tmp_path: Path, rendered: Path, monkeypatch) -> None:
-    monkeypatch.setattr("zslbench.leaderboard.build.render_figure", fake_render_figure)  # files, not pixels
+def test_check_catches_new_records_including_figures(
+    tmp_path: Path, rendered: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(
+        "zslbench.leaderboard.build.render_figure", fake_render_figure
+    )  # files, not pixels
     out = tmp_path / "lb"
     shutil.copytree(rendered, out)
     write_records(out / "records", [make_record("synth-apy", "gp", 2, metrics={"H": 12.0})])
@@ -113,7 +131,9 @@ def test_check_ignores_how_a_figure_is_drawn(tmp_path: Path, rendered: Path) -> 
 
 
 def test_stale_files_are_removed_on_render(tmp_path: Path, rendered: Path, monkeypatch) -> None:
-    monkeypatch.setattr("zslbench.leaderboard.build.render_figure", fake_render_figure)  # files, not pixels
+    monkeypatch.setattr(
+        "zslbench.leaderboard.build.render_figure", fake_render_figure
+    )  # files, not pixels
     out = tmp_path / "lb"
     shutil.copytree(rendered, out)
     for path in (out / "records").glob("synth-cub__*"):
@@ -127,7 +147,10 @@ def test_stale_files_are_removed_on_render(tmp_path: Path, rendered: Path, monke
 def test_missing_results_dir_is_one_line_exit_2(tmp_path: Path) -> None:
     result = _invoke(tmp_path / "lb", results=tmp_path / "absent")
     assert result.exit_code == 2
-    assert result.output.strip().count("\n") == 0 and "absent: no such results directory" in result.output
+    assert (
+        result.output.strip().count("\n") == 0
+        and "absent: no such results directory" in result.output
+    )
 
 
 def test_markdown_marks_best_sources_and_links_records(rendered: Path) -> None:
@@ -154,11 +177,19 @@ def test_csv_has_best_flags_and_keeps_sources_apart(rendered: Path) -> None:
     half = math.tan(math.pi * 0.475) * math.sqrt(0.5) / math.sqrt(2)
     assert float(measured[0]["H_ci_low"]) == pytest.approx(60.5 - half, abs=1e-6)
     assert float(measured[0]["H_ci_high"]) == pytest.approx(60.5 + half, abs=1e-6)
-    paper = [r for r in rows if r["source"] == "reported" and r["dataset"] == "CUB" and r["table"] == "main"]
-    assert {r["row"]: r["best_H"] for r in paper}["GCM-CF"] == "false"  # quoted numbers are never tested
+    paper = [
+        r
+        for r in rows
+        if r["source"] == "reported" and r["dataset"] == "CUB" and r["table"] == "main"
+    ]
+    assert {r["row"]: r["best_H"] for r in paper}[
+        "GCM-CF"
+    ] == "false"  # quoted numbers are never tested
     assert all(r["H_std"] == "" and r["citation"] for r in paper)
     synth = list(csv.DictReader(io.StringIO((rendered / "synthetic.csv").read_text())))
-    assert {r["source"] for r in synth} == {"measured"} and all(r["dataset"].startswith("synth-") for r in synth)
+    assert {r["source"] for r in synth} == {"measured"} and all(
+        r["dataset"].startswith("synth-") for r in synth
+    )
     # bt-gp beats gp by 5 H on both stand-ins at the same two seeds: a paired test, with its p-value.
     apy = {r["method"]: r for r in synth if r["dataset"] == "synth-apy"}
     assert (apy["bt-gp"]["best_H"], apy["gp"]["best_H"]) == ("true", "false")

@@ -27,21 +27,24 @@ def _row(reported, table: str, method: str):
 
 
 # Cells copied by hand from the paper's LaTeX source (line numbers of that file in comments).
-@pytest.mark.parametrize("table, method, dataset, metric, printed", [
-    ("main", "SYNC", "CUB", "A_T", "56.0"),             # Table II, SYNC row
-    ("main", "DEVISE", "APY", "A_U", "3.5"),            # Table II, DEVISE row
-    ("main", "GCM-CF", "CUB", "H", "60.3"),             # \textbf{60.3}
-    ("main", "CNZSL", "SUN", "A_S", "41.6"),
-    ("main", "Li et al.", "AWA1", "A_T", "69.4"),
-    ("main", "GDAN", "AWA1", "H", "-"),                 # a '-' cell
-    ("main", "L_BT + GP (ours)", "APY", "H", "51.4"),
-    ("ablation", "KRR", "CUB", "A_T", "20.8"),
-    ("ablation", "GP", "AWA2", "A_T", "69.2"),
-    ("ablation", "L_T + GP", "APY", "A_S", "75.2"),
-    ("train_time", "DVBE", "AWA2", "train_min", "540"),
-    ("train_time", "CNZSL", "CUB", "train_min", "0.5"),
-    ("train_time", "L_BT + GP (ours)", "APY", "train_min", "2"),
-])
+@pytest.mark.parametrize(
+    "table, method, dataset, metric, printed",
+    [
+        ("main", "SYNC", "CUB", "A_T", "56.0"),  # Table II, SYNC row
+        ("main", "DEVISE", "APY", "A_U", "3.5"),  # Table II, DEVISE row
+        ("main", "GCM-CF", "CUB", "H", "60.3"),  # \textbf{60.3}
+        ("main", "CNZSL", "SUN", "A_S", "41.6"),
+        ("main", "Li et al.", "AWA1", "A_T", "69.4"),
+        ("main", "GDAN", "AWA1", "H", "-"),  # a '-' cell
+        ("main", "L_BT + GP (ours)", "APY", "H", "51.4"),
+        ("ablation", "KRR", "CUB", "A_T", "20.8"),
+        ("ablation", "GP", "AWA2", "A_T", "69.2"),
+        ("ablation", "L_T + GP", "APY", "A_S", "75.2"),
+        ("train_time", "DVBE", "AWA2", "train_min", "540"),
+        ("train_time", "CNZSL", "CUB", "train_min", "0.5"),
+        ("train_time", "L_BT + GP (ours)", "APY", "train_min", "2"),
+    ],
+)
 def test_cells_match_the_paper(reported, table, method, dataset, metric, printed) -> None:
     value = _row(reported, table, method).values[dataset][metric]
     if value is None:
@@ -60,9 +63,23 @@ def test_per_class_cells_match_the_paper(reported) -> None:
 
 def test_table_ii_has_every_method_and_dataset_with_a_citation(reported) -> None:
     main = reported.rows_for("main")
-    assert [r.method for r in main] == ["SYNC", "ALE", "DEVISE", "GFZSL", "GDAN", "CADA-VAE", "TF-VAEGAN",
-                                        "LisGAN", "Li et al.", "E-PGN", "DVBE", "GCM-CF", "CNZSL", "FREE",
-                                        "L_BT + GP (ours)"]
+    assert [r.method for r in main] == [
+        "SYNC",
+        "ALE",
+        "DEVISE",
+        "GFZSL",
+        "GDAN",
+        "CADA-VAE",
+        "TF-VAEGAN",
+        "LisGAN",
+        "Li et al.",
+        "E-PGN",
+        "DVBE",
+        "GCM-CF",
+        "CNZSL",
+        "FREE",
+        "L_BT + GP (ours)",
+    ]
     for row in main:
         assert sorted(row.values) == sorted(DATASETS)
         assert all(set(v) == {"A_T", "A_U", "A_S", "H"} for v in row.values.values())
@@ -75,7 +92,11 @@ def test_rows_of_methods_zslbench_implements_name_them(reported) -> None:
     """So that the real page sets each reported row beside the measured row of the same method."""
     named = {(r.table, r.method): r.zslbench_method for r in reported.rows if r.zslbench_method}
     for table in ("main", "train_time"):
-        for paper, ours in (("CADA-VAE", "cada-vae"), ("CNZSL", "cnzsl"), ("L_BT + GP (ours)", "bt-gp")):
+        for paper, ours in (
+            ("CADA-VAE", "cada-vae"),
+            ("CNZSL", "cnzsl"),
+            ("L_BT + GP (ours)", "bt-gp"),
+        ):
             assert named[(table, paper)] == ours
     assert named[("main", "ALE")] == "ale" and named[("main", "DEVISE")] == "devise"
     assert ("main", "SYNC") not in named and ("main", "FREE") not in named
@@ -84,7 +105,7 @@ def test_rows_of_methods_zslbench_implements_name_them(reported) -> None:
 
 def _latex_rows(text: str, label: str) -> list[list[str]]:
     end = text.index(f"\\label{{{label}}}")
-    block = text[text.rindex("\\begin{table", 0, end):end]
+    block = text[text.rindex("\\begin{table", 0, end) : end]
     rows = []
     for line in block.splitlines():
         line = line.strip()
@@ -92,8 +113,13 @@ def _latex_rows(text: str, label: str) -> list[list[str]]:
             continue
         if line.startswith(("Dataset &", "class &", "Sample Frequency")):
             continue
-        cells = [re.sub(r"\\textbf\{(.*?)\}", r"\1", c).replace("\\\\", "").replace("\\hline", "").strip()
-                 for c in line.split("&")]
+        cells = [
+            re.sub(r"\\textbf\{(.*?)\}", r"\1", c)
+            .replace("\\\\", "")
+            .replace("\\hline", "")
+            .strip()
+            for c in line.split("&")
+        ]
         rows.append(cells)
     return rows
 
@@ -101,7 +127,10 @@ def _latex_rows(text: str, label: str) -> list[list[str]]:
 @pytest.mark.skipif(not PAPER.is_file(), reason=f"paper text not available at {PAPER}")
 def test_every_cell_matches_the_paper_source(reported) -> None:
     text = PAPER.read_text(encoding="utf-8")
-    for table, label, skip in (("main", "Table:performance", 2), ("ablation", "Table:perf_ablation", 1)):
+    for table, label, skip in (
+        ("main", "Table:performance", 2),
+        ("ablation", "Table:perf_ablation", 1),
+    ):
         latex = _latex_rows(text, label)
         rows = reported.rows_for(table)
         assert len(latex) == len(rows)
@@ -122,12 +151,15 @@ def _broken(tmp_path: Path, mutate) -> Path:
     return path
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["rows"][0].pop("citation"), "rows\\[0\\]: 'citation' is missing"),
-    (lambda d: d["rows"][1]["values"]["CUB"].update(H="high"), "rows\\[1\\].values.CUB.H"),
-    (lambda d: d["rows"][2].update(refs=["nobody"]), "refs nobody are not in"),
-    (lambda d: d.update(schema=7), "schema"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["rows"][0].pop("citation"), "rows\\[0\\]: 'citation' is missing"),
+        (lambda d: d["rows"][1]["values"]["CUB"].update(H="high"), "rows\\[1\\].values.CUB.H"),
+        (lambda d: d["rows"][2].update(refs=["nobody"]), "refs nobody are not in"),
+        (lambda d: d.update(schema=7), "schema"),
+    ],
+)
 def test_invalid_file_is_a_user_error_naming_file_and_row(tmp_path: Path, mutate, message) -> None:
     path = _broken(tmp_path, mutate)
     with pytest.raises(UserError, match=message) as info:

@@ -16,7 +16,7 @@ from zslbench.data.synthetic import generate
 from zslbench_plugins import npz
 from zslbench_plugins.synthetic import SHAPES
 
-PLUGIN = '''
+PLUGIN = """
 from pathlib import Path
 
 from zslbench.hookspecs import hookimpl
@@ -26,7 +26,7 @@ from zslbench_plugins.npz import npz_dataset
 @hookimpl
 def zslbench_datasets():
     return [npz_dataset("blobs", Path(__file__).parent / "blobs.npz", description="blobs shipped in my_ncm")]
-'''
+"""
 
 
 def _commands(md: str) -> list[list[str]]:
@@ -51,16 +51,21 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 
 
 def test_every_reproduce_line_of_a_board_finds_its_runs_cached(project: Path) -> None:
-    for args in (["-p", "my_ncm", "run", "--method", "krr", "--dataset", "blobs", "--seeds", "2"],
-                 ["run", "--method", "krr", "--dataset", "data/mine.npz", "--seeds", "2"],
-                 ["run", "--method", "krr", "--dataset", "toy", "--set", "krr.width=2.0"],
-                 ["run", "--method", "krr", "--dataset", "toy", "--sweep", "krr.width=0.5,1"]):
+    for args in (
+        ["-p", "my_ncm", "run", "--method", "krr", "--dataset", "blobs", "--seeds", "2"],
+        ["run", "--method", "krr", "--dataset", "data/mine.npz", "--seeds", "2"],
+        ["run", "--method", "krr", "--dataset", "toy", "--set", "krr.width=2.0"],
+        ["run", "--method", "krr", "--dataset", "toy", "--sweep", "krr.width=0.5,1"],
+    ):
         result = invoke_main(*args, "--results-dir", "res")
         assert result.exit_code == 0, result.output
     result = invoke_main("leaderboard", "--results-dir", "res", "--out", "lb")
     assert result.exit_code == 0, result.output
-    commands = [words for page in ("custom.md", "synthetic.md")
-                for words in _commands((project / "lb" / page).read_text())]
+    commands = [
+        words
+        for page in ("custom.md", "synthetic.md")
+        for words in _commands((project / "lb" / page).read_text())
+    ]
     datasets = {words[words.index("--dataset") + 1] for words in commands}
     assert datasets == {"blobs", "data/mine.npz", "toy"}
     blobs = next(words for words in commands if "blobs" in words)

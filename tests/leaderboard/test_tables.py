@@ -30,22 +30,54 @@ REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
 SEEDS = (1, 2, 3)
 
 
-def _row(label: str, values: tuple[float, ...] | float | None, *, source: str = "measured",
-         excluded: tuple[str, ...] = (), schedule: str = "", flag: str = "") -> Row:
+def _row(
+    label: str,
+    values: tuple[float, ...] | float | None,
+    *,
+    source: str = "measured",
+    excluded: tuple[str, ...] = (),
+    schedule: str = "",
+    flag: str = "",
+) -> Row:
     if values is None:
         cell = Cell()
     elif isinstance(values, tuple):
-        cell = Cell(sum(values) / len(values), n=len(values), samples=dict(zip(SEEDS, values, strict=False)), flag=flag)
+        cell = Cell(
+            sum(values) / len(values),
+            n=len(values),
+            samples=dict(zip(SEEDS, values, strict=False)),
+            flag=flag,
+        )
     else:
-        cell = Cell(values, n=None if source == "reported" else 1, flag=flag,
-                    samples=None if source == "reported" else {1: values})
-    return Row(label=label, name=label, source=source, cells={"x": cell}, prov=Provenance(source=source),
-               excluded=list(excluded), schedule=schedule)
+        cell = Cell(
+            values,
+            n=None if source == "reported" else 1,
+            flag=flag,
+            samples=None if source == "reported" else {1: values},
+        )
+    return Row(
+        label=label,
+        name=label,
+        source=source,
+        cells={"x": cell},
+        prov=Provenance(source=source),
+        excluded=list(excluded),
+        schedule=schedule,
+    )
 
 
-def _bold(rows: list[Row], column_mark: str = SIGNIFICANCE, higher_better: bool = True) -> list[str]:
-    table = mark(Table(id="t", kind="h", title="t", rows=rows,
-                       columns=[Column(key="x", title="x", mark=column_mark, higher_better=higher_better)]))
+def _bold(
+    rows: list[Row], column_mark: str = SIGNIFICANCE, higher_better: bool = True
+) -> list[str]:
+    table = mark(
+        Table(
+            id="t",
+            kind="h",
+            title="t",
+            rows=rows,
+            columns=[Column(key="x", title="x", mark=column_mark, higher_better=higher_better)],
+        )
+    )
     return [r.label for r in table.rows if r.cells["x"].best]
 
 
@@ -68,14 +100,22 @@ def test_reported_rows_are_never_bold_and_never_compete() -> None:
 
 
 def test_rows_that_are_not_compared_are_never_bold() -> None:
-    rows = [_row("a", FAR), _row("b", CLOSE), _row("leaky", (99.0, 99.5, 98.0), excluded=("non-standard split",)),
-            _row("other data", (97.0, 98.0, 99.0), excluded=("other data version",))]
+    rows = [
+        _row("a", FAR),
+        _row("b", CLOSE),
+        _row("leaky", (99.0, 99.5, 98.0), excluded=("non-standard split",)),
+        _row("other data", (97.0, 98.0, 99.0), excluded=("other data version",)),
+    ]
     assert _bold(rows) == ["b"]
 
 
 def test_reduced_rows_compete_only_without_full_ones() -> None:
-    assert _bold([_row("full", FAR), _row("fast", BEST, schedule="reduced"), _row("full2", CLOSE)]) == ["full2"]
-    assert _bold([_row("r1", FAR, schedule="reduced"), _row("r2", BEST, schedule="reduced")]) == ["r2"]
+    assert _bold(
+        [_row("full", FAR), _row("fast", BEST, schedule="reduced"), _row("full2", CLOSE)]
+    ) == ["full2"]
+    assert _bold([_row("r1", FAR, schedule="reduced"), _row("r2", BEST, schedule="reduced")]) == [
+        "r2"
+    ]
 
 
 def test_columns_without_a_mark_are_never_bold() -> None:
@@ -95,12 +135,18 @@ def _agg(tmp_path: Path, records: list[Record]):
 
 
 def _seeded(dataset: str, method: str, hs: tuple[float, ...], **kw) -> list[Record]:
-    return [make_record(dataset, method, r, seed=100 + r, metrics={"H": h, "A_S": h + 20, "A_U": h - 5}, **kw)
-            for r, h in enumerate(hs)]
+    return [
+        make_record(
+            dataset, method, r, seed=100 + r, metrics={"H": h, "A_S": h + 20, "A_U": h - 5}, **kw
+        )
+        for r, h in enumerate(hs)
+    ]
 
 
 def test_tables_mark_h_a_t_ausuc_by_test_and_never_a_u_or_a_s(tmp_path: Path) -> None:
-    agg, anchors = _agg(tmp_path, _seeded("synth-apy", "gp", FAR) + _seeded("synth-apy", "bt-gp", BEST))
+    agg, anchors = _agg(
+        tmp_path, _seeded("synth-apy", "gp", FAR) + _seeded("synth-apy", "bt-gp", BEST)
+    )
     h, zsl, au_as = setting_tables(agg, "synthetic", None, anchors)
     assert [c.key for c in h.columns] == ["synth-apy:H", "synth-apy:AUSUC"]
     assert [c.key for c in au_as.columns] == ["synth-apy:A_U", "synth-apy:A_S"]
@@ -118,8 +164,11 @@ def test_tables_mark_h_a_t_ausuc_by_test_and_never_a_u_or_a_s(tmp_path: Path) ->
 
 
 def test_real_tables_keep_measured_and_reported_rows_apart(tmp_path: Path) -> None:
-    agg, anchors = _agg(tmp_path, [make_record("apy", "bt-gp", i, metrics={"H": 60.0 + i}) for i in range(2)]
-                        + [make_record("synth-apy", "bt-gp", 0, metrics={"H": 90.0})])
+    agg, anchors = _agg(
+        tmp_path,
+        [make_record("apy", "bt-gp", i, metrics={"H": 60.0 + i}) for i in range(2)]
+        + [make_record("synth-apy", "bt-gp", 0, metrics={"H": 90.0})],
+    )
     reported = load_reported(REPORTED)
     h, zsl, _ = setting_tables(agg, "real", reported, anchors)
     measured = [r for r in h.rows if r.source == "measured"]
@@ -137,17 +186,30 @@ def test_real_tables_keep_measured_and_reported_rows_apart(tmp_path: Path) -> No
 
 
 def test_synthetic_tables_hold_no_reported_rows(tmp_path: Path) -> None:
-    agg, anchors = _agg(tmp_path, [make_record("synth-apy", "bt-gp", 0), make_record("apy", "bt-gp", 0)])
+    agg, anchors = _agg(
+        tmp_path, [make_record("synth-apy", "bt-gp", 0), make_record("apy", "bt-gp", 0)]
+    )
     reported = load_reported(REPORTED)
-    for table in setting_tables(agg, "synthetic", reported, anchors) + time_tables(agg, "synthetic", anchors):
+    for table in setting_tables(agg, "synthetic", reported, anchors) + time_tables(
+        agg, "synthetic", anchors
+    ):
         assert {r.source for r in table.rows} == {"measured"}
         assert all((c.group or c.key).startswith("synth-") for c in table.columns)
 
 
 def test_times_are_compared_only_on_one_device_model(tmp_path: Path) -> None:
-    records = [make_record("synth-cub", "bt-gp", i, train=t, device_name="CPU A") for i, t in enumerate((10.0, 14.0))]
-    records += [make_record("synth-cub", "gp", i, train=t, device_name="CPU B") for i, t in enumerate((1.0, 2.0))]
-    records += [make_record("synth-cub", "krr", i, train=t, device_name="CPU A") for i, t in enumerate((30.0, 31.0))]
+    records = [
+        make_record("synth-cub", "bt-gp", i, train=t, device_name="CPU A")
+        for i, t in enumerate((10.0, 14.0))
+    ]
+    records += [
+        make_record("synth-cub", "gp", i, train=t, device_name="CPU B")
+        for i, t in enumerate((1.0, 2.0))
+    ]
+    records += [
+        make_record("synth-cub", "krr", i, train=t, device_name="CPU A")
+        for i, t in enumerate((30.0, 31.0))
+    ]
     agg, anchors = _agg(tmp_path, records)
     tables = {t.params["device"]: t for t in time_tables(agg, "synthetic", anchors)}
     assert sorted(tables) == ["CPU A", "CPU B"]
@@ -159,14 +221,23 @@ def test_times_are_compared_only_on_one_device_model(tmp_path: Path) -> None:
 
 
 def test_busy_runs_are_left_out_of_a_median_or_shown_marked(tmp_path: Path) -> None:
-    records = [make_record("synth-apy", "gp", i, train=t, oversubscribed=(i == 2)) for i, t in enumerate((1.0, 3.0, 0.1))]
+    records = [
+        make_record("synth-apy", "gp", i, train=t, oversubscribed=(i == 2))
+        for i, t in enumerate((1.0, 3.0, 0.1))
+    ]
     records += [make_record("synth-apy", "krr", i, train=2.5) for i in range(2)]
-    records += [make_record("synth-apy", "sae", i, train=0.2, oversubscribed=True) for i in range(2)]
+    records += [
+        make_record("synth-apy", "sae", i, train=0.2, oversubscribed=True) for i in range(2)
+    ]
     agg, anchors = _agg(tmp_path, records)
     (table,) = time_tables(agg, "synthetic", anchors)
     gp, krr, sae = (next(r for r in table.rows if r.method == m) for m in ("gp", "krr", "sae"))
     # gp: the 0.1 s run was on a busy machine: median of (1, 3) = 2.0 over n = 2, the fastest.
-    assert gp.cells["synth-apy"].text() == "2.00 s" and gp.cells["synth-apy"].n == 2 and gp.cells["synth-apy"].best
+    assert (
+        gp.cells["synth-apy"].text() == "2.00 s"
+        and gp.cells["synth-apy"].n == 2
+        and gp.cells["synth-apy"].best
+    )
     assert gp.note == "† synth-apy: 1 of 3 busy runs left out" and krr.note == ""
     # sae ran only on a busy machine: shown (marked ‡, which the caption explains once), never
     # bold, although it reads fastest; no footnote repeats it on the row.
@@ -175,7 +246,9 @@ def test_busy_runs_are_left_out_of_a_median_or_shown_marked(tmp_path: Path) -> N
 
 
 def test_real_page_puts_each_measured_row_under_the_paper_row_of_its_method(tmp_path: Path) -> None:
-    agg, anchors = _agg(tmp_path, [make_record("cub", m, 0) for m in ("ale", "cnzsl", "bt-gp", "krr")])
+    agg, anchors = _agg(
+        tmp_path, [make_record("cub", m, 0) for m in ("ale", "cnzsl", "bt-gp", "krr")]
+    )
     gzsl = setting_tables(agg, "real", load_reported(REPORTED), anchors)[0]
     order = [(r.source, r.label if r.source == "reported" else r.method) for r in gzsl.rows]
     for paper, ours in (("ALE", "ale"), ("CNZSL", "cnzsl"), ("L_BT + GP (ours)", "bt-gp")):
@@ -185,14 +258,24 @@ def test_real_page_puts_each_measured_row_under_the_paper_row_of_its_method(tmp_
     assert [r.source for r in gzsl.rows].count("measured") == 4
 
 
-def test_sweep_table_per_dataset_has_a_row_per_value_and_stays_out_of_the_main_tables(tmp_path: Path) -> None:
-    records = [make_record(ds, "bt-gp", rep, sweep={"embedder.margin": m}, metrics={"H": 10 * m + rep})
-               for m in (4.0, 1.0, 2.0) for ds in ("synth-apy", "synth-cub") for rep in range(2)]
+def test_sweep_table_per_dataset_has_a_row_per_value_and_stays_out_of_the_main_tables(
+    tmp_path: Path,
+) -> None:
+    records = [
+        make_record(ds, "bt-gp", rep, sweep={"embedder.margin": m}, metrics={"H": 10 * m + rep})
+        for m in (4.0, 1.0, 2.0)
+        for ds in ("synth-apy", "synth-cub")
+        for rep in range(2)
+    ]
     agg, anchors = _agg(tmp_path, records + [make_record("synth-apy", "gp", 0)])
     tables = sweep_tables(agg, "synthetic", anchors)
     assert [t.dataset for t in tables] == ["synth-cub", "synth-apy"]
     table = tables[1]
-    assert [r.label for r in table.rows] == ["embedder.margin=1.0", "embedder.margin=2.0", "embedder.margin=4.0"]
+    assert [r.label for r in table.rows] == [
+        "embedder.margin=1.0",
+        "embedder.margin=2.0",
+        "embedder.margin=4.0",
+    ]
     assert [c.title for c in table.columns] == ["H", "A_U", "A_S", "AUSUC", "A_T"]
     cell = table.rows[1].cells["H"]
     assert (cell.mean, cell.n) == (20.5, 2) and table.rows[2].cells["H"].best
@@ -200,17 +283,25 @@ def test_sweep_table_per_dataset_has_a_row_per_value_and_stays_out_of_the_main_t
     assert [r.method for r in gzsl.rows] == ["gp"]
 
 
-def test_cite_table_gives_each_method_its_mean_over_datasets_with_an_interval_inside_0_100(tmp_path: Path) -> None:
+def test_cite_table_gives_each_method_its_mean_over_datasets_with_an_interval_inside_0_100(
+    tmp_path: Path,
+) -> None:
     import math
 
     from scipy import stats as st
 
     from zslbench.leaderboard.tables import cite_table
 
-    records = [make_record(ds, "bt-gp", r, seed=100 + r, metrics={"H": h, "A_T": 50.0 + r, "AUSUC": 1.0 + 3 * r})
-               for ds, hs in (("synth-apy", (40.0, 44.0)), ("synth-cub", (20.0, 22.0, 27.0)))
-               for r, h in enumerate(hs)]
-    records += [make_record("synth-apy", "gp", r, seed=100 + r, metrics={"H": 30.0}) for r in range(2)]
+    records = [
+        make_record(
+            ds, "bt-gp", r, seed=100 + r, metrics={"H": h, "A_T": 50.0 + r, "AUSUC": 1.0 + 3 * r}
+        )
+        for ds, hs in (("synth-apy", (40.0, 44.0)), ("synth-cub", (20.0, 22.0, 27.0)))
+        for r, h in enumerate(hs)
+    ]
+    records += [
+        make_record("synth-apy", "gp", r, seed=100 + r, metrics={"H": 30.0}) for r in range(2)
+    ]
     records += [make_record("synth-apy", "krr", r, seed=100 + r, standard=False) for r in range(2)]
     agg, anchors = _agg(tmp_path, records)
     table = cite_table(agg, "synthetic", anchors)
@@ -221,7 +312,7 @@ def test_cite_table_gives_each_method_its_mean_over_datasets_with_an_interval_in
     assert all(gp.cells[m].missing for m in ("H", "A_T", "AUSUC"))
     h = bt.cells["H"]
     va, vc = 8.0 / 2, 13.0 / 3  # s²/n on synth-apy (s² = 8, n = 2) and synth-cub (s² = 13, n = 3)
-    df = (va + vc) ** 2 / (va ** 2 / 1 + vc ** 2 / 2)
+    df = (va + vc) ** 2 / (va**2 / 1 + vc**2 / 2)
     half = st.t.ppf(0.975, df) * math.sqrt(va + vc) / 2
     assert h.mean == (42.0 + 23.0) / 2 and h.n == 2 and h.std is None
     assert math.isclose(h.low, 32.5 - half) and math.isclose(h.high, 32.5 + half)
@@ -232,8 +323,16 @@ def test_cite_table_gives_each_method_its_mean_over_datasets_with_an_interval_in
 
 
 def test_page_intervals_are_clipped_to_0_100(tmp_path: Path) -> None:
-    records = [make_record("synth-apy", "gp", r, seed=100 + r, metrics={"H": h}) for r, h in enumerate((1.0, 9.0))]
+    records = [
+        make_record("synth-apy", "gp", r, seed=100 + r, metrics={"H": h})
+        for r, h in enumerate((1.0, 9.0))
+    ]
     agg, anchors = _agg(tmp_path, records)
     (row,) = setting_tables(agg, "synthetic", None, anchors)[0].rows
     cell = row.cells["synth-apy:H"]
-    assert cell.mean == 5.0 and cell.low == 0.0 and cell.high > 9.0 and cell.ci_text().startswith("0.0–")
+    assert (
+        cell.mean == 5.0
+        and cell.low == 0.0
+        and cell.high > 9.0
+        and cell.ci_text().startswith("0.0–")
+    )

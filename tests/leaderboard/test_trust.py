@@ -35,8 +35,13 @@ def _errors(result) -> list[str]:
 
 
 def _two_runs(results: Path) -> list[Path]:
-    return write_records(results, [make_record("toy", "gp", rep, metrics={"H": 30.0 + rep}, with_curve=False)
-                                   for rep in range(2)])
+    return write_records(
+        results,
+        [
+            make_record("toy", "gp", rep, metrics={"H": 30.0 + rep}, with_curve=False)
+            for rep in range(2)
+        ],
+    )
 
 
 # -- item 3: valid JSON that is not a record ---------------------------------------------------
@@ -68,13 +73,17 @@ def test_json_that_is_not_a_record_is_skipped_with_one_warning_each(tmp_path: Pa
     assert len(warnings) == len(expected)
     for name, reason in expected.items():
         line = next(w for w in warnings if f"{(results / name).as_posix()}:" in w)
-        assert line == f"warning: {(results / name).as_posix()}: skipped, not a valid zslbench record: {reason}"
+        assert (
+            line
+            == f"warning: {(results / name).as_posix()}: skipped, not a valid zslbench record: {reason}"
+        )
     # The two valid runs are on the board.
     assert "2 records" in result.stdout
     assert "toy__gp__" in (tmp_path / "lb" / "synthetic.md").read_text()
 
 
 # -- item 4: records edited by hand ------------------------------------------------------------
+
 
 def _edit_metrics(raw: dict) -> None:
     raw["metrics"]["H"] = 99.0
@@ -88,12 +97,17 @@ def _edit_schema(raw: dict) -> None:
     raw["schema"] = 1
 
 
-@pytest.mark.parametrize("edit, reason", [
-    (_edit_metrics, "its content does not match its digest (edited or damaged)"),
-    (_edit_standard, "its content does not match its digest (edited or damaged)"),
-    (_edit_schema, "schema version 1, this zslbench reads 2"),
-])
-def test_edited_record_is_never_published_and_fails_check(tmp_path: Path, edit, reason: str) -> None:
+@pytest.mark.parametrize(
+    "edit, reason",
+    [
+        (_edit_metrics, "its content does not match its digest (edited or damaged)"),
+        (_edit_standard, "its content does not match its digest (edited or damaged)"),
+        (_edit_schema, "schema version 1, this zslbench reads 2"),
+    ],
+)
+def test_edited_record_is_never_published_and_fails_check(
+    tmp_path: Path, edit, reason: str
+) -> None:
     results, out = tmp_path / "res", tmp_path / "lb"
     paths = _two_runs(results)
     raw = json.loads(paths[1].read_text())
@@ -104,15 +118,20 @@ def test_edited_record_is_never_published_and_fails_check(tmp_path: Path, edit, 
     # Plain rendering skips it, with one warning naming the file, and publishes the rest.
     result = _render(results, out)
     assert result.exit_code == 0, result.output
-    assert f"warning: {shown}: skipped, not a valid zslbench record: {reason}" in result.stderr.splitlines()
+    assert (
+        f"warning: {shown}: skipped, not a valid zslbench record: {reason}"
+        in result.stderr.splitlines()
+    )
     page = (out / "synthetic.md").read_text()
     assert paths[0].name in page and paths[1].name not in page and "99.0" not in page
 
     # The board is now exactly what the valid records render, yet --check must not pass it.
     check = _render(results, out, "--check")
     assert check.exit_code == 1, check.output
-    assert (f"{shown}: refused, not a valid zslbench record ({reason}); a leaderboard is never "
-            "built from it: re-run that record or delete it") in check.stdout.splitlines()
+    assert (
+        f"{shown}: refused, not a valid zslbench record ({reason}); a leaderboard is never "
+        "built from it: re-run that record or delete it"
+    ) in check.stdout.splitlines()
 
 
 # -- item 1: only ever touch files it wrote itself ---------------------------------------------
@@ -137,7 +156,8 @@ def test_files_under_figures_it_did_not_draw_are_kept(tmp_path: Path) -> None:
         f"zslbench: error: {out.as_posix()}: holds 1 file(s) that zslbench leaderboard did not write "
         f"(figures/my-own-plot.png); it writes only into a new or empty directory or one it rendered "
         f"before — choose another --out, or {FOREIGN_HINT} (a file at a path the leaderboard writes "
-        "is then replaced)"]
+        "is then replaced)"
+    ]
     # With the flag it renders beside the file and still leaves it alone; a re-render too.
     for _ in range(2):
         assert _render(results, out, "--overwrite-foreign").exit_code == 0
@@ -157,7 +177,9 @@ def test_a_foreign_manifest_deletes_nothing(tmp_path: Path) -> None:
     assert _render(results, out, "--overwrite-foreign").exit_code == 0
     assert (out / "precious.txt").read_text() == "keep me"
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["generator"] == "zslbench leaderboard" and "precious.txt" not in manifest["files"]
+    assert (
+        manifest["generator"] == "zslbench leaderboard" and "precious.txt" not in manifest["files"]
+    )
 
 
 def test_out_dot_in_a_clone_never_overwrites_its_readme(tmp_path: Path) -> None:
@@ -180,8 +202,10 @@ def test_stale_files_it_wrote_are_removed_and_check_names_foreign_ones(tmp_path:
     (out / "notes.txt").write_text("mine")
     check = _render(results, out, "--check")
     assert check.exit_code == 1
-    assert (f"{(out / 'notes.txt').as_posix()}: not written by zslbench leaderboard (a render refuses "
-            "this --out unless --overwrite-foreign)") in check.stdout.splitlines()
+    assert (
+        f"{(out / 'notes.txt').as_posix()}: not written by zslbench leaderboard (a render refuses "
+        "this --out unless --overwrite-foreign)"
+    ) in check.stdout.splitlines()
     # The records of one run are gone: its figure (written by the leaderboard) goes, notes.txt stays.
     for path in results.glob("*.json"):
         path.unlink()
@@ -191,7 +215,10 @@ def test_stale_files_it_wrote_are_removed_and_check_names_foreign_ones(tmp_path:
 
 # -- item 2: a user's results and the committed board never share a default path ---------------
 
-def test_default_out_lives_in_the_results_dir_and_renders_twice(tmp_path: Path, monkeypatch) -> None:
+
+def test_default_out_lives_in_the_results_dir_and_renders_twice(
+    tmp_path: Path, monkeypatch
+) -> None:
     clone = tmp_path / "clone"
     committed = clone / "leaderboards"
     committed.mkdir(parents=True)
@@ -241,16 +268,24 @@ def test_temporaries_of_a_render_killed_mid_write_are_removed_by_the_next(tmp_pa
     import time
 
     results, out = _rendered_board(tmp_path)
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     dead = int(gone.stdout)  # a process that has exited: its temporaries are stale
-    stale = [out / f".synthetic.md.zslbench-{dead}-0123456789abcdef.tmp",
-             out / f".manifest.json.zslbench-{dead}-fedcba9876543210.tmp",
-             out / ".synthetic.md.00112233445566ff.tmp"]  # as named before the tag, an hour old
-    kept = [out / f".synthetic.md.zslbench-{os.getpid()}-0123456789abcdef.tmp",  # a live render's
-            out / ".synthetic.md.aabbccddeeff0011.tmp",  # too recent to be a dead render's
-            out / ".notes.0123456789abcdef.tmp",  # not beside a file the board writes
-            out / ".synthetic.md.mine.tmp"]
+    stale = [
+        out / f".synthetic.md.zslbench-{dead}-0123456789abcdef.tmp",
+        out / f".manifest.json.zslbench-{dead}-fedcba9876543210.tmp",
+        out / ".synthetic.md.00112233445566ff.tmp",
+    ]  # as named before the tag, an hour old
+    kept = [
+        out / f".synthetic.md.zslbench-{os.getpid()}-0123456789abcdef.tmp",  # a live render's
+        out / ".synthetic.md.aabbccddeeff0011.tmp",  # too recent to be a dead render's
+        out / ".notes.0123456789abcdef.tmp",  # not beside a file the board writes
+        out / ".synthetic.md.mine.tmp",
+    ]
     for path in stale + kept:
         path.write_text("partial")
     hour_ago = time.time() - 3700

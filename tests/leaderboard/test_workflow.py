@@ -17,7 +17,9 @@ def test_workflow_runs_the_grid_renders_checks_and_opens_a_pr() -> None:
     assert "zslbench run --config configs/$table.toml --dataset synth-all --device cpu" in flat
     assert "--results-dir leaderboards/records/synthetic" in flat
     assert "--results-dir leaderboards/records/real" in flat and "res101.mat" in flat
-    render = flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
+    render = flat.index(
+        "zslbench leaderboard --results-dir leaderboards/records --out leaderboards"
+    )
     assert flat.index("--check", render) > render
     assert "create-pull-request" in flat and "pull-requests: write" in flat
     assert "pip install torch==" in flat  # never an unpinned torch
@@ -31,7 +33,7 @@ def test_a_test_workflow_runs_the_ci_script_on_push_and_pull_request() -> None:
     lines = [line.split("#", 1)[0].rstrip() for line in text.splitlines()]
     on = lines.index("on:")
     triggers = []
-    for line in lines[on + 1:]:
+    for line in lines[on + 1 :]:
         if line and not line.startswith(" "):
             break
         triggers.append(line.strip())
@@ -55,12 +57,15 @@ def test_the_test_workflow_covers_every_supported_python_with_the_cpu_torch() ->
 
 def _jobs(text: str) -> dict[str, str]:
     """The workflow's jobs, by name, each as its block of text (comments dropped)."""
-    lines = [line.split(" #", 1)[0].rstrip() for line in text.splitlines()
-             if not line.lstrip().startswith("#")]
+    lines = [
+        line.split(" #", 1)[0].rstrip()
+        for line in text.splitlines()
+        if not line.lstrip().startswith("#")
+    ]
     start = lines.index("jobs:")
     jobs: dict[str, list[str]] = {}
     name = None
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line and not line.startswith(" "):
             break
         if line.startswith("  ") and not line.startswith("   ") and line.endswith(":"):
@@ -75,7 +80,7 @@ def _permissions(block: str) -> dict[str, str]:
     lines = block.splitlines()
     at = lines.index("    permissions:")
     out = {}
-    for line in lines[at + 1:]:
+    for line in lines[at + 1 :]:
         if not line.startswith("      ") or ":" not in line:
             break
         key, _, value = line.strip().partition(":")
@@ -87,7 +92,7 @@ def test_third_party_code_runs_in_a_job_that_can_write_nothing() -> None:
     """Issue 27: the plugins of leaderboards/plugins.toml ran in the job holding contents: write,
     with the checkout's token persisted."""
     text = WORKFLOW.read_text()
-    top = text[:text.index("\njobs:")]
+    top = text[: text.index("\njobs:")]
     assert "permissions:\n  contents: read\n" in top and "write" not in top.split("permissions:")[1]
     jobs = _jobs(text)
     assert set(jobs) == {"third-party", "leaderboard"}
@@ -110,5 +115,7 @@ def test_third_party_code_runs_in_a_job_that_can_write_nothing() -> None:
     flat = " ".join(trusted.split())
     fetch = flat.index("actions/download-artifact@v4")
     accept = flat.index("zslbench board accept --from")
-    render = flat.index("zslbench leaderboard --results-dir leaderboards/records --out leaderboards")
+    render = flat.index(
+        "zslbench leaderboard --results-dir leaderboards/records --out leaderboards"
+    )
     assert fetch < accept < render < flat.index("peter-evans/create-pull-request")

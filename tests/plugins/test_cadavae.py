@@ -33,12 +33,25 @@ def CadaVAE(**params) -> GenerativeModel:  # noqa: N802 - reads as the model it 
     """CADA-VAE as the method builds it: the shared model with the aligned VAEs."""
     return GenerativeModel.with_generator(VAEGenerator, **params)
 
+
 #: Small networks and a compressed schedule (warm-ups scaled to 8 epochs) for fast fits.
-TINY = dict(latent_size=8, image_encoder_hidden=48, image_decoder_hidden=48,
-            attribute_encoder_hidden=24, attribute_decoder_hidden=24, epochs=8, batch_size=24,
-            beta_end=7, cross_reconstruction_start=2, cross_reconstruction_end=6,
-            distance_start=0, distance_end=2, seen_num=40, syn_num=80,
-            classifier_epochs=3)
+TINY = dict(
+    latent_size=8,
+    image_encoder_hidden=48,
+    image_decoder_hidden=48,
+    attribute_encoder_hidden=24,
+    attribute_decoder_hidden=24,
+    epochs=8,
+    batch_size=24,
+    beta_end=7,
+    cross_reconstruction_start=2,
+    cross_reconstruction_end=6,
+    distance_start=0,
+    distance_end=2,
+    seen_num=40,
+    syn_num=80,
+    classifier_epochs=3,
+)
 
 
 #: Tiny tensors: one thread avoids OpenMP barriers on a shared machine (tests/conftest.py).
@@ -51,6 +64,7 @@ def _gaussians(seed: int, n: int = 4, k: int = 3) -> list[torch.Tensor]:
 
 
 # ---------------------------------------------------------------- loss terms
+
 
 def test_kl_matches_the_closed_form_in_value_and_gradient() -> None:
     mu, logvar, _, _ = _gaussians(0)
@@ -73,7 +87,9 @@ def test_wasserstein_matches_the_general_gaussian_formula_in_value_and_gradient(
         s2 = np.diag(lv2[i].detach().exp().numpy())
         r2 = scipy.linalg.sqrtm(s2)
         cross = scipy.linalg.sqrtm(r2 @ s1 @ r2)
-        d2 = float(((mu1[i] - mu2[i]).detach() ** 2).sum()) + float(np.trace(s1 + s2 - 2 * cross).real)
+        d2 = float(((mu1[i] - mu2[i]).detach() ** 2).sum()) + float(
+            np.trace(s1 + s2 - 2 * cross).real
+        )
         ref += np.sqrt(d2)
     assert w.item() == pytest.approx(ref, rel=1e-10)
     # gradient: d/dmu1 = (mu1 - mu2) / W_i, d/dlogvar1 = (s1 - s2) s1 / (2 W_i), per row
@@ -88,8 +104,11 @@ def test_wasserstein_matches_the_general_gaussian_formula_in_value_and_gradient(
 def test_cross_reconstruction_is_the_summed_l1_of_both_directions() -> None:
     x, a, xa, ax = _gaussians(2)
     loss = cross_reconstruction_loss(x, a, xa, ax)
-    ref = sum(abs((xa[i, j] - x[i, j]).item()) + abs((ax[i, j] - a[i, j]).item())
-              for i in range(x.shape[0]) for j in range(x.shape[1]))
+    ref = sum(
+        abs((xa[i, j] - x[i, j]).item()) + abs((ax[i, j] - a[i, j]).item())
+        for i in range(x.shape[0])
+        for j in range(x.shape[1])
+    )
     assert loss.item() == pytest.approx(ref, rel=1e-12)
     g_xa, g_x = torch.autograd.grad(loss, (xa, x))
     torch.testing.assert_close(g_xa, torch.sign(xa - x).detach())
@@ -97,8 +116,9 @@ def test_cross_reconstruction_is_the_summed_l1_of_both_directions() -> None:
 
 
 @pytest.mark.parametrize("cross,dist,beta", [(0.0, 0.0, 0.0), (2.37, 8.13, 0.25), (1.0, 0.0, 0.1)])
-def test_batch_loss_equals_the_official_four_decoder_calls(cross: float, dist: float,
-                                                           beta: float) -> None:
+def test_batch_loss_equals_the_official_four_decoder_calls(
+    cross: float, dist: float, beta: float
+) -> None:
     g = torch.Generator().manual_seed(3)
     dec_x = Decoder(3, 5, 6, g).double()
     dec_a = Decoder(3, 4, 2, g).double()
@@ -106,20 +126,27 @@ def test_batch_loss_equals_the_official_four_decoder_calls(cross: float, dist: f
     att = torch.rand(4, 2, generator=g, dtype=torch.float64)
     mu_x, lv_x, mu_a, lv_a = _gaussians(4)
     z_x, z_a = mu_x + 0.3 * lv_x.exp(), mu_a - 0.2 * lv_a.exp()  # noisy samples, fixed noise
-    loss = vae_loss(img, att, (mu_x, lv_x, z_x), (mu_a, lv_a, z_a), dec_x, dec_a, beta, cross,
-                    dist)
+    loss = vae_loss(img, att, (mu_x, lv_x, z_x), (mu_a, lv_a, z_a), dec_x, dec_a, beta, cross, dist)
     l1 = lambda u, v: (u - v).abs().sum()  # noqa: E731
-    ref = (l1(dec_x(z_x), img) + l1(dec_a(z_a), att)
-           + cross * (l1(dec_x(z_a), img) + l1(dec_a(z_x), att))
-           - beta * 0.5 * ((1 + lv_x - mu_x ** 2 - lv_x.exp()).sum()
-                           + (1 + lv_a - mu_a ** 2 - lv_a.exp()).sum())
-           + dist * torch.sqrt(((mu_x - mu_a) ** 2).sum(1)
-                               + ((lv_x.exp().sqrt() - lv_a.exp().sqrt()) ** 2).sum(1)).sum())
+    ref = (
+        l1(dec_x(z_x), img)
+        + l1(dec_a(z_a), att)
+        + cross * (l1(dec_x(z_a), img) + l1(dec_a(z_x), att))
+        - beta
+        * 0.5
+        * ((1 + lv_x - mu_x**2 - lv_x.exp()).sum() + (1 + lv_a - mu_a**2 - lv_a.exp()).sum())
+        + dist
+        * torch.sqrt(
+            ((mu_x - mu_a) ** 2).sum(1) + ((lv_x.exp().sqrt() - lv_a.exp().sqrt()) ** 2).sum(1)
+        ).sum()
+    )
     torch.testing.assert_close(loss, ref)
     params = [mu_x, lv_x, mu_a, lv_a, *dec_x.parameters(), *dec_a.parameters()]
-    for got, want in zip(torch.autograd.grad(loss, params, retain_graph=True),
-                         torch.autograd.grad(ref, params),
-                         strict=True):
+    for got, want in zip(
+        torch.autograd.grad(loss, params, retain_graph=True),
+        torch.autograd.grad(ref, params),
+        strict=True,
+    ):
         torch.testing.assert_close(got, want)
 
 
@@ -135,6 +162,7 @@ def test_official_noise_is_one_draw_per_row_scaled_by_the_variance() -> None:
 
 
 # ---------------------------------------------------------------- warm-up
+
 
 @pytest.mark.parametrize("factor,start,end", [(0.25, 0, 93), (2.37, 21, 75), (8.13, 6, 22)])
 def test_warmup_is_zero_then_linear_then_constant(factor: float, start: int, end: int) -> None:
@@ -152,6 +180,7 @@ def test_warmup_is_zero_then_linear_then_constant(factor: float, start: int, end
 
 
 # ---------------------------------------------------------------- the model
+
 
 def test_follows_the_model_contract() -> None:
     check_model(CadaVAE(**TINY))
@@ -185,10 +214,10 @@ def test_same_seed_same_scores_other_seed_other_scores_and_vae_reuse_is_exact() 
 def test_classifier_samples_per_class_follow_the_official_counts() -> None:
     p = toy_problem(2)
     tr = p["train"]
-    m = CadaVAE(**TINY, random_state=0).fit(p["features"][tr], p["labels"][tr], p["attributes"],
-                                            p["classes"])
-    inputs = m.check_fit_inputs(p["features"][tr], p["labels"][tr], p["attributes"],
-                                p["classes"])
+    m = CadaVAE(**TINY, random_state=0).fit(
+        p["features"][tr], p["labels"][tr], p["attributes"], p["classes"]
+    )
+    inputs = m.check_fit_inputs(p["features"][tr], p["labels"][tr], p["attributes"], p["classes"])
     ctx = m.begin_fit(inputs)
     z, t = m._training_set(ctx, m.generator_, ctx.settings, torch.Generator().manual_seed(0))
     counts = np.bincount(t.numpy(), minlength=len(p["classes"]))
@@ -197,12 +226,25 @@ def test_classifier_samples_per_class_follow_the_official_counts() -> None:
     assert z.shape == (counts.sum(), TINY["latent_size"])
 
 
-@pytest.mark.parametrize("param,value", [
-    ("latent_size", 0), ("epochs", 2.5), ("batch_size", True), ("lr", 0.0), ("lr", float("nan")),
-    ("beta_factor", -1.0), ("cross_reconstruction_end", 21), ("distance_start", -1),
-    ("seen_num", 0), ("classifier_epochs", "23"), ("classifier_lr", -0.1),
-    ("noise", "gaussian"), ("random_state", -1), ("device", "tpu"),
-])
+@pytest.mark.parametrize(
+    "param,value",
+    [
+        ("latent_size", 0),
+        ("epochs", 2.5),
+        ("batch_size", True),
+        ("lr", 0.0),
+        ("lr", float("nan")),
+        ("beta_factor", -1.0),
+        ("cross_reconstruction_end", 21),
+        ("distance_start", -1),
+        ("seen_num", 0),
+        ("classifier_epochs", "23"),
+        ("classifier_lr", -0.1),
+        ("noise", "gaussian"),
+        ("random_state", -1),
+        ("device", "tpu"),
+    ],
+)
 def test_check_params_refuses_bad_values(param: str, value: object) -> None:
     model = CadaVAE(**{param: value})
     with pytest.raises(ConfigError) as info:
@@ -212,6 +254,7 @@ def test_check_params_refuses_bad_values(param: str, value: object) -> None:
 
 
 # ---------------------------------------------------------------- minmax preprocessor
+
 
 def test_minmax_matches_scikit_learn() -> None:
     from sklearn.preprocessing import MinMaxScaler
@@ -231,14 +274,27 @@ def test_minmax_matches_scikit_learn() -> None:
 
 # ---------------------------------------------------------------- the command line
 
+
 def test_cli_run_on_toy_exits_zero(tmp_path) -> None:
     # The search over classifier_epochs runs (the default space); the rest is tiny and short.
-    cli = {**TINY, "epochs": 4, "batch_size": 64, "beta_end": 3, "cross_reconstruction_start": 1,
-           "cross_reconstruction_end": 3, "distance_start": 0, "distance_end": 1,
-           "seen_num": 20, "syn_num": 40}
+    cli = {
+        **TINY,
+        "epochs": 4,
+        "batch_size": 64,
+        "beta_end": 3,
+        "cross_reconstruction_start": 1,
+        "cross_reconstruction_end": 3,
+        "distance_start": 0,
+        "distance_end": 1,
+        "seen_num": 20,
+        "syn_num": 40,
+    }
     own = set(VAEGenerator._param_names())
-    sets = [f"{'generator' if k in own else 'model'}.{k}={v}" for k, v in cli.items()
-            if k != "classifier_epochs"]
+    sets = [
+        f"{'generator' if k in own else 'model'}.{k}={v}"
+        for k, v in cli.items()
+        if k != "classifier_epochs"
+    ]
     args = ["run", "--method", "cada-vae", "--dataset", "toy", "--results-dir", str(tmp_path)]
     for s in sets:
         args += ["--set", s]

@@ -15,8 +15,19 @@ from zslbench_plugins.generative import GenerativeModel
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-TINY = dict(ngh=32, ndh=32, embed_size=32, outz_size=8, nhF=16, nepoch=30, lr=3e-3,
-            batch_size=64, critic_iter=1, syn_num=60, classifier_epochs=5)
+TINY = dict(
+    ngh=32,
+    ndh=32,
+    embed_size=32,
+    outz_size=8,
+    nhF=16,
+    nepoch=30,
+    lr=3e-3,
+    batch_size=64,
+    critic_iter=1,
+    syn_num=60,
+    classifier_epochs=5,
+)
 
 
 def _g(seed: int) -> torch.Generator:
@@ -74,9 +85,17 @@ def test_check_model():
     check_model(GenerativeModel.with_generator(CEGZSLGenerator, **TINY))
 
 
-@pytest.mark.parametrize("param, value", [
-    ("nz", 0), ("embed_size", 1.5), ("ins_temp", 0.0), ("cls_weight", -1.0), ("beta1", 1.0),
-    ("lr_decay_epoch", 0)])
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("nz", 0),
+        ("embed_size", 1.5),
+        ("ins_temp", 0.0),
+        ("cls_weight", -1.0),
+        ("beta1", 1.0),
+        ("lr_decay_epoch", 0),
+    ],
+)
 def test_refuses_bad_values(param, value):
     with pytest.raises(ConfigError, match=param):
         CEGZSLGenerator(**{param: value}).check_params()

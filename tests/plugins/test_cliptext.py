@@ -25,9 +25,17 @@ NAMES = ["zebra", "polar bear", "otter", "hamster", "lion", "moose", "dolphin", 
 
 def random_text_tower(dim: int = DIM):
     """A random, fixed text tower: each prompt's embedding is drawn from a seed of its text."""
+
     def encode(prompts: list[str]) -> np.ndarray:
-        return np.stack([np.random.default_rng(int.from_bytes(
-            hashlib.sha256(p.encode()).digest()[:8], "big")).standard_normal(dim) for p in prompts])
+        return np.stack(
+            [
+                np.random.default_rng(
+                    int.from_bytes(hashlib.sha256(p.encode()).digest()[:8], "big")
+                ).standard_normal(dim)
+                for p in prompts
+            ]
+        )
+
     return encode
 
 
@@ -39,8 +47,9 @@ def _clip_set(tmp_path: Path) -> tuple[Path, Path]:
     a = arrays()
     text = random_text_tower()([f"a photo of a {n}." for n in NAMES])
     rng = np.random.default_rng(1)
-    a["features"] = (text[a["labels"]] + 0.8 * rng.standard_normal((a["labels"].size, DIM))
-                     ).astype(np.float32)  # signed, as CLIP features
+    a["features"] = (text[a["labels"]] + 0.8 * rng.standard_normal((a["labels"].size, DIM))).astype(
+        np.float32
+    )  # signed, as CLIP features
     a["class_names"] = NAMES
     file = npz.save_npz(tmp_path / "clipset.npz", **a, backbone="random-clip")
     names = tmp_path / "names.txt"
@@ -49,8 +58,19 @@ def _clip_set(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _run(file: Path, results: Path, *sets: str):
-    args = ["-p", "zslbench_plugins.cliptext", "run", "--method", "clip-text", "--dataset", str(file),
-            "--results-dir", str(results), "--set", f"model.text_tower={TOWER}"]
+    args = [
+        "-p",
+        "zslbench_plugins.cliptext",
+        "run",
+        "--method",
+        "clip-text",
+        "--dataset",
+        str(file),
+        "--results-dir",
+        str(results),
+        "--set",
+        f"model.text_tower={TOWER}",
+    ]
     for s in sets:
         args += ["--set", s]
     return invoke_main(*args)
@@ -80,8 +100,12 @@ def test_clip_text_follows_the_model_contract(tmp_path: Path) -> None:
     text = random_text_tower(32)([f"a photo of a class {i}." for i in range(9)])
     noise = np.random.default_rng(0).standard_normal(problem["features"].shape)
     problem["features"] = (text[problem["labels"]] + 0.5 * noise).astype(np.float32)
-    check_model(ClipText(text_tower="tests.plugins.test_cliptext:random_text_tower_32",
-                         class_names=str(names)), problem=problem)
+    check_model(
+        ClipText(
+            text_tower="tests.plugins.test_cliptext:random_text_tower_32", class_names=str(names)
+        ),
+        problem=problem,
+    )
 
 
 def test_what_clip_text_refuses_is_one_line(tmp_path: Path) -> None:

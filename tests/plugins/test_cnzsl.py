@@ -36,6 +36,7 @@ def _toy_fit(seed: int = 0, **params) -> tuple[CNZSLModel, dict]:
 
 # -- class normalization ------------------------------------------------------------------------
 
+
 def _cn_by_hand(h: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per hidden unit (column), over the classes (rows): mean, unbiased variance, and
     (h - mean) / (var + eps) (the official code) or / sqrt(var + eps) (the paper's standardization),
@@ -58,12 +59,14 @@ def test_class_norm_standardises_each_unit_over_the_classes(mode):
     np.testing.assert_allclose(out, expected, rtol=1e-12)
     if mode == "std":  # the definition: zero mean and unit (unbiased) std over the classes
         np.testing.assert_allclose(out.mean(axis=0), 0, atol=1e-12)
-        np.testing.assert_allclose(out.std(axis=0, ddof=1), np.sqrt(var / (var + CN_EPS)),
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            out.std(axis=0, ddof=1), np.sqrt(var / (var + CN_EPS)), rtol=1e-12
+        )
     # running averages: momentum 0.1 from (0, 1)
     np.testing.assert_allclose(layer.running_mean.numpy(), CN_MOMENTUM * mean, rtol=1e-12)
-    np.testing.assert_allclose(layer.running_var.numpy(),
-                               (1 - CN_MOMENTUM) + CN_MOMENTUM * var, rtol=1e-12)
+    np.testing.assert_allclose(
+        layer.running_var.numpy(), (1 - CN_MOMENTUM) + CN_MOMENTUM * var, rtol=1e-12
+    )
 
 
 def test_class_norm_uses_the_running_statistics_in_eval_so_classes_do_not_interact():
@@ -110,11 +113,15 @@ def test_attributes_are_rescaled_to_norm_sqrt_k_row_by_row():
     a = np.random.default_rng(4).random((5, 9))
     out = normalize_attributes(a)
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 3.0, rtol=1e-6)
-    np.testing.assert_allclose(out / np.linalg.norm(out, axis=1, keepdims=True),
-                               a / np.linalg.norm(a, axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(
+        out / np.linalg.norm(out, axis=1, keepdims=True),
+        a / np.linalg.norm(a, axis=1, keepdims=True),
+        rtol=1e-6,
+    )
 
 
 # -- the cosine head ----------------------------------------------------------------------------
+
 
 def test_cosine_logits_are_scaled_cosines():
     rng = np.random.default_rng(5)
@@ -137,6 +144,7 @@ def test_decision_function_scores_every_class_by_its_scaled_cosine():
 
 
 # -- the contract ---------------------------------------------------------------------------------
+
 
 def test_check_model():
     check_model(CNZSLModel(**FAST))
@@ -176,8 +184,9 @@ def test_training_lowers_the_loss_and_transfers_to_unseen_classes():
     chance (1/6); a model that ignored the attributes would sit at chance."""
     p = toy_problem(0, n_seen=24, n_unseen=6)
     tr, test, n_seen = p["train"], p["test"], 24
-    m = CNZSLModel(**FAST, random_state=0).fit(p["features"][tr], p["labels"][tr],
-                                               p["attributes"], p["classes"])
+    m = CNZSLModel(**FAST, random_state=0).fit(
+        p["features"][tr], p["labels"][tr], p["attributes"], p["classes"]
+    )
     assert m.loss_history_[-1] < 0.5 * m.loss_history_[0]
     unseen = p["labels"][test] >= n_seen
     s = m.decision_function(p["features"][test][unseen])[:, n_seen:]
@@ -185,13 +194,29 @@ def test_training_lowers_the_loss_and_transfers_to_unseen_classes():
     assert acc > 0.5
 
 
-@pytest.mark.parametrize("param, value", [
-    ("hid_dim", 0), ("hid_dim", 2.5), ("epochs", 0), ("batch_size", 0), ("lr", 0.0),
-    ("lr", float("nan")), ("weight_decay", -1e-4), ("lr_step", 0), ("lr_decay", 0.0),
-    ("lr_decay", 1.5), ("scale", 0.0), ("scale", -5.0), ("class_norm", "batch"),
-    ("proper_init", 1), ("random_state", -1), ("random_state", "a"), ("device", "tpu"),
-    ("device", "banana"),
-])
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("hid_dim", 0),
+        ("hid_dim", 2.5),
+        ("epochs", 0),
+        ("batch_size", 0),
+        ("lr", 0.0),
+        ("lr", float("nan")),
+        ("weight_decay", -1e-4),
+        ("lr_step", 0),
+        ("lr_decay", 0.0),
+        ("lr_decay", 1.5),
+        ("scale", 0.0),
+        ("scale", -5.0),
+        ("class_norm", "batch"),
+        ("proper_init", 1),
+        ("random_state", -1),
+        ("random_state", "a"),
+        ("device", "tpu"),
+        ("device", "banana"),
+    ],
+)
 def test_check_params_refuses(param, value):
     with pytest.raises(ConfigError, match=param):
         CNZSLModel(**{param: value}).check_params()
@@ -203,8 +228,19 @@ def test_defaults_pass_check_params():
 
 
 def test_cli_run_on_toy(tmp_path):
-    proc = run_cli("run", "--method", "cnzsl", "--dataset", "toy", "--results-dir", str(tmp_path),
-                   "--set", "model.epochs=3", "--set", "model.hid_dim=32")
+    proc = run_cli(
+        "run",
+        "--method",
+        "cnzsl",
+        "--dataset",
+        "toy",
+        "--results-dir",
+        str(tmp_path),
+        "--set",
+        "model.epochs=3",
+        "--set",
+        "model.hid_dim=32",
+    )
     assert proc.returncode == 0, proc.stderr
     (rec_path,) = tmp_path.glob("*.json")
     rec = json.loads(rec_path.read_text())

@@ -27,8 +27,9 @@ def loop_loss(scores: np.ndarray, y: np.ndarray, loss: str, margin: float) -> np
     out = []
     for i in range(len(y)):
         true = scores[i, y[i]]
-        hinges = [max(0.0, margin + scores[i, j] - true) for j in range(scores.shape[1])
-                  if j != y[i]]
+        hinges = [
+            max(0.0, margin + scores[i, j] - true) for j in range(scores.shape[1]) if j != y[i]
+        ]
         if loss == "devise":
             out.append(sum(hinges))
         elif loss == "sje":
@@ -40,18 +41,33 @@ def loop_loss(scores: np.ndarray, y: np.ndarray, loss: str, margin: float) -> np
     return np.array(out)
 
 
-def loop_loss_of_w(w: np.ndarray, x: np.ndarray, y: np.ndarray, phi: np.ndarray, loss: str,
-                   margin: float) -> float:
-    scores = np.array([[sum(x[i, p] * w[p, q] * phi[j, q] for p in range(w.shape[0])
-                            for q in range(w.shape[1])) for j in range(len(phi))]
-                       for i in range(len(x))])
+def loop_loss_of_w(
+    w: np.ndarray, x: np.ndarray, y: np.ndarray, phi: np.ndarray, loss: str, margin: float
+) -> float:
+    scores = np.array(
+        [
+            [
+                sum(
+                    x[i, p] * w[p, q] * phi[j, q]
+                    for p in range(w.shape[0])
+                    for q in range(w.shape[1])
+                )
+                for j in range(len(phi))
+            ]
+            for i in range(len(x))
+        ]
+    )
     return float(loop_loss(scores, y, loss, margin).sum())
 
 
 def tiny(seed: int = 0, n: int = 6, d: int = 4, a: int = 3, c: int = 5):
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal((n, d)), rng.integers(0, c, n), rng.standard_normal((c, a)),
-            rng.standard_normal((d, a)))
+    return (
+        rng.standard_normal((n, d)),
+        rng.integers(0, c, n),
+        rng.standard_normal((c, a)),
+        rng.standard_normal((d, a)),
+    )
 
 
 def test_rank_weights_are_harmonic_numbers() -> None:
@@ -87,8 +103,10 @@ def test_gradient_in_w_matches_finite_differences_of_the_loop(loss: str) -> None
             up, down = w.copy(), w.copy()
             up[p, q] += eps
             down[p, q] -= eps
-            fd[p, q] = (loop_loss_of_w(up, x, y, phi, loss, 1.0)
-                        - loop_loss_of_w(down, x, y, phi, loss, 1.0)) / (2 * eps)
+            fd[p, q] = (
+                loop_loss_of_w(up, x, y, phi, loss, 1.0)
+                - loop_loss_of_w(down, x, y, phi, loss, 1.0)
+            ) / (2 * eps)
     assert np.abs(fd).max() > 0.1
     assert np.allclose(wt.grad.numpy(), fd, atol=1e-6)
 
@@ -125,21 +143,33 @@ def test_block_sgd_matches_the_naive_loop(loss: str, batch_size: int) -> None:
     order = rng.permutation(n)
     lr = 0.4
     w = torch.tensor(w0)
-    sgd_epoch(w, torch.as_tensor(x), torch.as_tensor(y), torch.as_tensor(phi),
-              torch.as_tensor(order), lr, loss, 1.0, batch_size, block=6)
+    sgd_epoch(
+        w,
+        torch.as_tensor(x),
+        torch.as_tensor(y),
+        torch.as_tensor(phi),
+        torch.as_tensor(order),
+        lr,
+        loss,
+        1.0,
+        batch_size,
+        block=6,
+    )
 
     ref = w0.copy()
     for start in range(0, n, batch_size):
-        rows = order[start:start + batch_size]
+        rows = order[start : start + batch_size]
         scores = x[rows] @ ref @ phi.T
         grad_s = np.zeros_like(scores)  # d loss / d scores, by central differences of the loop
         for i in range(len(rows)):
             for j in range(c):
-                up, down = scores[i:i + 1].copy(), scores[i:i + 1].copy()
+                up, down = scores[i : i + 1].copy(), scores[i : i + 1].copy()
                 up[0, j] += 1e-7
                 down[0, j] -= 1e-7
-                grad_s[i, j] = (loop_loss(up, y[rows[i:i + 1]], loss, 1.0)[0]
-                                - loop_loss(down, y[rows[i:i + 1]], loss, 1.0)[0]) / 2e-7
+                grad_s[i, j] = (
+                    loop_loss(up, y[rows[i : i + 1]], loss, 1.0)[0]
+                    - loop_loss(down, y[rows[i : i + 1]], loss, 1.0)[0]
+                ) / 2e-7
         ref -= lr * x[rows].T @ grad_s @ phi
     assert np.abs(ref - w0).max() > 0.1
     assert np.allclose(w.numpy(), ref, atol=1e-6)
@@ -155,8 +185,9 @@ def test_check_model_std_norm_minibatch() -> None:
 
 
 def _fit(model: CompatModel, p: dict) -> CompatModel:
-    return model.fit(p["features"][p["train"]], p["labels"][p["train"]], p["attributes"],
-                     p["classes"])
+    return model.fit(
+        p["features"][p["train"]], p["labels"][p["train"]], p["attributes"], p["classes"]
+    )
 
 
 def test_determinism_under_a_seed() -> None:
@@ -198,12 +229,26 @@ def test_search_space_is_lr_by_increasing_epochs() -> None:
     assert list(space) == ["lr", "epochs"] and space["epochs"] == (2, 9)
 
 
-@pytest.mark.parametrize("params", [
-    {"loss": "warp"}, {"lr": 0.0}, {"lr": -1.0}, {"lr": "0.1"}, {"epochs": -1},
-    {"epochs": 1.5}, {"margin": -1.0}, {"batch_size": 0}, {"norm": "l1"},
-    {"lr_grid": ()}, {"lr_grid": (0.1, -1.0)}, {"epochs_grid": (2, 1.5)}, {"epochs_grid": ()},
-    {"random_state": -3}, {"device": "tpu"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"loss": "warp"},
+        {"lr": 0.0},
+        {"lr": -1.0},
+        {"lr": "0.1"},
+        {"epochs": -1},
+        {"epochs": 1.5},
+        {"margin": -1.0},
+        {"batch_size": 0},
+        {"norm": "l1"},
+        {"lr_grid": ()},
+        {"lr_grid": (0.1, -1.0)},
+        {"epochs_grid": (2, 1.5)},
+        {"epochs_grid": ()},
+        {"random_state": -3},
+        {"device": "tpu"},
+    ],
+)
 def test_check_params_refuses_bad_values(params: dict) -> None:
     with pytest.raises(ConfigError):
         CompatModel(**params).check_params()
@@ -213,8 +258,21 @@ def test_cli_runs_the_three_methods_on_toy(tmp_path) -> None:
     from zslbench.cli import main
 
     try:
-        main(["run", "--method", "ale,devise,sje", "--dataset", "toy", "--results-dir",
-              str(tmp_path), "--set", "model.lr_grid=[0.1]", "--set", "model.epochs_grid=[1]"])
+        main(
+            [
+                "run",
+                "--method",
+                "ale,devise,sje",
+                "--dataset",
+                "toy",
+                "--results-dir",
+                str(tmp_path),
+                "--set",
+                "model.lr_grid=[0.1]",
+                "--set",
+                "model.epochs_grid=[1]",
+            ]
+        )
     except SystemExit as exc:
         assert exc.code in (0, None)
     records = [json.loads(f.read_text()) for f in tmp_path.glob("*.json")]

@@ -21,8 +21,9 @@ from zslbench_plugins.losses import balanced_triplet_loss
 TRAINED = [BalancedTripletEmbedder, TripletEmbedder]
 
 
-def toy_problem(seed: int, n_per: int = 60, n_cls: int = 6, d_signal: int = 4,
-                d_noise: int = 60) -> tuple[np.ndarray, np.ndarray]:
+def toy_problem(
+    seed: int, n_per: int = 60, n_cls: int = 6, d_signal: int = 4, d_noise: int = 60
+) -> tuple[np.ndarray, np.ndarray]:
     """Classes separated in 4 of 64 dimensions, drowned in unit noise in the other 60.
 
     Class centres are fixed (seed 0); ``seed`` draws the images. A random projection keeps mostly
@@ -36,8 +37,9 @@ def toy_problem(seed: int, n_per: int = 60, n_cls: int = 6, d_signal: int = 4,
     return np.hstack([signal, noise]).astype(np.float32), labels * 3 + 2  # non-contiguous labels
 
 
-def ncm_accuracy(train: np.ndarray, y_train: np.ndarray, test: np.ndarray,
-                 y_test: np.ndarray) -> float:
+def ncm_accuracy(
+    train: np.ndarray, y_train: np.ndarray, test: np.ndarray, y_test: np.ndarray
+) -> float:
     classes = np.unique(y_train)
     means = np.stack([train[y_train == c].mean(0) for c in classes])
     pred = classes[((test[:, None, :] - means[None]) ** 2).sum(-1).argmin(1)]
@@ -45,6 +47,7 @@ def ncm_accuracy(train: np.ndarray, y_train: np.ndarray, test: np.ndarray,
 
 
 # -- registration and the component contract ----------------------------------------------------
+
 
 def test_hook_registers_three_embedders_with_distinct_names() -> None:
     classes = zslbench_embedders()
@@ -56,7 +59,11 @@ def test_defaults_are_the_documented_ones(cls: type) -> None:
     params = cls().get_params()
     # Paper: Adam lr 0.002, weight decay 0.1, 500 episodes, margin 4.
     assert (params["lr"], params["weight_decay"], params["episodes"], params["margin"]) == (
-        0.002, 0.1, 500, 4.0)
+        0.002,
+        0.1,
+        500,
+        4.0,
+    )
     assert params["latent_dim"] == 64 and params["reduction"] == "sum"  # eq. 2 and 3 as written
     assert params.get("n_cb", 8) == 8 and params.get("batch_size", 1024) == 1024
 
@@ -71,6 +78,7 @@ def test_clone_keeps_hyperparameters_and_drops_fitted_state(cls: type) -> None:
 
 
 # -- identity -----------------------------------------------------------------------------------
+
 
 def test_identity_is_identity() -> None:
     rng = np.random.default_rng(0)
@@ -90,6 +98,7 @@ def test_identity_refuses_other_widths() -> None:
 
 
 # -- the class-balanced sampler ----------------------------------------------------------------
+
 
 def test_sampler_draws_exactly_n_cb_per_class_without_replacement_when_it_can() -> None:
     labels = np.array([0] * 30 + [1] * 8 + [2] * 3 + [3] * 1)
@@ -131,6 +140,7 @@ def test_uniform_sampler_draws_distinct_indices() -> None:
 
 
 # -- determinism --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("cls", TRAINED)
 def test_fixed_seed_gives_bit_identical_weights_and_leaves_global_rngs_alone(cls: type) -> None:
@@ -176,7 +186,9 @@ def test_full_pass_and_gather_paths_train_the_same_map(monkeypatch: pytest.Monke
     monkeypatch.setattr(embedders, "FULL_PASS_FRACTION", 0.0)  # always the full pass
     full = BalancedTripletEmbedder(latent_dim=8, episodes=40, random_state=3).fit(features, labels)
     monkeypatch.setattr(embedders, "FULL_PASS_FRACTION", 10.0)  # never
-    gather = BalancedTripletEmbedder(latent_dim=8, episodes=40, random_state=3).fit(features, labels)
+    gather = BalancedTripletEmbedder(latent_dim=8, episodes=40, random_state=3).fit(
+        features, labels
+    )
     np.testing.assert_allclose(full.W_, gather.W_, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(full.loss_history_, gather.loss_history_, rtol=1e-4, atol=1e-6)
 
@@ -198,18 +210,22 @@ def test_affine_map_has_nn_linear_value_and_gradients() -> None:
 
 # -- training separates classes -----------------------------------------------------------------
 
-@pytest.mark.parametrize("cls,kwargs", [(BalancedTripletEmbedder, {}),
-                                        (TripletEmbedder, {"batch_size": 128})])
+
+@pytest.mark.parametrize(
+    "cls,kwargs", [(BalancedTripletEmbedder, {}), (TripletEmbedder, {"batch_size": 128})]
+)
 def test_training_lowers_the_loss_and_separates_classes(cls: type, kwargs: dict) -> None:
     features, labels = toy_problem(1)
     test_features, test_labels = toy_problem(2)
     untrained = cls(latent_dim=8, episodes=0, random_state=0, **kwargs).fit(features, labels)
     trained = cls(latent_dim=8, episodes=300, random_state=0, **kwargs).fit(features, labels)
 
-    before = ncm_accuracy(untrained.transform(features), labels,
-                          untrained.transform(test_features), test_labels)
-    after = ncm_accuracy(trained.transform(features), labels,
-                         trained.transform(test_features), test_labels)
+    before = ncm_accuracy(
+        untrained.transform(features), labels, untrained.transform(test_features), test_labels
+    )
+    after = ncm_accuracy(
+        trained.transform(features), labels, trained.transform(test_features), test_labels
+    )
     assert before < 0.5  # a random projection mostly keeps the noise
     assert after > 0.85  # chance is 1/6
     assert after - before > 0.4
@@ -227,6 +243,7 @@ def test_training_lowers_the_loss_and_separates_classes(cls: type, kwargs: dict)
 
 
 # -- inputs -------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("cls", TRAINED)
 def test_fit_accepts_a_read_only_memmap_and_tiny_classes(cls: type, tmp_path) -> None:

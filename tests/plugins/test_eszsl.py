@@ -27,9 +27,13 @@ def _problem(seed: int = 0) -> dict[str, np.ndarray]:
     seen_ids = np.array([2, 4, 1, 7])  # 9 and 5 have no image: unseen
     labels = rng.choice(seen_ids, size=60).astype(np.int64)
     labels[: len(seen_ids)] = seen_ids  # every seen class has an image
-    return {"features": rng.standard_normal((60, 9)).astype(np.float32), "labels": labels,
-            "semantics": rng.standard_normal((len(classes), 5)), "classes": classes,
-            "test": rng.standard_normal((11, 9)).astype(np.float32)}
+    return {
+        "features": rng.standard_normal((60, 9)).astype(np.float32),
+        "labels": labels,
+        "semantics": rng.standard_normal((len(classes), 5)),
+        "classes": classes,
+        "test": rng.standard_normal((11, 9)).astype(np.float32),
+    }
 
 
 def _reference_v(p: dict[str, np.ndarray], gamma: float, lam: float, negative: float) -> np.ndarray:
@@ -38,16 +42,23 @@ def _reference_v(p: dict[str, np.ndarray], gamma: float, lam: float, negative: f
     seen = np.unique(p["labels"])
     y = np.where(p["labels"][:, None] == seen[None, :], 1.0, negative)
     s = np.stack([p["semantics"][list(p["classes"]).index(c)] for c in seen], axis=1)
-    return (np.linalg.inv(x @ x.T + gamma * np.eye(x.shape[0])) @ x @ y @ s.T
-            @ np.linalg.inv(s @ s.T + lam * np.eye(s.shape[0])))
+    return (
+        np.linalg.inv(x @ x.T + gamma * np.eye(x.shape[0]))
+        @ x
+        @ y
+        @ s.T
+        @ np.linalg.inv(s @ s.T + lam * np.eye(s.shape[0]))
+    )
 
 
 def _fit(p: dict[str, np.ndarray], **params) -> ESZSL:
     return ESZSL(**params).fit(p["features"], p["labels"], p["semantics"], p["classes"])
 
 
-@pytest.mark.parametrize("gamma, lam, negative", [(1e-3, 1e3, 0.0), (1.0, 1.0, -1.0),
-                                                  (1e3, 1e-3, 0.0), (10.0, 0.1, -1.0)])
+@pytest.mark.parametrize(
+    "gamma, lam, negative",
+    [(1e-3, 1e3, 0.0), (1.0, 1.0, -1.0), (1e3, 1e-3, 0.0), (10.0, 0.1, -1.0)],
+)
 def test_v_and_scores_are_the_closed_form(gamma, lam, negative):
     p = _problem()
     model = _fit(p, gamma=gamma, lam=lam, negative_label=negative)
@@ -70,17 +81,23 @@ def test_refit_of_one_instance_equals_a_fresh_fit():
     X X^T and X Y); other arrays or another negative_label must not reuse them."""
     p, q = _problem(3), _problem(4)
     model = _fit(p)
-    model.set_params(gamma=1e2, lam=1e-2).fit(p["features"], p["labels"], p["semantics"],
-                                              p["classes"])
+    model.set_params(gamma=1e2, lam=1e-2).fit(
+        p["features"], p["labels"], p["semantics"], p["classes"]
+    )
     assert np.array_equal(model.V_, _fit(p, gamma=1e2, lam=1e-2).V_)
     model.fit(q["features"], q["labels"], q["semantics"], q["classes"])
     assert np.array_equal(model.V_, _fit(q, gamma=1e2, lam=1e-2).V_)
-    model.set_params(negative_label=-1.0).fit(q["features"], q["labels"], q["semantics"],
-                                              q["classes"])
+    model.set_params(negative_label=-1.0).fit(
+        q["features"], q["labels"], q["semantics"], q["classes"]
+    )
     assert np.array_equal(model.V_, _fit(q, gamma=1e2, lam=1e-2, negative_label=-1.0).V_)
     model.fit(q["features"], q["labels"], p["semantics"], q["classes"])  # semantics: not cached
-    assert np.array_equal(model.V_, ESZSL(gamma=1e2, lam=1e-2, negative_label=-1.0).fit(
-        q["features"], q["labels"], p["semantics"], q["classes"]).V_)
+    assert np.array_equal(
+        model.V_,
+        ESZSL(gamma=1e2, lam=1e-2, negative_label=-1.0)
+        .fit(q["features"], q["labels"], p["semantics"], q["classes"])
+        .V_,
+    )
 
 
 @pytest.mark.parametrize("params", [{}, {"negative_label": -1.0}, {"gamma": 1e3, "lam": 1e-3}])
@@ -101,10 +118,21 @@ def test_search_space_is_the_papers_ordered_grid():
     assert ESZSL.search_strategy == "refine"
 
 
-@pytest.mark.parametrize("bad", [{"gamma": -1.0}, {"gamma": 0.0}, {"gamma": float("nan")},
-                                 {"lam": float("inf")}, {"lam": "banana"}, {"gamma": True},
-                                 {"lam": None}, {"negative_label": 0.5},
-                                 {"negative_label": "-1"}, {"negative_label": -2.0}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"gamma": -1.0},
+        {"gamma": 0.0},
+        {"gamma": float("nan")},
+        {"lam": float("inf")},
+        {"lam": "banana"},
+        {"gamma": True},
+        {"lam": None},
+        {"negative_label": 0.5},
+        {"negative_label": "-1"},
+        {"negative_label": -2.0},
+    ],
+)
 def test_bad_hyperparameters_are_one_line_config_errors(bad):
     (param,) = bad
     with pytest.raises(ConfigError) as err:
@@ -122,8 +150,10 @@ def test_cli_run_records_what_the_search_chose(tmp_path):
     main(["run", "--method", "eszsl,sae", "--dataset", "toy", "--results-dir", str(out)])
     records = {r["method"]: r for r in (json.loads(f.read_text()) for f in out.glob("*.json"))}
     assert set(records) == {"eszsl", "sae"}
-    spaces = {"eszsl": {"gamma": list(GRID), "lam": list(GRID)},
-              "sae": {"lam": [float(v) for v in records["sae"]["search"]["space"]["lam"]]}}
+    spaces = {
+        "eszsl": {"gamma": list(GRID), "lam": list(GRID)},
+        "sae": {"lam": [float(v) for v in records["sae"]["search"]["space"]["lam"]]},
+    }
     for method, record in records.items():
         search = record["search"]
         assert search["strategy"] == "refine"
@@ -143,15 +173,23 @@ def test_the_search_reuses_statistics_through_the_harness_stages_not_an_id_cache
 
     assert issubclass(ESZSL, StagedModel)
     assert [(s.name, s.reads) for s in ESZSL.stages] == [
-        ("statistics", ("negative_label",)), ("closed_form", ("gamma", "lam"))]
+        ("statistics", ("negative_label",)),
+        ("closed_form", ("gamma", "lam")),
+    ]
     calls = []
     real = ESZSL.fit_statistics
-    monkeypatch.setattr(ESZSL, "fit_statistics", lambda self, inp: calls.append(1) or real(self, inp))
+    monkeypatch.setattr(
+        ESZSL, "fit_statistics", lambda self, inp: calls.append(1) or real(self, inp)
+    )
     p = _problem(3)
     model = _fit(p)
-    model.set_params(gamma=1e2, lam=1e-2).fit(p["features"], p["labels"], p["semantics"], p["classes"])
+    model.set_params(gamma=1e2, lam=1e-2).fit(
+        p["features"], p["labels"], p["semantics"], p["classes"]
+    )
     assert len(calls) == 1  # another gamma and lam: X X^T and X Y reused
-    model.set_params(negative_label=-1.0).fit(p["features"], p["labels"], p["semantics"], p["classes"])
+    model.set_params(negative_label=-1.0).fit(
+        p["features"], p["labels"], p["semantics"], p["classes"]
+    )
     assert len(calls) == 2
     model.fit(p["features"].copy(), p["labels"], p["semantics"], p["classes"])  # other arrays
     assert len(calls) == 3

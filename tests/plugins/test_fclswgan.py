@@ -30,10 +30,20 @@ def FCLSWGAN(**params) -> GenerativeModel:  # noqa: N802 - reads as the model it
     """f-CLSWGAN as the method builds it: the shared model with the WGAN generator."""
     return GenerativeModel.with_generator(WGANGenerator, **params)
 
+
 #: Small enough to fit in about a second on one core, large enough for the generator to learn
 #: something of the unseen classes on ``toy_problem`` (``check_model`` asks for it).
-TINY = dict(ngh=32, ndh=32, nepoch=5, lr=1e-2, batch_size=16, critic_iter=1, pretrain_epochs=3,
-            syn_num=20, classifier_epochs=5)
+TINY = dict(
+    ngh=32,
+    ndh=32,
+    nepoch=5,
+    lr=1e-2,
+    batch_size=16,
+    critic_iter=1,
+    pretrain_epochs=3,
+    syn_num=20,
+    classifier_epochs=5,
+)
 
 
 #: Tiny tensors: one thread avoids OpenMP barriers on a shared machine (tests/conftest.py).
@@ -51,6 +61,7 @@ def _fit(model: GenerativeModel, p: dict) -> GenerativeModel:
 
 # -- gradient penalty ----------------------------------------------------------------------------
 
+
 def test_gradient_penalty_matches_a_per_sample_autograd_loop():
     g = _gen(1)
     critic = Critic(5, 3, 7, torch.device("cpu"), g).double()
@@ -61,8 +72,8 @@ def test_gradient_penalty_matches_a_per_sample_autograd_loop():
     terms = []
     for i in range(4):  # one image at a time: no batching can hide a mistake in the reduction
         xi = (alpha[i] * real[i] + (1 - alpha[i]) * fake[i]).reshape(1, 5).requires_grad_(True)
-        (grad,) = torch.autograd.grad(critic(xi, att[i:i + 1]).sum(), xi, create_graph=True)
-        terms.append((torch.sqrt((grad ** 2).sum()) - 1) ** 2)
+        (grad,) = torch.autograd.grad(critic(xi, att[i : i + 1]).sum(), xi, create_graph=True)
+        terms.append((torch.sqrt((grad**2).sum()) - 1) ** 2)
     expected = 10.0 * torch.stack(terms).mean()
     assert gp.item() == pytest.approx(expected.item(), rel=1e-12)
     # the generic autograd path (a critic without ``input_gradient``) gives the same value
@@ -71,6 +82,7 @@ def test_gradient_penalty_matches_a_per_sample_autograd_loop():
 
     # and its gradient with respect to the critic's parameters (what the critic step uses)
     params = list(critic.parameters())
+
     # (biases get no gradient from the penalty: None in one graph, zeros in the other)
     def grads(loss):
         out = torch.autograd.grad(loss, params, allow_unused=True)
@@ -86,8 +98,7 @@ def test_critic_input_gradient_is_autograds():
     x = torch.randn(8, 6, generator=g).double().requires_grad_(True)
     att = torch.rand(8, 2, generator=g).double()
     (want,) = torch.autograd.grad(critic(x, att).sum(), x)
-    torch.testing.assert_close(critic.input_gradient(x.detach(), att), want, rtol=1e-12,
-                               atol=1e-14)
+    torch.testing.assert_close(critic.input_gradient(x.detach(), att), want, rtol=1e-12, atol=1e-14)
 
 
 def test_gradient_penalty_of_a_linear_critic_is_closed_form():
@@ -107,6 +118,7 @@ def test_gradient_penalty_of_a_linear_critic_is_closed_form():
 
 # -- networks ------------------------------------------------------------------------------------
 
+
 def test_critic_terms_are_the_wasserstein_estimate_and_the_penalty_at_alpha_from_gen():
     """The shared critic step (f-CLSWGAN, TF-VAEGAN, FREE, CE-GZSL): mean D(fake) - mean D(real)
     scored separately, and the penalty at the alpha the next draw of ``gen`` gives."""
@@ -119,7 +131,8 @@ def test_critic_terms_are_the_wasserstein_estimate_and_the_penalty_at_alpha_from
     want_w = critic(fake, att).mean() - critic(real, att).mean()
     assert w.item() == pytest.approx(want_w.item(), rel=1e-12)
     assert gp.item() == pytest.approx(
-        gradient_penalty(critic, real, fake, att, alpha, 10.0).item(), rel=1e-12)
+        gradient_penalty(critic, real, fake, att, alpha, 10.0).item(), rel=1e-12
+    )
     # and it consumed exactly one (6, 1) draw: the caller's stream continues as the official's
     after = _gen(11)
     torch.rand(6, 1, generator=after)
@@ -156,6 +169,7 @@ def test_noise_size_defaults_to_the_attribute_size():
 
 
 # -- contract, determinism, reuse ----------------------------------------------------------------
+
 
 def test_check_model():
     check_model(FCLSWGAN(**TINY))
@@ -196,18 +210,37 @@ def test_permutation_stream_is_consecutive_permutations():
     idx = permutation_stream(7, 3, 9, _gen(4), torch.device("cpu")).flatten()
     assert idx.shape == (27,)
     for k in range(3):  # each run of 7 is a permutation: every image once per epoch
-        assert sorted(idx[7 * k:7 * (k + 1)].tolist()) == list(range(7))
+        assert sorted(idx[7 * k : 7 * (k + 1)].tolist()) == list(range(7))
 
 
 # -- parameters ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("param, value", [
-    ("nz", 0), ("ngh", 0), ("ndh", 2.5), ("batch_size", True), ("critic_iter", 0), ("nepoch", -1),
-    ("syn_num", 0), ("classifier_epochs", 0), ("classifier_batch_size", 0), ("pretrain_epochs", 0),
-    ("lr", 0.0), ("lr", float("nan")), ("classifier_lr", -1.0), ("pretrain_lr", "fast"),
-    ("beta1", 1.0), ("beta1", -0.1), ("lambda1", -1.0), ("cls_weight", float("inf")),
-    ("random_state", -3), ("device", "tpu"),
-])
+
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("nz", 0),
+        ("ngh", 0),
+        ("ndh", 2.5),
+        ("batch_size", True),
+        ("critic_iter", 0),
+        ("nepoch", -1),
+        ("syn_num", 0),
+        ("classifier_epochs", 0),
+        ("classifier_batch_size", 0),
+        ("pretrain_epochs", 0),
+        ("lr", 0.0),
+        ("lr", float("nan")),
+        ("classifier_lr", -1.0),
+        ("pretrain_lr", "fast"),
+        ("beta1", 1.0),
+        ("beta1", -0.1),
+        ("lambda1", -1.0),
+        ("cls_weight", float("inf")),
+        ("random_state", -3),
+        ("device", "tpu"),
+    ],
+)
 def test_check_params_refuses_bad_values(param, value):
     with pytest.raises(ConfigError, match=param):
         FCLSWGAN(**{param: value}).check_params()
@@ -220,10 +253,19 @@ def test_check_params_accepts_the_defaults_and_edge_values():
 
 # -- CLI ------------------------------------------------------------------------------------------
 
+
 def test_cli_run_on_toy(tmp_path):
     # as few optimiser steps as possible: the point is the harness around the model
-    fixed = dict(ngh=16, ndh=16, nepoch=2, batch_size=64, critic_iter=1, pretrain_epochs=1,
-                 syn_num=10, classifier_batch_size=512)
+    fixed = dict(
+        ngh=16,
+        ndh=16,
+        nepoch=2,
+        batch_size=64,
+        critic_iter=1,
+        pretrain_epochs=1,
+        syn_num=10,
+        classifier_batch_size=512,
+    )
     own = set(WGANGenerator._param_names())
     sets = [f"{'generator' if k in own else 'model'}.{k}={v}" for k, v in fixed.items()]
     args = ["run", "--method", "f-clswgan", "--dataset", "toy", "--results-dir", str(tmp_path)]
@@ -237,8 +279,10 @@ def test_cli_run_on_toy(tmp_path):
     assert set(rec["metrics"]) >= {"A_T", "A_U", "A_S", "H", "AUSUC"}
     assert {"generator", "classifier"} <= set(rec["timings"])
     # only classifier_epochs is left to search (the rest was fixed with --set)
-    assert [t["params"] for t in rec["search"]["tried"]] == [{"classifier_epochs": 10},
-                                                            {"classifier_epochs": 25}]
+    assert [t["params"] for t in rec["search"]["tried"]] == [
+        {"classifier_epochs": 10},
+        {"classifier_epochs": 25},
+    ]
 
 
 def test_a_batch_larger_than_the_training_set_is_the_whole_set():
@@ -258,10 +302,25 @@ def test_a_record_holds_every_classifier_setting_that_ran(tmp_path):
     from tests.cli_helpers import invoke_main
 
     res = tmp_path / "res"
-    out = invoke_main("run", "--method", "f-clswgan", "--dataset", "toy", "--results-dir", str(res),
-                      "--set", "f-clswgan.nepoch=1", "--set", "f-clswgan.pretrain_epochs=1",
-                      "--set", "f-clswgan.ngh=32", "--set", "f-clswgan.ndh=32",
-                      "--set", "model.classifier_epochs=2")
+    out = invoke_main(
+        "run",
+        "--method",
+        "f-clswgan",
+        "--dataset",
+        "toy",
+        "--results-dir",
+        str(res),
+        "--set",
+        "f-clswgan.nepoch=1",
+        "--set",
+        "f-clswgan.pretrain_epochs=1",
+        "--set",
+        "f-clswgan.ngh=32",
+        "--set",
+        "f-clswgan.ndh=32",
+        "--set",
+        "model.classifier_epochs=2",
+    )
     assert out.exit_code == 0, out.output
     (path,) = res.glob("*.json")
     rec = json.loads(path.read_text())
@@ -269,6 +328,10 @@ def test_a_record_holds_every_classifier_setting_that_ran(tmp_path):
     assert model["params"]["syn_num"] is None and model["params"]["classifier_epochs"] == 2
     chosen = rec["search"]["chosen"]["syn_num"]
     assert chosen in WGANGenerator.classifier_search["syn_num"]
-    assert model["resolved"] == {**WGANGenerator.classifier_defaults, "syn_num": chosen,
-                                 "classifier_epochs": 2, "classifier_batch_size": chosen}
+    assert model["resolved"] == {
+        **WGANGenerator.classifier_defaults,
+        "syn_num": chosen,
+        "classifier_epochs": 2,
+        "classifier_batch_size": chosen,
+    }
     assert all(model["resolved"][p] is not None for p in CLASSIFIER_PARAMS if p != "seen_num")

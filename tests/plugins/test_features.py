@@ -66,10 +66,27 @@ def _benchmark(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def _extract(like: Path, images: Path, listing: Path, out: Path, *extra: str):
-    return invoke_main("features", "extract", "--images", str(images), "--list", str(listing),
-                       "--like", str(like), "--backbone", "tests.plugins.test_features:tiny_cnn",
-                       "--name", "tiny-cnn", "--out", str(out), "--batch-size", "16",
-                       "--image-size", "16", *extra)
+    return invoke_main(
+        "features",
+        "extract",
+        "--images",
+        str(images),
+        "--list",
+        str(listing),
+        "--like",
+        str(like),
+        "--backbone",
+        "tests.plugins.test_features:tiny_cnn",
+        "--name",
+        "tiny-cnn",
+        "--out",
+        str(out),
+        "--batch-size",
+        "16",
+        "--image-size",
+        "16",
+        *extra,
+    )
 
 
 def test_extract_then_run_a_method_on_the_feature_set(tmp_path: Path) -> None:
@@ -81,13 +98,18 @@ def test_extract_then_run_a_method_on_the_feature_set(tmp_path: Path) -> None:
     import hashlib
 
     assert manifest["complete"] is True and manifest["done"] == 108
-    assert manifest["features_sha256"] == hashlib.sha256((out / "features.npy").read_bytes()).hexdigest()
+    assert (
+        manifest["features_sha256"]
+        == hashlib.sha256((out / "features.npy").read_bytes()).hexdigest()
+    )
     assert manifest["features_sha256"] in res.stderr
     feats = np.load(out / "features.npy")
     assert feats.shape == (108, 8) and np.isfinite(feats).all()
 
     results = tmp_path / "results"
-    run = invoke_main("run", "--method", "krr", "--dataset", str(out), "--results-dir", str(results))
+    run = invoke_main(
+        "run", "--method", "krr", "--dataset", str(out), "--results-dir", str(results)
+    )
     assert run.exit_code == 0, run.output
     (rec,) = [json.loads(p.read_text()) for p in results.glob("*.json")]
     assert rec["dataset"] == "bench-tiny" and rec["data"]["backbone"] == "tiny-cnn"
@@ -99,7 +121,8 @@ def test_extract_then_run_a_method_on_the_feature_set(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_extraction_continues_and_gives_the_same_features(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     like, images, listing = _benchmark(tmp_path)
     whole = tmp_path / "whole"
     assert _extract(like, images, listing, whole).exit_code == 0
@@ -114,8 +137,10 @@ def test_an_interrupted_extraction_continues_and_gives_the_same_features(
     assert second.exit_code == 0, second.output
     assert "continuing at image 49 of 108" in second.stderr
     assert np.array_equal(np.load(out / "features.npy"), np.load(whole / "features.npy"))
-    assert (json.loads((out / "extract.json").read_text())["features_sha256"]
-            == json.loads((whole / "extract.json").read_text())["features_sha256"])
+    assert (
+        json.loads((out / "extract.json").read_text())["features_sha256"]
+        == json.loads((whole / "extract.json").read_text())["features_sha256"]
+    )
 
 
 def test_what_extract_refuses_is_one_line(tmp_path: Path) -> None:
@@ -137,9 +162,20 @@ def test_what_extract_refuses_is_one_line(tmp_path: Path) -> None:
     res = _extract(like, images, listing, out, "--name", "other-cnn")
     assert res.exit_code != 0 and "was extracted with backbone 'tiny-cnn'" in res.stderr
 
-    res = invoke_main("features", "extract", "--images", str(images), "--list", str(listing),
-                      "--like", str(like), "--backbone", "timm:resnet18", "--out",
-                      str(tmp_path / "t"))
+    res = invoke_main(
+        "features",
+        "extract",
+        "--images",
+        str(images),
+        "--list",
+        str(listing),
+        "--like",
+        str(like),
+        "--backbone",
+        "timm:resnet18",
+        "--out",
+        str(tmp_path / "t"),
+    )
     assert res.exit_code != 0 and "zslbench[timm]" in res.stderr
     for out_text in (res.stderr,):
         assert "Traceback" not in out_text and len(out_text.strip().splitlines()) <= 2

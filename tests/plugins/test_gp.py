@@ -48,8 +48,11 @@ def closed_form_all(x, y, x_new, lengthscale, outputscale, noise):
         ls, os_, nz = lengthscale[i], outputscale[i], noise[i]
         factor = cho_factor(os_ * np.exp(-0.5 * d2 / ls**2) + nz * np.eye(n), lower=True)
         alpha = cho_solve(factor, y[:, i])
-        lml.append(-0.5 * y[:, i] @ alpha - np.log(np.diag(factor[0])).sum()
-                   - 0.5 * n * math.log(2 * math.pi))
+        lml.append(
+            -0.5 * y[:, i] @ alpha
+            - np.log(np.diag(factor[0])).sum()
+            - 0.5 * n * math.log(2 * math.pi)
+        )
         mean.append(os_ * np.exp(-0.5 * d2_new / ls**2) @ alpha)
     return np.array(lml), np.stack(mean, axis=1)
 
@@ -91,9 +94,9 @@ def test_fixed_hyperparameters_match_closed_form_and_sklearn(awa2_small):
 
     sk_lml, sk_mean = [], []
     for i in range(3):
-        kernel = (ConstantKernel(FIXED["outputscale"][i], constant_value_bounds="fixed")
-                  * RBF(FIXED["lengthscale"][i], length_scale_bounds="fixed")
-                  + WhiteKernel(FIXED["noise"][i], noise_level_bounds="fixed"))
+        kernel = ConstantKernel(FIXED["outputscale"][i], constant_value_bounds="fixed") * RBF(
+            FIXED["lengthscale"][i], length_scale_bounds="fixed"
+        ) + WhiteKernel(FIXED["noise"][i], noise_level_bounds="fixed")
         sk = GaussianProcessRegressor(kernel, alpha=0.0, optimizer=None, normalize_y=False)
         sk.fit(x, y[:, i])
         sk_lml.append(sk.log_marginal_likelihood_value_)
@@ -112,8 +115,14 @@ def test_regressor_predicts_the_posterior_mean_of_its_fitted_hyperparameters(awa
     p = awa2_small
     reg = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
     pred = reg.predict(p.unseen_semantics)
-    lml_ref, mean_ref = closed_form_all(p.seen_semantics, p.seen_prototypes, p.unseen_semantics,
-                                        reg.lengthscale_, reg.outputscale_, reg.noise_)
+    lml_ref, mean_ref = closed_form_all(
+        p.seen_semantics,
+        p.seen_prototypes,
+        p.unseen_semantics,
+        reg.lengthscale_,
+        reg.outputscale_,
+        reg.noise_,
+    )
     assert pred.dtype == np.float32 and pred.shape == (len(p.unseen_semantics), 3)
     np.testing.assert_allclose(pred, mean_ref, rtol=1e-5, atol=1e-6)  # float32 output
     np.testing.assert_allclose(reg.log_marginal_likelihood_, lml_ref, rtol=1e-10)
@@ -127,7 +136,8 @@ def test_regressor_predicts_the_posterior_mean_of_its_fitted_hyperparameters(awa
 def _autograd_lml(d2: torch.Tensor, y: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     n = d2.shape[0]
     cov = theta[1].exp() * torch.exp(-0.5 * d2 / theta[0].exp() ** 2) + theta[2].exp() * torch.eye(
-        n, dtype=d2.dtype)
+        n, dtype=d2.dtype
+    )
     return torch.distributions.MultivariateNormal(torch.zeros(n, dtype=d2.dtype), cov).log_prob(y)
 
 
@@ -137,12 +147,15 @@ def test_newton_derivatives_are_those_of_the_marginal_likelihood():
     y = torch.as_tensor(np.ascontiguousarray(p.seen_prototypes.T))
     d2 = gp_fit.squared_distances(x)
     log_l = -0.4
-    theta = torch.tensor([[log_l, 0.2, -2.0], [log_l, -1.0, -5.0], [log_l, 1.0, 0.0],
-                          [log_l, 0.0, -9.2]], dtype=torch.float64)
+    theta = torch.tensor(
+        [[log_l, 0.2, -2.0], [log_l, -1.0, -5.0], [log_l, 1.0, 0.0], [log_l, 0.0, -9.2]],
+        dtype=torch.float64,
+    )
     f, g, h = gp_fit._evaluate(d2, y, theta, order=2)
     lam, q = gp_fit._eigenbases(d2, [log_l])
     fs, gs, hs = (t[0] for t in gp_fit._spectral_cells(d2, [log_l], lam, q, y, theta))
     for i in range(4):
+
         def fun(t, i=i):
             return _autograd_lml(d2, y[i], t)
 
@@ -180,8 +193,11 @@ def _gpytorch_raw_gradient(x, y, hyper=None):
     model.train()
     with gpytorch.settings.max_cholesky_size(10**9):
         loss = -mll(model(tx), ty).sum()
-    params = [model.covar_module.base_kernel.raw_lengthscale,
-              model.covar_module.raw_outputscale, model.likelihood.noise_covar.raw_noise]
+    params = [
+        model.covar_module.base_kernel.raw_lengthscale,
+        model.covar_module.raw_outputscale,
+        model.likelihood.noise_covar.raw_noise,
+    ]
     grads = torch.autograd.grad(loss, params)
     return torch.stack([g.reshape(-1) for g in grads], 1)  # (k, 3)
 
@@ -193,8 +209,9 @@ def test_optimum_is_stationary_for_gpytorchs_own_objective(shape):
     reg = GPRegressor(tol=1e-12).fit(p.seen_semantics, p.seen_prototypes)
     assert reg.fit_info_["n_unconverged"] == 0
     at_start = _gpytorch_raw_gradient(p.seen_semantics, p.seen_prototypes)
-    at_optimum = _gpytorch_raw_gradient(p.seen_semantics, p.seen_prototypes,
-                                        (reg.lengthscale_, reg.outputscale_, reg.noise_))
+    at_optimum = _gpytorch_raw_gradient(
+        p.seen_semantics, p.seen_prototypes, (reg.lengthscale_, reg.outputscale_, reg.noise_)
+    )
     # GPyTorch's MLL is divided by n; at its default initialisation the gradient is O(0.01-1).
     assert float(at_start.abs().max()) > 1e-2
     assert float(at_optimum.abs().max()) < 1e-5
@@ -221,9 +238,14 @@ def test_reaches_the_adam_schedules_optimum_at_awa2_shape():
     ours = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
     adam = GPRegressor(optimizer="adam").fit(p.seen_semantics, p.seen_prototypes)
     assert adam.fit_info_["n_iter"] == 1000 and adam.fit_info_["lr"] == 0.01
-    _assert_matches_adam(ours.log_marginal_likelihood_, adam.log_marginal_likelihood_,
-                         ours.predict(p.unseen_semantics), adam.predict(p.unseen_semantics),
-                         pred_rel=0.05, pred_spread=0.1)
+    _assert_matches_adam(
+        ours.log_marginal_likelihood_,
+        adam.log_marginal_likelihood_,
+        ours.predict(p.unseen_semantics),
+        adam.predict(p.unseen_semantics),
+        pred_rel=0.05,
+        pred_spread=0.1,
+    )
 
 
 def test_reaches_the_adam_schedules_optimum_at_sun_shape():
@@ -238,14 +260,20 @@ def test_reaches_the_adam_schedules_optimum_at_sun_shape():
     adam = ref["adam"]
     assert adam["lr"] == 0.01 and adam["n_iter"] == 1000
     hyper = [np.array(adam[k]) for k in ("lengthscale", "outputscale", "noise")]
-    adam_lml, adam_pred = closed_form_all(p.seen_semantics, p.seen_prototypes, p.unseen_semantics,
-                                          *hyper)
+    adam_lml, adam_pred = closed_form_all(
+        p.seen_semantics, p.seen_prototypes, p.unseen_semantics, *hyper
+    )
     np.testing.assert_allclose(adam_lml, adam["log_marginal_likelihood"], rtol=1e-9)
     np.testing.assert_allclose(adam_pred, adam["unseen_prototypes"], rtol=1e-4, atol=1e-5)
     ours = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
-    _assert_matches_adam(ours.log_marginal_likelihood_, adam_lml,
-                         ours.predict(p.unseen_semantics), adam_pred, pred_rel=0.05,
-                         pred_spread=0.1)
+    _assert_matches_adam(
+        ours.log_marginal_likelihood_,
+        adam_lml,
+        ours.predict(p.unseen_semantics),
+        adam_pred,
+        pred_rel=0.05,
+        pred_spread=0.1,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -262,8 +290,9 @@ def test_batch_splitting_changes_no_number(monkeypatch):
     split = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
     adam_split = GPRegressor(optimizer="adam", n_iter=5).fit(p.seen_semantics, p.seen_prototypes)
     np.testing.assert_allclose(split.lengthscale_, whole.lengthscale_, rtol=1e-12)
-    np.testing.assert_allclose(split.predict(p.unseen_semantics), whole.predict(p.unseen_semantics),
-                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        split.predict(p.unseen_semantics), whole.predict(p.unseen_semantics), rtol=1e-6, atol=1e-7
+    )
     np.testing.assert_allclose(adam_split.lengthscale_, adam_whole.lengthscale_, rtol=1e-12)
     np.testing.assert_allclose(adam_split.noise_, adam_whole.noise_, rtol=1e-12)
 
@@ -285,18 +314,26 @@ def test_registered_as_gp_with_documented_defaults():
     provided = load_registry().get("regressor", "gp")
     assert provided.obj is GPRegressor
     params = GPRegressor().get_params()
-    assert params == {"optimizer": "newton", "lr": 0.01, "n_iter": 1000, "tol": 1e-9,
-                      "device": "cpu"}
+    assert params == {
+        "optimizer": "newton",
+        "lr": 0.01,
+        "n_iter": 1000,
+        "tol": 1e-9,
+        "device": "cpu",
+    }
     assert GPRegressor().clone().get_params() == params
 
 
-@pytest.mark.parametrize("params, error", [
-    ({"optimizer": "lbfgs"}, ConfigError),
-    ({"lr": 0.0}, ConfigError),
-    ({"n_iter": 2.5}, ConfigError),
-    ({"tol": -1.0}, ConfigError),
-    ({"device": "tpu"}, ConfigError),
-])
+@pytest.mark.parametrize(
+    "params, error",
+    [
+        ({"optimizer": "lbfgs"}, ConfigError),
+        ({"lr": 0.0}, ConfigError),
+        ({"n_iter": 2.5}, ConfigError),
+        ({"tol": -1.0}, ConfigError),
+        ({"device": "tpu"}, ConfigError),
+    ],
+)
 def test_bad_hyperparameters_are_one_line_config_errors(params, error):
     p = make_shaped("APY", 2)
     with pytest.raises(error, match=r"^gp\.") as info:
@@ -332,7 +369,9 @@ def test_cuda_gives_the_cpu_result():
     p = make_shaped("CUB", 8, seed=4)
     cpu = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
     gpu = GPRegressor(device="cuda").fit(p.seen_semantics, p.seen_prototypes)
-    np.testing.assert_allclose(gpu.log_marginal_likelihood_, cpu.log_marginal_likelihood_,
-                               rtol=1e-8)
-    np.testing.assert_allclose(gpu.predict(p.unseen_semantics), cpu.predict(p.unseen_semantics),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        gpu.log_marginal_likelihood_, cpu.log_marginal_likelihood_, rtol=1e-8
+    )
+    np.testing.assert_allclose(
+        gpu.predict(p.unseen_semantics), cpu.predict(p.unseen_semantics), rtol=1e-4, atol=1e-5
+    )

@@ -28,10 +28,24 @@ from zslbench_plugins.hsva import (
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 #: Small networks, warm-ups compressed into 4 epochs: every loss term is on by the end.
-TINY = dict(latent_size=6, coarse_size=16, encoder_hidden=24, latent_hidden=16,
-            decoder_hidden=24, classifier_hidden=12, projections=4, epochs=4, batch_size=64,
-            beta_end=3, cross_reconstruction_start=1, cross_reconstruction_end=3,
-            distance_end=2, seen_num=20, syn_num=40, classifier_epochs=3)
+TINY = dict(
+    latent_size=6,
+    coarse_size=16,
+    encoder_hidden=24,
+    latent_hidden=16,
+    decoder_hidden=24,
+    classifier_hidden=12,
+    projections=4,
+    epochs=4,
+    batch_size=64,
+    beta_end=3,
+    cross_reconstruction_start=1,
+    cross_reconstruction_end=3,
+    distance_end=2,
+    seen_num=20,
+    syn_num=40,
+    classifier_epochs=3,
+)
 
 
 def _g(seed: int) -> torch.Generator:
@@ -49,13 +63,16 @@ def test_swd_is_the_mean_best_matching_cost_per_projection_in_value_and_gradient
     a, b = torch.softmax(l1, 1) @ proj, torch.softmax(l2, 1) @ proj
     ref = 0.0
     for j in range(3):
-        costs = [sum((a[i, j] - b[p[i], j]) ** 2 for i in range(5))
-                 for p in itertools.permutations(range(5))]
+        costs = [
+            sum((a[i, j] - b[p[i], j]) ** 2 for i in range(5))
+            for p in itertools.permutations(range(5))
+        ]
         ref = ref + min(costs, key=lambda c: float(c)) / 5
     ref = ref / 3
     torch.testing.assert_close(ours, ref)
-    for got, want in zip(torch.autograd.grad(ours, (l1, l2)), torch.autograd.grad(ref, (l1, l2)),
-                         strict=True):
+    for got, want in zip(
+        torch.autograd.grad(ours, (l1, l2)), torch.autograd.grad(ref, (l1, l2)), strict=True
+    ):
         torch.testing.assert_close(got, want)
 
 
@@ -77,9 +94,15 @@ def test_noise_is_one_draw_per_row_scaled_by_exp_of_a_tenth_of_logvar():
 
 def test_classifier_settings_are_the_official_ones_plus_the_constructor_epoch():
     d = HSVAGenerator.classifier_defaults
-    assert (d["seen_num"], d["syn_num"], d["classifier_batch_size"], d["classifier_lr"],
-            d["classifier_beta1"], d["classifier_init"], d["classifier_batches"]) == (
-        200, 400, 32, 0.001, 0.5, "xavier", "reshuffle")
+    assert (
+        d["seen_num"],
+        d["syn_num"],
+        d["classifier_batch_size"],
+        d["classifier_lr"],
+        d["classifier_beta1"],
+        d["classifier_init"],
+        d["classifier_batches"],
+    ) == (200, 400, 32, 0.001, 0.5, "xavier", "reshuffle")
     # cls_train_steps + 1 (the CLASSIFIER constructor trains one epoch first)
     assert d["classifier_epochs"] == 23 + 1
     assert HSVAGenerator.classifier_search == {"classifier_epochs": (22, 24, 34, 51)}
@@ -105,9 +128,18 @@ def test_every_loss_term_moves_and_the_scores_depend_on_the_seed():
     assert not np.allclose(a.decision_function(te), b.decision_function(te))
 
 
-@pytest.mark.parametrize("param, value", [
-    ("latent_size", 0), ("batch_size", 1), ("lr", 0.0), ("alignment_lr", -1.0),
-    ("distance_end", 0), ("beta_factor", -0.1), ("projections", 2.5)])
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("latent_size", 0),
+        ("batch_size", 1),
+        ("lr", 0.0),
+        ("alignment_lr", -1.0),
+        ("distance_end", 0),
+        ("beta_factor", -0.1),
+        ("projections", 2.5),
+    ],
+)
 def test_refuses_bad_values(param, value):
     with pytest.raises(ConfigError, match=param):
         HSVAGenerator(**{param: value}).check_params()

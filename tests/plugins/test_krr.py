@@ -37,15 +37,20 @@ def test_fit_predict_is_the_closed_form(alpha, width):
     med = _median_distance(p.seen_semantics)
     assert reg.median_distance_ == pytest.approx(med, rel=1e-12)
     assert reg.lengthscale_ == pytest.approx(width * med, rel=1e-12)
-    expected = _explicit(p.seen_semantics, p.seen_prototypes, p.unseen_semantics, alpha,
-                         width * med)
+    expected = _explicit(
+        p.seen_semantics, p.seen_prototypes, p.unseen_semantics, alpha, width * med
+    )
     pred = reg.predict(p.unseen_semantics)
     assert pred.dtype == np.float32 and pred.shape == expected.shape
     np.testing.assert_allclose(pred, expected, rtol=1e-5, atol=1e-5)  # float32 output
-    gram = np.exp(-0.5 * ((p.seen_semantics[:, None] - p.seen_semantics[None]) ** 2).sum(-1)
-                  / (width * med) ** 2)
-    np.testing.assert_allclose((gram + alpha * np.eye(len(gram))) @ reg.coef_,
-                               p.seen_prototypes, rtol=1e-8, atol=1e-8)
+    gram = np.exp(
+        -0.5
+        * ((p.seen_semantics[:, None] - p.seen_semantics[None]) ** 2).sum(-1)
+        / (width * med) ** 2
+    )
+    np.testing.assert_allclose(
+        (gram + alpha * np.eye(len(gram))) @ reg.coef_, p.seen_prototypes, rtol=1e-8, atol=1e-8
+    )
 
 
 def test_the_declared_search_space_is_the_grids():
@@ -64,8 +69,12 @@ def test_grids_are_the_documented_ones():
 def test_registered_as_krr_with_documented_defaults():
     assert load_registry().get("regressor", "krr").obj is KRRRegressor
     params = KRRRegressor().get_params()
-    assert params == {"alpha": 0.1, "width": 1.0, "alpha_grid": ALPHA_GRID,
-                      "width_grid": WIDTH_GRID}
+    assert params == {
+        "alpha": 0.1,
+        "width": 1.0,
+        "alpha_grid": ALPHA_GRID,
+        "width_grid": WIDTH_GRID,
+    }
     assert KRRRegressor().clone().get_params() == params
 
 

@@ -59,8 +59,9 @@ def t_loop(x: torch.Tensor, labels: list[int], margin: float) -> tuple[torch.Ten
 def backward_path(request, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test through each backward path of the nearest-negative distances: dense (the whole
     gradient at once, or one sample slot at a time) and sparse."""
-    monkeypatch.setattr(losses, "SPARSE_BACKWARD_FRACTION",
-                        2.0 if request.param == "sparse" else -1.0)
+    monkeypatch.setattr(
+        losses, "SPARSE_BACKWARD_FRACTION", 2.0 if request.param == "sparse" else -1.0
+    )
     if request.param == "dense-blockwise":
         monkeypatch.setattr(losses, "DENSE_WHOLE_ELEMENTS", -1)
     return request.param
@@ -75,8 +76,9 @@ def _value_and_grad(fn, x: torch.Tensor) -> tuple[float, torch.Tensor]:
 
 @pytest.mark.parametrize("n_cls,n_cb", [(2, 1), (2, 3), (3, 2), (4, 4), (6, 3)])
 @pytest.mark.parametrize("scale", [0.3, 1.5, 4.0])  # from all hinges active to only a few
-def test_balanced_triplet_loss_equals_triple_loop(n_cls: int, n_cb: int, scale: float,
-                                                  backward_path: str) -> None:
+def test_balanced_triplet_loss_equals_triple_loop(
+    n_cls: int, n_cb: int, scale: float, backward_path: str
+) -> None:
     gen = torch.Generator().manual_seed(n_cls * 100 + n_cb * 10 + int(scale * 10))
     x = torch.randn(n_cls, n_cb, 5, generator=gen, dtype=torch.float64) * scale
     x = x + torch.randn(n_cls, 1, 5, generator=gen, dtype=torch.float64) * scale  # class offsets
@@ -92,8 +94,9 @@ def test_balanced_triplet_loss_equals_triple_loop(n_cls: int, n_cb: int, scale: 
 
 
 @pytest.mark.parametrize("n_cls,n_cb,scale", [(3, 2, 1.5), (4, 4, 1.5), (6, 3, 4.0)])
-def test_loop_comparison_data_mixes_active_and_inactive_hinges(n_cls: int, n_cb: int,
-                                                               scale: float) -> None:
+def test_loop_comparison_data_mixes_active_and_inactive_hinges(
+    n_cls: int, n_cb: int, scale: float
+) -> None:
     """The loop comparison only pins down the hinge if some terms are 0 and some are not."""
     gen = torch.Generator().manual_seed(n_cls * 100 + n_cb * 10 + int(scale * 10))
     x = torch.randn(n_cls, n_cb, 5, generator=gen, dtype=torch.float64) * scale
@@ -101,8 +104,9 @@ def test_loop_comparison_data_mixes_active_and_inactive_hinges(n_cls: int, n_cb:
     means = x.mean(1)
     intra = ((x - means[:, None]) ** 2).sum(-1)
     inter = ((x[None] - means[:, None, None]) ** 2).sum(-1).min(dim=2).values
-    active = (4.0 + intra[:, None, :] - inter[:, :, None] > 0) & ~torch.eye(n_cls, dtype=torch.bool)[
-        :, :, None]
+    active = (4.0 + intra[:, None, :] - inter[:, :, None] > 0) & ~torch.eye(
+        n_cls, dtype=torch.bool
+    )[:, :, None]
     assert 0 < int(active.sum()) < n_cls * (n_cls - 1) * n_cb
 
 
@@ -124,7 +128,8 @@ def test_balanced_triplet_loss_duplicate_negative_counts_once(backward_path: str
 
 @pytest.mark.parametrize("duplicates", [False, True])
 def test_dense_backward_whole_and_blockwise_are_bit_identical(
-        monkeypatch: pytest.MonkeyPatch, duplicates: bool) -> None:
+    monkeypatch: pytest.MonkeyPatch, duplicates: bool
+) -> None:
     """The two dense paths accumulate the same products in the same order: the same bits."""
     gen = torch.Generator().manual_seed(7)
     x = torch.randn(30, 6, 8, generator=gen)
@@ -152,7 +157,8 @@ def _bt_broadcast(x: torch.Tensor, margin: float) -> torch.Tensor:
 
 @pytest.mark.parametrize("n_cls,n_cb", [(40, 8), (120, 4)])
 def test_balanced_triplet_loss_matches_broadcast_form_at_realistic_sizes(
-        n_cls: int, n_cb: int, backward_path: str) -> None:
+    n_cls: int, n_cb: int, backward_path: str
+) -> None:
     gen = torch.Generator().manual_seed(n_cls)
     x = torch.randn(n_cls, n_cb, 16, generator=gen, dtype=torch.float64)
     x = x + 1.2 * torch.randn(n_cls, 1, 16, generator=gen, dtype=torch.float64)
@@ -178,8 +184,9 @@ def test_balanced_triplet_loss_workspace_gives_identical_result() -> None:
     x = torch.randn(30, 6, 8, generator=gen)
     workspace = torch.full((30 * 30 * 6 + 17,), float("nan"))
     plain, plain_grad = _value_and_grad(lambda v: balanced_triplet_loss(v, 4.0), x)
-    with_ws, ws_grad = _value_and_grad(lambda v: balanced_triplet_loss(v, 4.0, workspace=workspace),
-                                       x)
+    with_ws, ws_grad = _value_and_grad(
+        lambda v: balanced_triplet_loss(v, 4.0, workspace=workspace), x
+    )
     assert with_ws == plain
     assert torch.equal(ws_grad, plain_grad)
 
@@ -193,12 +200,15 @@ def test_balanced_triplet_loss_rejects_bad_input() -> None:
         balanced_triplet_loss(torch.randn(3, 2, 2), reduction="max")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("labels", [
-    [0, 0, 1, 1],
-    [0, 1, 0, 2, 1, 0, 2, 2, 1],
-    [3, 3, 3, 7, 7, 9, 1, 1, 3, 9, 9, 7],
-    [0, 1, 2, 3, 0],  # most anchors have no positive
-])
+@pytest.mark.parametrize(
+    "labels",
+    [
+        [0, 0, 1, 1],
+        [0, 1, 0, 2, 1, 0, 2, 2, 1],
+        [3, 3, 3, 7, 7, 9, 1, 1, 3, 9, 9, 7],
+        [0, 1, 2, 3, 0],  # most anchors have no positive
+    ],
+)
 @pytest.mark.parametrize("scale", [0.4, 2.0])
 def test_triplet_loss_equals_triple_loop(labels: list[int], scale: float) -> None:
     gen = torch.Generator().manual_seed(len(labels) + int(10 * scale))
@@ -230,10 +240,16 @@ def _hinge_brute(anchor: torch.Tensor, negative: torch.Tensor, margin: float) ->
 
 
 @settings(max_examples=60, deadline=None)
-@given(rows=st.integers(1, 4), p=st.integers(1, 6), q=st.integers(1, 6),
-       margin=st.integers(0, 3), seed=st.integers(0, 2**16))
+@given(
+    rows=st.integers(1, 4),
+    p=st.integers(1, 6),
+    q=st.integers(1, 6),
+    margin=st.integers(0, 3),
+    seed=st.integers(0, 2**16),
+)
 def test_pairwise_hinge_sum_equals_brute_force_including_exact_zero_hinges(
-        rows: int, p: int, q: int, margin: int, seed: int) -> None:
+    rows: int, p: int, q: int, margin: int, seed: int
+) -> None:
     """Small integers make many hinges exactly 0; there the sub-gradient must be relu's (0)."""
     gen = torch.Generator().manual_seed(seed)
     anchor = torch.randint(-3, 4, (rows, p), generator=gen).double()

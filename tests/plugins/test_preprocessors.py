@@ -63,9 +63,14 @@ def test_read_only_memmap_is_not_written(tmp_path) -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=2, max_dims=2, max_side=8),
-                  elements=st.floats(0, 1e6, width=32)),
-       st.floats(0.5, 20))
+@given(
+    hnp.arrays(
+        np.float32,
+        hnp.array_shapes(min_dims=2, max_dims=2, max_side=8),
+        elements=st.floats(0, 1e6, width=32),
+    ),
+    st.floats(0.5, 20),
+)
 def test_output_lies_in_unit_interval_and_keeps_order(f: np.ndarray, clip: float) -> None:
     out = ClipScale(clip=clip).transform(f)
     assert out.shape == f.shape

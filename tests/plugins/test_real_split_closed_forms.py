@@ -41,8 +41,11 @@ from zslbench_plugins.sae import SAE
 
 #: folder, seen and unseen class counts (Xian et al. 2018, Table 1; checked against the files'
 #: locations in tests/plugins/xlsa17/test_real_splits.py), and the file holding the locations.
-DATASETS = {"APY": (20, 12, "att_splits.mat"), "AWA2": (40, 10, "att_splits.mat"),
-            "CUB": (150, 50, "att_splits.mat")}
+DATASETS = {
+    "APY": (20, 12, "att_splits.mat"),
+    "AWA2": (40, 10, "att_splits.mat"),
+    "CUB": (150, 50, "att_splits.mat"),
+}
 DIM = 48
 GAMMA, LAM = 3.0, 0.3  # ESZSL
 SAE_LAM = 2.0
@@ -63,12 +66,20 @@ def real_split_data(shared: Path, folder: str, seed: int = 0) -> ZSLData:
     proj = rng.standard_normal((att.shape[1], DIM))
     protos = np.maximum(att @ proj * (4.0 / np.abs(att @ proj).mean()), 0.0)
     feats = np.maximum(protos[labels] + rng.standard_normal((labels.size, DIM)), 0.0)
-    locs = {k: mat[k].ravel().astype(np.int64) - 1
-            for k in ("trainval_loc", "test_seen_loc", "test_unseen_loc")}
-    return ZSLData(name=f"{folder.lower()}-real-split", features=feats.astype(np.float32),
-                   labels=labels, attributes=att.astype(np.float32),
-                   trainval_idx=locs["trainval_loc"], test_seen_idx=locs["test_seen_loc"],
-                   test_unseen_idx=locs["test_unseen_loc"], val_classes=None)
+    locs = {
+        k: mat[k].ravel().astype(np.int64) - 1
+        for k in ("trainval_loc", "test_seen_loc", "test_unseen_loc")
+    }
+    return ZSLData(
+        name=f"{folder.lower()}-real-split",
+        features=feats.astype(np.float32),
+        labels=labels,
+        attributes=att.astype(np.float32),
+        trainval_idx=locs["trainval_loc"],
+        test_seen_idx=locs["test_seen_loc"],
+        test_unseen_idx=locs["test_unseen_loc"],
+        val_classes=None,
+    )
 
 
 @pytest.fixture(scope="module", params=sorted(DATASETS))
@@ -82,8 +93,12 @@ def real(request) -> ZSLData:
 def _trainval(data: ZSLData) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     tv = data.trainval_idx
     classes = np.arange(len(data.attributes))
-    return (np.asarray(data.features)[tv], data.labels[tv],
-            np.asarray(data.attributes, dtype=np.float64), classes)
+    return (
+        np.asarray(data.features)[tv],
+        data.labels[tv],
+        np.asarray(data.attributes, dtype=np.float64),
+        classes,
+    )
 
 
 def _per_class_accuracy(pred: np.ndarray, truth: np.ndarray) -> float:
@@ -95,8 +110,13 @@ def _reference_eszsl_v(x: np.ndarray, y: np.ndarray, att: np.ndarray) -> np.ndar
     xt = x.astype(np.float64).T  # d x n
     onehot = (y[:, None] == seen[None, :]).astype(np.float64)
     s = att[seen].T  # a x z
-    return (np.linalg.inv(xt @ xt.T + GAMMA * np.eye(len(xt))) @ xt @ onehot @ s.T
-            @ np.linalg.inv(s @ s.T + LAM * np.eye(len(s))))
+    return (
+        np.linalg.inv(xt @ xt.T + GAMMA * np.eye(len(xt)))
+        @ xt
+        @ onehot
+        @ s.T
+        @ np.linalg.inv(s @ s.T + LAM * np.eye(len(s)))
+    )
 
 
 def _reference_sae_w(x: np.ndarray, y: np.ndarray, att: np.ndarray) -> np.ndarray:
@@ -136,7 +156,8 @@ def test_eszsl_is_its_closed_form_on_the_real_split(real):
     v = _reference_eszsl_v(x, y, att)
     assert np.abs(model.V_ - v).max() <= 1e-8 * np.abs(v).max()
     test = np.asarray(real.features, dtype=np.float64)[
-        np.concatenate([real.test_seen_idx, real.test_unseen_idx])]
+        np.concatenate([real.test_seen_idx, real.test_unseen_idx])
+    ]
     ref_scores = test @ v @ att.T
     assert np.array_equal(model.decision_function(test).argmax(1), ref_scores.argmax(1))
     at = _protocol_at(real, "eszsl", [f"eszsl.gamma={GAMMA}", f"eszsl.lam={LAM}"])
@@ -154,6 +175,7 @@ def test_sae_is_its_sylvester_solution_on_the_real_split(real, method, direction
     sem = att / np.linalg.norm(att, axis=0, keepdims=True)
     wu = _unit_rows(w)
     if direction == "v2s":
+
         def scores(z):
             return _unit_rows(z @ wu.T) @ _unit_rows(sem).T
     else:
@@ -162,6 +184,7 @@ def test_sae_is_its_sylvester_solution_on_the_real_split(real, method, direction
 
         def scores(z):
             return _unit_rows(z) @ proto.T
+
     test = np.asarray(real.features, dtype=np.float64)[real.test_unseen_idx]
     assert np.array_equal(model.decision_function(test).argmax(1), scores(test).argmax(1))
     at = _protocol_at(real, method, [f"model.lam={SAE_LAM}"])

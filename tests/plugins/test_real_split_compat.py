@@ -55,7 +55,9 @@ def reference_ale_w(x: np.ndarray, y: np.ndarray, phi: np.ndarray, seed: int) ->
     for _ in range(EPOCHS):
         for i in torch.randperm(len(y), generator=gen).numpy():
             scores = theta[i] @ w @ phi.T
-            violating = [j for j in range(n_cls) if j != y[i] and 1.0 + scores[j] - scores[y[i]] > 0]
+            violating = [
+                j for j in range(n_cls) if j != y[i] and 1.0 + scores[j] - scores[y[i]] > 0
+            ]
             r = len(violating)
             if r:
                 grad_dir = sum(phi[j] - phi[y[i]] for j in violating)
@@ -66,8 +68,7 @@ def reference_ale_w(x: np.ndarray, y: np.ndarray, phi: np.ndarray, seed: int) ->
 def test_ale_is_the_war_sgd_on_the_real_apy_split(apy):
     x, y, att, classes = _trainval(apy)
     seen = np.unique(y)
-    model = CompatModel(loss="ale", lr=LR, epochs=EPOCHS, random_state=SEED).fit(
-        x, y, att, classes)
+    model = CompatModel(loss="ale", lr=LR, epochs=EPOCHS, random_state=SEED).fit(x, y, att, classes)
     w = reference_ale_w(np.asarray(x, dtype=np.float64), np.searchsorted(seen, y), att[seen], SEED)
     assert np.abs(w).max() > 1.5, "the reference must have moved W away from its start"
     assert np.abs(model.W_ - w).max() <= 1e-5 * np.abs(w).max()  # float32 W: 9e-7 seen

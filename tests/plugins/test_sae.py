@@ -19,15 +19,20 @@ from zslbench.testing import check_model
 from zslbench_plugins.sae import LAMBDA_GRID, SAE, zslbench_methods
 
 
-def _problem(seed: int = 0, n: int = 40, d: int = 6, a: int = 4, n_seen: int = 5,
-             n_unseen: int = 2) -> dict[str, np.ndarray]:
+def _problem(
+    seed: int = 0, n: int = 40, d: int = 6, a: int = 4, n_seen: int = 5, n_unseen: int = 2
+) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     classes = rng.permutation(np.arange(100, 100 + n_seen + n_unseen)).astype(np.int64)
     seen = np.sort(classes[:n_seen])
     labels = np.concatenate([seen, rng.choice(seen, size=n - n_seen)]).astype(np.int64)
-    return {"features": np.abs(rng.standard_normal((n, d))).astype(np.float32), "labels": labels,
-            "semantics": np.abs(rng.standard_normal((len(classes), a))), "classes": classes,
-            "test": np.abs(rng.standard_normal((9, d))).astype(np.float32)}
+    return {
+        "features": np.abs(rng.standard_normal((n, d))).astype(np.float32),
+        "labels": labels,
+        "semantics": np.abs(rng.standard_normal((len(classes), a))),
+        "classes": classes,
+        "test": np.abs(rng.standard_normal((9, d))).astype(np.float32),
+    }
 
 
 def _fit(p: dict[str, np.ndarray], **params) -> SAE:
@@ -101,8 +106,10 @@ def test_scores_are_the_official_cosine_similarities(direction):
 
 def test_the_two_directions_differ():
     p = _problem(2)
-    assert not np.allclose(_fit(p, direction="v2s").decision_function(p["test"]),
-                           _fit(p, direction="s2v").decision_function(p["test"]))
+    assert not np.allclose(
+        _fit(p, direction="v2s").decision_function(p["test"]),
+        _fit(p, direction="s2v").decision_function(p["test"]),
+    )
 
 
 def test_refit_of_one_instance_equals_a_fresh_fit():
@@ -114,14 +121,21 @@ def test_refit_of_one_instance_equals_a_fresh_fit():
     assert np.allclose(model.W_, _fit(p, lam=30.0).W_, rtol=1e-12, atol=0)
     model.fit(q["features"], q["labels"], q["semantics"], q["classes"])
     assert np.array_equal(model.W_, _fit(q, lam=30.0).W_)
-    model.set_params(normalize="image").fit(q["features"], q["labels"], q["semantics"],
-                                            q["classes"])
+    model.set_params(normalize="image").fit(
+        q["features"], q["labels"], q["semantics"], q["classes"]
+    )
     assert np.array_equal(model.W_, _fit(q, lam=30.0, normalize="image").W_)
 
 
-@pytest.mark.parametrize("params", [{"lam": 1.0}, {"lam": 1.0, "direction": "s2v"},
-                                    {"lam": 10.0, "normalize": "image"},
-                                    {"lam": 1.0, "direction": "s2v", "normalize": "image"}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"lam": 1.0},
+        {"lam": 1.0, "direction": "s2v"},
+        {"lam": 10.0, "normalize": "image"},
+        {"lam": 1.0, "direction": "s2v", "normalize": "image"},
+    ],
+)
 def test_check_model(params):
     check_model(SAE(**params))
 
@@ -138,15 +152,29 @@ def test_search_space_and_methods():
     assert SAE(lam_grid=(1.0, 2.0)).search_space == {"lam": (1.0, 2.0)}
     assert list(LAMBDA_GRID) == sorted(LAMBDA_GRID)
     specs = {m.name: m for m in zslbench_methods()}
-    assert {n: s.params["model"]["direction"] for n, s in specs.items()} == {"sae": "v2s",
-                                                                            "sae-s2v": "s2v"}
+    assert {n: s.params["model"]["direction"] for n, s in specs.items()} == {
+        "sae": "v2s",
+        "sae-s2v": "s2v",
+    }
     assert all(s.model == "sae" and s.preprocessor == "none" for s in specs.values())
 
 
-@pytest.mark.parametrize("bad", [{"lam": -1.0}, {"lam": 0.0}, {"lam": float("nan")},
-                                 {"lam": "banana"}, {"lam": True}, {"direction": "x2y"},
-                                 {"direction": None}, {"normalize": "l2"}, {"lam_grid": "abc"},
-                                 {"lam_grid": ()}, {"lam_grid": (1.0, -1.0)}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"lam": -1.0},
+        {"lam": 0.0},
+        {"lam": float("nan")},
+        {"lam": "banana"},
+        {"lam": True},
+        {"direction": "x2y"},
+        {"direction": None},
+        {"normalize": "l2"},
+        {"lam_grid": "abc"},
+        {"lam_grid": ()},
+        {"lam_grid": (1.0, -1.0)},
+    ],
+)
 def test_bad_hyperparameters_are_one_line_config_errors(bad):
     (param,) = bad
     with pytest.raises(ConfigError) as err:
@@ -157,25 +185,34 @@ def test_bad_hyperparameters_are_one_line_config_errors(bad):
         _fit(p, **bad)
 
 
-def test_the_search_reuses_the_decomposition_through_the_harness_stages_not_an_id_cache(monkeypatch):
+def test_the_search_reuses_the_decomposition_through_the_harness_stages_not_an_id_cache(
+    monkeypatch,
+):
     """Issue 27: a fit cache keyed on ``id()``, one of them the id of a string (``normalize``)."""
     from zslbench.stages import StagedModel
 
     assert issubclass(SAE, StagedModel)
     assert [(s.name, s.reads) for s in SAE.stages] == [
-        ("eigendecomposition", ("normalize",)), ("sylvester_solve", ("lam",)),
-        ("class_targets", ("direction",))]
+        ("eigendecomposition", ("normalize",)),
+        ("sylvester_solve", ("lam",)),
+        ("class_targets", ("direction",)),
+    ]
     calls = []
     real = SAE.fit_eigendecomposition
-    monkeypatch.setattr(SAE, "fit_eigendecomposition", lambda self, inp: calls.append(1) or real(self, inp))
+    monkeypatch.setattr(
+        SAE, "fit_eigendecomposition", lambda self, inp: calls.append(1) or real(self, inp)
+    )
     p = _problem(4)
     model = _fit(p, lam=1.0)
     model.set_params(lam=30.0).fit(p["features"], p["labels"], p["semantics"], p["classes"])
     assert len(calls) == 1
     # an equal string that is another object is the same normalisation: still reused
-    model.set_params(normalize="".join(["dimen", "sion"])).fit(p["features"], p["labels"], p["semantics"],
-                                                               p["classes"])
+    model.set_params(normalize="".join(["dimen", "sion"])).fit(
+        p["features"], p["labels"], p["semantics"], p["classes"]
+    )
     assert len(calls) == 1
-    model.set_params(normalize="image").fit(p["features"], p["labels"], p["semantics"], p["classes"])
+    model.set_params(normalize="image").fit(
+        p["features"], p["labels"], p["semantics"], p["classes"]
+    )
     assert len(calls) == 2
     assert not hasattr(model, "_arrays") and not hasattr(model, "_decomposition")

@@ -30,8 +30,19 @@ from zslbench_plugins.sdgzsl import (
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 #: Small networks, warm-ups fast enough that the KL and total-correlation terms are on.
-TINY = dict(latent_dim=4, encoder_out=16, hidden=32, s_dim=16, ns_dim=16, nepoch=4,
-            batch_size=32, kl_warmup=0.2, tc_warmup=0.2, syn_num=40, classifier_epochs=3)
+TINY = dict(
+    latent_dim=4,
+    encoder_out=16,
+    hidden=32,
+    s_dim=16,
+    ns_dim=16,
+    nepoch=4,
+    batch_size=32,
+    kl_warmup=0.2,
+    tc_warmup=0.2,
+    syn_num=40,
+    classifier_epochs=3,
+)
 
 
 def _g(seed: int) -> torch.Generator:
@@ -51,19 +62,25 @@ def test_relation_scores_equal_the_official_pairwise_concatenation_in_value_and_
     ours = relation_scores(rel, s, c)
     torch.testing.assert_close(ours, ref)
     wrt = [s, *rel.parameters()]
-    for a, b in zip(torch.autograd.grad(ours.sum(), wrt), torch.autograd.grad(ref.sum(), wrt),
-                    strict=True):
+    for a, b in zip(
+        torch.autograd.grad(ours.sum(), wrt), torch.autograd.grad(ref.sum(), wrt), strict=True
+    ):
         torch.testing.assert_close(a, b)
 
 
 def test_vae_loss_is_the_summed_squared_error_plus_beta_kl_over_the_batch():
     g = _g(1)
-    x, r = torch.rand(4, 6, generator=g, dtype=torch.float64), torch.rand(4, 6, generator=g,
-                                                                         dtype=torch.float64)
+    x, r = (
+        torch.rand(4, 6, generator=g, dtype=torch.float64),
+        torch.rand(4, 6, generator=g, dtype=torch.float64),
+    )
     mu = torch.randn(4, 3, generator=g, dtype=torch.float64)
     var = torch.rand(4, 3, generator=g, dtype=torch.float64) + 0.1
-    kl = sum(0.5 * (mu[i, j] ** 2 + var[i, j] - math.log(var[i, j]) - 1)
-             for i in range(4) for j in range(3))
+    kl = sum(
+        0.5 * (mu[i, j] ** 2 + var[i, j] - math.log(var[i, j]) - 1)
+        for i in range(4)
+        for j in range(3)
+    )
     want = (((r - x) ** 2).sum() + 0.3 * kl) / 4
     assert vae_loss(r, x, mu, var, 0.3).item() == pytest.approx(float(want), rel=1e-12)
 
@@ -102,7 +119,8 @@ def test_synthesis_runs_in_evaluation_mode_and_every_term_is_recorded():
     p = toy_problem(0)
     tr = p["train"]
     m = GenerativeModel.with_generator(SDGZSLGenerator, **TINY, random_state=0).fit(
-        p["features"][tr], p["labels"][tr], p["attributes"], p["classes"])
+        p["features"][tr], p["labels"][tr], p["attributes"], p["classes"]
+    )
     gen = m.generator_
     assert not gen.vae_.training and not gen.ae_.training
     assert gen.vae_.bn2.eps == 0.8 and gen.vae_.bn2.num_batches_tracked > 0
@@ -117,9 +135,18 @@ def test_synthesis_runs_in_evaluation_mode_and_every_term_is_recorded():
     assert gen.history_["discriminator"].max() > 0
 
 
-@pytest.mark.parametrize("param, value", [
-    ("latent_dim", 0), ("batch_size", 1), ("lr", 0.0), ("ga", -1.0), ("vae_dec_drop", 1.0),
-    ("dis_step", -1), ("s_dim", 2.5)])
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("latent_dim", 0),
+        ("batch_size", 1),
+        ("lr", 0.0),
+        ("ga", -1.0),
+        ("vae_dec_drop", 1.0),
+        ("dis_step", -1),
+        ("s_dim", 2.5),
+    ],
+)
 def test_refuses_bad_values(param, value):
     with pytest.raises(ConfigError, match=param):
         SDGZSLGenerator(**{param: value}).check_params()
@@ -131,8 +158,7 @@ def test_the_run_has_a_selection_audit():
     data = reg.get("dataset", "toy").obj.load(None)
     own = set(SDGZSLGenerator._param_names())
     sets = [f"{'generator' if k in own else 'model'}.{k}={v}" for k, v in TINY.items()]
-    method = prepare_method(reg, "sdgzsl", parse_overrides(sets)).instantiate(seed=0,
-                                                                               device="cpu")
+    method = prepare_method(reg, "sdgzsl", parse_overrides(sets)).instantiate(seed=0, device="cpu")
     res = run_protocol(data, method, seed=0)
     audit = res.selection_audit
     assert audit is not None and "train.py" in audit["rule"]

@@ -46,8 +46,19 @@ def test_a_tvgzsl_file_is_the_benchmark_with_that_backbones_features(tmp_path: P
     assert len(data.trainval_idx) == 23527 and len(data.test_unseen_idx) == 7913
 
     results = tmp_path / "results"
-    res = invoke_main("run", "--method", "eszsl", "--dataset", str(file), "--results-dir",
-                      str(results), "--set", "eszsl.gamma=1", "--set", "eszsl.lam=1")
+    res = invoke_main(
+        "run",
+        "--method",
+        "eszsl",
+        "--dataset",
+        str(file),
+        "--results-dir",
+        str(results),
+        "--set",
+        "eszsl.gamma=1",
+        "--set",
+        "eszsl.lam=1",
+    )
     assert res.exit_code == 0, res.output
     (path,) = results.glob("*.json")
     import json
@@ -74,13 +85,17 @@ def test_a_pickle_that_asks_for_code_is_refused_not_run(tmp_path: Path) -> None:
     assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
 
 
-@pytest.mark.parametrize("name, says", [
-    ("vit_b32_clip_imagenet_data.p", "is not <backbone>_<dataset>_data.p"),
-    ("_awa2_data.p", "is not <backbone>_<dataset>_data.p"),
-    ("vit/b32_awa2_data.p", None),
-])
-def test_file_names_that_do_not_name_a_backbone_and_benchmark(tmp_path: Path, name: str,
-                                                              says: str | None) -> None:
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("vit_b32_clip_imagenet_data.p", "is not <backbone>_<dataset>_data.p"),
+        ("_awa2_data.p", "is not <backbone>_<dataset>_data.p"),
+        ("vit/b32_awa2_data.p", None),
+    ],
+)
+def test_file_names_that_do_not_name_a_backbone_and_benchmark(
+    tmp_path: Path, name: str, says: str | None
+) -> None:
     path = tmp_path / name
     if says is None:
         assert tvgzsl.parse_name(path) == ("awa2", "b32")  # the folder is not the name
@@ -106,10 +121,22 @@ def test_the_split_checks_apply_labels_that_do_not_fit_the_split_file(tmp_path: 
     assert "att_splits.mat" in line and "37317 images" in line and "belong together" in line
 
     bad = labels.copy()  # a test-unseen image labelled with a seen class: the runner's split check
-    unseen_image = int(scipy.io.loadmat(data_dir / "RN101" / "AWA2" / "att_splits.mat")[
-        "test_unseen_loc"].ravel()[0]) - 1
-    bad[unseen_image] = labels[int(scipy.io.loadmat(data_dir / "RN101" / "AWA2" / "att_splits.mat")[
-        "trainval_loc"].ravel()[0]) - 1]
+    unseen_image = (
+        int(
+            scipy.io.loadmat(data_dir / "RN101" / "AWA2" / "att_splits.mat")[
+                "test_unseen_loc"
+            ].ravel()[0]
+        )
+        - 1
+    )
+    bad[unseen_image] = labels[
+        int(
+            scipy.io.loadmat(data_dir / "RN101" / "AWA2" / "att_splits.mat")[
+                "trainval_loc"
+            ].ravel()[0]
+        )
+        - 1
+    ]
     with open(file, "wb") as fh:
         pickle.dump({"features": _features(labels), "labels": bad}, fh)
     with pytest.raises(SplitError) as err:
@@ -128,8 +155,13 @@ def test_a_missing_split_file_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_mat_feature_file_in_xlsa17s_layout(tmp_path: Path) -> None:
     data_dir, labels = _awa2(tmp_path)
     file = data_dir / "RN101" / "AWA2" / "res101_finetuned.mat"
-    scipy.io.savemat(file, {"features": _features(labels).T.astype(np.float64),
-                            "labels": labels.reshape(-1, 1).astype(np.float64)})
+    scipy.io.savemat(
+        file,
+        {
+            "features": _features(labels).T.astype(np.float64),
+            "labels": labels.reshape(-1, 1).astype(np.float64),
+        },
+    )
     spec = tvgzsl.zslbench_open_dataset(str(file))
     assert spec is not None and spec.name == "awa2@res101_finetuned"
     data = spec.load(None)

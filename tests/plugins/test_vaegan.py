@@ -23,8 +23,17 @@ from zslbench_plugins.vaegan import (
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 #: Small networks, a few epochs: enough for ``check_model``'s "unseen classes are scored".
-TINY = dict(hidden=32, ngh=32, ndh=32, nepoch=6, lr=1e-3, batch_size=16, critic_iter=1,
-            syn_num=20, classifier_epochs=5)
+TINY = dict(
+    hidden=32,
+    ngh=32,
+    ndh=32,
+    nepoch=6,
+    lr=1e-3,
+    batch_size=16,
+    critic_iter=1,
+    syn_num=20,
+    classifier_epochs=5,
+)
 
 
 def scaled_toy(seed: int = 0) -> dict:
@@ -33,8 +42,9 @@ def scaled_toy(seed: int = 0) -> dict:
     p = toy_problem(seed)
     tr = p["features"][p["train"]]
     lo, hi = tr.min(0), tr.max(0)
-    p["features"] = np.clip((p["features"] - lo) / np.where(hi > lo, hi - lo, 1), 0, 1
-                            ).astype(np.float32)
+    p["features"] = np.clip((p["features"] - lo) / np.where(hi > lo, hi - lo, 1), 0, 1).astype(
+        np.float32
+    )
     return p
 
 
@@ -47,6 +57,7 @@ def _g(seed: int = 0) -> torch.Generator:
 
 
 # -- losses against the official formulas, element by element ---------------------------------
+
 
 def test_weighted_l1_is_the_official_formula_in_value_and_gradient():
     g = _g(1)
@@ -72,8 +83,14 @@ def test_vae_loss_is_summed_bce_plus_kl_over_the_batch():
     mu = torch.randn(4, 3, generator=g, dtype=torch.float64)
     lv = torch.randn(4, 3, generator=g, dtype=torch.float64)
     bce = -(x * torch.log(recon + 1e-12) + (1 - x) * torch.log(1 - recon - 1e-12)).sum() / 4
-    kl = sum(0.5 * (mu[i, j] ** 2 + lv[i, j].exp() - lv[i, j] - 1)
-             for i in range(4) for j in range(3)) / 4
+    kl = (
+        sum(
+            0.5 * (mu[i, j] ** 2 + lv[i, j].exp() - lv[i, j] - 1)
+            for i in range(4)
+            for j in range(3)
+        )
+        / 4
+    )
     torch.testing.assert_close(vae_loss(recon, x, mu, lv), bce + kl)
 
 
@@ -101,6 +118,7 @@ def test_center_loss_matches_the_official_loops(kind):
 def test_lambda_adapts_as_the_official_rule():
     """train_images.py:193-197: gp_sum (of gammaD-scaled penalties over the critic iterations)
     divided by gammaD * lambda1 * critic_iter, against 1.05 and 1.001."""
+
     def gp_sum(gp_mean, lambda1=10.0, gamma_d=10.0, critic_iter=5):
         return gp_mean * gamma_d * lambda1 * critic_iter
 
@@ -113,6 +131,7 @@ def test_lambda_adapts_as_the_official_rule():
 
 
 # -- the model ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("generator", [TFVAEGANGenerator, FREEGenerator])
 def test_check_model(generator):
@@ -136,9 +155,9 @@ def test_tfvaegan_classifier_space_is_features_decoder_output_and_hidden():
     x = torch.as_tensor(p["features"][:3])
     z = m.generator_.embed(x)
     assert z.shape == (3, x.shape[1] + p["attributes"].shape[1] + TINY["ngh"])
-    torch.testing.assert_close(z[:, :x.shape[1]], x)
+    torch.testing.assert_close(z[:, : x.shape[1]], x)
     # the decoder's attribute reconstruction has unit rows
-    att = z[:, x.shape[1]:x.shape[1] + p["attributes"].shape[1]]
+    att = z[:, x.shape[1] : x.shape[1] + p["attributes"].shape[1]]
     torch.testing.assert_close(att.norm(dim=1), torch.ones(3))
     assert m.generator_.lambda1_ != TINY.get("lambda1", 10.0)  # it adapted
 
@@ -151,7 +170,7 @@ def test_free_scores_are_a_function_of_the_image_but_training_features_are_noisy
     a = m.generator_.embed_train(x, _g(0))
     b = m.generator_.embed_train(x, _g(1))
     assert not torch.allclose(a, b)
-    torch.testing.assert_close(a[:, :-p["attributes"].shape[1]], b[:, :-p["attributes"].shape[1]])
+    torch.testing.assert_close(a[:, : -p["attributes"].shape[1]], b[:, : -p["attributes"].shape[1]])
 
 
 def test_free_centre_gradient_accumulates_as_in_the_official_code(monkeypatch):
@@ -179,16 +198,32 @@ def test_free_centre_gradient_accumulates_as_in_the_official_code(monkeypatch):
     monkeypatch.setattr(vaegan, "center_loss", recording_loss)
     monkeypatch.setattr(torch.optim.Adam, "step", spy)
     p = scaled_toy(2)
-    _fit(model(FREEGenerator, **{**TINY, "nepoch": 1, "loops": 1, "critic_iter": 3,
-                                 "batch_size": 64}, random_state=0), p)
+    _fit(
+        model(
+            FREEGenerator,
+            **{**TINY, "nepoch": 1, "loops": 1, "critic_iter": 3, "batch_size": 64},
+            random_state=0,
+        ),
+        p,
+    )
     assert len(stepped) == len(fresh) >= 3
     for k in range(len(stepped)):
-        torch.testing.assert_close(stepped[k], sum(fresh[:k + 1]))
+        torch.testing.assert_close(stepped[k], sum(fresh[: k + 1]))
 
 
-@pytest.mark.parametrize("param, value", [
-    ("hidden", 0), ("nepoch", -1), ("lr", 0.0), ("beta1", 1.0), ("gammaD", -1.0),
-    ("freeze_dec", "yes"), ("a1", float("nan")), ("encoded_noise", 1)])
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("hidden", 0),
+        ("nepoch", -1),
+        ("lr", 0.0),
+        ("beta1", 1.0),
+        ("gammaD", -1.0),
+        ("freeze_dec", "yes"),
+        ("a1", float("nan")),
+        ("encoded_noise", 1),
+    ],
+)
 def test_tfvaegan_refuses_bad_values(param, value):
     with pytest.raises(ConfigError, match=param):
         TFVAEGANGenerator(**{param: value}).check_params()
@@ -200,8 +235,10 @@ def test_tfvaegan_feedback_needs_matching_widths():
     TFVAEGANGenerator(hidden=64, ngh=32, loops=1).check_params()
 
 
-@pytest.mark.parametrize("param, value", [
-    ("center_loss", "hinge"), ("incenter_weight", 1.5), ("center_margin", -1.0), ("loops", 0)])
+@pytest.mark.parametrize(
+    "param, value",
+    [("center_loss", "hinge"), ("incenter_weight", 1.5), ("center_margin", -1.0), ("loops", 0)],
+)
 def test_free_refuses_bad_values(param, value):
     with pytest.raises(ConfigError, match=param):
         FREEGenerator(**{param: value}).check_params()

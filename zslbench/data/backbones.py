@@ -31,8 +31,12 @@ PART = "backbone"
 def content_fingerprint(parts: Mapping[str, str], features_hash: str) -> str:
     """The data fingerprint of content ``parts`` and a features hash, as ``check_dataset`` forms
     it (and ``zslbench.claims`` recomputes it)."""
-    text = (CONTENT_SCHEME + "\n" + "\n".join(f"{k}:{v}" for k, v in sorted(parts.items()))
-            + f"\nfeatures:{features_hash}\n")
+    text = (
+        CONTENT_SCHEME
+        + "\n"
+        + "\n".join(f"{k}:{v}" for k, v in sorted(parts.items()))
+        + f"\nfeatures:{features_hash}\n"
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -63,5 +67,6 @@ def named(verdict: DataCheck, backbone: str | None, benchmark: Benchmark | None)
     if not is_foreign(backbone, benchmark):
         return verdict
     parts = {**verdict.parts, PART: str(backbone)}
-    return replace(verdict, parts=parts,
-                   fingerprint=content_fingerprint(parts, verdict.features_hash))
+    return replace(
+        verdict, parts=parts, fingerprint=content_fingerprint(parts, verdict.features_hash)
+    )

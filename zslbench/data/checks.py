@@ -98,14 +98,21 @@ class DataCheck:
         others = list(dict.fromkeys(f.check for f in self.problems[1:]))
         message = first.line() + (f" (also failing: {', '.join(others)})" if others else "")
         kept_off = " (a non-standard run's records are kept off the standard leaderboard)"
-        return SplitError(message, hint=first.hint + (kept_off if OVERRIDE_FLAG in first.hint
-                                                      else ""))
+        return SplitError(
+            message, hint=first.hint + (kept_off if OVERRIDE_FLAG in first.hint else "")
+        )
 
     def as_record(self) -> dict[str, Any]:
-        return {"fingerprint": self.split_fingerprint, "content_fingerprint": self.fingerprint,
-                "parts": dict(self.parts), "standard": self.standard, "reason": self.reason,
-                "official": self.official, "revision": self.revision,
-                "unverified": list(self.unverified)}
+        return {
+            "fingerprint": self.split_fingerprint,
+            "content_fingerprint": self.fingerprint,
+            "parts": dict(self.parts),
+            "standard": self.standard,
+            "reason": self.reason,
+            "official": self.official,
+            "revision": self.revision,
+            "unverified": list(self.unverified),
+        }
 
 
 def declared_benchmarks(specs: Iterable[DatasetSpec]) -> list[Benchmark]:
@@ -118,128 +125,208 @@ def _check_structure(data: ZSLData) -> None:
     name = data.name
     f = data.features
     if not hasattr(f, "ndim") or f.ndim != 2 or f.shape[0] == 0 or f.shape[1] == 0:
-        raise DataError(f"{name}: features must be a non-empty 2-D array (images x dims), got shape "
-                        f"{getattr(f, 'shape', None)}", hint="fix the dataset's loader or file")
-    if f.dtype == np.bool_ or not (np.issubdtype(f.dtype, np.floating)
-                                   or np.issubdtype(f.dtype, np.integer)):
-        raise DataError(f"{name}: features have dtype {f.dtype}; they must be real numbers",
-                        hint="store the features as float32")
+        raise DataError(
+            f"{name}: features must be a non-empty 2-D array (images x dims), got shape "
+            f"{getattr(f, 'shape', None)}",
+            hint="fix the dataset's loader or file",
+        )
+    if f.dtype == np.bool_ or not (
+        np.issubdtype(f.dtype, np.floating) or np.issubdtype(f.dtype, np.integer)
+    ):
+        raise DataError(
+            f"{name}: features have dtype {f.dtype}; they must be real numbers",
+            hint="store the features as float32",
+        )
     rows = max(1, HASH_BLOCK // max(1, f.shape[1] * 4))
     lo, hi = np.inf, -np.inf
     big = FLOAT32_MAX
     for start in range(0, f.shape[0], rows):
-        block = np.asarray(f[start:start + rows])
+        block = np.asarray(f[start : start + rows])
         finite = np.isfinite(block)
         if not finite.all():
             i, j = np.argwhere(~finite)[0]
-            raise DataError(f"{name}: features contain NaN or Inf (first at image {start + i}, "
-                            f"dimension {j}, 0-based)", hint="repair or re-extract the features")
+            raise DataError(
+                f"{name}: features contain NaN or Inf (first at image {start + i}, "
+                f"dimension {j}, 0-based)",
+                hint="repair or re-extract the features",
+            )
         b_lo, b_hi = float(block.min()), float(block.max())
         if max(abs(b_lo), abs(b_hi)) > big:
             i, j = np.argwhere(np.abs(block) > big)[0]
-            raise DataError(f"{name}: feature value {float(block[i, j]):g} (image {start + i}, "
-                            f"dimension {j}, 0-based) does not fit in float32, which every "
-                            "method computes in", hint="repair or rescale the features")
+            raise DataError(
+                f"{name}: feature value {float(block[i, j]):g} (image {start + i}, "
+                f"dimension {j}, 0-based) does not fit in float32, which every "
+                "method computes in",
+                hint="repair or rescale the features",
+            )
         lo, hi = min(lo, b_lo), max(hi, b_hi)
     if lo == hi:
-        raise DataError(f"{name}: every feature value is {format_value(np.float32(lo))}: the "
-                        "features are constant",
-                        hint="the feature file is empty or was not written; re-extract it")
+        raise DataError(
+            f"{name}: every feature value is {format_value(np.float32(lo))}: the "
+            "features are constant",
+            hint="the feature file is empty or was not written; re-extract it",
+        )
     labels = np.asarray(data.labels)
-    if labels.ndim != 1 or len(labels) != f.shape[0] or not np.issubdtype(labels.dtype,
-                                                                          np.integer):
-        raise DataError(f"{name}: labels must be {f.shape[0]} integer class ids, one per image, got "
-                        f"{labels.dtype} of shape {labels.shape}", hint="fix the labels")
+    if labels.ndim != 1 or len(labels) != f.shape[0] or not np.issubdtype(labels.dtype, np.integer):
+        raise DataError(
+            f"{name}: labels must be {f.shape[0]} integer class ids, one per image, got "
+            f"{labels.dtype} of shape {labels.shape}",
+            hint="fix the labels",
+        )
     att = np.asarray(data.attributes)
     if att.ndim != 2 or att.shape[0] == 0 or att.shape[1] == 0:
-        raise DataError(f"{name}: attributes must be a (classes x dims) matrix, got {att.shape}",
-                        hint="one semantic vector per class")
+        raise DataError(
+            f"{name}: attributes must be a (classes x dims) matrix, got {att.shape}",
+            hint="one semantic vector per class",
+        )
     if labels.min() < 0 or labels.max() >= att.shape[0]:
         bad = int(labels.min() if labels.min() < 0 else labels.max())
-        raise DataError(f"{name}: label {bad} is outside 0..{att.shape[0] - 1} (the attribute "
-                        f"matrix has {att.shape[0]} classes)",
-                        hint="labels must be 0-based rows of the attribute matrix")
+        raise DataError(
+            f"{name}: label {bad} is outside 0..{att.shape[0] - 1} (the attribute "
+            f"matrix has {att.shape[0]} classes)",
+            hint="labels must be 0-based rows of the attribute matrix",
+        )
     if not np.isfinite(att).all():
-        raise DataError(f"{name}: the attribute matrix contains NaN or Inf",
-                        hint="repair the class semantics")
+        raise DataError(
+            f"{name}: the attribute matrix contains NaN or Inf", hint="repair the class semantics"
+        )
     used = np.unique(labels)
     zero = used[~np.any(att[used] != 0, axis=1)]
     if zero.size:
-        raise DataError(f"{name}: class {int(zero[0])} has an all-zero semantic vector",
-                        hint="every class needs a non-zero semantic vector")
+        raise DataError(
+            f"{name}: class {int(zero[0])} has an all-zero semantic vector",
+            hint="every class needs a non-zero semantic vector",
+        )
 
 
-def check_dataset(data: ZSLData, kind: str, *, benchmark: Benchmark | None = None,
-                  known: Iterable[Benchmark] = (), allow_nonstandard: bool = False) -> DataCheck:
+def check_dataset(
+    data: ZSLData,
+    kind: str,
+    *,
+    benchmark: Benchmark | None = None,
+    known: Iterable[Benchmark] = (),
+    allow_nonstandard: bool = False,
+) -> DataCheck:
     """Run the contract on ``data`` (see the module doc); raise one line, or return the verdict.
 
     ``benchmark`` is the published benchmark the dataset's plugin declares (real data);
     ``known`` every declared benchmark, to match a real dataset that declares none.
     """
     if kind not in KINDS:
-        raise DataError(f"{data.name}: dataset kind {kind!r} is not one of {', '.join(KINDS)}",
-                        hint="a dataset plugin declares real, synthetic or custom")
+        raise DataError(
+            f"{data.name}: dataset kind {kind!r} is not one of {', '.join(KINDS)}",
+            hint="a dataset plugin declares real, synthetic or custom",
+        )
     _check_structure(data)
     naming = data.split_naming or DATASET_NAMING
     where = naming.file or data.name
-    failures = check_split(where, data.features.shape[0], np.asarray(data.labels),
-                           np.asarray(data.trainval_idx) + 1, np.asarray(data.test_seen_idx) + 1,
-                           np.asarray(data.test_unseen_idx) + 1, naming=naming)
+    failures = check_split(
+        where,
+        data.features.shape[0],
+        np.asarray(data.labels),
+        np.asarray(data.trainval_idx) + 1,
+        np.asarray(data.test_seen_idx) + 1,
+        np.asarray(data.test_unseen_idx) + 1,
+        naming=naming,
+    )
     if data.val_classes is not None and len(data.val_classes):
         if len(np.intersect1d(data.val_classes, data.seen_classes)) >= len(data.seen_classes):
-            raise DataError(f"{where}: the validation classes are all {len(data.seen_classes)} "
-                            "seen classes: no class would be left to train the validation fit",
-                            hint="make the validation classes a proper subset of the seen "
-                            "classes (xlsa17 holds out about a third)")
+            raise DataError(
+                f"{where}: the validation classes are all {len(data.seen_classes)} "
+                "seen classes: no class would be left to train the validation fit",
+                hint="make the validation classes a proper subset of the seen "
+                "classes (xlsa17 holds out about a third)",
+            )
         outside = np.setdiff1d(data.val_classes, data.seen_classes)
         if outside.size:
-            failures.append(Failure(where, "val-classes", f"validation classes include "
-                                    f"{outside.size} class(es) without trainval images (e.g. "
-                                    f"{int(outside[0]) + naming.base}, {naming.base}-based): "
-                                    "validation would tune on unseen classes",
-                                    f"fix the validation classes or pass {OVERRIDE_FLAG}", False))
+            failures.append(
+                Failure(
+                    where,
+                    "val-classes",
+                    f"validation classes include "
+                    f"{outside.size} class(es) without trainval images (e.g. "
+                    f"{int(outside[0]) + naming.base}, {naming.base}-based): "
+                    "validation would tune on unseen classes",
+                    f"fix the validation classes or pass {OVERRIDE_FLAG}",
+                    False,
+                )
+            )
     structural = [f for f in failures if f.structural]
     if structural:  # a malformed split: it cannot be evaluated at all
         raise SplitError(structural[0].line(), hint=structural[0].hint)
     if failures and any(f.check in ("seen-classes", "unseen-classes") for f in failures):
         # A class cannot be seen and unseen at once: the run itself would be meaningless.
         bad = next(f for f in failures if f.check in ("seen-classes", "unseen-classes"))
-        raise SplitError(bad.line(), hint="every test-seen class needs trainval images and no "
-                         "test-unseen class may have any")
+        raise SplitError(
+            bad.line(),
+            hint="every test-seen class needs trainval images and no "
+            "test-unseen class may have any",
+        )
     parts = content_parts(data)
     fhash = features_hash(data.features)
-    fingerprint = sha_hex((CONTENT_SCHEME + "\n" + "\n".join(f"{k}:{v}" for k, v in sorted(
-        parts.items())) + f"\nfeatures:{fhash}\n").encode())
+    fingerprint = sha_hex(
+        (
+            CONTENT_SCHEME
+            + "\n"
+            + "\n".join(f"{k}:{v}" for k, v in sorted(parts.items()))
+            + f"\nfeatures:{fhash}\n"
+        ).encode()
+    )
     matched: Benchmark | None = None
     unverified: list[str] = []
     if kind == "real":
-        matched, mismatches, unverified = _match_benchmark(data, parts, fhash, where, benchmark,
-                                                           list(known))
+        matched, mismatches, unverified = _match_benchmark(
+            data, parts, fhash, where, benchmark, list(known)
+        )
         failures += mismatches
-    verdict = DataCheck(kind=kind, fingerprint=fingerprint, split_fingerprint=parts["split"],
-                        parts=parts, features_hash=fhash, standard=not failures,
-                        reason="; ".join(f.line() for f in failures),
-                        official=matched.name if matched else None,
-                        revision=matched.revision if matched else None,
-                        unverified=tuple(unverified), problems=tuple(failures))
+    verdict = DataCheck(
+        kind=kind,
+        fingerprint=fingerprint,
+        split_fingerprint=parts["split"],
+        parts=parts,
+        features_hash=fhash,
+        standard=not failures,
+        reason="; ".join(f.line() for f in failures),
+        official=matched.name if matched else None,
+        revision=matched.revision if matched else None,
+        unverified=tuple(unverified),
+        problems=tuple(failures),
+    )
     refusal = verdict.refusal()
     if refusal is not None and not allow_nonstandard:
         raise refusal
     return verdict
 
 
-def _match_benchmark(data: ZSLData, parts: dict[str, str], fhash: str, where: str,
-                     declared: Benchmark | None, known: list[Benchmark]
-                     ) -> tuple[Benchmark | None, list[Failure], list[str]]:
+def _match_benchmark(
+    data: ZSLData,
+    parts: dict[str, str],
+    fhash: str,
+    where: str,
+    declared: Benchmark | None,
+    known: list[Benchmark],
+) -> tuple[Benchmark | None, list[Failure], list[str]]:
     """(the benchmark matched, what differs from it, which parts it does not pin)."""
     fix = f"use the official data, or pass {OVERRIDE_FLAG} to run it as non-standard"
     if declared is None:
         b = next((k for k in known if k.split == parts["split"]), None)
         if b is None:
             names = ", ".join(dict.fromkeys(k.name for k in known)) or "none is declared"
-            return None, [Failure(where, "benchmark", f"the index sets are not those of any "
-                                  f"declared benchmark ({names}); fingerprint "
-                                  f"{parts['split'][:12]}", fix, False)], []
+            return (
+                None,
+                [
+                    Failure(
+                        where,
+                        "benchmark",
+                        f"the index sets are not those of any "
+                        f"declared benchmark ({names}); fingerprint "
+                        f"{parts['split'][:12]}",
+                        fix,
+                        False,
+                    )
+                ],
+                [],
+            )
     else:
         b = declared
     differ: list[Failure] = []
@@ -251,40 +338,77 @@ def _match_benchmark(data: ZSLData, parts: dict[str, str], fhash: str, where: st
         differ.append(Failure(features_where if on_features else where, check, message, fix, False))
 
     if b.split != parts["split"]:
-        fail("fingerprint", f"{b.revision} check 'fingerprint' failed: the index sets are not the "
-             f"official {b.name} {b.revision} ones (fingerprint {parts['split'][:12]}, official "
-             f"{b.split[:12]})")
+        fail(
+            "fingerprint",
+            f"{b.revision} check 'fingerprint' failed: the index sets are not the "
+            f"official {b.name} {b.revision} ones (fingerprint {parts['split'][:12]}, official "
+            f"{b.split[:12]})",
+        )
     unverified = []
-    for part, what, value in (("attributes", "attribute matrix", parts["attributes"]),
-                              ("labels", "per-image labels", parts["labels"]),
-                              ("val_classes", "validation classes", parts["val_classes"]),
-                              ("features", "features", fhash)):
+    for part, what, value in (
+        ("attributes", "attribute matrix", parts["attributes"]),
+        ("labels", "per-image labels", parts["labels"]),
+        ("val_classes", "validation classes", parts["val_classes"]),
+        ("features", "features", fhash),
+    ):
         official = getattr(b, part)
         if official is None:
             unverified.append(part)
         elif official != value:
             verb = "differ" if what.endswith("s") else "differs"
-            fail(part, f"the {what} {verb} from the official {b.name} data (fingerprint "
-                 f"{value[:12]}, official {official[:12]})")
+            fail(
+                part,
+                f"the {what} {verb} from the official {b.name} data (fingerprint "
+                f"{value[:12]}, official {official[:12]})",
+            )
     n_val = 0 if data.val_classes is None else len(np.unique(data.val_classes))
     seen, unseen = len(data.seen_classes), len(data.unseen_classes)
     n_images, dim = int(data.features.shape[0]), int(data.features.shape[1])
     n_classes, att_dim = (int(x) for x in np.shape(data.attributes))
     for check, ours, theirs, message in (
-            ("images", n_images, b.n_images, f"{n_images} images where the official {b.name} "
-             f"has {b.n_images}"),
-            ("classes", n_classes, b.n_classes, f"{n_classes} classes in the attribute matrix "
-             f"where the official {b.name} has {b.n_classes}"),
-            ("classes", (seen, unseen), None if b.n_seen is None or b.n_unseen is None
-             else (b.n_seen, b.n_unseen), f"{seen}+{unseen} seen+unseen classes where the "
-             f"official {b.name} has {b.n_seen}+{b.n_unseen}"),
-            ("val-classes", n_val, b.n_val_classes, f"{n_val} validation classes where the "
-             f"official {b.name} has {b.n_val_classes} (removed or cut?)"),
-            ("attribute-dim", att_dim, b.attribute_dim, f"attributes are {att_dim}-d where the "
-             f"official {b.name} attributes are {b.attribute_dim}-d"),
-            # Other features on the official split are another benchmark (not comparable).
-            ("feature-dim", dim, b.feature_dim, f"features are {dim}-d where the official "
-             f"{b.name} features are {b.feature_dim}-d; other features are not the benchmark")):
+        (
+            "images",
+            n_images,
+            b.n_images,
+            f"{n_images} images where the official {b.name} has {b.n_images}",
+        ),
+        (
+            "classes",
+            n_classes,
+            b.n_classes,
+            f"{n_classes} classes in the attribute matrix "
+            f"where the official {b.name} has {b.n_classes}",
+        ),
+        (
+            "classes",
+            (seen, unseen),
+            None if b.n_seen is None or b.n_unseen is None else (b.n_seen, b.n_unseen),
+            f"{seen}+{unseen} seen+unseen classes where the "
+            f"official {b.name} has {b.n_seen}+{b.n_unseen}",
+        ),
+        (
+            "val-classes",
+            n_val,
+            b.n_val_classes,
+            f"{n_val} validation classes where the "
+            f"official {b.name} has {b.n_val_classes} (removed or cut?)",
+        ),
+        (
+            "attribute-dim",
+            att_dim,
+            b.attribute_dim,
+            f"attributes are {att_dim}-d where the "
+            f"official {b.name} attributes are {b.attribute_dim}-d",
+        ),
+        # Other features on the official split are another benchmark (not comparable).
+        (
+            "feature-dim",
+            dim,
+            b.feature_dim,
+            f"features are {dim}-d where the official "
+            f"{b.name} features are {b.feature_dim}-d; other features are not the benchmark",
+        ),
+    ):
         if theirs is not None and ours != theirs:
             fail(check, message)
     return b, differ, unverified

@@ -116,8 +116,10 @@ def name_problem(name: object) -> str | None:
 def printable(text: str) -> str:
     """``text`` with its control characters escaped (``\\n``, ``\\t``, ``\\x07``), so that a
     message quoting it stays one line."""
-    return "".join(c.encode("unicode_escape").decode("ascii")
-                   if unicodedata.category(c)[0] == "C" else c for c in text)
+    return "".join(
+        c.encode("unicode_escape").decode("ascii") if unicodedata.category(c)[0] == "C" else c
+        for c in text
+    )
 
 
 def check_name(name: object, *, where: str, hint: str) -> str:
@@ -138,9 +140,11 @@ def check_backbone(name: object, *, where: str) -> str:
     TV-GZSL's ``vit_b32_clip`` or timm's ``vit_base_patch16_224.augreg_in21k``), else one
     :class:`DataError` line saying ``where`` it came from."""
     if not isinstance(name, str) or not _BACKBONE.match(name):
-        raise DataError(f"{printable(str(where))}: the backbone name {name!r} is not a name",
-                        hint="name a backbone with letters, digits, '.', '_', '+' or '-' "
-                        "(at most 64 characters), e.g. vit_b32_clip")
+        raise DataError(
+            f"{printable(str(where))}: the backbone name {name!r} is not a name",
+            hint="name a backbone with letters, digits, '.', '_', '+' or '-' "
+            "(at most 64 characters), e.g. vit_b32_clip",
+        )
     return name
 
 
@@ -193,16 +197,29 @@ class Benchmark:
         for key in ("split", "attributes", "labels", "val_classes", "features"):
             value = getattr(self, key)
             if (value is not None or key == "split") and not (
-                    isinstance(value, str) and _HEX64.match(value)):
-                raise ValueError(f"Benchmark {self.name!r}: {key} must be a sha256 hex digest "
-                                 f"(64 lower-case hex digits), got {value!r}")
-        for key in ("n_images", "n_classes", "n_seen", "n_unseen", "n_val_classes",
-                    "attribute_dim", "feature_dim"):
+                isinstance(value, str) and _HEX64.match(value)
+            ):
+                raise ValueError(
+                    f"Benchmark {self.name!r}: {key} must be a sha256 hex digest "
+                    f"(64 lower-case hex digits), got {value!r}"
+                )
+        for key in (
+            "n_images",
+            "n_classes",
+            "n_seen",
+            "n_unseen",
+            "n_val_classes",
+            "attribute_dim",
+            "feature_dim",
+        ):
             value = getattr(self, key)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
-                                      or value < 0):
-                raise ValueError(f"Benchmark {self.name!r}: {key} must be a non-negative "
-                                 f"integer or None, got {value!r}")
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 0
+            ):
+                raise ValueError(
+                    f"Benchmark {self.name!r}: {key} must be a non-negative "
+                    f"integer or None, got {value!r}"
+                )
 
     @classmethod
     def from_mapping(cls, entry: dict[str, Any]) -> Benchmark:
@@ -212,8 +229,9 @@ class Benchmark:
 
     def pins(self) -> dict[str, Any]:
         """Every pinned value, by name (what records and ``zslbench list`` show)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None
+        }
 
 
 @dataclass(frozen=True)
@@ -246,8 +264,13 @@ class DatasetSpec:
     stand_in_for: str | None = None
 
     def __post_init__(self) -> None:
-        check_name(self.name, where=f"dataset {self.name!r}",
-                   hint="name datasets with printable characters, no '/' and no leading '.'")
+        check_name(
+            self.name,
+            where=f"dataset {self.name!r}",
+            hint="name datasets with printable characters, no '/' and no leading '.'",
+        )
         if self.benchmark is not None and self.kind != "real":
-            raise ValueError(f"dataset {self.name!r}: only a real dataset declares a published "
-                             f"benchmark (kind is {self.kind!r})")
+            raise ValueError(
+                f"dataset {self.name!r}: only a real dataset declares a published "
+                f"benchmark (kind is {self.kind!r})"
+            )

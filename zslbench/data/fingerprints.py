@@ -43,8 +43,9 @@ def val_classes_text(val_classes: np.ndarray | None) -> str:
 def content_parts(data: ZSLData) -> dict[str, str]:
     """Fingerprint of each part of a dataset's content that defines the benchmark."""
     return {
-        "split": split_fingerprint(data.trainval_idx + 1, data.test_seen_idx + 1,
-                                   data.test_unseen_idx + 1),
+        "split": split_fingerprint(
+            data.trainval_idx + 1, data.test_seen_idx + 1, data.test_unseen_idx + 1
+        ),
         "labels": labels_fingerprint(data.labels),
         "attributes": attributes_fingerprint(data.attributes),
         "val_classes": sha_hex(val_classes_text(data.val_classes).encode()),
@@ -62,6 +63,6 @@ def features_hash(features: np.ndarray) -> str:
     h.update(f"{tuple(features.shape)}|float32".encode())
     rows = max(1, HASH_BLOCK // max(1, features.shape[1] * 4))
     for start in range(0, features.shape[0], rows):
-        block = np.ascontiguousarray(features[start:start + rows], dtype=np.float32)
+        block = np.ascontiguousarray(features[start : start + rows], dtype=np.float32)
         h.update(block.data.cast("B"))
     return h.hexdigest()

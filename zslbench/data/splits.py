@@ -102,30 +102,54 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def index_array(file: str, key: str, values: Any, n_images: int
-                ) -> tuple[np.ndarray | None, list[Failure]]:
+def index_array(
+    file: str, key: str, values: Any, n_images: int
+) -> tuple[np.ndarray | None, list[Failure]]:
     """``values`` as an int64 vector of indices, or None and the structural failure that stops it:
     empty, not numbers, not integral, or too large to be an index (a value beyond any image count
     would wrap around when cast to int64). A loader parses a file's index sets with it; where the
     indices point (range, duplicates, policy) is :func:`check_split`'s."""
     arr = np.asarray(values).ravel()
     if arr.size == 0:
-        return None, [Failure(file, "empty", f"{key} is empty", "every split needs at least one "
-                              "image; re-download the file", True)]
+        return None, [
+            Failure(
+                file,
+                "empty",
+                f"{key} is empty",
+                "every split needs at least one image; re-download the file",
+                True,
+            )
+        ]
     if arr.dtype.kind not in "iufb":
-        return None, [Failure(file, "index", f"{key} holds {arr.dtype} values, not indices",
-                              "store the indices as integers", True)]
-    if arr.dtype.kind == "f" and (not np.all(np.isfinite(arr))
-                                  or not np.array_equal(arr, np.round(arr))):
-        return None, [Failure(file, "index", f"{key} holds non-integer indices", "re-download the file",
-                              True)]
+        return None, [
+            Failure(
+                file,
+                "index",
+                f"{key} holds {arr.dtype} values, not indices",
+                "store the indices as integers",
+                True,
+            )
+        ]
+    if arr.dtype.kind == "f" and (
+        not np.all(np.isfinite(arr)) or not np.array_equal(arr, np.round(arr))
+    ):
+        return None, [
+            Failure(file, "index", f"{key} holds non-integer indices", "re-download the file", True)
+        ]
     # Report such a value here, as it is written in the file (int64 would make 1e20 -2**63).
     huge = (arr < -(2**53)) | (arr > 2**53)
     if np.any(huge):
         bad = arr[(arr < 1) | (arr > n_images)]
-        return None, [Failure(file, "index-range", f"{key} has {_count(bad.size, 'index', 'indices')} "
-                              f"outside 1..{n_images} (e.g. {format_examples(arr[huge])})",
-                              "the split file and the features do not belong together", True)]
+        return None, [
+            Failure(
+                file,
+                "index-range",
+                f"{key} has {_count(bad.size, 'index', 'indices')} "
+                f"outside 1..{n_images} (e.g. {format_examples(arr[huge])})",
+                "the split file and the features do not belong together",
+                True,
+            )
+        ]
     # uint16 on disk: widen before any arithmetic so that 0 - 1 cannot wrap around.
     return arr.astype(np.int64), []
 
@@ -160,14 +184,27 @@ class SplitNaming:
 #: xlsa17's ``att_splits.mat``: ``*_loc`` keys, 1-based.
 XLSA17_NAMING = SplitNaming()
 #: A loaded dataset (``ZSLData``): ``*_idx`` index sets, 0-based.
-DATASET_NAMING = SplitNaming(keys=("trainval_idx", "test_seen_idx", "test_unseen_idx"), base=0,
-                             fix="fix the dataset's index sets",
-                             refetch="fix the dataset's loader or file", complete=False)
+DATASET_NAMING = SplitNaming(
+    keys=("trainval_idx", "test_seen_idx", "test_unseen_idx"),
+    base=0,
+    fix="fix the dataset's index sets",
+    refetch="fix the dataset's loader or file",
+    complete=False,
+)
 
 
-def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: Any, test_seen: Any,
-                test_unseen: Any, *, train: Any = None, val: Any = None,
-                naming: SplitNaming = XLSA17_NAMING) -> list[Failure]:
+def check_split(
+    file: str,
+    n_images: int,
+    labels0: np.ndarray | None,
+    trainval: Any,
+    test_seen: Any,
+    test_unseen: Any,
+    *,
+    train: Any = None,
+    val: Any = None,
+    naming: SplitNaming = XLSA17_NAMING,
+) -> list[Failure]:
     """Split V2.0 invariants on 1-based index arrays (as stored in ``att_splits.mat``).
 
     ``labels0`` are the 0-based labels of all ``n_images`` images (None skips the label checks,
@@ -195,80 +232,168 @@ def check_split(file: str, n_images: int, labels0: np.ndarray | None, trainval: 
         out += fails
         if arr is not None:
             optional[key] = arr
-    out = [f if f.check != "empty" else Failure(f.file, f.check, f.message, "every split needs at "
-                                                 f"least one image; {naming.refetch}", True)
-           for f in out]
+    out = [
+        f
+        if f.check != "empty"
+        else Failure(
+            f.file,
+            f.check,
+            f.message,
+            f"every split needs at least one image; {naming.refetch}",
+            True,
+        )
+        for f in out
+    ]
     for key, arr in {**sets, **optional}.items():
         lo, hi = int(arr.min()), int(arr.max())
         if lo < 1 or hi > n_images:
             bad = arr[(arr < 1) | (arr > n_images)]
             if lo == 0 and base == 1:
-                hint = ("indices look 0-based (index 0 is present); xlsa17 indices are 1-based "
-                        "(add 1 to every index)")
+                hint = (
+                    "indices look 0-based (index 0 is present); xlsa17 indices are 1-based "
+                    "(add 1 to every index)"
+                )
             elif hi == n_images + 1:
-                hint = (f"index {n_images + shift + 1} is one past the {n_images} images: off by one?"
-                        + (" (indices are 0-based)" if base == 0 else ""))
+                hint = (
+                    f"index {n_images + shift + 1} is one past the {n_images} images: off by one?"
+                    + (" (indices are 0-based)" if base == 0 else "")
+                )
             else:
-                hint = ("the split file and res101.mat do not belong together" if base == 1
-                        else f"indices are {base}-based rows of the features")
-            out.append(Failure(file, "index-range", f"{name.get(key, key)} has "
-                               f"{_count(bad.size, 'index', 'indices')} outside "
-                               f"{base}..{n_images + shift} (e.g. {format_examples(bad + shift)})",
-                               hint, True))
+                hint = (
+                    "the split file and res101.mat do not belong together"
+                    if base == 1
+                    else f"indices are {base}-based rows of the features"
+                )
+            out.append(
+                Failure(
+                    file,
+                    "index-range",
+                    f"{name.get(key, key)} has "
+                    f"{_count(bad.size, 'index', 'indices')} outside "
+                    f"{base}..{n_images + shift} (e.g. {format_examples(bad + shift)})",
+                    hint,
+                    True,
+                )
+            )
             continue
         uniq, counts = np.unique(arr, return_counts=True)
         if np.any(counts > 1):
             dup = uniq[counts > 1]
-            out.append(Failure(file, "duplicates", f"{name.get(key, key)} lists "
-                               f"{_count(dup.size, 'index', 'indices')} more than once "
-                               f"(e.g. {format_examples(dup + shift)})",
-                               f"each image may appear once; {naming.refetch}", True))
+            out.append(
+                Failure(
+                    file,
+                    "duplicates",
+                    f"{name.get(key, key)} lists "
+                    f"{_count(dup.size, 'index', 'indices')} more than once "
+                    f"(e.g. {format_examples(dup + shift)})",
+                    f"each image may appear once; {naming.refetch}",
+                    True,
+                )
+            )
     if any(f.structural for f in out) or len(sets) < 3:
         return out
 
     tv, ts, tu = (sets[k] for k in SPLIT_KEYS)
-    for (ka, a), (kb, b) in (((SPLIT_KEYS[0], tv), (SPLIT_KEYS[1], ts)),
-                             ((SPLIT_KEYS[0], tv), (SPLIT_KEYS[2], tu)),
-                             ((SPLIT_KEYS[1], ts), (SPLIT_KEYS[2], tu))):
+    for (ka, a), (kb, b) in (
+        ((SPLIT_KEYS[0], tv), (SPLIT_KEYS[1], ts)),
+        ((SPLIT_KEYS[0], tv), (SPLIT_KEYS[2], tu)),
+        ((SPLIT_KEYS[1], ts), (SPLIT_KEYS[2], tu)),
+    ):
         common = np.intersect1d(a, b)
         if common.size:
-            what = ("a V1-style or leaky split: test images are training images"
-                    if ka == "trainval_loc" else "the test sets overlap")
-            out.append(Failure(file, "disjoint", f"Split V2.0 check 'disjoint' failed: {common.size} "
-                               f"{name[kb]} indices are also in {name[ka]} "
-                               f"(e.g. {format_examples(common + shift)}), {what}", policy_fix, False))
+            what = (
+                "a V1-style or leaky split: test images are training images"
+                if ka == "trainval_loc"
+                else "the test sets overlap"
+            )
+            out.append(
+                Failure(
+                    file,
+                    "disjoint",
+                    f"Split V2.0 check 'disjoint' failed: {common.size} "
+                    f"{name[kb]} indices are also in {name[ka]} "
+                    f"(e.g. {format_examples(common + shift)}), {what}",
+                    policy_fix,
+                    False,
+                )
+            )
     if labels0 is not None:
         lab = np.asarray(labels0)
         tv_cls = np.unique(lab[tv - 1])
         extra = np.setdiff1d(np.unique(lab[ts - 1]), tv_cls)
         if extra.size:
-            out.append(Failure(file, "seen-classes", "Split V2.0 check 'seen-classes' failed: "
-                               f"{name['test_seen_loc']} has classes without trainval images (e.g. "
-                               f"class {format_examples(extra + base)}, {base}-based)", policy_fix,
-                               False))
+            out.append(
+                Failure(
+                    file,
+                    "seen-classes",
+                    "Split V2.0 check 'seen-classes' failed: "
+                    f"{name['test_seen_loc']} has classes without trainval images (e.g. "
+                    f"class {format_examples(extra + base)}, {base}-based)",
+                    policy_fix,
+                    False,
+                )
+            )
         leak = np.intersect1d(np.unique(lab[tu - 1]), tv_cls)
         if leak.size:
-            out.append(Failure(file, "unseen-classes", "Split V2.0 check 'unseen-classes' failed: "
-                               f"{leak.size} test-unseen classes have trainval images (e.g. class "
-                               f"{format_examples(leak + base)}, {base}-based): unseen classes are "
-                               "not unseen", policy_fix, False))
+            out.append(
+                Failure(
+                    file,
+                    "unseen-classes",
+                    "Split V2.0 check 'unseen-classes' failed: "
+                    f"{leak.size} test-unseen classes have trainval images (e.g. class "
+                    f"{format_examples(leak + base)}, {base}-based): unseen classes are "
+                    "not unseen",
+                    policy_fix,
+                    False,
+                )
+            )
         if "val_loc" in optional:
             val_cls = np.unique(lab[optional["val_loc"] - 1])
             outside = np.setdiff1d(val_cls, tv_cls)
             if outside.size:
-                out.append(Failure(file, "val-classes", f"val_loc has classes without trainval images "
-                                   f"(e.g. class {format_examples(outside + base)}, {base}-based): "
-                                   "validation would tune on unseen classes", policy_fix, False))
+                out.append(
+                    Failure(
+                        file,
+                        "val-classes",
+                        f"val_loc has classes without trainval images "
+                        f"(e.g. class {format_examples(outside + base)}, {base}-based): "
+                        "validation would tune on unseen classes",
+                        policy_fix,
+                        False,
+                    )
+                )
     used = np.concatenate([tv, ts, tu])
     if naming.complete and np.unique(used).size < n_images:
         unused = np.setdiff1d(np.arange(1, n_images + 1), used)
-        hint = (f"only image {n_images} is unused: are the indices 0-based with image 0 dropped?"
-                if unused.size == 1 and unused[0] == n_images and base == 1 else policy_fix)
-        out.append(Failure(file, "coverage", f"{unused.size} of the {n_images} images are in no split "
-                           f"(e.g. {format_examples(unused + shift)})", hint, False))
+        hint = (
+            f"only image {n_images} is unused: are the indices 0-based with image 0 dropped?"
+            if unused.size == 1 and unused[0] == n_images and base == 1
+            else policy_fix
+        )
+        out.append(
+            Failure(
+                file,
+                "coverage",
+                f"{unused.size} of the {n_images} images are in no split "
+                f"(e.g. {format_examples(unused + shift)})",
+                hint,
+                False,
+            )
+        )
     return out
 
 
-__all__ = ["DATASET_NAMING", "FINGERPRINT_SCHEME", "Failure", "OVERRIDE_FLAG", "SPLIT_KEYS",
-           "SplitNaming", "XLSA17_NAMING", "check_split", "index_array",
-           "format_examples", "format_value", "split_fingerprint"]
+__all__ = [
+    "DATASET_NAMING",
+    "FINGERPRINT_SCHEME",
+    "Failure",
+    "OVERRIDE_FLAG",
+    "SPLIT_KEYS",
+    "SplitNaming",
+    "XLSA17_NAMING",
+    "check_split",
+    "index_array",
+    "format_examples",
+    "format_value",
+    "split_fingerprint",
+]

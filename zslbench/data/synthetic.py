@@ -141,8 +141,9 @@ def _soft_clip(x: np.ndarray) -> np.ndarray:
     return np.clip(x * (27.0 + x2) / (27.0 + 9.0 * x2), -1.0, 1.0)
 
 
-def _counts(rng: np.random.Generator, n: int, total: int, lo: int, hi: int,
-            force_lo: bool, force_hi: bool) -> np.ndarray:
+def _counts(
+    rng: np.random.Generator, n: int, total: int, lo: int, hi: int, force_lo: bool, force_hi: bool
+) -> np.ndarray:
     """Integer class sizes in [lo, hi] summing to ``total``, heavy-tailed when lo << hi.
 
     Sizes are proportional to integer weights (the cube of a uniform integer: a long right tail,
@@ -201,8 +202,15 @@ def generate(shape: SynthShape) -> ZSLData:
     seen_total = shape.trainval + shape.test_seen
     # Put the extreme class sizes where the benchmark has them: APY's largest class is unseen.
     big_unseen = shape.unseen_freq is not None
-    seen_counts = _counts(rng, shape.n_seen, seen_total, shape.min_per_class, shape.max_per_class,
-                          force_lo=True, force_hi=not big_unseen)
+    seen_counts = _counts(
+        rng,
+        shape.n_seen,
+        seen_total,
+        shape.min_per_class,
+        shape.max_per_class,
+        force_lo=True,
+        force_hi=not big_unseen,
+    )
     if shape.unseen_freq is not None:
         # The table's percentages in hundredths of a percent, then rounded shares: integers.
         basis_points = np.array([round(f * 100) for f in shape.unseen_freq], dtype=np.int64)
@@ -211,8 +219,15 @@ def generate(shape: SynthShape) -> ZSLData:
         order = np.argsort(-unseen_counts, kind="stable")
         unseen_counts[order[1]] += shape.test_unseen - unseen_counts.sum()
     else:
-        unseen_counts = _counts(rng, shape.n_unseen, shape.test_unseen, shape.min_per_class,
-                                shape.max_per_class, force_lo=False, force_hi=False)
+        unseen_counts = _counts(
+            rng,
+            shape.n_unseen,
+            shape.test_unseen,
+            shape.min_per_class,
+            shape.max_per_class,
+            force_lo=False,
+            force_hi=False,
+        )
     counts = np.concatenate([seen_counts, unseen_counts])
 
     # Attributes: non-negative, l2-normalised read-outs of r latent concepts. ``read`` is
@@ -234,8 +249,9 @@ def generate(shape: SynthShape) -> ZSLData:
     h_int = np.rint(_soft_clip(pre) * 64.0)
     w2 = _gauss(rng, (hidden, d))  # std 4: w2 / 32 has v2's std 1 / sqrt(hidden)
     # h @ (w2 / 32) with h = h_int / 64 is (h_int @ w2) / 2048.
-    means = 0.45 + 0.9 * ((h_int @ w2) / 2048.0) + shape.class_noise * (_gauss(rng, (n_cls, d))
-                                                                       / 4.0)
+    means = (
+        0.45 + 0.9 * ((h_int @ w2) / 2048.0) + shape.class_noise * (_gauss(rng, (n_cls, d)) / 4.0)
+    )
 
     # Images in a shuffled order (indices carry no class information), generated block by block:
     # class mean + strong shared low-rank nuisance + isotropic noise, then ReLU.
@@ -250,7 +266,7 @@ def generate(shape: SynthShape) -> ZSLData:
     feats = np.empty((n, d), dtype=np.float32)
     for start in range(0, n, BLOCK_ROWS):
         rows = min(BLOCK_ROWS, n - start)
-        x = means[labels[start:start + rows]]
+        x = means[labels[start : start + rows]]
         x += c_nuisance * (_gauss(rng, (rows, rank)) @ basis)
         x += c_hidden * (_gauss(rng, (rows, hidden)) @ w2)
         x += c_noise * _gauss(rng, (rows, d), bits=16)
@@ -259,7 +275,7 @@ def generate(shape: SynthShape) -> ZSLData:
         # on the 1/8 grid in (0, 12] (mean 6, as v2's exponential).
         spikes = rng.integers(0, rows * d, size=rows * d // SPIKE_EVERY)
         np.add.at(x.reshape(-1), spikes, rng.integers(1, 97, size=spikes.size) / 8.0)
-        feats[start:start + rows] = np.rint(x * grid) / grid  # exact in float32
+        feats[start : start + rows] = np.rint(x * grid) / grid  # exact in float32
 
     # Split: per seen class, its share (test_seen / seen_total) of images go to test_seen; the
     # totals are exact (integer quotas, the remainder to the largest fractional parts).
@@ -298,7 +314,11 @@ def generate(shape: SynthShape) -> ZSLData:
         test_seen_idx=test_seen_idx,
         test_unseen_idx=test_unseen_idx,
         val_classes=val_classes,
-        source={"generator": "zslbench.data.synthetic", "generator_version": GENERATOR_VERSION,
-                "shape": params, "data_fingerprint": data_fp},
+        source={
+            "generator": "zslbench.data.synthetic",
+            "generator_version": GENERATOR_VERSION,
+            "shape": params,
+            "data_fingerprint": data_fp,
+        },
         class_names=names,
     )

@@ -59,7 +59,11 @@ class Site:
 
 def texts(b: Board) -> dict[str, str]:
     """Every text file of the board: Markdown, HTML and CSV."""
-    out = {"README.md": render.render("index.md.j2", board=b, pages=b.pages, landing=render.landing_kind(b))}
+    out = {
+        "README.md": render.render(
+            "index.md.j2", board=b, pages=b.pages, landing=render.landing_kind(b)
+        )
+    }
     for kind, page in b.pages.items():
         md_name, html_name, _ = render.PAGE_FILES[kind]
         out[md_name] = render.render("page.md.j2", page=page)
@@ -70,7 +74,9 @@ def texts(b: Board) -> dict[str, str]:
     return out
 
 
-def build(results_dir: Path, out_dir: Path, reported_path: Path | None, *, draw: bool = True) -> Site:
+def build(
+    results_dir: Path, out_dir: Path, reported_path: Path | None, *, draw: bool = True
+) -> Site:
     """Render everything. With ``draw=False`` figures are specified (and hashed) but not drawn."""
     out_dir = Path(out_dir)
     b = board(Path(results_dir), out_dir, reported_path)
@@ -81,8 +87,11 @@ def build(results_dir: Path, out_dir: Path, reported_path: Path | None, *, draw:
     artefacts = [Artefact(path, text.encode("utf-8")) for path, text in sorted(pages.items())]
     owned = owned_files(out_dir / MANIFEST) or set()
     for spec in b.figures:
-        files = (_current_figure(out_dir, spec, owned) or dict(sorted(render_figure(spec).items())) if draw
-                 else dict.fromkeys(spec.files, b""))
+        files = (
+            _current_figure(out_dir, spec, owned) or dict(sorted(render_figure(spec).items()))
+            if draw
+            else dict.fromkeys(spec.files, b"")
+        )
         artefacts += [Artefact(path, data, spec.data_sha256) for path, data in files.items()]
     artefacts.append(Artefact(MANIFEST, manifest_bytes(artefacts, b.runs, b.superseded)))
     return Site(artefacts=artefacts, board=b, refused=b.refused)
@@ -104,7 +113,12 @@ def _current_figure(out_dir: Path, spec: FigureSpec, owned: set[str]) -> dict[st
     return found
 
 
-def manifest_bytes(artefacts: list[Artefact], runs: int, superseded: int, extra: set[str] | frozenset[str] = frozenset()) -> bytes:
+def manifest_bytes(
+    artefacts: list[Artefact],
+    runs: int,
+    superseded: int,
+    extra: set[str] | frozenset[str] = frozenset(),
+) -> bytes:
     """The list of rendered files: text files with their sha256, figures with their data hash.
 
     ``generator`` marks the manifest (and so every file it lists) as written by zslbench
@@ -114,12 +128,21 @@ def manifest_bytes(artefacts: list[Artefact], runs: int, superseded: int, extra:
     files: dict[str, dict[str, Any]] = {path: {} for path in extra if path != MANIFEST}
     for a in artefacts:
         if a.path != MANIFEST:
-            files[a.path] = ({"data_sha256": a.data_sha256} if a.is_figure
-                             else {"sha256": hashlib.sha256(a.data).hexdigest()})
-    doc = {"generator": GENERATOR, "schema": 2,
-           "about": ("Rendered by `zslbench leaderboard` from result records; do not edit. It replaces or "
-                     "deletes only the files listed here. Text files are compared byte for byte by --check; "
-                     "figures by the hash of the data they plot, which is also embedded in each PNG/SVG."),
-           "records": runs, "superseded_records": superseded,
-           "files": dict(sorted(files.items()))}
+            files[a.path] = (
+                {"data_sha256": a.data_sha256}
+                if a.is_figure
+                else {"sha256": hashlib.sha256(a.data).hexdigest()}
+            )
+    doc = {
+        "generator": GENERATOR,
+        "schema": 2,
+        "about": (
+            "Rendered by `zslbench leaderboard` from result records; do not edit. It replaces or "
+            "deletes only the files listed here. Text files are compared byte for byte by --check; "
+            "figures by the hash of the data they plot, which is also embedded in each PNG/SVG."
+        ),
+        "records": runs,
+        "superseded_records": superseded,
+        "files": dict(sorted(files.items())),
+    }
     return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8")

@@ -91,8 +91,11 @@ def links_in(out_dir: Path, inputs: list[Path]) -> list[str]:
     found = []
     for top, dirs, files in os.walk(out_dir):
         here = Path(top)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not any(_inside((here / d).resolve(), s)
-                                                                                for s in skip))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".") and not any(_inside((here / d).resolve(), s) for s in skip)
+        )
         for name in sorted(dirs) + sorted(files):
             if not name.startswith(".") and (here / name).is_symlink():
                 found.append((here / name).as_posix())
@@ -109,12 +112,19 @@ def all_links(out_dir: Path, inputs: list[Path], paths: frozenset[str] | set[str
 
 
 def refuse_links(links: list[str]) -> UserError:
-    return UserError(f"{_first_three(links)}: a symbolic link where zslbench leaderboard writes; it never writes or deletes "
-                     "through a link", hint="remove the link (or choose another --out) and render again")
+    return UserError(
+        f"{_first_three(links)}: a symbolic link where zslbench leaderboard writes; it never writes or deletes "
+        "through a link",
+        hint="remove the link (or choose another --out) and render again",
+    )
 
 
-def foreign_files(out_dir: Path, inputs: list[Path], produced: frozenset[str] = frozenset(),
-                  limit: int | None = None) -> list[str]:
+def foreign_files(
+    out_dir: Path,
+    inputs: list[Path],
+    produced: frozenset[str] = frozenset(),
+    limit: int | None = None,
+) -> list[str]:
     """Files in ``out_dir`` that zslbench leaderboard did not write (relative, sorted), not counting
     hidden ones or the ``inputs`` (paths inside ``out_dir`` that the render reads); a file at a path
     the render writes counts even when it is an input. Links are :func:`links_in`'s. Stops after
@@ -141,8 +151,13 @@ def _files(root: Path, skip: list[Path]) -> Iterator[Path]:
     folders, links or the ``skip`` folders."""
     for top, dirs, files in os.walk(root):
         here = Path(top)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (here / d).is_symlink()
-                         and not any(_inside(here / d, s) for s in skip))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and not (here / d).is_symlink()
+            and not any(_inside(here / d, s) for s in skip)
+        )
         yield from (here / name for name in sorted(files))
 
 
@@ -156,50 +171,76 @@ def _skipped_inputs(root: Path, inputs: list[Path]) -> tuple[list[Path], bool]:
 
 def _excused(path: Path, skip: list[Path], records_here: bool) -> bool:
     """A hidden file, an input, a link, or a record in an OUT that is the results dir."""
-    return (path.name.startswith(".") or any(_inside(path, s) for s in skip) or path.is_symlink()
-            or (records_here and path.name.endswith(".json")))
+    return (
+        path.name.startswith(".")
+        or any(_inside(path, s) for s in skip)
+        or path.is_symlink()
+        or (records_here and path.name.endswith(".json"))
+    )
 
 
 def refuse_foreign(out_dir: Path, foreign: list[str]) -> UserError:
     count = f"{len(foreign)}" if len(foreign) <= 3 else "more than 3"
-    return UserError(f"{Path(out_dir).as_posix()}: holds {count} file(s) that zslbench leaderboard did not "
-                     f"write ({_first_three(foreign)}); it writes only into a new or empty directory or one it rendered before",
-                     hint="choose another --out, or pass --overwrite-foreign to write beside them (a file at "
-                          "a path the leaderboard writes is then replaced)")
+    return UserError(
+        f"{Path(out_dir).as_posix()}: holds {count} file(s) that zslbench leaderboard did not "
+        f"write ({_first_three(foreign)}); it writes only into a new or empty directory or one it rendered before",
+        hint="choose another --out, or pass --overwrite-foreign to write beside them (a file at "
+        "a path the leaderboard writes is then replaced)",
+    )
 
 
 def _text_difference(old: bytes, new: bytes) -> str:
     old_lines, new_lines = old.splitlines(), new.splitlines()
-    first = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=False)) if a != b),
-                 min(len(old_lines), len(new_lines)))
-    return (f"differs from the records' rendering (first difference at line {first + 1}; "
-            f"{len(old_lines)} lines committed, {len(new_lines)} rendered)")
+    first = next(
+        (i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=False)) if a != b),
+        min(len(old_lines), len(new_lines)),
+    )
+    return (
+        f"differs from the records' rendering (first difference at line {first + 1}; "
+        f"{len(old_lines)} lines committed, {len(new_lines)} rendered)"
+    )
 
 
 def refusal(path: str, reason: str) -> str:
     """The ``--check`` line for a file under the results dir that is not a valid, intact record."""
-    return (f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
-            "from it: re-run that record or delete it")
+    return (
+        f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
+        "from it: re-run that record or delete it"
+    )
 
 
-def compare(site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: bool = False) -> list[str]:
+def compare(
+    site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: bool = False
+) -> list[str]:
     """One line per file whose committed copy in ``out_dir`` is missing, stale, extra or a link,
     and per refused record."""
     out_dir = Path(out_dir)
     problems: list[str] = []
     rendered = {a.path: a for a in site.artefacts}
     links = all_links(out_dir, inputs, frozenset(rendered) | frozenset(owned_files(out_dir)))
-    problems += [f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
-                 for link in links]
-    problems += [line for path, artefact in sorted(rendered.items())
-                 if not any(_inside(out_dir / path, Path(link)) for link in links)
-                 and (line := _artefact_problem(out_dir, path, artefact))]
+    problems += [
+        f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
+        for link in links
+    ]
+    problems += [
+        line
+        for path, artefact in sorted(rendered.items())
+        if not any(_inside(out_dir / path, Path(link)) for link in links)
+        and (line := _artefact_problem(out_dir, path, artefact))
+    ]
     for path in sorted(owned_files(out_dir) - set(rendered)):
-        if (out_dir / path).is_file() and not any(_inside(out_dir / path, Path(link)) for link in links):
-            problems.append(f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)")
+        if (out_dir / path).is_file() and not any(
+            _inside(out_dir / path, Path(link)) for link in links
+        ):
+            problems.append(
+                f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)"
+            )
     if not allow_foreign:
-        problems += [f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
-                     "--out unless --overwrite-foreign)" for p in foreign_files(out_dir, inputs)]
+        problems += [
+            f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
+            "--out unless --overwrite-foreign)"
+            for p in foreign_files(out_dir, inputs)
+        ]
     problems += [refusal(path, reason) for path, reason in site.refused]
     return problems
 
@@ -212,17 +253,25 @@ def _artefact_problem(out_dir: Path, path: str, artefact: Any) -> str:
         return f"{shown}: missing (not rendered into {out_dir.as_posix()} yet)"
     committed = target.read_bytes()
     if not artefact.is_figure:
-        return f"{shown}: {_text_difference(committed, artefact.data)}" if committed != artefact.data else ""
+        return (
+            f"{shown}: {_text_difference(committed, artefact.data)}"
+            if committed != artefact.data
+            else ""
+        )
     found = embedded_hash(path, committed)
     if found is None:
         return f"{shown}: carries no zslbench data hash (not rendered by zslbench leaderboard)"
     if found != artefact.data_sha256:
-        return (f"{shown}: plots other data than the records give (data hash "
-                f"{found[:12]} committed, {artefact.data_sha256[:12]} expected)")
+        return (
+            f"{shown}: plots other data than the records give (data hash "
+            f"{found[:12]} committed, {artefact.data_sha256[:12]} expected)"
+        )
     return ""
 
 
-def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: bool = False) -> list[str]:
+def write(
+    site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: bool = False
+) -> list[str]:
     """Write every artefact whose bytes change and delete the files a previous render wrote that
     are no longer produced; refuse links and an ``out_dir`` holding files it did not write (see
     the module docstring). Returns the paths written."""
@@ -253,8 +302,14 @@ def write(site: Site, out_dir: Path, inputs: list[Path], *, overwrite_foreign: b
     return [a.path for a in changed]
 
 
-def refuse_unsafe(out_dir: Path, inputs: list[Path], produced: frozenset[str] = frozenset(),
-                  owned: frozenset[str] | set[str] = frozenset(), *, overwrite_foreign: bool) -> None:
+def refuse_unsafe(
+    out_dir: Path,
+    inputs: list[Path],
+    produced: frozenset[str] = frozenset(),
+    owned: frozenset[str] | set[str] = frozenset(),
+    *,
+    overwrite_foreign: bool,
+) -> None:
     """Raise when a link is in ``out_dir`` or on the way to the files written or deleted, or
     (unless ``overwrite_foreign``) a file not ours is there."""
     links = all_links(out_dir, inputs, produced | owned)
@@ -306,8 +361,10 @@ class Staging:
         if exc.errno == errno.ELOOP:
             return refuse_links([where])
         changed = "some files were already replaced" if self._committed else "nothing was changed"
-        return UserError(f"{where}: cannot write the leaderboard ({exc.strerror or exc}); {changed}",
-                         hint="free disk space, make the folder writable, or choose another --out")
+        return UserError(
+            f"{where}: cannot write the leaderboard ({exc.strerror or exc}); {changed}",
+            hint="free disk space, make the folder writable, or choose another --out",
+        )
 
     def _folder(self, rel: str) -> int:
         """The handle of the folder ``rel`` (created if missing), never through a link."""
@@ -330,7 +387,9 @@ class Staging:
             if _is_link(name, fd):
                 raise OSError(errno.ELOOP, "a symbolic link", path)
             temp = f".{name}.{TEMP_TAG}{os.getpid()}-{secrets.token_hex(8)}.tmp"
-            handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=fd)
+            handle = os.open(
+                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=fd
+            )
             self._temps.append((fd, temp))
             with os.fdopen(handle, "wb") as fh:
                 fh.write(data)
@@ -353,7 +412,11 @@ class Staging:
         """Remove a file this board wrote; a link or a missing file is left alone."""
         folder, _, name = path.rpartition("/")
         try:
-            fd = self._folder(folder) if folder in self._dirs or (self.out_dir / folder).is_dir() else None
+            fd = (
+                self._folder(folder)
+                if folder in self._dirs or (self.out_dir / folder).is_dir()
+                else None
+            )
         except OSError:
             return
         if fd is None or _is_link(name, fd):
@@ -386,7 +449,11 @@ def clear_stale_temps(out_dir: Path, paths: frozenset[str] | set[str]) -> list[P
             continue
         for entry in os.scandir(folder):
             match = _TEMP.fullmatch(entry.name)
-            if match is None or match["name"] not in wanted or not entry.is_file(follow_symlinks=False):
+            if (
+                match is None
+                or match["name"] not in wanted
+                or not entry.is_file(follow_symlinks=False)
+            ):
                 continue
             try:
                 if _abandoned(entry, match["pid"]):

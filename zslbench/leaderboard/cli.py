@@ -16,8 +16,13 @@ from zslbench.console import terminal_text
 
 
 #: The option every command here reads its records from.
-RESULTS_DIR = click.option("--results-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("results"),
-                           show_default=True, help="Directory of result records (searched recursively).")
+RESULTS_DIR = click.option(
+    "--results-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("results"),
+    show_default=True,
+    help="Directory of result records (searched recursively).",
+)
 
 
 def _echo(text: str, err: bool = False) -> None:
@@ -27,20 +32,43 @@ def _echo(text: str, err: bool = False) -> None:
 
 @click.group("leaderboard", invoke_without_command=True)
 @RESULTS_DIR
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Directory the leaderboard is written to [default: RESULTS_DIR/leaderboard]. The "
-                   "committed board: --results-dir leaderboards/records --out leaderboards.")
-@click.option("--reported", "reported_path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              default=None, help="Curated reported-numbers file [default: the JSON file in OUT/reported/, else "
-                                 "in leaderboards/reported/ of the current directory].")
-@click.option("--check", "check_only", is_flag=True,
-              help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.")
-@click.option("--overwrite-foreign", is_flag=True,
-              help="Write into an --out that holds files zslbench leaderboard did not write: they are left "
-                   "alone, except a file at a path the leaderboard writes, which is replaced.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Directory the leaderboard is written to [default: RESULTS_DIR/leaderboard]. The "
+    "committed board: --results-dir leaderboards/records --out leaderboards.",
+)
+@click.option(
+    "--reported",
+    "reported_path",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="Curated reported-numbers file [default: the JSON file in OUT/reported/, else "
+    "in leaderboards/reported/ of the current directory].",
+)
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.",
+)
+@click.option(
+    "--overwrite-foreign",
+    is_flag=True,
+    help="Write into an --out that holds files zslbench leaderboard did not write: they are left "
+    "alone, except a file at a path the leaderboard writes, which is replaced.",
+)
 @click.pass_context
-def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, reported_path: Path | None,
-                check_only: bool, overwrite_foreign: bool) -> None:
+def leaderboard(
+    ctx: click.Context,
+    results_dir: Path,
+    out_dir: Path | None,
+    reported_path: Path | None,
+    check_only: bool,
+    overwrite_foreign: bool,
+) -> None:
     """Render Markdown, CSV, HTML and figures from the records alone, deterministically.
 
     It only ever replaces or deletes files it wrote itself (listed in OUT/manifest.json), refuses
@@ -59,12 +87,23 @@ def leaderboard(ctx: click.Context, results_dir: Path, out_dir: Path | None, rep
     would re-run.
     """
     if ctx.invoked_subcommand is None:
-        render_board(results_dir, out_dir or results_dir / "leaderboard", reported_path,
-                     check_only=check_only, overwrite_foreign=overwrite_foreign)
+        render_board(
+            results_dir,
+            out_dir or results_dir / "leaderboard",
+            reported_path,
+            check_only=check_only,
+            overwrite_foreign=overwrite_foreign,
+        )
 
 
-def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = None, *,
-                 check_only: bool = False, overwrite_foreign: bool = False) -> None:
+def render_board(
+    results_dir: Path,
+    out_dir: Path,
+    reported_path: Path | None = None,
+    *,
+    check_only: bool = False,
+    overwrite_foreign: bool = False,
+) -> None:
     """``zslbench leaderboard``: render the board of ``results_dir`` into ``out_dir``, or with
     ``check_only`` compare it with what is there (``SystemExit(1)`` when it differs). A refused
     ``out_dir`` is a ``UserError``, printed by the one handler in ``zslbench.cli.main``."""
@@ -75,8 +114,11 @@ def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = 
     if reported_path is None:
         reported_path = find_reported(out_dir)
         if reported_path is None:
-            _echo("note: no reported-numbers file in OUT/reported/ or leaderboards/reported/; "
-                  "rendering without reported numbers (pass --reported FILE to include them)", err=True)
+            _echo(
+                "note: no reported-numbers file in OUT/reported/ or leaderboards/reported/; "
+                "rendering without reported numbers (pass --reported FILE to include them)",
+                err=True,
+            )
     inputs = _inputs(results_dir, out_dir, reported_path)
     if not check_only:  # refuse before the slow part (drawing)
         check_mod.refuse_unsafe(out_dir, inputs, overwrite_foreign=overwrite_foreign)
@@ -89,8 +131,12 @@ def render_board(results_dir: Path, out_dir: Path, reported_path: Path | None = 
     for path, reason in site.refused:
         _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
-    _echo(f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
-          f"({site.board.runs} records" + (f", {site.board.superseded} superseded" if site.board.superseded else "") + ")")
+    _echo(
+        f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
+        f"({site.board.runs} records"
+        + (f", {site.board.superseded} superseded" if site.board.superseded else "")
+        + ")"
+    )
 
 
 def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> list[Path]:
@@ -107,7 +153,9 @@ def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> lis
     return inputs
 
 
-def _check(site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allow_foreign: bool) -> None:
+def _check(
+    site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allow_foreign: bool
+) -> None:
     """``--check``: one line per problem and ``SystemExit(1)``, or one line saying it is current."""
     from zslbench.leaderboard import check as check_mod
 
@@ -115,17 +163,26 @@ def _check(site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allo
     for line in problems:
         _echo(line)
     if problems:
-        _echo(f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
-              f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
-              f"--out {out_dir.as_posix()}` and commit the result", err=True)
+        _echo(
+            f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
+            f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
+            f"--out {out_dir.as_posix()}` and commit the result",
+            err=True,
+        )
         raise SystemExit(1)
-    _echo(f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)")
+    _echo(
+        f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)"
+    )
 
 
 @leaderboard.command("prune")
 @RESULTS_DIR
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help="Folder of the datasets' files [env ZSLBENCH_DATA].")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder of the datasets' files [env ZSLBENCH_DATA].",
+)
 @click.option("--yes", is_flag=True, help="Remove the stale records (without it, only list them).")
 @click.pass_context
 def prune(ctx: click.Context, results_dir: Path, data_dir: Path | None, yes: bool) -> None:
@@ -153,16 +210,24 @@ def prune(ctx: click.Context, results_dir: Path, data_dir: Path | None, yes: boo
         for path, why in report.stale:
             _echo(f"would remove {path.as_posix()} ({why})")
         total = len(report.stale) + report.current + len(report.unknown)
-        _echo(f"{len(report.stale)} of {total} record(s) would be re-run by the current code"
-                   + ("; nothing removed: pass --yes to remove them" if report.stale else ""))
+        _echo(
+            f"{len(report.stale)} of {total} record(s) would be re-run by the current code"
+            + ("; nothing removed: pass --yes to remove them" if report.stale else "")
+        )
         return
     removed = set(prune_mod.remove(results_dir, [p for p, _ in report.stale]))
     for path, why in report.stale:
         if path in removed:
             _echo(f"removed {path.as_posix()} ({why})")
-    _echo(f"removed {len(removed)} stale record(s); {report.current} current"
-               + (f", {len(report.unknown)} kept unchecked" if report.unknown else "")
-               + (f" — re-render the board: zslbench leaderboard --results-dir {results_dir.as_posix()}" if removed else ""))
+    _echo(
+        f"removed {len(removed)} stale record(s); {report.current} current"
+        + (f", {len(report.unknown)} kept unchecked" if report.unknown else "")
+        + (
+            f" — re-render the board: zslbench leaderboard --results-dir {results_dir.as_posix()}"
+            if removed
+            else ""
+        )
+    )
 
 
 def _num(value: float, sign: bool = False) -> str:
@@ -192,15 +257,19 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
         _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     kept, _ = dedupe(runs)
     a, b, fp = comparison_sides(kept, method_a, method_b, dataset)
-    _echo(f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})")
+    _echo(
+        f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})"
+    )
     for side in (a, b):
         _echo(_side_line(side))
     diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
     test = next((d.test for d in diffs.values() if d is not None), "no test possible")
     _echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
     width = max(len(method_a), len(method_b), 14) + 13
-    _echo(f"  {'metric':<7} {method_a + ' (mean ± std)':>{width}} {method_b + ' (mean ± std)':>{width}} "
-               f"{'A - B':>7} {'95% CI':>17} {'p':>8}")
+    _echo(
+        f"  {'metric':<7} {method_a + ' (mean ± std)':>{width}} {method_b + ' (mean ± std)':>{width}} "
+        f"{'A - B':>7} {'95% CI':>17} {'p':>8}"
+    )
     seeds, _ = stats.pairing(a.samples["H"], b.samples["H"])
     if seeds and len(seeds) < max(len(a.seeds), len(b.seeds)):
         _echo(f"  means over the {len(seeds)} paired seeds, as A - B")
@@ -208,16 +277,20 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
         _echo(_metric_line(m, a.samples[m], b.samples[m], diffs[m], width))
     h = diffs["H"]
     if h is not None:
-        _echo(f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
-                   "(two-sided; one comparison, so no multiplicity correction)")
+        _echo(
+            f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
+            "(two-sided; one comparison, so no multiplicity correction)"
+        )
 
 
 def _side_line(side: Any) -> str:
     extra = [f"overrides {side.overrides}"] if side.overrides else []
     extra += [side.schedule] if side.schedule else []
     extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
-    return (f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
-            f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else ""))
+    return (
+        f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
+        f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else "")
+    )
 
 
 def _metric_line(m: str, a: Any, b: Any, d: Any, width: int) -> str:
@@ -228,5 +301,7 @@ def _metric_line(m: str, a: Any, b: Any, d: Any, width: int) -> str:
         tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
     else:
         tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
-    return (f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
-            f"{tail}")
+    return (
+        f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
+        f"{tail}"
+    )

@@ -51,7 +51,16 @@ TESTED_METRICS = ("H", "A_T", "AUSUC")
 #: first use; other datasets follow alphabetically.
 PAPER_DATASET_ORDER = declared_dataset_order()
 
-CELL_KEYS = ["kind", "dataset", "method", "config_id", "standard", "device_type", "data_fp", "schedule"]
+CELL_KEYS = [
+    "kind",
+    "dataset",
+    "method",
+    "config_id",
+    "standard",
+    "device_type",
+    "data_fp",
+    "schedule",
+]
 ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type", "schedule"]
 
 
@@ -69,7 +78,9 @@ def dataset_order(name: str) -> tuple[int, str, str]:
     """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike (a
     feature set of another backbone right after its benchmark)."""
     base = name.lower().partition("@")[0].removeprefix("synth-")
-    rank = PAPER_DATASET_ORDER.index(base) if base in PAPER_DATASET_ORDER else len(PAPER_DATASET_ORDER)
+    rank = (
+        PAPER_DATASET_ORDER.index(base) if base in PAPER_DATASET_ORDER else len(PAPER_DATASET_ORDER)
+    )
     return (rank, name.lower(), name)
 
 
@@ -125,9 +136,11 @@ class DataVersions:
         if len(set(self.backbones)) > 1:
             of = f", of backbones {', '.join(b or '(none named)' for b in self.backbones)}"
             backbone = f"{self.backbones[0] or 'no backbone named'}, "
-        return (f"{self.dataset}: records on {len(self.counts)} data versions{of}; only fingerprint "
-                f"{self.compared[:8]} ({backbone}{self.counts[0][1]} record(s)) is compared, the runs on {others} "
-                "are shown as rows of their own and never compared")
+        return (
+            f"{self.dataset}: records on {len(self.counts)} data versions{of}; only fingerprint "
+            f"{self.compared[:8]} ({backbone}{self.counts[0][1]} record(s)) is compared, the runs on {others} "
+            "are shown as rows of their own and never compared"
+        )
 
 
 def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
@@ -137,16 +150,30 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
     if runs.empty:
         return out
     for (kind, dataset), group in runs.groupby(["kind", "dataset"], sort=True):
-        stat = {fp: (len(g), max(g["finished_at"])) for fp, g in group.groupby("data_fp", sort=True)}
+        stat = {
+            fp: (len(g), max(g["finished_at"])) for fp, g in group.groupby("data_fp", sort=True)
+        }
         order = sorted(stat, key=lambda fp: (stat[fp], fp), reverse=True)
-        named = {fp: next((b for b in g["backbone"] if b), "") for fp, g in group.groupby("data_fp", sort=True)}
-        out[(kind, dataset)] = DataVersions(kind, dataset, order[0], tuple((fp, stat[fp][0]) for fp in order),
-                                            tuple(named[fp] for fp in order))
+        named = {
+            fp: next((b for b in g["backbone"] if b), "")
+            for fp, g in group.groupby("data_fp", sort=True)
+        }
+        out[(kind, dataset)] = DataVersions(
+            kind,
+            dataset,
+            order[0],
+            tuple((fp, stat[fp][0]) for fp in order),
+            tuple(named[fp] for fp in order),
+        )
     return out
 
 
 def _samples(group: pd.DataFrame, column: str) -> dict[int, float]:
-    return {int(s): float(v) for s, v in zip(group["seed"], group[column], strict=True) if math.isfinite(v)}
+    return {
+        int(s): float(v)
+        for s, v in zip(group["seed"], group[column], strict=True)
+        if math.isfinite(v)
+    }
 
 
 def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -156,10 +183,17 @@ def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
         busy = runs["oversubscribed"].astype(bool)
         quiet = runs.loc[~busy, "train"]
         used = quiet if len(quiet) else runs["train"]
-        out[str(name)] = {"median": float(used.median()), "min": float(used.min()), "max": float(used.max()),
-                          "n": int(len(used)), "busy_only": not len(quiet), "busy": int(busy.sum()),
-                          "unknown": int((~runs["load_known"].astype(bool)).sum()), "runs": int(len(runs)),
-                          "seeds": sorted(int(s) for s in runs["seed"])}
+        out[str(name)] = {
+            "median": float(used.median()),
+            "min": float(used.min()),
+            "max": float(used.max()),
+            "n": int(len(used)),
+            "busy_only": not len(quiet),
+            "busy": int(busy.sum()),
+            "unknown": int((~runs["load_known"].astype(bool)).sum()),
+            "runs": int(len(runs)),
+            "seeds": sorted(int(s) for s in runs["seed"]),
+        }
     return out
 
 
@@ -170,8 +204,10 @@ def _per_class(group: pd.DataFrame) -> list[dict[str, Any]]:
     by_class: dict[int, dict[str, Any]] = {}
     for seed, entries in zip(group["seed"], group["per_class"], strict=True):
         for cls, name, acc, freq, n_test in entries:
-            slot = by_class.setdefault(cls, {"class": cls, "name": name, "frequency": freq, "n_test": n_test,
-                                             "samples": {}})
+            slot = by_class.setdefault(
+                cls,
+                {"class": cls, "name": name, "frequency": freq, "n_test": n_test, "samples": {}},
+            )
             if math.isfinite(acc):
                 slot["samples"][int(seed)] = acc
     total = sum(s["frequency"] for s in by_class.values() if math.isfinite(s["frequency"]))
@@ -179,7 +215,13 @@ def _per_class(group: pd.DataFrame) -> list[dict[str, Any]]:
     for cls in sorted(by_class):
         slot = by_class[cls]
         interval = stats.t_interval(list(slot["samples"].values()))
-        out.append({**slot, "share": slot["frequency"] / total if total > 0 else math.nan, "interval": interval})
+        out.append(
+            {
+                **slot,
+                "share": slot["frequency"] / total if total > 0 else math.nan,
+                "interval": interval,
+            }
+        )
     return out
 
 
@@ -194,24 +236,38 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
     if runs.empty:
         return pd.DataFrame(columns=[*CELL_KEYS, "row_key", "label", "n", "compared"])
     versions = data_versions(runs)
-    out = [_entry(dict(zip(CELL_KEYS, key, strict=True)), group, runs, versions)
-           for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False)]
+    out = [
+        _entry(dict(zip(CELL_KEYS, key, strict=True)), group, runs, versions)
+        for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False)
+    ]
     frame = pd.DataFrame(out)
-    frame["row_key"] = [tuple(r[k] for k in ROW_KEYS) + (() if r["compared"] else ("data", r["data_fp"]))
-                        for r in out]
+    frame["row_key"] = [
+        tuple(r[k] for k in ROW_KEYS) + (() if r["compared"] else ("data", r["data_fp"]))
+        for r in out
+    ]
     frame["label"] = _labels(frame)
     ranks = method_ranks(frame["method"], method_first)
     frame["method_rank"] = [ranks[m] for m in frame["method"]]
-    order = sorted(range(len(frame)), key=lambda i: (
-        frame["kind"].iloc[i], int(frame["method_rank"].iloc[i]), frame["label"].iloc[i],
-        dataset_order(frame["dataset"].iloc[i])))
+    order = sorted(
+        range(len(frame)),
+        key=lambda i: (
+            frame["kind"].iloc[i],
+            int(frame["method_rank"].iloc[i]),
+            frame["label"].iloc[i],
+            dataset_order(frame["dataset"].iloc[i]),
+        ),
+    )
     frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs["data_versions"] = [v for v in versions.values() if len(v.counts) > 1]
     return frame
 
 
-def _entry(entry: dict[str, Any], group: pd.DataFrame, runs: pd.DataFrame,
-           versions: dict[tuple[str, str], DataVersions]) -> dict[str, Any]:
+def _entry(
+    entry: dict[str, Any],
+    group: pd.DataFrame,
+    runs: pd.DataFrame,
+    versions: dict[tuple[str, str], DataVersions],
+) -> dict[str, Any]:
     """The aggregated row of one cell group (``entry`` holds its cell keys)."""
     entry.update(_settings(group))
     entry["repetitions"] = int(group["repetition"].max()) + 1
@@ -228,8 +284,11 @@ def _entry(entry: dict[str, Any], group: pd.DataFrame, runs: pd.DataFrame,
     # the features' backbone, and the compared version's: a row on other features of the same
     # dataset is labelled with its backbone when that is what differs
     entry["backbone"] = next((b for b in group["backbone"] if b), "")
-    same = runs[(runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
-                & (runs["data_fp"] == compared)]
+    same = runs[
+        (runs["kind"] == entry["kind"])
+        & (runs["dataset"] == entry["dataset"])
+        & (runs["data_fp"] == compared)
+    ]
     entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
     return entry
 
@@ -237,32 +296,60 @@ def _entry(entry: dict[str, Any], group: pd.DataFrame, runs: pd.DataFrame,
 def _settings(group: pd.DataFrame) -> dict[str, Any]:
     """What a cell group's runs were told: name, overrides, sweep, files, split."""
     first = group.iloc[0]
-    return {"paper_name": next((p for p in group["paper_name"] if p), ""),
-            **{c: first[c] for c in ("overrides", "overrides_map", "sweep", "sweep_params", "sweep_map", "base_seed")},
-            "config_files": sorted({f for f in group["config_file"] if f}),
-            "data_paths": sorted({p for p in group["data_path"] if p}),
-            "split_reason": "; ".join(sorted({r for r in group["split_reason"] if r})), "n": int(len(group))}
+    return {
+        "paper_name": next((p for p in group["paper_name"] if p), ""),
+        **{
+            c: first[c]
+            for c in (
+                "overrides",
+                "overrides_map",
+                "sweep",
+                "sweep_params",
+                "sweep_map",
+                "base_seed",
+            )
+        },
+        "config_files": sorted({f for f in group["config_file"] if f}),
+        "data_paths": sorted({p for p in group["data_path"] if p}),
+        "split_reason": "; ".join(sorted({r for r in group["split_reason"] if r})),
+        "n": int(len(group)),
+    }
 
 
 def _provenance(group: pd.DataFrame) -> dict[str, Any]:
     """Load, seeds, versions, devices, dates and links of a cell group's runs."""
     days = sorted(v[:10] for v in group["finished_at"] if v)
-    return {"oversubscribed": int(group["oversubscribed"].astype(bool).sum()),
-            "load_unknown": int((~group["load_known"].astype(bool)).sum()),
-            "seeds": sorted(int(s) for s in group["seed"]), "versions": sorted(set(group["version"])),
-            "commits": sorted(set(group["commit"])), "dirty": bool(group["dirty"].any()),
-            "devices": sorted(set(group["device_name"])),
-            "date_first": days[0] if days else "", "date_last": days[-1] if days else "",
-            "links": sorted(group["link"]), "folders": sorted(set(group["folder"])),
-            "seed_of": dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True))}
+    return {
+        "oversubscribed": int(group["oversubscribed"].astype(bool).sum()),
+        "load_unknown": int((~group["load_known"].astype(bool)).sum()),
+        "seeds": sorted(int(s) for s in group["seed"]),
+        "versions": sorted(set(group["version"])),
+        "commits": sorted(set(group["commit"])),
+        "dirty": bool(group["dirty"].any()),
+        "devices": sorted(set(group["device_name"])),
+        "date_first": days[0] if days else "",
+        "date_last": days[-1] if days else "",
+        "links": sorted(group["link"]),
+        "folders": sorted(set(group["folder"])),
+        "seed_of": dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True)),
+    }
 
 
 def _curves_and_audits(group: pd.DataFrame) -> dict[str, Any]:
-    return {"curves": [{"seed": int(s), "curve": c, "op": op} for s, c, op in
-                       sorted(zip(group["seed"], group["curve"], group["op"], strict=True),
-                              key=lambda t: t[0]) if c is not None],
-            "audits": [{"seed": int(s), **a} for s, a in zip(group["seed"], group["selection_audit"],
-                                                             strict=True) if a is not None]}
+    return {
+        "curves": [
+            {"seed": int(s), "curve": c, "op": op}
+            for s, c, op in sorted(
+                zip(group["seed"], group["curve"], group["op"], strict=True), key=lambda t: t[0]
+            )
+            if c is not None
+        ],
+        "audits": [
+            {"seed": int(s), **a}
+            for s, a in zip(group["seed"], group["selection_audit"], strict=True)
+            if a is not None
+        ],
+    }
 
 
 def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFrame:
@@ -275,28 +362,53 @@ def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFr
 def _labels(frame: pd.DataFrame) -> list[str]:
     """``method`` (+ overrides, + sweep values), plus just enough of device / config / schedule /
     data version to tell rows apart."""
-    base = {rk: m + "".join(f" [{x}]" for x in (o, w) if x)
-            for rk, m, o, w in zip(frame["row_key"], frame["method"], frame["overrides"], frame["sweep"],
-                                   strict=True)}
+    base = {
+        rk: m + "".join(f" [{x}]" for x in (o, w) if x)
+        for rk, m, o, w in zip(
+            frame["row_key"], frame["method"], frame["overrides"], frame["sweep"], strict=True
+        )
+    }
     rows = sorted(set(frame["row_key"]), key=repr)
-    backbones = {rk: (b, c) for rk, b, c in zip(frame["row_key"], frame["backbone"],
-                                                frame["compared_backbone"], strict=True)}
-    labels = {rk: _label(rk, base, [o for o in rows if o[0] == rk[0] and base[o] == base[rk] and o != rk],
-                         backbones.get(rk, ("", ""))) for rk in rows}
+    backbones = {
+        rk: (b, c)
+        for rk, b, c in zip(
+            frame["row_key"], frame["backbone"], frame["compared_backbone"], strict=True
+        )
+    }
+    labels = {
+        rk: _label(
+            rk,
+            base,
+            [o for o in rows if o[0] == rk[0] and base[o] == base[rk] and o != rk],
+            backbones.get(rk, ("", "")),
+        )
+        for rk in rows
+    }
     return [labels[rk] for rk in frame["row_key"]]
 
 
-def _label(rk: tuple[Any, ...], base: dict[Any, str], twins: list[tuple[Any, ...]],
-           backbone: tuple[str, str]) -> str:
+def _label(
+    rk: tuple[Any, ...],
+    base: dict[Any, str],
+    twins: list[tuple[Any, ...]],
+    backbone: tuple[str, str],
+) -> str:
     """A row's label: its base, plus what tells it from its twins (rows of the same base)."""
     _kind, _method, cid, standard, device, schedule = rk[:6]
-    parts = [base[rk], "" if standard else "non-standard split", schedule,
-             device if any(o[4] != device for o in twins) else "",
-             f"cfg {cid[:8]}" if any(o[2] != cid for o in twins) else ""]
+    parts = [
+        base[rk],
+        "" if standard else "non-standard split",
+        schedule,
+        device if any(o[4] != device for o in twins) else "",
+        f"cfg {cid[:8]}" if any(o[2] != cid for o in twins) else "",
+    ]
     if len(rk) > len(ROW_KEYS):
         used, compared = backbone
-        parts.append(f"backbone {used}, not compared" if used and used != compared
-                     else f"data {rk[-1][:8]}, not compared")
+        parts.append(
+            f"backbone {used}, not compared"
+            if used and used != compared
+            else f"data {rk[-1][:8]}, not compared"
+        )
     return " · ".join(p for p in parts if p)
 
 
@@ -325,7 +437,9 @@ def _by_role(settings: dict[str, Any], components: dict[str, Any]) -> dict[str, 
     out = {}
     for key, value in settings.items():
         target, dot, param = key.partition(".")
-        out[f"{roles.get(target, target) if target not in components else target}{dot}{param}"] = value
+        out[f"{roles.get(target, target) if target not in components else target}{dot}{param}"] = (
+            value
+        )
     return out
 
 
@@ -370,21 +484,28 @@ def parse_config_spec(text: str) -> ConfigSpec:
     method = method.strip()
     example = "e.g. 'bt-gp[embedder.margin=1]' (quote it in the shell)"
     if not method or (bracket and not rest.endswith("]")):
-        raise UserError(f"{text!r} is not a configuration: METHOD or METHOD[PARAM=VALUE,...]", hint=example)
+        raise UserError(
+            f"{text!r} is not a configuration: METHOD or METHOD[PARAM=VALUE,...]", hint=example
+        )
     settings: dict[str, Any] = {}
     for item in _split_top(rest[:-1]) if bracket else []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UserError(f"{text!r}: {item!r} is not of the form component.param=value or role=component",
-                            hint=example)
+            raise UserError(
+                f"{text!r}: {item!r} is not of the form component.param=value or role=component",
+                hint=example,
+            )
         settings[key.strip()] = parse_value(value.strip()) if "." in key else value.strip()
     return ConfigSpec(text, method, settings)
 
 
 def spec_text(method: str, settings: dict[str, Any]) -> str:
     """How to name a run's configuration for ``zslbench compare`` (:func:`parse_config_spec`)."""
-    return method + (f"[{','.join(f'{k}={value_text(v)}' for k, v in sorted(settings.items()))}]"
-                     if settings else "")
+    return method + (
+        f"[{','.join(f'{k}={value_text(v)}' for k, v in sorted(settings.items()))}]"
+        if settings
+        else ""
+    )
 
 
 def run_settings(runs: pd.DataFrame) -> list[dict[str, Any]]:
@@ -412,12 +533,16 @@ class Side:
 
 def _found(sub: pd.DataFrame) -> str:
     """The configurations with records in ``sub``, as they are named, with their run counts."""
-    counts = Counter(spec_text(method, settings)
-                     for method, settings in zip(sub["method"], run_settings(sub), strict=True))
+    counts = Counter(
+        spec_text(method, settings)
+        for method, settings in zip(sub["method"], run_settings(sub), strict=True)
+    )
     return ", ".join(f"{n} ({c} run(s))" for n, c in sorted(counts.items()))
 
 
-def comparison_sides(runs: pd.DataFrame, spec_a: str, spec_b: str, dataset: str) -> tuple[Side, Side, str]:
+def comparison_sides(
+    runs: pd.DataFrame, spec_a: str, spec_b: str, dataset: str
+) -> tuple[Side, Side, str]:
     """The runs of two configurations on one dataset to compare (``zslbench compare``), and the
     data fingerprint they share: runs on a standard split, on the data version both ran most.
 
@@ -426,10 +551,16 @@ def comparison_sides(runs: pd.DataFrame, spec_a: str, spec_b: str, dataset: str)
     (:class:`ConfigSpec`). Among matching runs, those of one configuration id on one device type
     are compared: the full schedule first, then the one with the most runs."""
     specs = [parse_config_spec(spec_a), parse_config_spec(spec_b)]
-    sub = runs[(runs["dataset"] == dataset) & runs["standard"].astype(bool)] if not runs.empty else runs
+    sub = (
+        runs[(runs["dataset"] == dataset) & runs["standard"].astype(bool)]
+        if not runs.empty
+        else runs
+    )
     if sub.empty:
-        raise UserError(f"no records on dataset {dataset!r} (runs on a standard split)",
-                        hint="check --dataset and --results-dir")
+        raise UserError(
+            f"no records on dataset {dataset!r} (runs on a standard split)",
+            hint="check --dataset and --results-dir",
+        )
     settings = run_settings(sub)
     picked = [_matching(spec, sub, settings, dataset) for spec in specs]
     shared = set(picked[0]["data_fp"]) & set(picked[1]["data_fp"])
@@ -441,43 +572,65 @@ def comparison_sides(runs: pd.DataFrame, spec_a: str, spec_b: str, dataset: str)
     return sides[0], sides[1], fp
 
 
-def _matching(spec: ConfigSpec, sub: pd.DataFrame, settings: list[dict[str, Any]], dataset: str) -> pd.DataFrame:
+def _matching(
+    spec: ConfigSpec, sub: pd.DataFrame, settings: list[dict[str, Any]], dataset: str
+) -> pd.DataFrame:
     """The runs of ``sub`` that are ``spec``; none is a ``UserError`` naming what there is."""
-    mask = [spec.matches(m, s, c.get("components") or {}) for m, s, c in
-            zip(sub["method"], settings, sub["config"], strict=True)]
+    mask = [
+        spec.matches(m, s, c.get("components") or {})
+        for m, s, c in zip(sub["method"], settings, sub["config"], strict=True)
+    ]
     if any(mask):
         return sub[mask]
     mine = sub[sub["method"] == spec.method]
     if mine.empty:
-        raise UserError(f"no records of {spec.text!r} on {dataset}",
-                        hint=f"configurations with records there: {_found(sub)}")
+        raise UserError(
+            f"no records of {spec.text!r} on {dataset}",
+            hint=f"configurations with records there: {_found(sub)}",
+        )
     what = "its default configuration" if not spec.settings else "this configuration"
-    raise UserError(f"no records of {spec.text!r} ({what}) on {dataset}",
-                    hint=f"configurations of {spec.method} with records there: {_found(mine)}; name one "
-                         "as METHOD[PARAM=VALUE,...], quoted")
+    raise UserError(
+        f"no records of {spec.text!r} ({what}) on {dataset}",
+        hint=f"configurations of {spec.method} with records there: {_found(mine)}; name one "
+        "as METHOD[PARAM=VALUE,...], quoted",
+    )
 
 
-def _never_paired(spec_a: str, spec_b: str, specs: list[ConfigSpec], picked: list[pd.DataFrame],
-                  dataset: str) -> UserError:
+def _never_paired(
+    spec_a: str, spec_b: str, specs: list[ConfigSpec], picked: list[pd.DataFrame], dataset: str
+) -> UserError:
     backbones = [sorted(set(side["backbone"]) - {""}) for side in picked]
     if backbones[0] and backbones[1] and not set(backbones[0]) & set(backbones[1]):
-        return UserError(f"{spec_a} ran on backbone {', '.join(backbones[0])} and {spec_b} on backbone "
-                         f"{', '.join(backbones[1])} ({dataset}): runs on different backbones are never paired",
-                         hint=f"run both on one feature set (zslbench run --method "
-                         f"{specs[0].method},{specs[1].method} --dataset {dataset})")
-    return UserError(f"{spec_a} and {spec_b} never ran on the same version of {dataset} (data fingerprints "
-                     "differ), so their numbers are not comparable",
-                     hint="re-run both on the same data (zslbench run ... --dataset " + dataset + ")")
+        return UserError(
+            f"{spec_a} ran on backbone {', '.join(backbones[0])} and {spec_b} on backbone "
+            f"{', '.join(backbones[1])} ({dataset}): runs on different backbones are never paired",
+            hint=f"run both on one feature set (zslbench run --method "
+            f"{specs[0].method},{specs[1].method} --dataset {dataset})",
+        )
+    return UserError(
+        f"{spec_a} and {spec_b} never ran on the same version of {dataset} (data fingerprints "
+        "differ), so their numbers are not comparable",
+        hint="re-run both on the same data (zslbench run ... --dataset " + dataset + ")",
+    )
 
 
 def _side(spec: ConfigSpec, runs_of: pd.DataFrame, sub: pd.DataFrame, fp: str) -> Side:
     """One side of a comparison: the full schedule first, then the configuration with most runs."""
     mine = runs_of[runs_of["data_fp"] == fp]
     configs = list(mine.groupby(["config_id", "device_type", "schedule"], sort=True))
-    (cid, device, schedule), group = max(configs, key=lambda kv: (kv[0][2] == "", len(kv[1]),
-                                                                   max(kv[1]["finished_at"])))
+    (cid, device, schedule), group = max(
+        configs, key=lambda kv: (kv[0][2] == "", len(kv[1]), max(kv[1]["finished_at"]))
+    )
     of_method = sub[(sub["method"] == spec.method) & (sub["data_fp"] == fp)]
     n_configs = len(of_method.groupby(["config_id", "device_type", "schedule"]))
     overrides = ", ".join(x for x in (group["overrides"].iloc[0], group["sweep"].iloc[0]) if x)
-    return Side(spec.text, spec.method, cid, overrides, device, schedule,
-                {m: _samples(group, m) for m in TESTED_METRICS}, n_configs - 1)
+    return Side(
+        spec.text,
+        spec.method,
+        cid,
+        overrides,
+        device,
+        schedule,
+        {m: _samples(group, m) for m in TESTED_METRICS},
+        n_configs - 1,
+    )

@@ -52,7 +52,10 @@ if TYPE_CHECKING:
 STYLE_VERSION = 5
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
-SIZE = (7.2, 4.5)  # inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px
+SIZE = (
+    7.2,
+    4.5,
+)  # inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px
 WIDE = (12.0, 3.7)  # one panel per metric (sweeps), the full width of the report
 LEGEND_FONT = 8.0  # points (RC's legend.fontsize)
 #: Legend spacing in font sizes (matplotlib's defaults, except a narrower column gap).
@@ -68,9 +71,28 @@ MARGIN = 8.0  # points either side of the legend: constrained layout's pads and 
 NAMED_CLASSES = 24
 #: Distinct colours, one per method in the board's method order; more methods than this get
 #: evenly spaced hues beyond it (still one colour each).
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
-           "#7f7f7f", "#bcbd22", "#000080", "#800000", "#008080", "#c51b7d", "#b15928", "#66a61e",
-           "#6a3d9a", "#e6ab02", "#1b9e77", "#fb9a99")
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+    "#000080",
+    "#800000",
+    "#008080",
+    "#c51b7d",
+    "#b15928",
+    "#66a61e",
+    "#6a3d9a",
+    "#e6ab02",
+    "#1b9e77",
+    "#fb9a99",
+)
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINESTYLES = ("-", "--", ":", "-.")
 RC: dict[RcKeyType, Any] = {
@@ -88,8 +110,10 @@ RC: dict[RcKeyType, Any] = {
     "path.simplify": False,
     "text.parse_math": False,
 }
-TAGS = {"synthetic": "SYNTHETIC DATA: generated stand-in, not the real benchmark",
-        "custom": "CUSTOM DATASET: the user's own data, not a benchmark"}
+TAGS = {
+    "synthetic": "SYNTHETIC DATA: generated stand-in, not the real benchmark",
+    "custom": "CUSTOM DATASET: the user's own data, not a benchmark",
+}
 TAG_COLOR = "#b00020"
 
 
@@ -103,8 +127,17 @@ class FigureSpec:
 
     @property
     def data_sha256(self) -> str:
-        body = json.dumps({"style": STYLE_VERSION, "figure": self.figure, "title": self.title,
-                           "kind": self.kind, "data": self.data}, sort_keys=True, allow_nan=True)
+        body = json.dumps(
+            {
+                "style": STYLE_VERSION,
+                "figure": self.figure,
+                "title": self.title,
+                "kind": self.kind,
+                "data": self.data,
+            },
+            sort_keys=True,
+            allow_nan=True,
+        )
         return hashlib.sha256(body.encode()).hexdigest()
 
     @property
@@ -140,7 +173,9 @@ def method_colors(methods: list[str]) -> dict[str, str]:
         if i < len(PALETTE):
             out[method] = PALETTE[i]
         else:  # golden-ratio hues: never a repeat
-            r, g, b = colorsys.hsv_to_rgb(((i - len(PALETTE)) * 0.618033988749895) % 1.0, 0.75, 0.75)
+            r, g, b = colorsys.hsv_to_rgb(
+                ((i - len(PALETTE)) * 0.618033988749895) % 1.0, 0.75, 0.75
+            )
             out[method] = f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
     return out
 
@@ -149,16 +184,27 @@ def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> dict[Any, dict[str, st
     """Colour (the method's), line style and marker (the row's place among its method's rows)."""
     out: dict[Any, dict[str, str]] = {}
     seen: dict[str, int] = {}
-    for _, _, rk, method in sorted(set(zip(sub["method_rank"], sub["label"], sub["row_key"], sub["method"],
-                                           strict=True)), key=lambda t: (t[0], t[1])):
+    for _, _, rk, method in sorted(
+        set(zip(sub["method_rank"], sub["label"], sub["row_key"], sub["method"], strict=True)),
+        key=lambda t: (t[0], t[1]),
+    ):
         i = seen.get(method, 0)
         seen[method] = i + 1
-        out[rk] = {"color": colors[method], "ls": LINESTYLES[i % len(LINESTYLES)], "marker": MARKERS[i % len(MARKERS)]}
+        out[rk] = {
+            "color": colors[method],
+            "ls": LINESTYLES[i % len(LINESTYLES)],
+            "marker": MARKERS[i % len(MARKERS)],
+        }
     return out
 
 
-def figure_specs(agg: pd.DataFrame, kind: str, sweeps: list[tuple[str, pd.DataFrame]],
-                 colors: dict[str, str], ranking: Any = None) -> list[FigureSpec]:
+def figure_specs(
+    agg: pd.DataFrame,
+    kind: str,
+    sweeps: list[tuple[str, pd.DataFrame]],
+    colors: dict[str, str],
+    ranking: Any = None,
+) -> list[FigureSpec]:
     """Every figure of one kind, in a fixed order; empty when there are no measured runs.
     ``sweeps`` are the page's sweep groups (``tables.sweep_groups``), ``ranking`` its
     :class:`~zslbench.leaderboard.ranks.Ranking` (or None)."""
@@ -176,25 +222,50 @@ def figure_specs(agg: pd.DataFrame, kind: str, sweeps: list[tuple[str, pd.DataFr
 
 
 #: Per-dataset figures: (file stem part, title after the dataset's name).
-_PER_DATASET = {"curves": ("curves", "seen–unseen accuracy curves"),
-                "per_class": ("per-class", "per-class unseen accuracy, classes by frequency")}
+_PER_DATASET = {
+    "curves": ("curves", "seen–unseen accuracy curves"),
+    "per_class": ("per-class", "per-class unseen accuracy, classes by frequency"),
+}
 
 
 def _curve_series(g: Any) -> dict[str, Any] | None:
-    runs = [{"seed": c["seed"], "A_U": [_r(u) for u in c["curve"][0]], "A_S": [_r(s) for s in c["curve"][1]],
-             "op": [_r(c["op"][0]), _r(c["op"][1])]} for c in g.curves]
-    return {"runs": runs, "ausuc": [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)], "n": int(g.n)} if runs else None
+    runs = [
+        {
+            "seed": c["seed"],
+            "A_U": [_r(u) for u in c["curve"][0]],
+            "A_S": [_r(s) for s in c["curve"][1]],
+            "op": [_r(c["op"][0]), _r(c["op"][1])],
+        }
+        for c in g.curves
+    ]
+    return (
+        {"runs": runs, "ausuc": [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)], "n": int(g.n)}
+        if runs
+        else None
+    )
 
 
 def _per_class_series(g: Any) -> dict[str, Any] | None:
-    pts = [{"name": e["name"], "share": _r(100 * e["share"]),
-            "acc": [_r(e["interval"].mean), _r(e["interval"].std)]} for e in g.per_class]
+    pts = [
+        {
+            "name": e["name"],
+            "share": _r(100 * e["share"]),
+            "acc": [_r(e["interval"].mean), _r(e["interval"].std)],
+        }
+        for e in g.per_class
+    ]
     pts = [p for p in pts if p["share"] is not None and p["acc"][0] is not None]
     return {"points": pts} if pts else None
 
 
-def _dataset_specs(kind: str, rows: list[Any], names: list[str], styles: dict[Any, dict[str, str]],
-                   figure: str, series_of: Any) -> list[FigureSpec]:
+def _dataset_specs(
+    kind: str,
+    rows: list[Any],
+    names: list[str],
+    styles: dict[Any, dict[str, str]],
+    figure: str,
+    series_of: Any,
+) -> list[FigureSpec]:
     """One figure per dataset with a series per row that has something to plot."""
     stem, what = _PER_DATASET[figure]
     slugs = unique_slugs(names)
@@ -207,8 +278,15 @@ def _dataset_specs(kind: str, rows: list[Any], names: list[str], styles: dict[An
             if body is not None:
                 series.append({"label": g.label, **styles[g.row_key], **body})
         if series:
-            specs.append(FigureSpec(name=f"{kind}-{stem}-{slugs[name]}", kind=kind, figure=figure,
-                                    title=f"{ds}: {what}", data={"dataset": ds, "series": series}))
+            specs.append(
+                FigureSpec(
+                    name=f"{kind}-{stem}-{slugs[name]}",
+                    kind=kind,
+                    figure=figure,
+                    title=f"{ds}: {what}",
+                    data={"dataset": ds, "series": series},
+                )
+            )
     return specs
 
 
@@ -218,50 +296,105 @@ def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -
     device_slugs = unique_slugs(devices)
     specs = []
     for device in devices:
-        points = [{"label": g.label, **styles[g.row_key], "dataset": dataset_label(g.dataset, kind),
-                   "train": [_r(t["median"]), _r(t["min"]), _r(t["max"])], "busy": t["busy_only"],
-                   "H": [_r(g.H.mean), _r(g.H.std)], "excluded": not (g.standard and g.compared)}
-                  for g in rows if (t := g.times.get(device)) is not None and _r(g.H.mean) is not None]
+        points = [
+            {
+                "label": g.label,
+                **styles[g.row_key],
+                "dataset": dataset_label(g.dataset, kind),
+                "train": [_r(t["median"]), _r(t["min"]), _r(t["max"])],
+                "busy": t["busy_only"],
+                "H": [_r(g.H.mean), _r(g.H.std)],
+                "excluded": not (g.standard and g.compared),
+            }
+            for g in rows
+            if (t := g.times.get(device)) is not None and _r(g.H.mean) is not None
+        ]
         if points:
             order = sorted({p["dataset"] for p in points}, key=lambda d: dataset_order(d.lower()))
             suffix = "" if len(devices) == 1 else f"-{device_slugs[device]}"
-            specs.append(FigureSpec(name=f"{kind}-h-vs-time{suffix}", kind=kind, figure="h_vs_time",
-                                    title=f"harmonic mean H vs training time on {device}",
-                                    data={"datasets": order, "points": points, "device": device}))
+            specs.append(
+                FigureSpec(
+                    name=f"{kind}-h-vs-time{suffix}",
+                    kind=kind,
+                    figure="h_vs_time",
+                    title=f"harmonic mean H vs training time on {device}",
+                    data={"datasets": order, "points": points, "device": device},
+                )
+            )
     return specs
 
 
-def _sweep_specs(kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]) -> list[FigureSpec]:
-    keys = [(title, param, group) for title, group in sweeps for param in sorted(group["sweep_map"].iloc[0])]
+def _sweep_specs(
+    kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]
+) -> list[FigureSpec]:
+    keys = [
+        (title, param, group)
+        for title, group in sweeps
+        for param in sorted(group["sweep_map"].iloc[0])
+    ]
     slugs = unique_slugs(f"{title} {param}" for title, param, _ in keys)
-    return [_sweep_spec(kind, title, param, group, colors[group["method"].iloc[0]],
-                        f"{kind}-sweep-{slugs[f'{title} {param}']}") for title, param, group in keys]
+    return [
+        _sweep_spec(
+            kind,
+            title,
+            param,
+            group,
+            colors[group["method"].iloc[0]],
+            f"{kind}-sweep-{slugs[f'{title} {param}']}",
+        )
+        for title, param, group in keys
+    ]
 
 
 def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
     return FigureSpec(
-        name=f"{kind}-critical-difference", kind=kind, figure="cd",
+        name=f"{kind}-critical-difference",
+        kind=kind,
+        figure="cd",
         title=f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)",
-        data={"methods": [{"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
-                          for r, x in zip(ranking.rows, ranking.ranks, strict=True)],
-              "cd": _r(ranking.cd, 4), "alpha": ranking.alpha, "n": len(ranking.datasets),
-              "cliques": [list(c) for c in ranking.cliques]})
+        data={
+            "methods": [
+                {"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
+                for r, x in zip(ranking.rows, ranking.ranks, strict=True)
+            ],
+            "cd": _r(ranking.cd, 4),
+            "alpha": ranking.alpha,
+            "n": len(ranking.datasets),
+            "cliques": [list(c) for c in ranking.cliques],
+        },
+    )
 
 
-def _sweep_spec(kind: str, title: str, param: str, group: pd.DataFrame, color: str, name: str) -> FigureSpec:
+def _sweep_spec(
+    kind: str, title: str, param: str, group: pd.DataFrame, color: str, name: str
+) -> FigureSpec:
     """Each metric against the parameter, one line per dataset (and per value of the other swept
     parameters), mean ± std over seeds, in the method's colour."""
     lines: dict[str, list[dict[str, Any]]] = {}
     for e in group.itertuples(index=False):
         others = {k: v for k, v in e.sweep_map.items() if k != param}
-        label = dataset_label(e.dataset, kind) + "".join(f", {k}={value_text(v)}" for k, v in sorted(others.items()))
+        label = dataset_label(e.dataset, kind) + "".join(
+            f", {k}={value_text(v)}" for k, v in sorted(others.items())
+        )
         lines.setdefault(label, []).append(
-            {"x": e.sweep_map[param], **{m: [_r(getattr(e, m).mean), _r(getattr(e, m).std)] for m in SWEEP_METRICS}})
-    series: list[dict[str, Any]] = [{"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
-              for label, pts in sorted(lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()),
-                                                                      kv[0]))]
-    return FigureSpec(name=name, kind=kind, figure="sweep", title=f"sweep of {title}: metrics vs {param}",
-                      data={"param": param, "series": series, "color": color})
+            {
+                "x": e.sweep_map[param],
+                **{m: [_r(getattr(e, m).mean), _r(getattr(e, m).std)] for m in SWEEP_METRICS},
+            }
+        )
+    series: list[dict[str, Any]] = [
+        {"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
+        for label, pts in sorted(
+            lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()), kv[0])
+        )
+    ]
+    return FigureSpec(
+        name=name,
+        kind=kind,
+        figure="sweep",
+        title=f"sweep of {title}: metrics vs {param}",
+        data={"param": param, "series": series, "color": color},
+    )
 
 
 # --- legends -----------------------------------------------------------------------------------
@@ -272,8 +405,11 @@ OPERATING_POINT_LABEL = "calibrated operating point"
 
 def _curve_label(s: dict[str, Any]) -> str:
     mean, std = s["ausuc"]
-    return s["label"] + (f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
-                         if mean is not None else "")
+    return s["label"] + (
+        f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
+        if mean is not None
+        else ""
+    )
 
 
 def legend_labels(spec: FigureSpec) -> list[str]:
@@ -300,15 +436,126 @@ class LegendLayout:
 #: the characters below: a legend's layout, and so a figure's size on the page, follows from its
 #: labels alone, the same with any matplotlib or FreeType version (``--check`` compares pages by
 #: their bytes). Any other character counts as 1 em, the widest.
-_GLYPHS = (" !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
-           "·±–—×≥≤…‡†αγΔ")
-_ADVANCES = dict(zip(_GLYPHS, (
-    651, 821, 942, 1716, 1303, 1946, 1597, 563, 799, 799, 1024, 1716, 651, 739, 651, 690, 1303, 1303, 1303, 1303,
-    1303, 1303, 1303, 1303, 1303, 1303, 690, 690, 1716, 1716, 1716, 1087, 2048, 1401, 1405, 1430, 1577, 1294,
-    1178, 1587, 1540, 604, 604, 1343, 1141, 1767, 1532, 1612, 1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025,
-    1403, 1251, 1403, 799, 690, 799, 1716, 1024, 1024, 1255, 1300, 1126, 1300, 1260, 721, 1300, 1298, 569, 569,
-    1186, 569, 1995, 1298, 1253, 1300, 1300, 842, 1067, 803, 1298, 1212, 1675, 1212, 1212, 1075, 1303, 690,
-    1303, 1716, 651, 1716, 1024, 2048, 1716, 1716, 1716, 2048, 1024, 1024, 1350, 1212, 1401), strict=True))
+_GLYPHS = (
+    " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
+    "·±–—×≥≤…‡†αγΔ"
+)
+_ADVANCES = dict(
+    zip(
+        _GLYPHS,
+        (
+            651,
+            821,
+            942,
+            1716,
+            1303,
+            1946,
+            1597,
+            563,
+            799,
+            799,
+            1024,
+            1716,
+            651,
+            739,
+            651,
+            690,
+            1303,
+            1303,
+            1303,
+            1303,
+            1303,
+            1303,
+            1303,
+            1303,
+            1303,
+            1303,
+            690,
+            690,
+            1716,
+            1716,
+            1716,
+            1087,
+            2048,
+            1401,
+            1405,
+            1430,
+            1577,
+            1294,
+            1178,
+            1587,
+            1540,
+            604,
+            604,
+            1343,
+            1141,
+            1767,
+            1532,
+            1612,
+            1235,
+            1612,
+            1423,
+            1300,
+            1251,
+            1499,
+            1401,
+            2025,
+            1403,
+            1251,
+            1403,
+            799,
+            690,
+            799,
+            1716,
+            1024,
+            1024,
+            1255,
+            1300,
+            1126,
+            1300,
+            1260,
+            721,
+            1300,
+            1298,
+            569,
+            569,
+            1186,
+            569,
+            1995,
+            1298,
+            1253,
+            1300,
+            1300,
+            842,
+            1067,
+            803,
+            1298,
+            1212,
+            1675,
+            1212,
+            1212,
+            1075,
+            1303,
+            690,
+            1303,
+            1716,
+            651,
+            1716,
+            1024,
+            2048,
+            1716,
+            1716,
+            1716,
+            2048,
+            1024,
+            1024,
+            1350,
+            1212,
+            1401,
+        ),
+        strict=True,
+    )
+)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -378,8 +625,10 @@ def legend_layout(labels: tuple[str, ...], width_in: float) -> LegendLayout:
         wrapped = tuple(text for text, _ in counted)
         cuts = sum(n for _, n in counted)
         heights = [(w.count("\n") + 1) * LINE * f for w in wrapped]
-        tallest = max(sum(heights[i] for i in c) + (len(c) - 1) * ROW_GAP * f
-                      for c in _columns(len(labels), ncols))
+        tallest = max(
+            sum(heights[i] for i in c) + (len(c) - 1) * ROW_GAP * f
+            for c in _columns(len(labels), ncols)
+        )
         layout = LegendLayout(wrapped, ncols, round((tallest + 2 * PAD * f + MARGIN) / 72.0, 2))
         if best is None or (cuts, layout.height) < best_key:
             best, best_key = layout, (cuts, layout.height)
@@ -394,8 +643,12 @@ def _legend_below(fig: Any, ax: Any, spec: FigureSpec) -> None:
     if not handles:
         return
     wanted = legend_labels(spec)
-    if sorted(wanted) != sorted(labels):  # pragma: no cover - legend_labels out of step with drawing
-        raise AssertionError(f"{spec.name}: legend entries {labels} differ from legend_labels {wanted}")
+    if sorted(wanted) != sorted(
+        labels
+    ):  # pragma: no cover - legend_labels out of step with drawing
+        raise AssertionError(
+            f"{spec.name}: legend entries {labels} differ from legend_labels {wanted}"
+        )
     # In legend_labels' order (matplotlib lists plain lines before error bars).
     pool = list(zip(labels, handles, strict=True))
     ordered = []
@@ -403,12 +656,21 @@ def _legend_below(fig: Any, ax: Any, spec: FigureSpec) -> None:
         i = next(i for i, (x, _) in enumerate(pool) if x == label)
         ordered.append(pool.pop(i)[1])
     layout = legend_layout(tuple(wanted), spec.size[0] / DPI)
-    fig.legend(ordered, list(layout.labels), loc="outside lower center", ncols=layout.ncols,
-               columnspacing=COLUMN_GAP, handlelength=2.0, handletextpad=0.8, labelspacing=ROW_GAP,
-               borderpad=PAD)
+    fig.legend(
+        ordered,
+        list(layout.labels),
+        loc="outside lower center",
+        ncols=layout.ncols,
+        columnspacing=COLUMN_GAP,
+        handlelength=2.0,
+        handletextpad=0.8,
+        labelspacing=ROW_GAP,
+        borderpad=PAD,
+    )
 
 
 # --- drawing ----------------------------------------------------------------------------------
+
 
 def draw(spec: FigureSpec) -> Any:
     """The matplotlib ``Figure`` of a spec (drawn, not saved), under :data:`RC`."""
@@ -418,11 +680,26 @@ def draw(spec: FigureSpec) -> Any:
     with matplotlib.rc_context(RC):
         w, h = spec.size
         # The critical-difference diagram places its one axes itself.
-        fig = Figure(figsize=(w / DPI, h / DPI), dpi=DPI, layout=None if spec.figure == "cd" else "constrained")
-        {"curves": _draw_curves, "h_vs_time": _draw_h_vs_time, "per_class": _draw_per_class,
-         "sweep": _draw_sweep, "cd": _draw_cd}[spec.figure](fig, spec)
+        fig = Figure(
+            figsize=(w / DPI, h / DPI),
+            dpi=DPI,
+            layout=None if spec.figure == "cd" else "constrained",
+        )
+        {
+            "curves": _draw_curves,
+            "h_vs_time": _draw_h_vs_time,
+            "per_class": _draw_per_class,
+            "sweep": _draw_sweep,
+            "cd": _draw_cd,
+        }[spec.figure](fig, spec)
         title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
-        fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, color="black" if spec.kind == "real" else TAG_COLOR)
+        fig.suptitle(
+            title,
+            x=0.01,
+            ha="left",
+            fontsize=10.5,
+            color="black" if spec.kind == "real" else TAG_COLOR,
+        )
     return fig
 
 
@@ -433,11 +710,20 @@ def render_figure(spec: FigureSpec) -> dict[str, bytes]:
     fig = draw(spec)
     with matplotlib.rc_context(RC):
         png, svg = io.BytesIO(), io.BytesIO()
-        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: spec.data_sha256})
+        fig.savefig(
+            png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: spec.data_sha256}
+        )
         if spec.figure != "cd":
             fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": "zslbench leaderboard",
-                                                 "Description": f"{HASH_KEY}={spec.data_sha256}"})
+        fig.savefig(
+            svg,
+            format="svg",
+            metadata={
+                "Date": None,
+                "Creator": "zslbench leaderboard",
+                "Description": f"{HASH_KEY}={spec.data_sha256}",
+            },
+        )
     png_name, svg_name = spec.files
     return {png_name: png.getvalue(), svg_name: svg.getvalue()}
 
@@ -447,13 +733,36 @@ def _draw_curves(fig: Any, spec: FigureSpec) -> None:
     for s in spec.data["series"]:
         label = _curve_label(s)
         for i, run in enumerate(s["runs"]):
-            ax.plot(run["A_U"], run["A_S"], color=s["color"], ls=s["ls"], lw=1.3, alpha=0.75,
-                    label=label if i == 0 else None)
+            ax.plot(
+                run["A_U"],
+                run["A_S"],
+                color=s["color"],
+                ls=s["ls"],
+                lw=1.3,
+                alpha=0.75,
+                label=label if i == 0 else None,
+            )
             if None not in run["op"]:
-                ax.plot([run["op"][0]], [run["op"][1]], marker=s["marker"], ms=6, color=s["color"],
-                        markeredgecolor="black", markeredgewidth=0.7, ls="none")
-    ax.plot([], [], marker="o", ms=6, color="white", markeredgecolor="black", ls="none",
-            label=OPERATING_POINT_LABEL)
+                ax.plot(
+                    [run["op"][0]],
+                    [run["op"][1]],
+                    marker=s["marker"],
+                    ms=6,
+                    color=s["color"],
+                    markeredgecolor="black",
+                    markeredgewidth=0.7,
+                    ls="none",
+                )
+    ax.plot(
+        [],
+        [],
+        marker="o",
+        ms=6,
+        color="white",
+        markeredgecolor="black",
+        ls="none",
+        label=OPERATING_POINT_LABEL,
+    )
     ax.set_xlabel("unseen-class accuracy A_U (%)")
     ax.set_ylabel("seen-class accuracy A_S (%)")
     ax.set_xlim(left=0)
@@ -469,16 +778,34 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     labelled: set[str] = set()
     for p in spec.data["points"]:
         (t, t_lo, t_hi), (h, h_std) = p["train"], p["H"]
-        ax.errorbar([t], [h], xerr=[[t - t_lo], [t_hi - t]], yerr=[[h_std or 0.0], [h_std or 0.0]],
-                    marker=markers[p["dataset"]], ms=7, color=p["color"], ecolor=p["color"], elinewidth=0.8,
-                    markerfacecolor="white" if p["busy"] else p["color"], capsize=2, ls="none",
-                    label=p["label"] if p["label"] not in labelled else None)
+        ax.errorbar(
+            [t],
+            [h],
+            xerr=[[t - t_lo], [t_hi - t]],
+            yerr=[[h_std or 0.0], [h_std or 0.0]],
+            marker=markers[p["dataset"]],
+            ms=7,
+            color=p["color"],
+            ecolor=p["color"],
+            elinewidth=0.8,
+            markerfacecolor="white" if p["busy"] else p["color"],
+            capsize=2,
+            ls="none",
+            label=p["label"] if p["label"] not in labelled else None,
+        )
         labelled.add(p["label"])
     for ds, marker in markers.items():
         ax.plot([], [], marker=marker, color="#444444", ls="none", label=ds)
     if any(p["busy"] for p in spec.data["points"]):
-        ax.plot([], [], marker="o", color="#444444", markerfacecolor="white", ls="none",
-                label=BUSY_LABEL)
+        ax.plot(
+            [],
+            [],
+            marker="o",
+            color="#444444",
+            markerfacecolor="white",
+            ls="none",
+            label=BUSY_LABEL,
+        )
     _plain_log_axis(ax)
     ax.set_xlabel("median training time per run, train (s, log scale)")
     ax.set_ylabel("harmonic mean H (%)")
@@ -507,13 +834,24 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     _share_panel(top, [shares[n] for n in order])
     named = len(order) <= NAMED_CLASSES
     look = {"ms": 5, "capsize": 2} if named else {"ms": 3.5, "capsize": 0}
-    width = 0.7 / max(len(series), 1) if named else 0.0  # spread the methods within a class's column
+    width = (
+        0.7 / max(len(series), 1) if named else 0.0
+    )  # spread the methods within a class's column
     for i, s in enumerate(series):
         pts = [p for p in s["points"] if p["name"] in x_of]
         xs = [x_of[p["name"]] + (i - (len(series) - 1) / 2) * width for p in pts]
-        ax.errorbar(xs, [p["acc"][0] for p in pts], yerr=[p["acc"][1] or 0.0 for p in pts] if named else None,
-                    marker=s["marker"], color=s["color"], elinewidth=0.8, ls="none", alpha=0.85,
-                    label=s["label"], **look)
+        ax.errorbar(
+            xs,
+            [p["acc"][0] for p in pts],
+            yerr=[p["acc"][1] or 0.0 for p in pts] if named else None,
+            marker=s["marker"],
+            color=s["color"],
+            elinewidth=0.8,
+            ls="none",
+            alpha=0.85,
+            label=s["label"],
+            **look,
+        )
     _class_axis(ax, order, named)
     _legend_below(fig, ax, spec)
 
@@ -559,10 +897,21 @@ class _SweepAxis:
     def of(cls, xs: list[Any]) -> _SweepAxis:
         if all(is_number(x) for x in xs):
             ticks = sorted(set(xs), key=value_sort_key)
-            return cls(True, [], ticks, [value_text(x) for x in ticks], min(xs) > 0 and max(xs) >= 10 * min(xs))
+            return cls(
+                True,
+                [],
+                ticks,
+                [value_text(x) for x in ticks],
+                min(xs) > 0 and max(xs) >= 10 * min(xs),
+            )
         categories = sorted({json.dumps(x, sort_keys=True) for x in xs})
-        return cls(False, categories, list(range(len(categories))),
-                   [value_text(json.loads(c)) for c in categories], False)
+        return cls(
+            False,
+            categories,
+            list(range(len(categories))),
+            [value_text(json.loads(c)) for c in categories],
+            False,
+        )
 
     def x(self, value: Any) -> Any:
         return value if self.numeric else self.categories.index(json.dumps(value, sort_keys=True))
@@ -576,10 +925,19 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
         for i, s in enumerate(series):
             pts = [p for p in s["points"] if p[metric][0] is not None]
-            ax.errorbar([axis.x(p["x"]) for p in pts], [p[metric][0] for p in pts],
-                        yerr=[p[metric][1] or 0.0 for p in pts],
-                        marker=MARKERS[i % len(MARKERS)], ls=LINESTYLES[i % len(LINESTYLES)], ms=5,
-                        color=spec.data["color"], capsize=2, elinewidth=0.8, lw=1.2, label=s["label"])
+            ax.errorbar(
+                [axis.x(p["x"]) for p in pts],
+                [p[metric][0] for p in pts],
+                yerr=[p[metric][1] or 0.0 for p in pts],
+                marker=MARKERS[i % len(MARKERS)],
+                ls=LINESTYLES[i % len(LINESTYLES)],
+                ms=5,
+                color=spec.data["color"],
+                capsize=2,
+                elinewidth=0.8,
+                lw=1.2,
+                label=s["label"],
+            )
         _sweep_panel(ax, metric, spec.data["param"], axis)
     axes[0].set_ylabel("%")
     _legend_below(fig, axes[0], spec)
@@ -598,8 +956,12 @@ def _sweep_panel(ax: Any, metric: str, param: str, axis: _SweepAxis) -> None:
         ax.set_xscale("log")
     ax.xaxis.set_major_locator(FixedLocator(axis.ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticks(axis.ticks, axis.labels, rotation=30 if not axis.numeric or len(axis.ticks) > 6 else 0,
-                  fontsize=7.5)
+    ax.set_xticks(
+        axis.ticks,
+        axis.labels,
+        rotation=30 if not axis.numeric or len(axis.ticks) > 6 else 0,
+        fontsize=7.5,
+    )
 
 
 def _draw_cd(fig: Any, spec: FigureSpec) -> None:
@@ -616,8 +978,13 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     # (at most 45% of the canvas each, labels wrapped to 40%), so that no name leaves the canvas.
     width = fig.get_figwidth() * 72.0
     scale = CD_FONT / LEGEND_FONT
-    labels = [_wrap(f"{m['label']} ({m['rank']:.2f})", (0.40 * width - 2 * MARGIN) / scale) for m in methods]
-    widest = max((_text_width(line) * scale for text in labels for line in text.split("\n")), default=0.0)
+    labels = [
+        _wrap(f"{m['label']} ({m['rank']:.2f})", (0.40 * width - 2 * MARGIN) / scale)
+        for m in methods
+    ]
+    widest = max(
+        (_text_width(line) * scale for text in labels for line in text.split("\n")), default=0.0
+    )
     side = max(0.25, min(0.45, (widest + 2 * MARGIN) / width + 0.04))
     span = (hi - lo) / (1.0 - 2 * side)
     ax.set_xlim(lo - side * span, hi + side * span)
@@ -633,23 +1000,42 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     ax.plot([lo, lo + cd], [1.05, 1.05], color="black", lw=1.4)
     for x in (lo, lo + cd):
         ax.plot([x, x], [0.95, 1.15], color="black", lw=1.0)
-    ax.text(lo, 1.25, f"CD = {cd:.2f} (Nemenyi, α = {spec.data['alpha']:g}, {spec.data['n']} datasets)",
-            ha="left", va="bottom", fontsize=8)
+    ax.text(
+        lo,
+        1.25,
+        f"CD = {cd:.2f} (Nemenyi, α = {spec.data['alpha']:g}, {spec.data['n']} datasets)",
+        ha="left",
+        va="bottom",
+        fontsize=8,
+    )
     left_x, right_x = lo - 0.04 * span, hi + 0.04 * span
     for i, m in enumerate(methods):
         left = i < half
         level = -(top + (i if left else k - 1 - i))
         x = m["rank"]
         ax.plot([x, x, left_x if left else right_x], [0, level, level], color=m["color"], lw=1.2)
-        ax.text(left_x - 0.01 * span if left else right_x + 0.01 * span, level, labels[i],
-                color=m["color"], ha="right" if left else "left", va="center", fontsize=CD_FONT)
+        ax.text(
+            left_x - 0.01 * span if left else right_x + 0.01 * span,
+            level,
+            labels[i],
+            color=m["color"],
+            ha="right" if left else "left",
+            va="center",
+            fontsize=CD_FONT,
+        )
     for j, (first, last) in enumerate(cliques):
         y = -0.25 - 0.3 * j
-        ax.plot([methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05], [y, y], color="black", lw=3.0,
-                solid_capstyle="butt")
+        ax.plot(
+            [methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05],
+            [y, y],
+            color="black",
+            lw=3.0,
+            solid_capstyle="butt",
+        )
 
 
 # --- reading the hash back (for --check) ------------------------------------------------------
+
 
 def embedded_hash(name: str, data: bytes) -> str | None:
     """The data hash a figure file carries, or None when it has none (or is not a figure)."""

@@ -26,7 +26,8 @@ def is_own_manifest(doc: Any) -> bool:
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
         return False
     return doc.get("generator") == GENERATOR or (
-        doc.get("schema") == 1 and str(doc.get("about", "")).startswith(LEGACY_ABOUT))
+        doc.get("schema") == 1 and str(doc.get("about", "")).startswith(LEGACY_ABOUT)
+    )
 
 
 def owned_files(manifest: Path) -> set[str] | None:
@@ -42,4 +43,6 @@ def owned_files(manifest: Path) -> set[str] | None:
     if not is_own_manifest(doc):
         return None
     names = {str(p) for p in doc["files"]}
-    return {n for n in names if ".." not in Path(n).parts and not Path(n).is_absolute()} | {MANIFEST}
+    return {n for n in names if ".." not in Path(n).parts and not Path(n).is_absolute()} | {
+        MANIFEST
+    }

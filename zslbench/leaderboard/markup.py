@@ -85,13 +85,20 @@ def safe_href(target: str) -> str:
     if _ANCHOR.fullmatch(target) or _HTTP.fullmatch(target):
         return target
     split = urlsplit(target)
-    if (not split.scheme and not split.netloc and not target.startswith(("/", "\\")) and target
-            and not any(c in target for c in "\"'<>\\ `") and not _CONTROL.search(target)):
+    if (
+        not split.scheme
+        and not split.netloc
+        and not target.startswith(("/", "\\"))
+        and target
+        and not any(c in target for c in "\"'<>\\ `")
+        and not _CONTROL.search(target)
+    ):
         return target
     raise ValueError(f"refusing to link to {target!r}")
 
 
 # -- slugs -----------------------------------------------------------------------------------------
+
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
@@ -113,14 +120,20 @@ def unique_slugs(names: Iterable[str], prefix: str = "") -> dict[str, str]:
 
 # -- shell --------------------------------------------------------------------------------------
 
+
 def shell_word(arg: str) -> str:
     """One shell word: ``shlex.quote``, except that a control character (a line break in a file
     name) is written with bash's ``$'...'`` quoting, so a command is always one line."""
     if not _CONTROL.search(arg):
         return shlex.quote(arg)
-    body = "".join(c if c.isprintable() and c not in "\\'" else
-                   ("\\" + c if c in "\\'" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}")
-                   for c in arg)
+    body = "".join(
+        c
+        if c.isprintable() and c not in "\\'"
+        else (
+            "\\" + c if c in "\\'" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+        )
+        for c in arg
+    )
     return f"$'{body}'"
 
 

@@ -75,7 +75,9 @@ class Paths:
 
     @property
     def render_command(self) -> str:
-        return shell_command(["zslbench", "leaderboard", "--results-dir", self.results_arg, "--out", self.out_arg])
+        return shell_command(
+            ["zslbench", "leaderboard", "--results-dir", self.results_arg, "--out", self.out_arg]
+        )
 
 
 @dataclass
@@ -106,7 +108,11 @@ class Facts:
     def dates_text(self) -> str:
         if not self.date_first:
             return "–"
-        return self.date_first if self.date_first == self.date_last else f"{self.date_first} to {self.date_last}"
+        return (
+            self.date_first
+            if self.date_first == self.date_last
+            else f"{self.date_first} to {self.date_last}"
+        )
 
 
 @dataclass
@@ -158,7 +164,13 @@ class Page:
 
     @property
     def busy_cells(self) -> int:
-        return sum(1 for t in self.time_tables for r in t.rows for c in r.cells.values() if c.flag == "busy")
+        return sum(
+            1
+            for t in self.time_tables
+            for r in t.rows
+            for c in r.cells.values()
+            if c.flag == "busy"
+        )
 
     def comparison(self) -> list[dict[str, Any]]:
         """Measured H beside the reported H of the same method (real pages): each comparable
@@ -172,21 +184,36 @@ class Page:
     @property
     def excluded_rows(self) -> list[Row]:
         """Measured rows shown but never compared (non-standard split, other data version)."""
-        return [r for r in (self.tables[0].rows if self.tables else []) if r.source == "measured" and r.excluded]
+        return [
+            r
+            for r in (self.tables[0].rows if self.tables else [])
+            if r.source == "measured" and r.excluded
+        ]
 
 
 def _beside_reported(table: Table, seen: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """Each comparable measured H of ``table`` not in ``seen`` beside its method's reported H."""
     reported = {r.method: r for r in table.rows if r.source == "reported" and r.method}
-    pairs = [(row, column) for row in table.rows if row.comparable and row.method in reported
-             for column in table.columns if column.title == "H"]
+    pairs = [
+        (row, column)
+        for row in table.rows
+        if row.comparable and row.method in reported
+        for column in table.columns
+        if column.title == "H"
+    ]
     out = []
     for row, column in pairs:
         cell = table.cell(row, column)
         if not (cell.missing or (row.label, column.group) in seen):
             seen.add((row.label, column.group))
-            out.append({"row": row, "dataset": column.group, "measured": cell,
-                        "reported": table.cell(reported[row.method], column)})
+            out.append(
+                {
+                    "row": row,
+                    "dataset": column.group,
+                    "measured": cell,
+                    "reported": table.cell(reported[row.method], column),
+                }
+            )
     return out
 
 
@@ -220,7 +247,11 @@ def _rel(target: Path | str, base: Path) -> str:
 def _arg(path: Path | str, root: Path) -> str:
     """A path as a command argument: relative to the project root when inside it."""
     resolved = Path(path).resolve()
-    return _rel(resolved, root) if resolved == root or root in resolved.parents else resolved.as_posix()
+    return (
+        _rel(resolved, root)
+        if resolved == root or root in resolved.parents
+        else resolved.as_posix()
+    )
 
 
 def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) -> list[list[str]]:
@@ -238,7 +269,9 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
             slot["sweep"].setdefault(param, {})[value_text(value)] = value
     units: dict[tuple[Any, ...], dict[str, dict[str, str]]] = {}
     for (method, dataset, opts, _, folder, plugins), slot in cells.items():
-        unit = units.setdefault((opts + _sweep_options(slot["sweep"]), slot["seeds"], folder, plugins), {})
+        unit = units.setdefault(
+            (opts + _sweep_options(slot["sweep"]), slot["seeds"], folder, plugins), {}
+        )
         unit.setdefault(method, {})[dataset] = dataset
     out: list[tuple[Any, list[str]]] = []
     for (opts, seeds, folder, plugins), methods in units.items():
@@ -248,18 +281,21 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
             words = _run_words(opts, plugins, names, datasets, seeds, _arg(folder, root))
-            out.append(((opts[:1] == ("--config",), min(ranks.get(m, 0) for m in names), words), words))
+            out.append(
+                ((opts[:1] == ("--config",), min(ranks.get(m, 0) for m in names), words), words)
+            )
     return [words for _, words in sorted(out, key=lambda t: (not t[0][0], t[0][1], t[0][2]))]
 
 
 def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
     """(method, dataset argument, options, swept parameters, records folder, ``-p`` modules) of a run."""
-    opts: tuple[str, ...] = (("--config", e.config_file) if e.config_file else ())
+    opts: tuple[str, ...] = ("--config", e.config_file) if e.config_file else ()
     opts += ("--base-seed", str(e.base_seed)) if e.base_seed else ()
     for k, v in sorted(e.overrides_map.items()):
         opts += ("--set", f"{k}={value_text(v)}")
     opts += (() if e.standard else ("--allow-nonstandard-split",)) + (
-        ("--device", "cuda") if e.device_type == "cuda" else ())
+        ("--device", "cuda") if e.device_type == "cuda" else ()
+    )
     by_name = e.data_plugin not in ("", "open_dataset")  # a name a plugin registered
     dataset = _arg(e.data_path, root) if e.data_path and not by_name else e.dataset
     plugins: tuple[str, ...] = (e.data_plugin,) if by_name and e.data_plugin_p else ()
@@ -269,33 +305,68 @@ def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
 def _sweep_options(sweep: dict[str, dict[str, Any]]) -> tuple[str, ...]:
     out: tuple[str, ...] = ()
     for p, vals in sorted(sweep.items()):
-        out += ("--sweep", p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)))
+        out += (
+            "--sweep",
+            p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)),
+        )
     return out
 
 
-def _run_words(opts: tuple[str, ...], plugins: tuple[str, ...], names: list[str], datasets: tuple[str, ...],
-               seeds: int, folder: str) -> list[str]:
-    config, rest = (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
-    return ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config, "--method", ",".join(names),
-            "--dataset", ",".join(datasets), "--seeds", str(seeds), *rest, "--results-dir", folder]
+def _run_words(
+    opts: tuple[str, ...],
+    plugins: tuple[str, ...],
+    names: list[str],
+    datasets: tuple[str, ...],
+    seeds: int,
+    folder: str,
+) -> list[str]:
+    config, rest = (
+        (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
+    )
+    return [
+        "zslbench",
+        *(w for p in plugins for w in ("-p", p)),
+        "run",
+        *config,
+        "--method",
+        ",".join(names),
+        "--dataset",
+        ",".join(datasets),
+        "--seeds",
+        str(seeds),
+        *rest,
+        "--results-dir",
+        folder,
+    ]
 
 
 def _facts(ctx: _Context, kind: str) -> Facts:
-    runs, old, sub = _of_kind(ctx.kept, kind), _of_kind(ctx.superseded, kind), _of_kind(ctx.agg, kind)
+    runs, old, sub = (
+        _of_kind(ctx.kept, kind),
+        _of_kind(ctx.superseded, kind),
+        _of_kind(ctx.agg, kind),
+    )
     if runs.empty:
         return Facts(superseded=len(old))
     ranks = ctx.ranks
     days = sorted(d[:10] for d in runs["finished_at"] if d)
-    return Facts(records=len(runs), superseded=len(old), methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
-                 datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
-                 seeds=sorted(set(int(n) for n in sub["n"])),
-                 date_first=days[0] if days else "", date_last=days[-1] if days else "",
-                 devices=sorted(set(runs["device_name"])), versions=sorted(set(runs["version"])),
-                 commits=sorted(set(runs["commit"])), nonstandard=int((~runs["standard"].astype(bool)).sum()),
-                 oversubscribed=int(runs["oversubscribed"].astype(bool).sum()),
-                 load_unknown=int((~runs["load_known"].astype(bool)).sum()),
-                 reduced=int((runs["schedule"] == "reduced").sum()),
-                 audited=int(runs["selection_audit"].map(lambda a: a is not None).sum()))
+    return Facts(
+        records=len(runs),
+        superseded=len(old),
+        methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
+        datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
+        seeds=sorted(set(int(n) for n in sub["n"])),
+        date_first=days[0] if days else "",
+        date_last=days[-1] if days else "",
+        devices=sorted(set(runs["device_name"])),
+        versions=sorted(set(runs["version"])),
+        commits=sorted(set(runs["commit"])),
+        nonstandard=int((~runs["standard"].astype(bool)).sum()),
+        oversubscribed=int(runs["oversubscribed"].astype(bool).sum()),
+        load_unknown=int((~runs["load_known"].astype(bool)).sum()),
+        reduced=int((runs["schedule"] == "reduced").sum()),
+        audited=int(runs["selection_audit"].map(lambda a: a is not None).sum()),
+    )
 
 
 def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board:
@@ -307,22 +378,44 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
     kept, superseded = dedupe(runs)
     agg = aggregate(kept, reported.method_order())
     root = project_root(out_dir, results_dir)
-    kinds = tuple(k for k in KINDS if k != "custom" or (not kept.empty and (kept["kind"] == "custom").any()))
+    kinds = tuple(
+        k for k in KINDS if k != "custom" or (not kept.empty and (kept["kind"] == "custom").any())
+    )
     versions: list[DataVersions] = agg.attrs.get("data_versions", []) if not agg.empty else []
-    ctx = _Context(agg=agg, kept=kept, superseded=superseded, reported=reported, root=root, kinds=kinds,
-                   versions=versions, paths=_paths(results_dir, out_dir, root, reported))
+    ctx = _Context(
+        agg=agg,
+        kept=kept,
+        superseded=superseded,
+        reported=reported,
+        root=root,
+        kinds=kinds,
+        versions=versions,
+        paths=_paths(results_dir, out_dir, root, reported),
+    )
     pages = {kind: _page(ctx, kind) for kind in kinds}
-    return Board(pages=pages, figures=[f for page in pages.values() for f in page.figures], runs=len(kept),
-                 superseded=len(superseded), refused=refused, reported=reported, agg=agg,
-                 warnings=[v.warning() for v in versions])
+    return Board(
+        pages=pages,
+        figures=[f for page in pages.values() for f in page.figures],
+        runs=len(kept),
+        superseded=len(superseded),
+        refused=refused,
+        reported=reported,
+        agg=agg,
+        warnings=[v.warning() for v in versions],
+    )
 
 
 def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> Paths:
     records = _rel(results_dir, out_dir)
     rep = _rel(reported.path, out_dir) if reported.path else ""
-    return Paths(records_text=records + "/", records_href=path_href(records) + "/",
-                 results_arg=_arg(results_dir, root), out_arg=_arg(out_dir, root),
-                 reported_text=rep, reported_href=path_href(rep) if rep else "")
+    return Paths(
+        records_text=records + "/",
+        records_href=path_href(records) + "/",
+        results_arg=_arg(results_dir, root),
+        out_arg=_arg(out_dir, root),
+        reported_text=rep,
+        reported_href=path_href(rep) if rep else "",
+    )
 
 
 @dataclass
@@ -362,8 +455,13 @@ def _measured_rows(tables: list[Table]) -> list[Row]:
 
 def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
     """The references the reported rows of ``shown`` cite, by key."""
-    used = {ref for table in shown for row in table.rows if row.source == "reported" and row.prov
-            for ref in row.prov.refs}
+    used = {
+        ref
+        for table in shown
+        for row in table.rows
+        if row.source == "reported" and row.prov
+        for ref in row.prov.refs
+    }
     return {k: reported.references.get(k, k) for k in sorted(used)}
 
 
@@ -379,15 +477,29 @@ def _page(ctx: _Context, kind: str) -> Page:
     reported_pc = reported_per_class_tables(reported) if real else []
     reported_time = reported_time_table(reported) if real else None
     return Page(
-        kind=kind, facts=_facts(ctx, kind), paths=ctx.paths, tables=tables,
-        time_tables=time_tables(agg, kind, anchors), sweep_tables=sweeps,
-        per_class_tables=per_class_tables(agg, kind), cite=cite_table(agg, kind, anchors),
-        ranking=ranking, ranking_note=ranking_note, audit=audit_table(agg, kind, anchors),
+        kind=kind,
+        facts=_facts(ctx, kind),
+        paths=ctx.paths,
+        tables=tables,
+        time_tables=time_tables(agg, kind, anchors),
+        sweep_tables=sweeps,
+        per_class_tables=per_class_tables(agg, kind),
+        cite=cite_table(agg, kind, anchors),
+        ranking=ranking,
+        ranking_note=ranking_note,
+        audit=audit_table(agg, kind, anchors),
         figures=figure_specs(agg, kind, sweep_groups(agg, kind), ctx.colors, ranking),
         provenance_rows=_measured_rows(tables[:1] + sweeps),
-        references=_references(reported, tables + sweeps + reported_pc + ([reported_time] if reported_time else [])),
-        commands=[shell_command(words) for words in reproduce_commands(_of_kind(ctx.kept, kind), ctx.root,
-                                                                       ctx.ranks)],
-        reported_time=reported_time, reported_per_class=reported_pc,
+        references=_references(
+            reported, tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
+        ),
+        commands=[
+            shell_command(words)
+            for words in reproduce_commands(_of_kind(ctx.kept, kind), ctx.root, ctx.ranks)
+        ],
+        reported_time=reported_time,
+        reported_per_class=reported_pc,
         source=(reported.source or "the curated reported file") if real and reported.rows else "",
-        data_versions=[v for v in ctx.versions if v.kind == kind], kinds=ctx.kinds)
+        data_versions=[v for v in ctx.versions if v.kind == kind],
+        kinds=ctx.kinds,
+    )

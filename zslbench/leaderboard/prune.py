@@ -74,8 +74,14 @@ def stale_records(results_dir: Path, registry: Any, data_dir: Path | None = None
     return report
 
 
-def _plan(key: tuple[Any, ...], rows: list[Any], results_dir: Path, registry: Any, data_dir: Path | None,
-          report: PruneReport) -> list[Any] | None:
+def _plan(
+    key: tuple[Any, ...],
+    rows: list[Any],
+    results_dir: Path,
+    registry: Any,
+    data_dir: Path | None,
+    report: PruneReport,
+) -> list[Any] | None:
     """The runs the current code plans for one group of records, or None (each record then listed
     in ``report.unknown`` with why)."""
     import torch
@@ -92,12 +98,19 @@ def _plan(key: tuple[Any, ...], rows: list[Any], results_dir: Path, registry: An
         config = _config_path(config_file, results_dir) if config_file else None
         try:
             request, _ = api.grid_request(
-                registry, methods=sorted({r.method for r in rows}),
+                registry,
+                methods=sorted({r.method for r in rows}),
                 datasets=sorted({_dataset_arg(r) for r in rows}),
-                config=config, seeds=max(int(r.repetition) for r in rows) + 1,
-                base_seed=base_seed, device=device_type, results_dir=results_dir, data_dir=data_dir,
-                sets=dict(first.overrides_map), sweeps={k: [v] for k, v in first.sweep_map.items()},
-                allow_nonstandard_split=not all(bool(r.standard) for r in rows))
+                config=config,
+                seeds=max(int(r.repetition) for r in rows) + 1,
+                base_seed=base_seed,
+                device=device_type,
+                results_dir=results_dir,
+                data_dir=data_dir,
+                sets=dict(first.overrides_map),
+                sweeps={k: [v] for k, v in first.sweep_map.items()},
+                allow_nonstandard_split=not all(bool(r.standard) for r in rows),
+            )
             return list(plan_grid(request, registry, api.loader(registry, request.data_dir)))
         except api.MissingData as exc:
             why = f"cannot plan it: {exc.lines[0]}"
@@ -122,8 +135,11 @@ def _compare_keys(rows: list[Any], planned: list[Any], report: PruneReport) -> N
             report.current += 1
             continue
         plan = by_slot.get((row.dataset, row.method, int(row.repetition)))
-        why = (ident.difference(ident.recorded_identity(record), plan.identity) if plan is not None
-               else "its own configuration no longer plans it")
+        why = (
+            ident.difference(ident.recorded_identity(record), plan.identity)
+            if plan is not None
+            else "its own configuration no longer plans it"
+        )
         report.stale.append((Path(row.path), why))
 
 

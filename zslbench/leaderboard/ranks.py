@@ -46,16 +46,35 @@ class Ranking:
 
     def table(self, kind: str) -> Table:
         columns = [Column(key="rank", title="average rank", higher_better=False, descriptive=True)]
-        columns += [Column(key=f"r:{ds}", title=ds, higher_better=False, group="rank on", descriptive=True)
-                    for ds in self.datasets]
+        columns += [
+            Column(key=f"r:{ds}", title=ds, higher_better=False, group="rank on", descriptive=True)
+            for ds in self.datasets
+        ]
         out_rows = []
         for row, rank, ranks in zip(self.rows, self.ranks, self.per_dataset, strict=True):
             cells = {"rank": Cell(rank, decimals=2)}
-            cells.update({f"r:{ds}": Cell(r, decimals=1) for ds, r in zip(self.datasets, ranks, strict=True)})
-            out_rows.append(Row(label=row.label, name=row.name, source="measured", cells=cells, prov=row.prov,
-                                method=row.method, schedule=row.schedule))
-        return Table(id=f"{kind}-ranks", kind="ranks", title=f"Average ranks across datasets ({self.metric})",
-                     columns=columns, rows=out_rows, show_source=False)
+            cells.update(
+                {f"r:{ds}": Cell(r, decimals=1) for ds, r in zip(self.datasets, ranks, strict=True)}
+            )
+            out_rows.append(
+                Row(
+                    label=row.label,
+                    name=row.name,
+                    source="measured",
+                    cells=cells,
+                    prov=row.prov,
+                    method=row.method,
+                    schedule=row.schedule,
+                )
+            )
+        return Table(
+            id=f"{kind}-ranks",
+            kind="ranks",
+            title=f"Average ranks across datasets ({self.metric})",
+            columns=columns,
+            rows=out_rows,
+            show_source=False,
+        )
 
 
 def _pool(h_table: Table) -> list[Row]:
@@ -89,22 +108,41 @@ def rank_methods(h_table: Table, alpha: float = stats.ALPHA) -> tuple[Ranking | 
     pool = _pool(h_table)
     datasets, rows = _block(h_table, pool)
     if len(datasets) < 2 or len(rows) < 3:
-        return None, (f"needs at least 3 methods that ran on the same 2 or more datasets (here {len(rows)} on "
-                      f"{len(datasets)})")
-    left_out = [(r.label, ", ".join(r.excluded) or "reduced schedule") for r in h_table.rows
-                if r.source == "measured" and r not in pool]
+        return None, (
+            f"needs at least 3 methods that ran on the same 2 or more datasets (here {len(rows)} on "
+            f"{len(datasets)})"
+        )
+    left_out = [
+        (r.label, ", ".join(r.excluded) or "reduced schedule")
+        for r in h_table.rows
+        if r.source == "measured" and r not in pool
+    ]
     left_out += [(r.label, "not run on every ranked dataset") for r in pool if r not in rows]
     return _ranking(h_table, datasets, rows, alpha, left_out), ""
 
 
-def _ranking(h_table: Table, datasets: list[Column], rows: list[Row], alpha: float,
-             left_out: list[tuple[str, str]]) -> Ranking:
+def _ranking(
+    h_table: Table,
+    datasets: list[Column],
+    rows: list[Row],
+    alpha: float,
+    left_out: list[tuple[str, str]],
+) -> Ranking:
     scores = np.array([[h_table.cell(r, c).mean for r in rows] for c in datasets], dtype=float)
     result = stats.friedman(scores)
-    per_dataset = [stats.average_ranks(scores[i:i + 1]) for i in range(len(datasets))]
+    per_dataset = [stats.average_ranks(scores[i : i + 1]) for i in range(len(datasets))]
     order = sorted(range(len(rows)), key=lambda i: (result.ranks[i], i))
     cd = stats.nemenyi_cd(len(rows), len(datasets), alpha)
     ranks = [result.ranks[i] for i in order]
-    return Ranking(metric=METRIC, datasets=[c.group for c in datasets], rows=[rows[i] for i in order], ranks=ranks,
-                   per_dataset=[[float(per_dataset[d][i]) for d in range(len(datasets))] for i in order],
-                   friedman=result, cd=cd, alpha=alpha, cliques=stats.cliques(ranks, cd), left_out=left_out)
+    return Ranking(
+        metric=METRIC,
+        datasets=[c.group for c in datasets],
+        rows=[rows[i] for i in order],
+        ranks=ranks,
+        per_dataset=[[float(per_dataset[d][i]) for d in range(len(datasets))] for i in order],
+        friedman=result,
+        cd=cd,
+        alpha=alpha,
+        cliques=stats.cliques(ranks, cd),
+        left_out=left_out,
+    )

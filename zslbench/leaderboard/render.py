@@ -29,9 +29,11 @@ from zslbench.leaderboard.model import Board
 from zslbench.leaderboard.tables import Cell
 
 #: Markdown page and HTML page of each kind, and how the pages name it.
-PAGE_FILES = {"real": ("real.md", "real.html", "real benchmarks"),
-              "synthetic": ("synthetic.md", "synthetic.html", "synthetic stand-ins"),
-              "custom": ("custom.md", "custom.html", "custom datasets")}
+PAGE_FILES = {
+    "real": ("real.md", "real.html", "real benchmarks"),
+    "synthetic": ("synthetic.md", "synthetic.html", "synthetic stand-ins"),
+    "custom": ("custom.md", "custom.html", "custom datasets"),
+}
 #: The HTML file a browser opens first: a copy of the landing page (:func:`landing_kind`).
 LANDING = "index.html"
 #: Per-class tables longer than this start folded in HTML (CUB has 50 unseen classes, SUN 72).
@@ -116,9 +118,15 @@ def _asset(name: str) -> str:
 def environment(fmt: str) -> jinja2.Environment:
     """The jinja2 environment of one format: "md" or "html"."""
     md = fmt == "md"
-    env = jinja2.Environment(loader=jinja2.PackageLoader("zslbench.leaderboard", "templates"), autoescape=True,
-                             finalize=md_finalize if md else None, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("zslbench.leaderboard", "templates"),
+        autoescape=True,
+        finalize=md_finalize if md else None,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     if md:
         env.filters["join"] = _md_join
         # Inside a code fence (longer than any backtick run of its lines) text is shown verbatim.
@@ -135,7 +143,11 @@ def environment(fmt: str) -> jinja2.Environment:
 
 def render(template: str, **context: Any) -> str:
     """``template`` rendered in its format's environment: ``*.md.j2`` Markdown, else HTML."""
-    return environment("md" if template.endswith(".md.j2") else "html").get_template(template).render(**context)
+    return (
+        environment("md" if template.endswith(".md.j2") else "html")
+        .get_template(template)
+        .render(**context)
+    )
 
 
 def landing_kind(board: Board) -> str:

@@ -51,8 +51,10 @@ def find_reported(out_dir: Path) -> Path | None:
     for folder in default_reported(out_dir):
         found = sorted(folder.glob("*.json")) if folder.is_dir() else []
         if len(found) > 1:
-            raise UserError(f"{folder}: holds {len(found)} reported-numbers files",
-                            hint="pass the one to show with --reported FILE")
+            raise UserError(
+                f"{folder}: holds {len(found)} reported-numbers files",
+                hint="pass the one to show with --reported FILE",
+            )
         if found:
             return found[0]
     return None
@@ -99,8 +101,11 @@ class Reported:
         own compositions), which is the row order of methods on every page."""
         order: list[str] = []
         for table in ("ablation", *(t for t in TABLES if t != "ablation")):
-            order += [r.zslbench_method for r in self.rows_for(table)
-                      if r.zslbench_method and r.zslbench_method not in order]
+            order += [
+                r.zslbench_method
+                for r in self.rows_for(table)
+                if r.zslbench_method and r.zslbench_method not in order
+            ]
         return order
 
 
@@ -108,8 +113,10 @@ EMPTY = Reported(path=None)
 
 
 def _fail(path: Path, where: str, problem: str) -> UserError:
-    return UserError(f"{path}: {where}: {problem}",
-                     hint="fix the entry (see the format in zslbench/leaderboard/reported.py)")
+    return UserError(
+        f"{path}: {where}: {problem}",
+        hint="fix the entry (see the format in zslbench/leaderboard/reported.py)",
+    )
 
 
 def _value(path: Path, where: str, value: Any) -> float | None:
@@ -126,14 +133,24 @@ def load_reported(path: Path) -> Reported:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: not a readable reported-numbers file ({exc})",
-                        hint="pass --reported FILE with a valid JSON file") from None
+        raise UserError(
+            f"{path}: not a readable reported-numbers file ({exc})",
+            hint="pass --reported FILE with a valid JSON file",
+        ) from None
     if not isinstance(doc, dict) or doc.get("schema") != 1:
-        raise _fail(path, "top level", "expected an object with \"schema\": 1")
+        raise _fail(path, "top level", 'expected an object with "schema": 1')
     references = {str(k): str(v) for k, v in (doc.get("references") or {}).items()}
-    rows = tuple(_row(path, f"rows[{i}]", raw, references) for i, raw in enumerate(doc.get("rows") or []))
-    return Reported(path=path, about=str(doc.get("about") or ""), source=str(doc.get("source") or "").strip(),
-                    tables=dict(doc.get("tables") or {}), references=references, rows=rows)
+    rows = tuple(
+        _row(path, f"rows[{i}]", raw, references) for i, raw in enumerate(doc.get("rows") or [])
+    )
+    return Reported(
+        path=path,
+        about=str(doc.get("about") or ""),
+        source=str(doc.get("source") or "").strip(),
+        tables=dict(doc.get("tables") or {}),
+        references=references,
+        rows=rows,
+    )
 
 
 def _row(path: Path, where: str, raw: Any, references: dict[str, str]) -> ReportedRow:
@@ -143,12 +160,18 @@ def _row(path: Path, where: str, raw: Any, references: dict[str, str]) -> Report
     values = _values(path, where, raw.get("values") or {})
     classes = _classes(path, where, raw.get("classes") or [])
     if table == "per_class" and not (raw.get("dataset") and classes):
-        raise _fail(path, where, "a per_class row needs \"dataset\" and \"classes\"")
+        raise _fail(path, where, 'a per_class row needs "dataset" and "classes"')
     return ReportedRow(
-        table=table, method=raw["method"].strip(), citation=raw["citation"].strip(), refs=refs,
-        zslbench_method=raw.get("zslbench_method") or None, values=values,
+        table=table,
+        method=raw["method"].strip(),
+        citation=raw["citation"].strip(),
+        refs=refs,
+        zslbench_method=raw.get("zslbench_method") or None,
+        values=values,
         device=raw.get("device") or None,
-        dataset=str(raw["dataset"]).upper() if raw.get("dataset") else None, classes=classes)
+        dataset=str(raw["dataset"]).upper() if raw.get("dataset") else None,
+        classes=classes,
+    )
 
 
 def _checked_head(path: Path, where: str, raw: Any, references: dict[str, str]) -> tuple[str, ...]:
@@ -164,7 +187,7 @@ def _checked_head(path: Path, where: str, raw: Any, references: dict[str, str]) 
     refs = tuple(str(r) for r in raw.get("refs") or ())
     unknown = [r for r in refs if r not in references]
     if unknown:
-        raise _fail(path, where, f"refs {', '.join(unknown)} are not in \"references\"")
+        raise _fail(path, where, f'refs {", ".join(unknown)} are not in "references"')
     return refs
 
 
@@ -174,7 +197,8 @@ def _values(path: Path, where: str, raw: dict[str, Any]) -> dict[str, dict[str, 
         if not isinstance(cells, dict):
             raise _fail(path, f"{where}.values.{dataset}", "not an object")
         values[str(dataset).upper()] = {
-            str(m): _value(path, f"{where}.values.{dataset}.{m}", v) for m, v in cells.items()}
+            str(m): _value(path, f"{where}.values.{dataset}.{m}", v) for m, v in cells.items()
+        }
     return values
 
 
@@ -183,7 +207,13 @@ def _classes(path: Path, where: str, raw: list[Any]) -> tuple[dict[str, Any], ..
     for j, cls in enumerate(raw):
         if not isinstance(cls, dict) or "name" not in cls:
             raise _fail(path, f"{where}.classes[{j}]", "needs a name")
-        classes.append({"name": str(cls["name"]),
-                        "share_of_unseen_pct": _value(path, f"{where}.classes[{j}]", cls.get("share_of_unseen_pct")),
-                        "accuracy": _value(path, f"{where}.classes[{j}]", cls.get("accuracy"))})
+        classes.append(
+            {
+                "name": str(cls["name"]),
+                "share_of_unseen_pct": _value(
+                    path, f"{where}.classes[{j}]", cls.get("share_of_unseen_pct")
+                ),
+                "accuracy": _value(path, f"{where}.classes[{j}]", cls.get("accuracy")),
+            }
+        )
     return tuple(classes)

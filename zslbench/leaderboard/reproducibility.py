@@ -35,7 +35,9 @@ def page(results_dir: Path) -> str | None:
     ]
     for row in rows:
         machines = "; ".join(md_escape(m) for m in row["machines"])
-        lines.append(f"| {md_escape(row['method'])} | {row['rechecks']} | {row['bit_identical']} "
-                     f"| {row['metrics_identical']} | {row['max_abs_dH']:.2f} "
-                     f"| {row['max_abs_d']:.2f} | {machines} |")
+        lines.append(
+            f"| {md_escape(row['method'])} | {row['rechecks']} | {row['bit_identical']} "
+            f"| {row['metrics_identical']} | {row['max_abs_dH']:.2f} "
+            f"| {row['max_abs_d']:.2f} | {machines} |"
+        )
     return "\n".join(lines) + "\n"

@@ -93,8 +93,18 @@ class Cell:
             self.sort_value = self.mean
 
     @classmethod
-    def of(cls, interval: stats.Interval, samples: dict[int, float] | None = None, **kw: Any) -> Cell:
-        return cls(interval.mean, interval.std, interval.n, interval.low, interval.high, samples=samples, **kw)
+    def of(
+        cls, interval: stats.Interval, samples: dict[int, float] | None = None, **kw: Any
+    ) -> Cell:
+        return cls(
+            interval.mean,
+            interval.std,
+            interval.n,
+            interval.low,
+            interval.high,
+            samples=samples,
+            **kw,
+        )
 
     @property
     def missing(self) -> bool:
@@ -157,8 +167,10 @@ class Provenance:
         if self.source == "reported":
             return self.citation
         split = "standard split" if self.standard else "NON-STANDARD split (not comparable)"
-        return (f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {self.dates()} · "
-                f"{', '.join(self.devices)} · {split}")
+        return (
+            f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {self.dates()} · "
+            f"{', '.join(self.devices)} · {split}"
+        )
 
 
 @dataclass
@@ -235,11 +247,14 @@ class Table:
 
     def common_n(self) -> int | None:
         """The number of seeds most measured cells have: said once, per cell only where it differs."""
-        counts = Counter(c.n for r in self.rows for c in r.cells.values() if c.n is not None and not c.missing)
+        counts = Counter(
+            c.n for r in self.rows for c in r.cells.values() if c.n is not None and not c.missing
+        )
         return max(sorted(counts), key=lambda n: counts[n]) if counts else None
 
 
 # --- marks ------------------------------------------------------------------------------------
+
 
 def mark(table: Table) -> Table:
     """Set each cell's bold (``best``) and verdict, per the module's rules."""
@@ -270,7 +285,9 @@ def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> 
     cells = [(c, s) for c, s in entries if c.samples]
     if any(s != "reduced" for _, s in cells):
         cells = [(c, s) for c, s in cells if s != "reduced"]
-    verdicts = stats.not_worse_than_best([c.samples or {} for c, _ in cells], higher_better=higher_better)
+    verdicts = stats.not_worse_than_best(
+        [c.samples or {} for c, _ in cells], higher_better=higher_better
+    )
     for (cell, _), verdict in zip(cells, verdicts, strict=True):
         cell.status, cell.best = verdict.status, verdict.bold
         cell.p = None if math.isnan(verdict.p) else verdict.p
@@ -280,7 +297,11 @@ def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> 
 def _mark_fastest(cells: list[Cell]) -> None:
     """The fastest median of quiet runs (ties at display precision all marked); only with two or
     more timed rows."""
-    timed = [(c, round(c.sort_value, c.decimals)) for c in cells if c.sort_value is not None and not c.flag]
+    timed = [
+        (c, round(c.sort_value, c.decimals))
+        for c in cells
+        if c.sort_value is not None and not c.flag
+    ]
     if len(timed) < 2:
         return
     best = min(value for _, value in timed)
@@ -289,6 +310,7 @@ def _mark_fastest(cells: list[Cell]) -> None:
 
 
 # --- building rows ----------------------------------------------------------------------------
+
 
 def _excluded(entry: Any) -> list[str]:
     out = []
@@ -299,8 +321,14 @@ def _excluded(entry: Any) -> list[str]:
     return out
 
 
-def _row_of(rows: dict[Any, Row], key: Any, entry: Any, anchors: dict[Any, str], ds: str,
-            label: str | None = None) -> Row:
+def _row_of(
+    rows: dict[Any, Row],
+    key: Any,
+    entry: Any,
+    anchors: dict[Any, str],
+    ds: str,
+    label: str | None = None,
+) -> Row:
     """The row ``key`` of ``rows`` (made from ``entry`` when new), its provenance extended by
     ``entry``'s runs on ``ds``."""
     row = rows.setdefault(key, _measured_row(entry, anchors, label))
@@ -309,10 +337,23 @@ def _row_of(rows: dict[Any, Row], key: Any, entry: Any, anchors: dict[Any, str],
 
 
 def _measured_row(entry: Any, anchors: dict[Any, str], label: str | None = None) -> Row:
-    prov = Provenance(source="measured", standard=bool(entry.standard), split_reason=entry.split_reason,
-                      anchor=anchors[entry.row_key], label=entry.label)
-    return Row(label=label or entry.label, name=entry.paper_name or entry.method, source="measured",
-               cells={}, prov=prov, method=entry.method, excluded=_excluded(entry), schedule=entry.schedule)
+    prov = Provenance(
+        source="measured",
+        standard=bool(entry.standard),
+        split_reason=entry.split_reason,
+        anchor=anchors[entry.row_key],
+        label=entry.label,
+    )
+    return Row(
+        label=label or entry.label,
+        name=entry.paper_name or entry.method,
+        source="measured",
+        cells={},
+        prov=prov,
+        method=entry.method,
+        excluded=_excluded(entry),
+        schedule=entry.schedule,
+    )
 
 
 def row_anchors(agg: pd.DataFrame) -> dict[Any, str]:
@@ -361,17 +402,32 @@ def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table |
     for row in rows:
         cells = {}
         for metric in CITE_METRICS:
-            parts = [c for ds in datasets if (c := row.cells.get(f"{ds}:{metric}")) is not None and not c.missing]
+            parts = [
+                c
+                for ds in datasets
+                if (c := row.cells.get(f"{ds}:{metric}")) is not None and not c.missing
+            ]
             if len(parts) < len(datasets):
                 cells[metric] = Cell()
                 continue
-            interval = stats.mean_of_means([stats.Interval(_num(c.mean), _num(c.std), math.nan, math.nan, c.n or 0)
-                                            for c in parts])
-            cells[metric] = _clipped(Cell(interval.mean, None, len(datasets), interval.low, interval.high))
+            interval = stats.mean_of_means(
+                [
+                    stats.Interval(_num(c.mean), _num(c.std), math.nan, math.nan, c.n or 0)
+                    for c in parts
+                ]
+            )
+            cells[metric] = _clipped(
+                Cell(interval.mean, None, len(datasets), interval.low, interval.high)
+            )
         row.cells = cells
-    return Table(id=f"{kind}-cite", kind="cite", title="Cite this: mean over datasets",
-                 columns=[Column(key=m, title=m) for m in CITE_METRICS], rows=rows,
-                 params={"datasets": datasets})
+    return Table(
+        id=f"{kind}-cite",
+        kind="cite",
+        title="Cite this: mean over datasets",
+        columns=[Column(key=m, title=m) for m in CITE_METRICS],
+        rows=rows,
+        params={"datasets": datasets},
+    )
 
 
 def _num(value: float | None) -> float:
@@ -392,7 +448,9 @@ def _extend_provenance(prov: Provenance | None, entry: Any, ds: str) -> None:
     prov.data.append((ds, entry.data_fp))
 
 
-def measured_rows(agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], anchors: dict[Any, str]) -> list[Row]:
+def measured_rows(
+    agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], anchors: dict[Any, str]
+) -> list[Row]:
     """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
     rows: dict[Any, Row] = {}
     for entry in measured(agg, kind).itertuples(index=False):
@@ -404,16 +462,30 @@ def measured_rows(agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], anchor
 
 
 def _reported_prov(rep: ReportedRow) -> Provenance:
-    return Provenance(source="reported", citation=rep.citation, refs=list(rep.refs),
-                      devices=[rep.device] if rep.device else [])
+    return Provenance(
+        source="reported",
+        citation=rep.citation,
+        refs=list(rep.refs),
+        devices=[rep.device] if rep.device else [],
+    )
 
 
 def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row]:
     out = []
     for rep in rows:
-        cells = {f"{ds}:{m}": Cell(values.get(m)) for ds, values in rep.values.items() for m in metrics}
-        out.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells, prov=_reported_prov(rep),
-                       method=rep.zslbench_method or ""))
+        cells = {
+            f"{ds}:{m}": Cell(values.get(m)) for ds, values in rep.values.items() for m in metrics
+        }
+        out.append(
+            Row(
+                label=rep.method,
+                name=rep.method,
+                source="reported",
+                cells=cells,
+                prov=_reported_prov(rep),
+                method=rep.zslbench_method or "",
+            )
+        )
     return out
 
 
@@ -445,8 +517,11 @@ def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported | None) -> lis
 
 
 def metric_columns(datasets: list[str], metrics: tuple[str, ...]) -> list[Column]:
-    return [Column(key=f"{ds}:{m}", title=m, group=ds, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
-            for ds in datasets for m in metrics]
+    return [
+        Column(key=f"{ds}:{m}", title=m, group=ds, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
+        for ds in datasets
+        for m in metrics
+    ]
 
 
 # --- the tables -------------------------------------------------------------------------------
@@ -466,9 +541,17 @@ ABLATION_TABLES = (
 )
 
 
-def _paired_tables(agg: pd.DataFrame, kind: str, reported: Reported | None, rep_rows: list[ReportedRow],
-                   specs: tuple[tuple[str, str, tuple[str, ...]], ...], params: dict[str, Any],
-                   anchors: dict[Any, str], *, only_reported_methods: bool = False) -> list[Table]:
+def _paired_tables(
+    agg: pd.DataFrame,
+    kind: str,
+    reported: Reported | None,
+    rep_rows: list[ReportedRow],
+    specs: tuple[tuple[str, str, tuple[str, ...]], ...],
+    params: dict[str, Any],
+    anchors: dict[Any, str],
+    *,
+    only_reported_methods: bool = False,
+) -> list[Table]:
     """Methods × datasets tables, each of the paper's rows (``rep_rows``) followed by the measured
     rows of the same method; ``only_reported_methods`` leaves out measured rows of other methods."""
     datasets = datasets_for(agg, kind, reported)
@@ -478,18 +561,38 @@ def _paired_tables(agg: pd.DataFrame, kind: str, reported: Reported | None, rep_
         rows = paired(reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, anchors))
         if only_reported_methods:
             rows = [r for r in rows if r.source == "reported" or r.method in methods]
-        tables.append(mark(Table(id=f"{kind}-{tkind}", kind=tkind, title=title,
-                                 columns=metric_columns(datasets, metrics), rows=rows, params=params)))
+        tables.append(
+            mark(
+                Table(
+                    id=f"{kind}-{tkind}",
+                    kind=tkind,
+                    title=title,
+                    columns=metric_columns(datasets, metrics),
+                    rows=rows,
+                    params=params,
+                )
+            )
+        )
     return tables
 
 
-def setting_tables(agg: pd.DataFrame, kind: str, reported: Reported | None, anchors: dict[Any, str]) -> list[Table]:
+def setting_tables(
+    agg: pd.DataFrame, kind: str, reported: Reported | None, anchors: dict[Any, str]
+) -> list[Table]:
     """The methods × datasets tables. On the real page each of the paper's rows is followed by the
     measured rows of the same method."""
-    rep = reported if kind == "real" and reported is not None and reported.rows_for("main") else None
-    params = {"reported": rep is not None, "paper_table": rep.table_info("main").get("paper_table", "") if rep else "",
-              "source": rep.source if rep else "", "sweeps": not measured(agg, kind, sweeps=True).empty}
-    return _paired_tables(agg, kind, reported, rep.rows_for("main") if rep else [], SETTING_TABLES, params, anchors)
+    rep = (
+        reported if kind == "real" and reported is not None and reported.rows_for("main") else None
+    )
+    params = {
+        "reported": rep is not None,
+        "paper_table": rep.table_info("main").get("paper_table", "") if rep else "",
+        "source": rep.source if rep else "",
+        "sweeps": not measured(agg, kind, sweeps=True).empty,
+    }
+    return _paired_tables(
+        agg, kind, reported, rep.rows_for("main") if rep else [], SETTING_TABLES, params, anchors
+    )
 
 
 def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, str]) -> list[Table]:
@@ -497,9 +600,20 @@ def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, st
     rep_rows = reported.rows_for("ablation")
     if not rep_rows:
         return []
-    params = {"paper_table": reported.table_info("ablation").get("paper_table", ""), "source": reported.source}
-    return _paired_tables(agg, "real", reported, rep_rows, ABLATION_TABLES, params, anchors,
-                          only_reported_methods=True)
+    params = {
+        "paper_table": reported.table_info("ablation").get("paper_table", ""),
+        "source": reported.source,
+    }
+    return _paired_tables(
+        agg,
+        "real",
+        reported,
+        rep_rows,
+        ABLATION_TABLES,
+        params,
+        anchors,
+        only_reported_methods=True,
+    )
 
 
 def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
@@ -510,17 +624,35 @@ def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[T
         ds = dataset_label(entry.dataset, kind)
         for device, t in entry.times.items():
             row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, anchors, ds)
-            row.cells[ds] = Cell(t["median"], None, t["n"], unit=" s", decimals=time_decimals(t["median"]),
-                                 flag="busy" if t["busy_only"] else "")
+            row.cells[ds] = Cell(
+                t["median"],
+                None,
+                t["n"],
+                unit=" s",
+                decimals=time_decimals(t["median"]),
+                flag="busy" if t["busy_only"] else "",
+            )
             if t["busy"]:
                 row.note = _busy_note(row.note, ds, t)
     ids = unique_slugs(by_device, prefix=f"{kind}-time-")
     tables = []
     for device in sorted(by_device):
         rows = list(by_device[device].values())
-        tables.append(mark(Table(id=ids[device], kind="time", title=f"Training time (median) on {device}",
-                                 columns=[Column(key=ds, title=ds, higher_better=False, mark=FASTEST)
-                                          for ds in datasets], rows=rows, params={"device": device})))
+        tables.append(
+            mark(
+                Table(
+                    id=ids[device],
+                    kind="time",
+                    title=f"Training time (median) on {device}",
+                    columns=[
+                        Column(key=ds, title=ds, higher_better=False, mark=FASTEST)
+                        for ds in datasets
+                    ],
+                    rows=rows,
+                    params={"device": device},
+                )
+            )
+        )
     return tables
 
 
@@ -544,16 +676,32 @@ def reported_time_table(reported: Reported) -> Table | None:
         cells: dict[str, Cell] = {}
         for ds, values in rep.values.items():
             minutes = values.get("train_min")
-            cells[ds] = (Cell() if minutes is None else
-                         Cell(text_override=f"{minutes:g} min", sort_value=minutes * 60.0))
+            cells[ds] = (
+                Cell()
+                if minutes is None
+                else Cell(text_override=f"{minutes:g} min", sort_value=minutes * 60.0)
+            )
         cells["device"] = Cell(text_override=rep.device or "")
-        rows.append(Row(label=rep.method, name=rep.method, source="reported", cells=cells, prov=_reported_prov(rep),
-                        method=rep.zslbench_method or ""))
+        rows.append(
+            Row(
+                label=rep.method,
+                name=rep.method,
+                source="reported",
+                cells=cells,
+                prov=_reported_prov(rep),
+                method=rep.zslbench_method or "",
+            )
+        )
     columns = [Column(key=ds, title=ds, higher_better=False) for ds in datasets]
     columns.append(Column(key="device", title="Device", align="left", descriptive=True))
-    return Table(id="real-time-reported", kind="reported-time", title="Training time as reported (minutes)",
-                 columns=columns, rows=rows, params={"paper_table": reported.table_info("train_time").get(
-                     "paper_table", "")})
+    return Table(
+        id="real-time-reported",
+        kind="reported-time",
+        title="Training time as reported (minutes)",
+        columns=columns,
+        rows=rows,
+        params={"paper_table": reported.table_info("train_time").get("paper_table", "")},
+    )
 
 
 def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]:
@@ -562,14 +710,26 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
     sub = measured(agg, kind, sweeps=True)
     if sub.empty:
         return []
-    keys = ["method_rank", "method", "sweep_params", "overrides", "standard", "device_type", "schedule",
-            "compared"]
+    keys = [
+        "method_rank",
+        "method",
+        "sweep_params",
+        "overrides",
+        "standard",
+        "device_type",
+        "schedule",
+        "compared",
+    ]
     out = []
     for key, group in sub.groupby(keys, sort=True):
         _, method, params, overrides, standard, device, schedule, compared = key
-        parts = [f"{method} over {params}" + (f" [{overrides}]" if overrides else ""),
-                 "" if standard else "non-standard split", schedule, "" if compared else "other data version",
-                 device if sub["device_type"].nunique() > 1 else ""]
+        parts = [
+            f"{method} over {params}" + (f" [{overrides}]" if overrides else ""),
+            "" if standard else "non-standard split",
+            schedule,
+            "" if compared else "other data version",
+            device if sub["device_type"].nunique() > 1 else "",
+        ]
         out.append((" · ".join(p for p in parts if p), group))
     return out
 
@@ -578,7 +738,9 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
     tables = []
     groups = sweep_groups(agg, kind)
-    ids = unique_slugs({f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-")
+    ids = unique_slugs(
+        {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-"
+    )
     for title, group in groups:
         for name in sorted(set(group["dataset"]), key=dataset_order):
             ds = dataset_label(name, kind)
@@ -589,17 +751,37 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
                 values[entry.sweep] = entry.sweep_map
                 for metric in SWEEP_METRICS:
                     row.cells[metric] = _metric_cell(entry, metric)
-            order = sorted(rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())])
-            columns = [Column(key=m, title=m, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
-                       for m in SWEEP_METRICS]
-            tables.append(mark(Table(id=ids[f"{title}\0{name}"], kind="sweep", title=f"Sweep: {title} on {ds}",
-                                     columns=columns, rows=[rows[k] for k in order], row_header="Value",
-                                     show_source=False, dataset=ds, params={"sweep": title})))
+            order = sorted(
+                rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())]
+            )
+            columns = [
+                Column(key=m, title=m, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
+                for m in SWEEP_METRICS
+            ]
+            tables.append(
+                mark(
+                    Table(
+                        id=ids[f"{title}\0{name}"],
+                        kind="sweep",
+                        title=f"Sweep: {title} on {ds}",
+                        columns=columns,
+                        rows=[rows[k] for k in order],
+                        row_header="Value",
+                        show_source=False,
+                        dataset=ds,
+                        params={"sweep": title},
+                    )
+                )
+            )
     return tables
 
 
-def _class_table(classes: list[tuple[str, float | None, dict[str, Cell]]], source: str,
-                 prov: Provenance | None = None, **table: Any) -> Table:
+def _class_table(
+    classes: list[tuple[str, float | None, dict[str, Cell]]],
+    source: str,
+    prov: Provenance | None = None,
+    **table: Any,
+) -> Table:
     """A per-class table: one row per class, as ``(name, share of the unseen images in %, cells)``
     in the given order, its share in a column of its own."""
     rows = []
@@ -629,17 +811,34 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
         class_cells: dict[int, dict[str, Cell]] = {}
         for g in groups:  # already in method order
             key = f"m:{g.label}"
-            columns.append(Column(key=key, title=g.label, mark=SIGNIFICANCE, comparable=not _excluded(g)))
+            columns.append(
+                Column(key=key, title=g.label, mark=SIGNIFICANCE, comparable=not _excluded(g))
+            )
             for entry in g.per_class:
                 classes.setdefault(entry["class"], entry)
-                class_cells.setdefault(entry["class"], {})[key] = Cell.of(entry["interval"], dict(entry["samples"]))
+                class_cells.setdefault(entry["class"], {})[key] = Cell.of(
+                    entry["interval"], dict(entry["samples"])
+                )
         for cls, entry in classes.items():
-            class_cells[cls]["n_test"] = Cell(text_override=MISSING if entry["n_test"] is None else str(entry["n_test"]),
-                                              sort_value=_finite(entry["n_test"]))
+            class_cells[cls]["n_test"] = Cell(
+                text_override=MISSING if entry["n_test"] is None else str(entry["n_test"]),
+                sort_value=_finite(entry["n_test"]),
+            )
         order = sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0]))
         rows = [(entry["name"], _percent(entry["share"]), class_cells[cls]) for cls, entry in order]
-        tables.append(mark(_class_table(rows, "measured", id=ids[name], kind="perclass", columns=columns,
-                                        title=f"Per-class unseen accuracy: {ds}", dataset=ds)))
+        tables.append(
+            mark(
+                _class_table(
+                    rows,
+                    "measured",
+                    id=ids[name],
+                    kind="perclass",
+                    columns=columns,
+                    title=f"Per-class unseen accuracy: {ds}",
+                    dataset=ds,
+                )
+            )
+        )
     return tables
 
 
@@ -671,10 +870,19 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
                 class_cells.setdefault(cls["name"], {})[key] = Cell(cls["accuracy"])
                 shares.setdefault(cls["name"], cls["share_of_unseen_pct"])
         order = sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c))
-        tables.append(_class_table([(c, shares.get(c), class_cells[c]) for c in order], "reported",
-                                   _reported_prov(rows[0]), id=ids[ds], kind="reported-perclass", columns=columns,
-                                   title=f"Per-class unseen accuracy: {ds} (reported)", dataset=ds,
-                                   params={"citation": rows[0].citation}))
+        tables.append(
+            _class_table(
+                [(c, shares.get(c), class_cells[c]) for c in order],
+                "reported",
+                _reported_prov(rows[0]),
+                id=ids[ds],
+                kind="reported-perclass",
+                columns=columns,
+                title=f"Per-class unseen accuracy: {ds} (reported)",
+                dataset=ds,
+                params={"citation": rows[0].citation},
+            )
+        )
     return tables
 
 
@@ -697,12 +905,22 @@ def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table 
         gaps = {a["seed"]: a["test_selected_H"] - a["clean_H"] for a in entry.audits}
         row.cells[ds] = Cell.of(stats.t_interval(list(gaps.values())))
         epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
-        row.cells[f"{ds}:epoch"] = Cell(text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0]))
+        row.cells[f"{ds}:epoch"] = Cell(
+            text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0])
+        )
         rules.update(a["rule"] for a in entry.audits if a["rule"])
     labels = [dataset_label(d, kind) for d in sorted(set(datasets), key=dataset_order)]
     columns = []
     for ds in labels:
-        columns += [Column(key=ds, title="H gain", group=ds),
-                    Column(key=f"{ds}:epoch", title="epoch", group=ds, descriptive=True)]
-    return Table(id=f"{kind}-selection-audit", kind="audit", title="Test-set selection inflation (not a result)",
-                 columns=columns, rows=list(rows.values()), params={"rules": sorted(rules)})
+        columns += [
+            Column(key=ds, title="H gain", group=ds),
+            Column(key=f"{ds}:epoch", title="epoch", group=ds, descriptive=True),
+        ]
+    return Table(
+        id=f"{kind}-selection-audit",
+        kind="audit",
+        title="Test-set selection inflation (not a result)",
+        columns=columns,
+        rows=list(rows.values()),
+        params={"rules": sorted(rules)},
+    )

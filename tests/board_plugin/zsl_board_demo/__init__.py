@@ -7,6 +7,12 @@ from zslbench.methods import MethodSpec
 
 @hookimpl
 def zslbench_methods():
-    return [MethodSpec("board-demo", model="prototype", components={"embedder": "identity", "regressor": "krr"},
-                       params={"regressor": {"alpha": 0.1, "width": 1.0}},
-                       paper_name="board demo (third-party)")]
+    return [
+        MethodSpec(
+            "board-demo",
+            model="prototype",
+            components={"embedder": "identity", "regressor": "krr"},
+            params={"regressor": {"alpha": 0.1, "width": 1.0}},
+            paper_name="board demo (third-party)",
+        )
+    ]

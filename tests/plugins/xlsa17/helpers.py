@@ -46,8 +46,10 @@ def shared_data_dir() -> Path | None:
 def require_shared() -> Path:
     path = shared_data_dir()
     if path is None:
-        pytest.skip("the real xlsa17 split files are not available (expected in ../shared/data "
-                    f"next to the repo, or ${SHARED_ENV})")
+        pytest.skip(
+            "the real xlsa17 split files are not available (expected in ../shared/data "
+            f"next to the repo, or ${SHARED_ENV})"
+        )
     return path
 
 
@@ -63,8 +65,16 @@ def save_mat(path: Path, variables: dict[str, Any]) -> Path:
     return path
 
 
-def mini_arrays(seed: int = 0, *, n_seen: int = 6, n_unseen: int = 3, per_class: int = 6,
-                feature_dim: int = 2048, attr_dim: int = 12, n_val_classes: int = 2) -> dict[str, Any]:
+def mini_arrays(
+    seed: int = 0,
+    *,
+    n_seen: int = 6,
+    n_unseen: int = 3,
+    per_class: int = 6,
+    feature_dim: int = 2048,
+    attr_dim: int = 12,
+    n_val_classes: int = 2,
+) -> dict[str, Any]:
     """A miniature xlsa17 dataset in file layout (1-based, d x N features, attr x classes att).
 
     Classes 1..n_seen are seen, the rest unseen; each seen class gives 2/3 of its images to
@@ -97,14 +107,23 @@ def mini_arrays(seed: int = 0, *, n_seen: int = 6, n_unseen: int = 3, per_class:
     names = np.empty((n_classes, 1), dtype=object)
     for i in range(n_classes):
         names[i, 0] = np.array([f"class{i + 1:03d}"])
-    return {"features": features.T.copy(), "labels": labels.reshape(-1, 1).astype(np.float64),
-            "att": att, "original_att": att.copy(), "trainval_loc": col(trainval),
-            "test_seen_loc": col(test_seen), "test_unseen_loc": col(test_unseen),
-            "train_loc": col(train), "val_loc": col(val), "allclasses_names": names}
+    return {
+        "features": features.T.copy(),
+        "labels": labels.reshape(-1, 1).astype(np.float64),
+        "att": att,
+        "original_att": att.copy(),
+        "trainval_loc": col(trainval),
+        "test_seen_loc": col(test_seen),
+        "test_unseen_loc": col(test_unseen),
+        "train_loc": col(train),
+        "val_loc": col(val),
+        "allclasses_names": names,
+    }
 
 
-def write_dataset(root: Path, folder: str, arrays: dict[str, Any], *, drop: tuple[str, ...] = ()
-                  ) -> tuple[Path, Path]:
+def write_dataset(
+    root: Path, folder: str, arrays: dict[str, Any], *, drop: tuple[str, ...] = ()
+) -> tuple[Path, Path]:
     """Write ``res101.mat`` and ``att_splits.mat`` of ``arrays`` into ``root/folder``."""
     res = {k: arrays[k] for k in RES_KEYS if k in arrays and k not in drop}
     att = {k: v for k, v in arrays.items() if k not in RES_KEYS and k not in drop}
@@ -135,17 +154,22 @@ def registry_for(arrays: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]
     val_loc = np.asarray(arrays["val_loc"] if "val_loc" in arrays else [], dtype=int).ravel()
     val_classes = np.unique(labels[val_loc - 1] - 1)
     entry = dict(base)
-    entry.update(n_images=int(labels.size), n_trainval=int(tv.size), n_test_seen=int(ts.size),
-                 n_test_unseen=int(tu.size), n_classes=int(np.asarray(arrays["att"]).shape[1]),
-                 n_seen=int(np.unique(labels[tv - 1]).size), n_unseen=int(np.unique(labels[tu - 1]).size),
-                 attribute_dim=int(np.asarray(arrays["att"]).shape[0]),
-                 feature_dim=int(np.asarray(arrays["features"]).shape[0]),
-                 split_fingerprint=splits.split_fingerprint(tv, ts, tu),
-                 attributes=fingerprints.attributes_fingerprint(np.asarray(arrays["att"]).T),
-                 labels=fingerprints.labels_fingerprint(labels - 1),
-                 val_classes=hashlib.sha256(fingerprints.val_classes_text(val_classes).encode()
-                                            ).hexdigest(),
-                 n_val_classes=int(val_classes.size))
+    entry.update(
+        n_images=int(labels.size),
+        n_trainval=int(tv.size),
+        n_test_seen=int(ts.size),
+        n_test_unseen=int(tu.size),
+        n_classes=int(np.asarray(arrays["att"]).shape[1]),
+        n_seen=int(np.unique(labels[tv - 1]).size),
+        n_unseen=int(np.unique(labels[tu - 1]).size),
+        attribute_dim=int(np.asarray(arrays["att"]).shape[0]),
+        feature_dim=int(np.asarray(arrays["features"]).shape[0]),
+        split_fingerprint=splits.split_fingerprint(tv, ts, tu),
+        attributes=fingerprints.attributes_fingerprint(np.asarray(arrays["att"]).T),
+        labels=fingerprints.labels_fingerprint(labels - 1),
+        val_classes=hashlib.sha256(fingerprints.val_classes_text(val_classes).encode()).hexdigest(),
+        n_val_classes=int(val_classes.size),
+    )
     return entry
 
 
@@ -201,7 +225,9 @@ def write_awa2_res101(path: Path, labels_1based: np.ndarray, seed: int = 0) -> P
     protos = rng.uniform(0.0, 1.0, size=(int(labels_1based.max()), 2048)).astype(np.float32)
     scale = rng.uniform(0.5, 1.5, size=(labels_1based.size, 1)).astype(np.float32)
     feats = protos[labels_1based - 1] * scale  # (N, 2048) C-order == (2048, N) F-order
-    return save_mat(path, {"features": feats.T, "labels": labels_1based.reshape(-1, 1).astype(np.float64)})
+    return save_mat(
+        path, {"features": feats.T, "labels": labels_1based.reshape(-1, 1).astype(np.float64)}
+    )
 
 
 @pytest.fixture(scope="session")
@@ -233,7 +259,9 @@ def awa2_variant(awa2_full: Path, target: Path, att_splits: dict[str, Any] | Pat
     return target
 
 
-def plausible_labels(split: dict[str, Any], n_seen: int, n_unseen: int, n_val: int = 0) -> np.ndarray:
+def plausible_labels(
+    split: dict[str, Any], n_seen: int, n_unseen: int, n_val: int = 0
+) -> np.ndarray:
     """0-based labels consistent with a real split file whose per-image labels are unknown.
 
     Seen classes cycle over trainval and over test_seen, unseen classes over test_unseen, so
@@ -275,9 +303,10 @@ def xlsa17_all(awa2_full: Path):
             split = load_split_file(shared / folder / "att_splits.mat")
             (awa2_full / folder).mkdir()
             added.append(folder)
-            write_awa2_res101(awa2_full / folder / "res101.mat",
-                              plausible_labels(split, e["n_seen"], e["n_unseen"],
-                                               e["n_val_classes"]) + 1)
+            write_awa2_res101(
+                awa2_full / folder / "res101.mat",
+                plausible_labels(split, e["n_seen"], e["n_unseen"], e["n_val_classes"]) + 1,
+            )
             os.symlink(shared / folder / "att_splits.mat", awa2_full / folder / "att_splits.mat")
         yield awa2_full
     finally:

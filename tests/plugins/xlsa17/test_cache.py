@@ -41,7 +41,9 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch, module, name: str) -> list[int
     return calls
 
 
-def test_cached_load_does_not_parse_or_hash_sources(mini: Mini, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cached_load_does_not_parse_or_hash_sources(
+    mini: Mini, monkeypatch: pytest.MonkeyPatch
+) -> None:
     load_xlsa17("awa2", mini.data_dir)
     entry = _entry(mini, "res101")
     assert entry.name == "res101-" + hashlib.sha256(mini.res101.read_bytes()).hexdigest()[:20]
@@ -56,7 +58,9 @@ def test_cached_load_does_not_parse_or_hash_sources(mini: Mini, monkeypatch: pyt
     assert hashed == [] and d.source["cache"]["res101"] == "hit"
 
 
-def test_changed_stat_rehashes_and_changed_content_rebuilds(mini: Mini, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_changed_stat_rehashes_and_changed_content_rebuilds(
+    mini: Mini, monkeypatch: pytest.MonkeyPatch
+) -> None:
     load_xlsa17("awa2", mini.data_dir)
     old_entry = _entry(mini, "res101")
     hashed = _count_calls(monkeypatch, cache, "sha256_file")
@@ -106,8 +110,9 @@ def test_damaged_entry_is_detected_and_rebuilt(mini: Mini, damage: str, caplog) 
 
 
 @pytest.mark.parametrize("kind", ["res101", "att_splits"])
-def test_an_emptied_file_table_is_damage_for_run_verify_and_info(mini: Mini, kind: str,
-                                                                  tmp_path: Path) -> None:
+def test_an_emptied_file_table_is_damage_for_run_verify_and_info(
+    mini: Mini, kind: str, tmp_path: Path
+) -> None:
     """Issue 18: a ``meta.json`` whose file table was emptied passed as a valid entry: ``run`` and
     ``data verify`` failed with "internal error: KeyError" while ``data info`` said "ok". All
     three now see a damaged entry; the two that load rebuild it."""
@@ -125,15 +130,26 @@ def test_an_emptied_file_table_is_damage_for_run_verify_and_info(mini: Mini, kin
     assert info.exit_code == 0 and "damaged: meta.json lists no" in info.stdout
     res = data_cli(["verify", "--dataset", "awa2", "--data-dir", str(mini.data_dir)])
     assert res.exit_code == 0, res.output
-    assert res.stderr.splitlines() == [f"zslbench: warning: {entry}: meta.json lists no "
-                                       f"{cache.REQUIRED_ARRAYS[kind][0]}.npy (its file table is "
-                                       "incomplete); rebuilding it"]
+    assert res.stderr.splitlines() == [
+        f"zslbench: warning: {entry}: meta.json lists no "
+        f"{cache.REQUIRED_ARRAYS[kind][0]}.npy (its file table is "
+        "incomplete); rebuilding it"
+    ]
     empty_table()
     # (the flag: this process's command line keeps the datasets it registered first, which
     # declare the real AWA2, not the miniature the fixture declares)
-    run = invoke_main("run", "--method", "gp", "--dataset", "awa2", "--data-dir",
-                      str(mini.data_dir), "--results-dir", str(tmp_path / "res"),
-                      "--allow-nonstandard-split")
+    run = invoke_main(
+        "run",
+        "--method",
+        "gp",
+        "--dataset",
+        "awa2",
+        "--data-dir",
+        str(mini.data_dir),
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--allow-nonstandard-split",
+    )
     assert run.exit_code == 0, run.output
     assert "internal error" not in run.output and "rebuilding it" in run.stderr
     assert load_xlsa17("awa2", mini.data_dir).source["cache"][kind] == "hit"
@@ -163,7 +179,9 @@ def test_zeroing_any_64k_block_is_detected(tmp_path: Path) -> None:
     ~1918 for AWA2), so zeroing another block went unnoticed and the entry was served. Every
     block now counts."""
     arr = np.random.default_rng(0).standard_normal((1200, 2048)).astype(np.float32)
-    entry = cache.write_entry(tmp_path / "AWA2" / "res101-0123456789abcdef0123", {"features": arr}, {})
+    entry = cache.write_entry(
+        tmp_path / "AWA2" / "res101-0123456789abcdef0123", {"features": arr}, {}
+    )
     npy = entry / "features.npy"
     size = npy.stat().st_size
     assert size > 9 * 2**20
@@ -183,12 +201,14 @@ def test_file_digest_is_the_documented_segment_hash(tmp_path: Path) -> None:
     p.write_bytes(data)
     h = hashlib.sha256(f"{cache.DIGEST_SCHEME} {len(data)} {cache.SEGMENT}\n".encode())
     for start in range(0, len(data), cache.SEGMENT):
-        h.update(hashlib.sha256(data[start:start + cache.SEGMENT]).digest())
+        h.update(hashlib.sha256(data[start : start + cache.SEGMENT]).digest())
     assert cache.file_digest(p) == h.hexdigest() == cache.file_digest(p, threads=1)
     empty = tmp_path / "empty.bin"
     empty.write_bytes(b"")
-    assert cache.file_digest(empty) == hashlib.sha256(
-        f"{cache.DIGEST_SCHEME} 0 {cache.SEGMENT}\n".encode()).hexdigest()
+    assert (
+        cache.file_digest(empty)
+        == hashlib.sha256(f"{cache.DIGEST_SCHEME} 0 {cache.SEGMENT}\n".encode()).hexdigest()
+    )
 
 
 def test_a_zeroed_block_is_never_served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

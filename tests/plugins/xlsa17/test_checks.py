@@ -45,6 +45,9 @@ def test_primary_error_names_the_first_failure_and_the_others() -> None:
     index = Failure("a.mat", "index-range", "range", "fix", True)
     finite = Failure("r.mat", "finite", "nan", "fix it", True)
     err = checks.primary_error([index, finite])
-    assert isinstance(err, SplitError) and err.one_line() == "a.mat: range (also failing: finite) — fix"
+    assert (
+        isinstance(err, SplitError)
+        and err.one_line() == "a.mat: range (also failing: finite) — fix"
+    )
     err = checks.primary_error([finite])
     assert isinstance(err, DataError) and not isinstance(err, SplitError)

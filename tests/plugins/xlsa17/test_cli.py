@@ -60,7 +60,9 @@ def test_parse_datasets() -> None:
 def test_plugin_specs(mini: Mini) -> None:
     specs = plugin.zslbench_datasets()
     assert [s.name for s in specs] == ["awa1", "awa2", "apy", "cub", "sun"]
-    assert all(isinstance(s, DatasetSpec) and s.kind == "real" and s.groups == ("all",) for s in specs)
+    assert all(
+        isinstance(s, DatasetSpec) and s.kind == "real" and s.groups == ("all",) for s in specs
+    )
     awa2 = next(s for s in specs if s.name == "awa2")
     assert "37322 images" in awa2.description
     assert awa2.missing(mini.data_dir) == []
@@ -80,13 +82,16 @@ def test_plugin_load_refuses_only_what_it_cannot_read(mini: Mini) -> None:
     a["trainval_loc"] = a["trainval_loc"][1:]  # one image left out of every split
     mini.rewrite(a)
     spec = next(s for s in plugin.zslbench_datasets() if s.name == "awa2")
-    verdict = check_dataset(spec.load(mini.data_dir), "real", benchmark=spec.benchmark,
-                            allow_nonstandard=True)
+    verdict = check_dataset(
+        spec.load(mini.data_dir), "real", benchmark=spec.benchmark, allow_nonstandard=True
+    )
     assert not verdict.standard and "in no split" in verdict.reason
     a["test_seen_loc"] = a["test_seen_loc"].astype(np.int64) + 1000
     mini.rewrite(a)
     d = spec.load(mini.data_dir)
-    with pytest.raises(SplitError, match="att_splits.mat: test_seen_loc has 12 indices outside 1..54"):
+    with pytest.raises(
+        SplitError, match="att_splits.mat: test_seen_loc has 12 indices outside 1..54"
+    ):
         check_dataset(d, "real", benchmark=spec.benchmark, allow_nonstandard=True)
     a["features"] = a["features"].copy()
     a["features"][3, 5] = np.nan
@@ -95,8 +100,9 @@ def test_plugin_load_refuses_only_what_it_cannot_read(mini: Mini) -> None:
         spec.load(mini.data_dir)
 
 
-def test_the_split_checks_run_once_per_load(mini: Mini, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_split_checks_run_once_per_load(
+    mini: Mini, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A run of an xlsa17 dataset checks its split once: the runner does, the loader does not
     (they used to run in both)."""
     calls = []
@@ -110,9 +116,18 @@ def test_the_split_checks_run_once_per_load(mini: Mini, tmp_path: Path,
     monkeypatch.setattr(data_checks, "check_split", counted)
     # (the flag only so that the code before this change, which compared the miniature with the
     # real AWA2, runs it too: there the split was checked twice)
-    res = invoke_main("run", "--method", "gp", "--dataset", "awa2", "--data-dir",
-                      str(mini.data_dir), "--results-dir", str(tmp_path / "res"),
-                      "--allow-nonstandard-split")
+    res = invoke_main(
+        "run",
+        "--method",
+        "gp",
+        "--dataset",
+        "awa2",
+        "--data-dir",
+        str(mini.data_dir),
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--allow-nonstandard-split",
+    )
     assert res.exit_code == 0, res.output
     assert calls == [str(mini.att_splits)]
 

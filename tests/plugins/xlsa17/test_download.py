@@ -90,7 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
 def server():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     httpd.state = ServerState()  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     host, port = httpd.server_address[:2]
     assert host == "127.0.0.1"
@@ -108,12 +110,16 @@ def build_archive(tmp: Path, datasets: dict[str, dict]) -> bytes:
             res, att = write_dataset(tmp / "src", folder, arrays)
             zf.write(res, f"xlsa17/data/{folder}/res101.mat")
             zf.write(att, f"xlsa17/data/{folder}/att_splits.mat")
-            zf.writestr(f"xlsa17/data/{folder}/allclasses.txt", "\n".join(f"class{i}" for i in range(9)))
+            zf.writestr(
+                f"xlsa17/data/{folder}/allclasses.txt", "\n".join(f"class{i}" for i in range(9))
+            )
     return buf.getvalue()
 
 
 @pytest.fixture
-def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server) -> tuple[ServerState, str, bytes]:
+def archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server
+) -> tuple[ServerState, str, bytes]:
     """Serve an archive holding miniature AWA2 and CUB (both registered as the official ones)."""
     state, url = server
     awa2, cub = mini_arrays(seed=1), mini_arrays(seed=2, n_seen=5, n_unseen=4)
@@ -143,7 +149,9 @@ def _one_error_line(res) -> str:
     return lines[0]
 
 
-def test_good_download_extracts_only_what_was_asked_and_builds_the_cache(tmp_path: Path, archive) -> None:
+def test_good_download_extracts_only_what_was_asked_and_builds_the_cache(
+    tmp_path: Path, archive
+) -> None:
     state, url, payload = archive
     d = tmp_path / "data"
     res = _run("--dataset", "awa2", "--data-dir", str(d), "--url", url)
@@ -152,7 +160,11 @@ def test_good_download_extracts_only_what_was_asked_and_builds_the_cache(tmp_pat
     sha = hashlib.sha256(payload).hexdigest()
     assert f"recorded sha256 {sha}" in res.stdout
     assert json.loads((d / ".downloads" / "known_archives.json").read_text())[url]["sha256"] == sha
-    assert sorted(p.name for p in (d / "AWA2").iterdir()) == ["allclasses.txt", "att_splits.mat", "res101.mat"]
+    assert sorted(p.name for p in (d / "AWA2").iterdir()) == [
+        "allclasses.txt",
+        "att_splits.mat",
+        "res101.mat",
+    ]
     assert not (d / "CUB").exists()
     with zipfile.ZipFile(io.BytesIO(payload)) as zf:
         assert (d / "AWA2" / "res101.mat").read_bytes() == zf.read("xlsa17/data/AWA2/res101.mat")
@@ -200,7 +212,10 @@ def test_a_partial_file_from_another_url_is_not_resumed(tmp_path: Path, archive)
 def test_recorded_hash_is_enforced_afterwards(tmp_path: Path, archive) -> None:
     state, url, payload = archive
     d = tmp_path / "data"
-    assert _run("--dataset", "awa2", "--data-dir", str(d), "--url", url, "--delete-archive").exit_code == 0
+    assert (
+        _run("--dataset", "awa2", "--data-dir", str(d), "--url", url, "--delete-archive").exit_code
+        == 0
+    )
     state.payload = payload[:-1] + bytes([payload[-1] ^ 1])  # the server now serves other bytes
     res = _run("--dataset", "cub", "--data-dir", str(d), "--url", url)
     assert res.exit_code != 0
@@ -217,8 +232,10 @@ def test_cut_connection_is_resumed_with_range(tmp_path: Path, archive) -> None:
     assert res.exit_code == 0, res.output
     assert state.ranges == [None, f"bytes={half}-"]
     assert (d / "AWA2" / "res101.mat").is_file()
-    assert json.loads((d / ".downloads" / "known_archives.json").read_text())[url]["sha256"] == \
-        hashlib.sha256(payload).hexdigest()
+    assert (
+        json.loads((d / ".downloads" / "known_archives.json").read_text())[url]["sha256"]
+        == hashlib.sha256(payload).hexdigest()
+    )
 
 
 def test_interrupted_download_resumes_on_the_next_call(tmp_path: Path, archive) -> None:
@@ -234,8 +251,16 @@ def test_interrupted_download_resumes_on_the_next_call(tmp_path: Path, archive) 
     assert part.stat().st_size == third and not (d / "AWA2").exists()
     info = data_cli(["info", "--data-dir", str(d)])
     assert f"partial download (re-run download to resume): {part}" in info.stdout
-    res = _run("--dataset", "awa2", "--data-dir", str(d), "--url", url, "--sha256",
-               hashlib.sha256(payload).hexdigest())
+    res = _run(
+        "--dataset",
+        "awa2",
+        "--data-dir",
+        str(d),
+        "--url",
+        url,
+        "--sha256",
+        hashlib.sha256(payload).hexdigest(),
+    )
     assert res.exit_code == 0, res.output
     assert state.ranges == [None, f"bytes={third}-"]
     assert not part.exists() and (d / "AWA2" / "att_splits.mat").is_file()
@@ -249,18 +274,24 @@ def test_server_ignoring_range_restarts_cleanly(tmp_path: Path, archive) -> None
     res = _run("--dataset", "awa2", "--data-dir", str(d), "--url", url)
     assert res.exit_code == 0, res.output
     assert state.ranges == [None, "bytes=1000-", None]
-    assert hashlib.sha256((d / ".downloads" / "xlsa17.zip").read_bytes()).hexdigest() == \
-        hashlib.sha256(payload).hexdigest()
+    assert (
+        hashlib.sha256((d / ".downloads" / "xlsa17.zip").read_bytes()).hexdigest()
+        == hashlib.sha256(payload).hexdigest()
+    )
 
 
 def test_http_error_and_unreachable_host_are_one_line(tmp_path: Path, server) -> None:
     state, url = server
-    res = _run("--dataset", "awa2", "--data-dir", str(tmp_path), "--url", url.replace("xlsa17", "nope"))
+    res = _run(
+        "--dataset", "awa2", "--data-dir", str(tmp_path), "--url", url.replace("xlsa17", "nope")
+    )
     assert res.exit_code != 0 and "HTTP 404" in _one_error_line(res)
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = _run("--dataset", "awa2", "--data-dir", str(tmp_path), "--url", f"http://127.0.0.1:{port}/x.zip")
+    res = _run(
+        "--dataset", "awa2", "--data-dir", str(tmp_path), "--url", f"http://127.0.0.1:{port}/x.zip"
+    )
     assert res.exit_code != 0 and "cannot reach" in _one_error_line(res)
 
 
@@ -283,7 +314,9 @@ def test_extract_keeps_the_users_other_files_and_is_atomic(tmp_path: Path, mini:
     dl.extract_dataset(zpath, "AWA2", d)
     assert (d / "AWA2" / "my_notes.txt").read_text() == "keep me"
     with zipfile.ZipFile(zpath) as zf:  # (savemat stamps the time: compare with the member itself)
-        assert (d / "AWA2" / "att_splits.mat").read_bytes() == zf.read("xlsa17/data/AWA2/att_splits.mat")
+        assert (d / "AWA2" / "att_splits.mat").read_bytes() == zf.read(
+            "xlsa17/data/AWA2/att_splits.mat"
+        )
     assert sorted(p.name for p in d.iterdir()) == ["AWA2"]  # no temporary folders left
     with pytest.raises(DataError, match="has no folder SUN/"):
         dl.extract_dataset(zpath, "SUN", d)
@@ -341,7 +374,9 @@ extract_dataset(Path(sys.argv[1]), "AWA2", Path(sys.argv[2]))
 """
 
 
-def test_a_killed_extraction_is_listed_and_removed_by_the_next_download(tmp_path: Path, archive) -> None:
+def test_a_killed_extraction_is_listed_and_removed_by_the_next_download(
+    tmp_path: Path, archive
+) -> None:
     """Issue "Trust": the temporary of a killed extraction (up to the size of res101.mat) is
     listed by `data info` and removed by the next download, which then extracts afresh."""
     _, url, payload = archive
@@ -349,8 +384,12 @@ def test_a_killed_extraction_is_listed_and_removed_by_the_next_download(tmp_path
     zpath.write_bytes(payload)
     d = tmp_path / "data"
     d.mkdir()
-    child = subprocess.Popen([sys.executable, "-c", EXTRACT_CHILD, str(zpath), str(d)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", EXTRACT_CHILD, str(zpath), str(d)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout is not None and child.stdout.readline().strip() == "WRITING"
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=30)

@@ -37,8 +37,11 @@ def test_mini_round_trip(mini: Mini) -> None:
     np.testing.assert_array_equal(d.labels, a["labels"].ravel().astype(int) - 1)
     assert d.labels.dtype == np.int64
     np.testing.assert_array_equal(d.attributes, a["att"].T.astype(np.float32))
-    for key, got in (("trainval_loc", d.trainval_idx), ("test_seen_loc", d.test_seen_idx),
-                     ("test_unseen_loc", d.test_unseen_idx)):
+    for key, got in (
+        ("trainval_loc", d.trainval_idx),
+        ("test_seen_loc", d.test_seen_idx),
+        ("test_unseen_loc", d.test_unseen_idx),
+    ):
         np.testing.assert_array_equal(got, a[key].ravel().astype(int) - 1)
     np.testing.assert_array_equal(d.val_classes, [0, 1])  # the first two seen classes, 0-based
     assert d.class_names == [f"class{i:03d}" for i in range(1, 10)]
@@ -47,7 +50,10 @@ def test_mini_round_trip(mini: Mini) -> None:
         assert d.source[f"{key}_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
         assert d.source[f"{key}_path"] == str(path)
     assert d.source["cache"] == {"res101": "built", "att_splits": "built"}
-    assert load_xlsa17("awa2", mini.data_dir).source["cache"] == {"res101": "hit", "att_splits": "hit"}
+    assert load_xlsa17("awa2", mini.data_dir).source["cache"] == {
+        "res101": "hit",
+        "att_splits": "hit",
+    }
 
 
 def test_name_is_case_insensitive_and_unknown_names_suggest(mini: Mini) -> None:
@@ -96,9 +102,12 @@ def test_allow_nonstandard_never_passes_structural_failures(mini: Mini) -> None:
 def test_other_feature_dim_is_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     a = mini_arrays(feature_dim=16)
     write_dataset(tmp_path, "AWA2", a)
-    patch_registry(monkeypatch, "awa2", dict(registry_for(a, checks.registry_entry("awa2")), feature_dim=2048))
-    with pytest.raises(SplitError, match="features are 16-d where the official awa2 features are "
-                                         "2048-d"):
+    patch_registry(
+        monkeypatch, "awa2", dict(registry_for(a, checks.registry_entry("awa2")), feature_dim=2048)
+    )
+    with pytest.raises(
+        SplitError, match="features are 16-d where the official awa2 features are 2048-d"
+    ):
         load_xlsa17("awa2", tmp_path)
     d = load_xlsa17("awa2", tmp_path, allow_nonstandard=True)
     assert d.features.shape == (54, 16) and not loader_standard(d)
@@ -141,12 +150,15 @@ def test_read_only_cache_falls_back_to_memory(mini: Mini) -> None:
 
 def test_mat_reader_is_not_fooled_by_v73(tmp_path: Path) -> None:
     p = tmp_path / "x.mat"
-    p.write_bytes(b"MATLAB 7.3 MAT-file, Platform: GLNXA64".ljust(128, b" ") + b"\x89HDF\r\n\x1a\n" * 8)
+    p.write_bytes(
+        b"MATLAB 7.3 MAT-file, Platform: GLNXA64".ljust(128, b" ") + b"\x89HDF\r\n\x1a\n" * 8
+    )
     with pytest.raises(DataError, match="v7.3"):
         xlsa17.read_mat(p, ("features",))
 
 
 # -------------------------------------------------------------------------- property: round trip
+
 
 @st.composite
 def layouts(draw):
@@ -161,7 +173,9 @@ def layouts(draw):
     return n_seen, n_unseen, per, attr_dim, seed, label_dtype, idx_dtype, with_val
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(layouts())
 def test_random_valid_layouts_round_trip_through_loader_and_cache(monkeypatch, layout) -> None:
     n_seen, n_unseen, per, attr_dim, seed, label_dtype, idx_dtype, with_val = layout
@@ -179,9 +193,14 @@ def test_random_valid_layouts_round_trip_through_loader_and_cache(monkeypatch, l
         else:
             tv += idx[:-1]
             ts += idx[-1:]
-    a = {"features": feats, "labels": labels.astype(label_dtype).reshape(-1, 1), "att": att,
-         "trainval_loc": np.array(tv, dtype=idx_dtype), "test_seen_loc": np.array(ts, dtype=idx_dtype),
-         "test_unseen_loc": np.array(tu, dtype=idx_dtype)}
+    a = {
+        "features": feats,
+        "labels": labels.astype(label_dtype).reshape(-1, 1),
+        "att": att,
+        "trainval_loc": np.array(tv, dtype=idx_dtype),
+        "test_seen_loc": np.array(ts, dtype=idx_dtype),
+        "test_unseen_loc": np.array(tu, dtype=idx_dtype),
+    }
     if with_val:
         a["val_loc"] = np.array(tv[:1], dtype=idx_dtype)
     with tempfile.TemporaryDirectory() as tmp:

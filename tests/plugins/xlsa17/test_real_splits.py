@@ -43,8 +43,11 @@ def _alt_files() -> list[tuple[str, str]]:
     root = shared_data_dir()
     if root is None:
         return [("awa2", "<shared data absent>")]
-    return [(name, str(p.relative_to(root))) for name, folder in FOLDERS.items()
-            for p in sorted((root / folder / "alt").glob("*/att_splits*.mat"))]
+    return [
+        (name, str(p.relative_to(root)))
+        for name, folder in FOLDERS.items()
+        for p in sorted((root / folder / "alt").glob("*/att_splits*.mat"))
+    ]
 
 
 def _sha(path: Path) -> str:
@@ -74,9 +77,17 @@ def test_registry_matches_primary_file(name: str) -> None:
 
 def test_registry_counts_are_the_papers() -> None:
     # Table 1 of the paper / Xian et al.: seen+unseen classes and attribute dims.
-    got = {n: (REGISTRY[n]["n_seen"], REGISTRY[n]["n_unseen"], REGISTRY[n]["attribute_dim"]) for n in NAMES}
-    assert got == {"awa1": (40, 10, 85), "awa2": (40, 10, 85), "apy": (20, 12, 64),
-                   "cub": (150, 50, 312), "sun": (645, 72, 102)}
+    got = {
+        n: (REGISTRY[n]["n_seen"], REGISTRY[n]["n_unseen"], REGISTRY[n]["attribute_dim"])
+        for n in NAMES
+    }
+    assert got == {
+        "awa1": (40, 10, 85),
+        "awa2": (40, 10, 85),
+        "apy": (20, 12, 64),
+        "cub": (150, 50, 312),
+        "sun": (645, 72, 102),
+    }
 
 
 @pytest.mark.parametrize("name, rel", _alt_files())
@@ -95,12 +106,22 @@ def test_alt_resaves_have_the_official_fingerprint(name: str, rel: str) -> None:
 def test_alt_differences_are_recorded() -> None:
     """Which re-saves differ from the primary file, and how (they differ only outside the 3 sets)."""
     require_shared()
-    differs = {v["path_in_shared_data"]: v["differs"] for n in NAMES
-               for v in REGISTRY[n]["known_files"]["att_splits.mat"].values() if not v["original"]}
-    assert differs["AWA2/alt/e96031413_tfvaegan/att_splits.mat"].startswith("train_loc/val_loc regenerated")
+    differs = {
+        v["path_in_shared_data"]: v["differs"]
+        for n in NAMES
+        for v in REGISTRY[n]["known_files"]["att_splits.mat"].values()
+        if not v["original"]
+    }
+    assert differs["AWA2/alt/e96031413_tfvaegan/att_splits.mat"].startswith(
+        "train_loc/val_loc regenerated"
+    )
     assert differs["AWA1/alt/StefanDurhamUK_SG-ZSL/att_splits.mat"].startswith(
-        "train_loc/val_loc as in the primary file (overlap with test_seen_loc: 4958)")
-    assert differs["SUN/alt/cetinsamet_attribute-label-embedding/att_splits.mat"] == "no train_loc/val_loc"
+        "train_loc/val_loc as in the primary file (overlap with test_seen_loc: 4958)"
+    )
+    assert (
+        differs["SUN/alt/cetinsamet_attribute-label-embedding/att_splits.mat"]
+        == "no train_loc/val_loc"
+    )
 
 
 @pytest.mark.parametrize("name, leak", [("awa1", 4958), ("awa2", 5882), ("sun", 2580)])
@@ -123,17 +144,26 @@ def test_real_splits_pass_every_check_against_the_declared_benchmark(name: str) 
     e = REGISTRY[name]
     path = root / e["folder"] / "att_splits.mat"
     m = load_split_file(path)
-    labels = (awa2_like_labels(root) - 1 if name == "awa2"
-              else plausible_labels(m, e["n_seen"], e["n_unseen"], e["n_val_classes"]))
+    labels = (
+        awa2_like_labels(root) - 1
+        if name == "awa2"
+        else plausible_labels(m, e["n_seen"], e["n_unseen"], e["n_val_classes"])
+    )
     assert checks.check_attributes(str(path), m["att"]) == []
     assert checks.check_labels("res101.mat", labels + 1, m["att"].shape[1], str(path)) == []
     loc = {k: m[k].ravel().astype(np.int64) - 1 for k in (*splits.SPLIT_KEYS, "val_loc") if k in m}
-    data = ZSLData(name=name, features=np.ones((labels.size, 2048), np.float32) + np.eye(
-        labels.size, 2048, dtype=np.float32), labels=labels,
-        attributes=m["att"].T.astype(np.float32), trainval_idx=loc["trainval_loc"],
-        test_seen_idx=loc["test_seen_loc"], test_unseen_idx=loc["test_unseen_loc"],
+    data = ZSLData(
+        name=name,
+        features=np.ones((labels.size, 2048), np.float32)
+        + np.eye(labels.size, 2048, dtype=np.float32),
+        labels=labels,
+        attributes=m["att"].T.astype(np.float32),
+        trainval_idx=loc["trainval_loc"],
+        test_seen_idx=loc["test_seen_loc"],
+        test_unseen_idx=loc["test_unseen_loc"],
         val_classes=np.unique(labels[loc["val_loc"]]) if "val_loc" in loc else None,
-        split_naming=replace(splits.XLSA17_NAMING, file=str(path)))
+        split_naming=replace(splits.XLSA17_NAMING, file=str(path)),
+    )
     declared = benchmark(name)
     verdict = check_dataset(data, "real", benchmark=declared, allow_nonstandard=True)
     assert verdict.official == name and verdict.revision == "Split V2.0"
@@ -144,8 +174,9 @@ def test_real_splits_pass_every_check_against_the_declared_benchmark(name: str) 
     # what no real res101.mat could tell (labels of four datasets, their validation classes).
     assert declared.attributes == verdict.parts["attributes"] == e["attributes"]
     pinned = ("attributes", "labels", "val_classes") if name == "awa2" else ("attributes",)
-    assert verdict.unverified == tuple(p for p in ("attributes", "labels", "val_classes",
-                                                    "features") if p not in pinned)
+    assert verdict.unverified == tuple(
+        p for p in ("attributes", "labels", "val_classes", "features") if p not in pinned
+    )
 
 
 # ------------------------------------------------------------ the real AWA2 split, full loader
@@ -158,7 +189,11 @@ def test_real_awa2_loads_as_standard(awa2_full: Path) -> None:
     assert loader_standard(d) and loader_reason(d) == ""
     assert loaded_split_fingerprint(d) == REGISTRY["awa2"]["split_fingerprint"]
     assert d.features.shape == (37322, 2048) and d.features.dtype == np.float32
-    assert (d.trainval_idx.size, d.test_seen_idx.size, d.test_unseen_idx.size) == (23527, 5882, 7913)
+    assert (d.trainval_idx.size, d.test_seen_idx.size, d.test_unseen_idx.size) == (
+        23527,
+        5882,
+        7913,
+    )
     assert len(d.seen_classes) == 40 and len(d.unseen_classes) == 10
     assert d.val_classes.tolist() == [c - 1 for c in AWA2_VAL_CLASSES_1BASED]
     assert set(d.val_classes) <= set(d.seen_classes)
@@ -197,7 +232,9 @@ def _altered(m: dict) -> dict:
 
 
 @pytest.mark.parametrize("variant, check", [(_leaky, "disjoint"), (_altered, "fingerprint")])
-def test_real_awa2_leaky_or_altered_copy_is_refused(awa2_full: Path, tmp_path: Path, variant, check) -> None:
+def test_real_awa2_leaky_or_altered_copy_is_refused(
+    awa2_full: Path, tmp_path: Path, variant, check
+) -> None:
     root = awa2_variant(awa2_full, tmp_path / "d", variant(_real_awa2_split()))
     with pytest.raises(SplitError) as info:
         load_xlsa17("awa2", root)
@@ -216,7 +253,11 @@ def test_verify_real_awa2_prints_a_clean_table(awa2_full: Path) -> None:
     res = data_cli(["verify", "--dataset", "awa2", "--data-dir", str(awa2_full)])
     assert res.exit_code == 0, res.output
     assert res.stderr == ""
-    assert "✓ official 86a28169976b" in res.stdout and "37322×2048" in res.stdout and "OK" in res.stdout
+    assert (
+        "✓ official 86a28169976b" in res.stdout
+        and "37322×2048" in res.stdout
+        and "OK" in res.stdout
+    )
     assert "23527/5882/7913" in res.stdout and "85×50" in res.stdout
 
 
@@ -236,4 +277,5 @@ def test_verify_all_five_real_split_files_says_what_run_would(xlsa17_all: Path) 
         f"zslbench: error: {xlsa17_all / 'CUB' / 'att_splits.mat'}: 0 validation classes where the "
         "official cub has 50 (removed or cut?) — use the official data, or pass "
         "--allow-nonstandard-split to run it as non-standard (a non-standard run's records are "
-        "kept off the standard leaderboard)"]
+        "kept off the standard leaderboard)"
+    ]

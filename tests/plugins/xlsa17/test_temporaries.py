@@ -41,12 +41,18 @@ load_xlsa17("awa2", sys.argv[1])
 
 
 def _start_writer(data_dir: Path) -> subprocess.Popen[str]:
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(data_dir)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = child.stdout.readline() if child.stdout else ""
     if line.strip() != "WRITING":
         child.kill()
-        pytest.fail(f"the writer did not start: {line!r} {child.stderr.read() if child.stderr else ''}")
+        pytest.fail(
+            f"the writer did not start: {line!r} {child.stderr.read() if child.stderr else ''}"
+        )
     return child
 
 
@@ -64,7 +70,8 @@ def _kill(child: subprocess.Popen[str], sig: int) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_build_leaves_a_temporary_that_info_lists_and_the_next_load_removes(
-        mini: Mini, sig: int) -> None:
+    mini: Mini, sig: int
+) -> None:
     child = _start_writer(mini.data_dir)
     _kill(child, sig)
     (tmp,) = _temporaries(mini.data_dir)

@@ -31,10 +31,13 @@ def test_toy_in_the_xlsa17_layout_reads_back_as_the_same_dataset(toy, tmp_path: 
         np.testing.assert_array_equal(getattr(back, key), getattr(toy, key))
     assert back.class_names == toy.class_names
     # the same content (index sets, labels, attributes, validation classes, every feature byte)
-    assert (check_dataset(back, "custom").fingerprint
-            == check_dataset(toy, "synthetic").fingerprint
-            == check_dataset(npz.load_npz(npz.save_dataset(toy, tmp_path / "toy.npz")),
-                             "custom").fingerprint)
+    assert (
+        check_dataset(back, "custom").fingerprint
+        == check_dataset(toy, "synthetic").fingerprint
+        == check_dataset(
+            npz.load_npz(npz.save_dataset(toy, tmp_path / "toy.npz")), "custom"
+        ).fingerprint
+    )
 
 
 def test_locations_are_integers_as_in_the_released_files(toy, tmp_path: Path) -> None:
