@@ -91,7 +91,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -101,7 +100,12 @@ from zslbench.errors import ConfigError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.progress import steps
-from zslbench_plugins.generative import FeatureGenerator, adam, seeded_linear
+from zslbench_plugins.generative import (
+    FeatureGenerator,
+    adam,
+    init_and_train_generators,
+    seeded_linear,
+)
 
 NOISES = ("official", "standard")
 
@@ -363,11 +367,7 @@ class VAEGenerator(FeatureGenerator):
         """Train the two VAEs (``model/vaemodel.py:195-290``); initialisation and training draw
         from two streams of ``seed``."""
         device = x.device
-        init_seed, train_seed = (
-            int(s) & (2**63 - 1) for s in np.random.SeedSequence(seed).generate_state(2, np.uint64)
-        )
-        g_init = torch.Generator().manual_seed(init_seed)
-        g = torch.Generator(device=device).manual_seed(train_seed)
+        g_init, g = init_and_train_generators(seed, device)
         k = int(self.latent_size)
         enc_x = Encoder(x.shape[1], int(self.image_encoder_hidden), k, g_init).to(device)
         enc_a = Encoder(att.shape[1], int(self.attribute_encoder_hidden), k, g_init).to(device)

@@ -75,6 +75,20 @@ CLASSIFIER_PARAMS = (
 # --------------------------------------------------------------------------------------------
 
 
+def init_and_train_generators(
+    seed: int, device: torch.device
+) -> tuple[torch.Generator, torch.Generator]:
+    """Two independent streams of ``seed``: one (on the CPU) for initialising weights, one (on
+    ``device``) for the training draws, so that a change in how many numbers initialisation
+    draws never shifts the training noise."""
+    init_seed, train_seed = (
+        int(s) & (2**63 - 1) for s in np.random.SeedSequence(seed).generate_state(2, np.uint64)
+    )
+    return torch.Generator().manual_seed(init_seed), torch.Generator(device=device).manual_seed(
+        train_seed
+    )
+
+
 def seeded_linear(
     n_in: int, n_out: int, device: torch.device, gen: torch.Generator, init: str = "normal"
 ) -> nn.Linear:

@@ -90,7 +90,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -101,7 +100,12 @@ from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.progress import steps
 from zslbench_plugins.cadavae import gaussian_kl, warmup_factor, wasserstein_distance
-from zslbench_plugins.generative import FeatureGenerator, adam, seeded_linear
+from zslbench_plugins.generative import (
+    FeatureGenerator,
+    adam,
+    init_and_train_generators,
+    seeded_linear,
+)
 
 #: LeakyReLU slope of every network (``nn.LeakyReLU(0.2, True)``, ``models.py``).
 SLOPE = 0.2
@@ -336,11 +340,7 @@ class HSVAGenerator(FeatureGenerator):
         """Train the networks (``HSVA.py:671-714``); initialisation and training draw from two
         streams of ``seed``."""
         device = x.device
-        init_seed, train_seed = (
-            int(s) & (2**63 - 1) for s in np.random.SeedSequence(seed).generate_state(2, np.uint64)
-        )
-        g_init = torch.Generator().manual_seed(init_seed)
-        g = torch.Generator(device=device).manual_seed(train_seed)
+        g_init, g = init_and_train_generators(seed, device)
         n, dim = x.shape
         k = att.shape[1]
         seen_pos = torch.full((att.shape[0],), -1, dtype=torch.long, device=device)

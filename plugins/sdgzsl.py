@@ -78,7 +78,6 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -87,7 +86,7 @@ from zslbench import hyperparams as hp
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.progress import steps
-from zslbench_plugins.generative import FeatureGenerator, adam
+from zslbench_plugins.generative import FeatureGenerator, adam, init_and_train_generators
 
 SLOPE = 0.2
 #: ``nn.BatchNorm1d(2048, 0.8)`` (``models.py:42,45``): eps 0.8.
@@ -341,11 +340,7 @@ class SDGZSLGenerator(FeatureGenerator):
         """Train the networks (``train.py:75-209``); initialisation and training draw from two
         streams of ``seed``."""
         device = x.device
-        init_seed, train_seed = (
-            int(s) & (2**63 - 1) for s in np.random.SeedSequence(seed).generate_state(2, np.uint64)
-        )
-        g_init = torch.Generator().manual_seed(init_seed)
-        g = torch.Generator(device=device).manual_seed(train_seed)
+        g_init, g = init_and_train_generators(seed, device)
         n, dim = x.shape
         k = att.shape[1]
         hidden = int(self.hidden)
