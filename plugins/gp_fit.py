@@ -86,7 +86,9 @@ LATTICE_STEP = 0.02
 #: A Newton step larger than this (max over log-parameters) gets a fresh Hessian, not BFGS.
 _FRESH_HESSIAN_STEP = 0.3
 #: Bytes one (chunk, n, n) float64 work tensor may take in stage 2 (bounds peak memory).
-_STAGE2_BYTES = 24 * 2**20
+_STAGE2_BYTES = 48 * 2**20
+#: Bytes of (lengthscales, n, n) float64 work that one batch of stage 1 may hold.
+_STAGE1_BYTES = 192 * 2**20
 
 
 @dataclass
@@ -202,39 +204,52 @@ def fit_rbf_marginal_likelihood(
 
 
 def _gradient(n, v, y_a, a_a, tr_ci, a_p_a, tr_cip):
-    return torch.stack(
-        [
-            0.5 * a_p_a - 0.5 * tr_cip,
-            0.5 * (y_a - v * a_a) - 0.5 * (n - v * tr_ci),
-            0.5 * v * a_a - 0.5 * v * tr_ci,
-        ],
-        dim=1,
-    )
+    """g (..., 3) from the scalars (each (...)): the data term and the trace term of each component
+    are stacked, so that the halving and the difference are one operation each."""
+    v_a_a = v * a_a
+    v_tr_ci = v * tr_ci
+    data = torch.stack([a_p_a, y_a - v_a_a, v_a_a], dim=-1)
+    trace = torch.stack([tr_cip, n - v_tr_ci, v_tr_ci], dim=-1)
+    return 0.5 * data - 0.5 * trace
 
 
 def _hessian(n, v, g, q, a_p_a, a_pr_a, tr_cip, tr_cipr, tr_ci, tr_ll, tr_l_ci, tr_ci_ci):
-    """Assemble H from the scalars; ``q[:, i, j] = (C_i alpha)^T C^-1 (C_j alpha)``."""
-    b = g.shape[0]
+    """Assemble H (..., 3, 3) from the scalars; ``q[..., i, j] = (C_i alpha)^T C^-1 (C_j alpha)``."""
     # tr(M_i M_j) with M_l = C^-1 P, M_s = C^-1 sK = I - v C^-1, M_v = v C^-1.
-    t_ls = tr_cip - v * tr_l_ci
-    t_lv = v * tr_l_ci
-    t_ss = n - 2.0 * v * tr_ci + v * v * tr_ci_ci
-    t_sv = v * tr_ci - v * v * tr_ci_ci
+    v_tr_ci = v * tr_ci
     t_vv = v * v * tr_ci_ci
-    traces = torch.stack(
+    t_lv = v * tr_l_ci
+    t_ls = tr_cip - t_lv
+    t_ss = n - 2.0 * v_tr_ci + t_vv
+    t_sv = v_tr_ci - t_vv
+    # C_ll = P o R - 2P; C_ls = C_l, C_ss = C_s and C_vv = C_v give the gradient's own entries.
+    c_ll = 0.5 * (a_pr_a - 2.0 * a_p_a) - 0.5 * (tr_cipr - 2.0 * tr_cip)
+    g_l, g_s, g_v = g.unbind(-1)
+    zero = torch.zeros_like(g_l)
+    rows = torch.stack(
         [
-            torch.stack([tr_ll, t_ls, t_lv], 1),
-            torch.stack([t_ls, t_ss, t_sv], 1),
-            torch.stack([t_lv, t_sv, t_vv], 1),
+            tr_ll,
+            t_ls,
+            t_lv,
+            t_ls,
+            t_ss,
+            t_sv,
+            t_lv,
+            t_sv,
+            t_vv,
+            c_ll,
+            g_l,
+            zero,
+            g_l,
+            g_s,
+            zero,
+            zero,
+            zero,
+            g_v,
         ],
-        dim=1,
-    )
-    second = torch.zeros(b, 3, 3, dtype=g.dtype, device=g.device)
-    second[:, 0, 0] = 0.5 * (a_pr_a - 2.0 * a_p_a) - 0.5 * (tr_cipr - 2.0 * tr_cip)
-    second[:, 0, 1] = g[:, 0]  # C_ls = C_l
-    second[:, 1, 0] = g[:, 0]
-    second[:, 1, 1] = g[:, 1]  # C_ss = C_s
-    second[:, 2, 2] = g[:, 2]  # C_vv = C_v
+        dim=-1,
+    ).unflatten(-1, (2, 3, 3))
+    traces, second = rows.unbind(-3)
     return -q + second + 0.5 * traces
 
 
@@ -297,38 +312,40 @@ def _evaluate(d2: torch.Tensor, y: torch.Tensor, theta: torch.Tensor, order: int
 
 
 def _evaluate_spectral(lam, q, kr, krr, z, theta):
-    """f, g, H at a lengthscale whose kernel ``K = Q diag(lam) Q^T`` is shared by all outputs.
+    """f, g, H of every (lengthscale, output) pair, from kernels ``K = Q diag(lam) Q^T`` shared by
+    all outputs.
 
-    ``kr = Q^T (K o R) Q`` (n, n) in K's eigenbasis, ``krr = K o R o R`` (n, n) in the original
-    basis (only its diagonal in the eigenbasis and one quadratic form are needed, which saves a
-    matrix product); ``z = Q^T y`` (b, n); ``theta`` (b, 3) must carry that lengthscale. In K's
-    eigenbasis C^-1 is diagonal, so each output costs O(n^2) (the trace ``tr(C^-1 P C^-1 P)``)
-    instead of a factorisation.
+    Per lengthscale (leading dim B): ``lam`` (B, n), ``q`` (B, n, n), ``kr = Q^T (K o R) Q`` (B, n, n)
+    in K's eigenbasis and ``krr = K o R o R`` (B, n, n) in the original basis (only its diagonal
+    in the eigenbasis and one quadratic form are needed, which saves a matrix product); ``z = Q^T
+    y`` (B, k, n); ``theta`` (k, 3) or (B, k, 3), whose lengthscale must be that of the basis for
+    the pairs the caller keeps. In K's eigenbasis C^-1 is diagonal, so each pair costs O(n^2) (the
+    trace ``tr(C^-1 P C^-1 P)``) instead of a factorisation. Returns (B, k), (B, k, 3), (B, k, 3, 3).
     """
-    n = lam.shape[0]
-    s = theta[:, 1].exp()
-    v = theta[:, 2].exp()
-    slam = s[:, None] * lam[None, :]
-    w = (slam + v[:, None]).reciprocal()  # eigenvalues of C^-1, (b, n)
+    n = lam.shape[-1]
+    s = theta[..., 1].exp()
+    v = theta[..., 2].exp()
+    w = (s[..., None] * lam[:, None, :] + v[..., None]).reciprocal()  # eigenvalues of C^-1
     at = z * w  # alpha in the eigenbasis
-    y_a = (z * at).sum(1)
-    f = -0.5 * y_a + 0.5 * w.log().sum(1) - 0.5 * n * _LOG_2PI
-    a_a = (at * at).sum(1)
-    tr_ci = w.sum(1)
-    dkr = kr.diagonal()
-    dkrr = (q * (krr @ q)).sum(0)  # diag(Q^T (K o R o R) Q)
-    kr_at = at @ kr  # (b, n): (K o R) alpha in the eigenbasis (kr is symmetric)
-    a_p_a = s * (at * kr_at).sum(1)
-    alpha = at @ q.T  # alpha in the original basis
-    a_pr_a = s * (alpha * (alpha @ krr)).sum(1)
-    tr_cip = s * (w * dkr).sum(1)
-    tr_cipr = s * (w * dkrr).sum(1)
+    y_a = (z * at).sum(-1)
+    f = -0.5 * y_a + 0.5 * w.log().sum(-1) - 0.5 * n * _LOG_2PI
+    a_a = (at * at).sum(-1)
+    tr_ci = w.sum(-1)
+    dkr = kr.diagonal(dim1=-2, dim2=-1)[:, None, :]
+    dkrr = (q * (krr @ q)).sum(-2)[:, None, :]  # diag(Q^T (K o R o R) Q)
+    kr_at = at @ kr  # (K o R) alpha in the eigenbasis (kr is symmetric)
+    alpha = at @ q.mT  # alpha in the original basis
+    # The five O(n) contractions of each pair, as one product and one sum.
+    terms = torch.stack(
+        [at * kr_at, alpha * (alpha @ krr), w * dkr, w * dkrr, w * w * dkr], dim=-2
+    ).sum(-1)
+    s_terms = s[..., None] * terms
+    a_p_a, a_pr_a, tr_cip, tr_cipr, tr_l_ci = s_terms.unbind(-1)
     g = _gradient(n, v, y_a, a_a, tr_ci, a_p_a, tr_cip)
-    tr_ll = s * s * (w * (w @ (kr * kr))).sum(1)
-    tr_l_ci = s * (w * w * dkr).sum(1)
-    tr_ci_ci = (w * w).sum(1)
-    vec = torch.stack([s[:, None] * kr_at, z - v[:, None] * at, v[:, None] * at], dim=1)
-    qf = (vec * w[:, None, :]) @ vec.transpose(1, 2)
+    tr_ll = s * s * (w * (w @ (kr * kr))).sum(-1)
+    tr_ci_ci = (w * w).sum(-1)
+    vec = torch.stack([s[..., None] * kr_at, z - v[..., None] * at, v[..., None] * at], dim=-2)
+    qf = (vec * w[..., None, :]) @ vec.mT
     h = _hessian(n, v, g, qf, a_p_a, a_pr_a, tr_cip, tr_cipr, tr_ci, tr_ll, tr_l_ci, tr_ci_ci)
     return f, g, h
 
@@ -370,49 +387,73 @@ def _search_box(d2: torch.Tensor, y: torch.Tensor, noise_floor: float):
 
 
 def _profile(lam, z2, noise_floor):
-    """Best (s, v) for every output at one lengthscale, from K's eigenvalues ``lam`` (n,) and the
-    squared rotated targets ``z2`` (k, n). Returns exact log p (k,), log s (k,), log v (k,)."""
-    n = lam.shape[0]
+    """Best (s, v) for every output at each of B lengthscales, from K's eigenvalues ``lam`` (B, n)
+    and the squared rotated targets ``z2`` (B, k, n). Returns exact log p, log s, log v (B, k)."""
+    n = lam.shape[-1]
     start, stop, step = LOG_ETA_GRID
     log_eta = torch.arange(start, stop + step / 2, step, dtype=lam.dtype, device=lam.device)
     eta = log_eta.exp()
     last = len(log_eta) - 1
-    shifted = lam[:, None] + eta[None, :]  # (n, T)
-    s1 = z2 @ shifted.reciprocal()  # (k, T)
+    shifted = lam[..., None] + eta  # (B, n, T)
+    s1 = z2 @ shifted.reciprocal()  # (B, k, T)
     tau = torch.maximum(s1 / n, noise_floor / eta)
-    val = -0.5 * s1 / tau - 0.5 * (n * tau.log() + shifted.log().sum(0)) - 0.5 * n * _LOG_2PI
-    j = val.argmax(1)
-    # Parabola through the best eta and its neighbours; its vertex is evaluated exactly.
-    fm, f0, fp = (
-        val.gather(1, i[:, None])[:, 0] for i in ((j - 1).clamp(0, last), j, (j + 1).clamp(0, last))
+    val = (
+        -0.5 * s1 / tau
+        - 0.5 * (n * tau.log() + shifted.log().sum(-2, keepdim=True))
+        - 0.5 * n * _LOG_2PI
     )
+    j = val.argmax(-1, keepdim=True)
+    # Parabola through the best eta and its neighbours; its vertex is evaluated exactly.
+    fm, f0, fp = val.gather(-1, torch.cat([j - 1, j, j + 1], -1).clamp(0, last)).unbind(-1)
+    j = j[..., 0]
     curv = fm - 2.0 * f0 + fp
     inner = (j > 0) & (j < last) & (curv < 0)
     offset = torch.where(inner, 0.5 * (fm - fp) / torch.where(inner, curv, -1.0), 0.0)
-    log_eta_v = log_eta[j] + step * offset.clamp(-1.0, 1.0)
-    shifted_v = lam[None, :] + log_eta_v.exp()[:, None]  # (k, n)
-    s1_v = (z2 / shifted_v).sum(1)
-    tau_v = torch.maximum(s1_v / n, noise_floor / log_eta_v.exp())
+    log_eta_j = log_eta[j]
+    log_eta_v = log_eta_j + step * offset.clamp(-1.0, 1.0)
+    eta_v = log_eta_v.exp()
+    shifted_v = lam[:, None, :] + eta_v[..., None]  # (B, k, n)
+    s1_v = (z2 / shifted_v).sum(-1)
+    tau_v = torch.maximum(s1_v / n, noise_floor / eta_v)
     val_v = (
-        -0.5 * s1_v / tau_v - 0.5 * (n * tau_v.log() + shifted_v.log().sum(1)) - 0.5 * n * _LOG_2PI
+        -0.5 * s1_v / tau_v - 0.5 * (n * tau_v.log() + shifted_v.log().sum(-1)) - 0.5 * n * _LOG_2PI
     )
     use_v = val_v > f0
-    log_tau = torch.where(use_v, tau_v, tau.gather(1, j[:, None])[:, 0]).log()
-    log_eta_c = torch.where(use_v, log_eta_v, log_eta[j])
+    log_tau = torch.where(use_v, tau_v, tau.gather(-1, j[..., None])[..., 0]).log()
+    log_eta_c = torch.where(use_v, log_eta_v, log_eta_j)
     return torch.where(use_v, val_v, f0), log_tau, log_tau + log_eta_c
 
 
-def _eigenbasis(d2, log_l):
-    lam, q = torch.linalg.eigh(torch.exp(d2 * (-0.5 * math.exp(-2.0 * log_l))))
+def _cell_chunks(cells: int, n: int) -> list[slice]:
+    """Consecutive batches of lengthscales whose (B, n, n) float64 work fits ``_STAGE1_BYTES``
+    (about eight n x n matrices per lengthscale are alive at once in ``_spectral_cells``)."""
+    size = max(1, _STAGE1_BYTES // (8 * 8 * n * n))
+    return [slice(i, min(i + size, cells)) for i in range(0, cells, size)]
+
+
+def _eigenbases(d2, log_ls):
+    """Eigendecompositions of the RBF kernels at the lengthscales ``log_ls`` (a list of B floats),
+    as one batched call: eigenvalues (B, n), eigenvectors (B, n, n)."""
+    scale = torch.tensor(
+        [-0.5 * math.exp(-2.0 * log_l) for log_l in log_ls], dtype=d2.dtype, device=d2.device
+    )
+    lam, q = torch.linalg.eigh(torch.exp(d2 * scale[:, None, None]))
     return lam.clamp_min(0.0), q  # K is PSD; eigh's round-off can give -1e-16
 
 
-def _spectral_at(d2, log_l, lam, q, y, theta):
-    """Exact f, g, H (spectral route) for outputs ``y`` at the shared lengthscale ``log_l``."""
-    r = d2 * math.exp(-2.0 * log_l)
+def _spectral_cells(d2, log_ls, lam, q, y, theta):
+    """Exact f, g, H (spectral route) of every output ``y`` (k, n) with ``theta`` (k, 3) at each of
+    the shared lengthscales ``log_ls`` (B floats) with bases ``lam``, ``q``: (B, k), (B, k, 3),
+    (B, k, 3, 3). Only the pairs whose ``theta`` carries that lengthscale are meaningful; computing
+    all pairs costs O(B k n^2), small next to the O(B n^3) of the bases, and keeps it batched."""
+    scale = torch.tensor(
+        [math.exp(-2.0 * log_l) for log_l in log_ls], dtype=d2.dtype, device=d2.device
+    )
+    r = d2 * scale[:, None, None]
     kr = torch.exp(-0.5 * r).mul_(r)
-    krr = kr.mul(r)
-    kr_q = q.T @ kr @ q
+    krr = kr * r
+    del r
+    kr_q = q.mT @ kr @ q
     return _evaluate_spectral(lam, q, kr_q, krr, y @ q, theta)
 
 
@@ -424,61 +465,89 @@ def _grid_start(d2, y, lo, hi, noise_floor, pmap):
     optimal lengthscale; those predictions are rounded to a fine lattice (spacing
     ``LATTICE_STEP``), and at each distinct lattice value, shared by the outputs rounded to it,
     (s, v) are profiled again. Each output keeps whichever point has the larger exact objective.
+    Lengthscales are handled in batches (``_cell_chunks``): one batched eigendecomposition and
+    one set of batched products per batch, not per lengthscale.
     """
-    k = y.shape[0]
+    k, n = y.shape
     opts = {"dtype": torch.float64, "device": d2.device}
     log_low, log_high = float(lo[0, 0]), float(hi[0, 0])
     n_grid = max(2, math.ceil((log_high - log_low) / LOG_LENGTHSCALE_STEP) + 1)
     grid = torch.linspace(log_low, log_high, n_grid, dtype=torch.float64, device="cpu").tolist()
 
-    def coarse(log_l):
-        lam, q = _eigenbasis(d2, log_l)
-        return (lam, q), _profile(lam, (y @ q).square(), noise_floor)
+    def coarse(sl):
+        lam, q = _eigenbases(d2, grid[sl])
+        return (lam, q, *_profile(lam, (y @ q).square(), noise_floor))
 
-    coarse_results = pmap(coarse, grid)
-    bases = [r[0] for r in coarse_results]
-    best = torch.full((k,), -math.inf, **opts)
-    where = torch.zeros(k, dtype=torch.long, device=d2.device)
-    theta = torch.zeros(k, 3, **opts)
-    for gi, (_, (val, log_s, log_v)) in enumerate(coarse_results):
-        better = val > best
-        best = torch.where(better, val, best)
-        where[better] = gi
-        theta[better] = torch.stack([torch.full_like(log_s, grid[gi]), log_s, log_v], 1)[better]
-    del coarse_results
+    parts = pmap(coarse, _cell_chunks(n_grid, n))
+    lam_g, q_g, val, log_s, log_v = (torch.cat(col) for col in zip(*parts, strict=True))
+    del parts
+    # Each output's best grid point (the first, on ties; NaN never wins).
+    where = torch.nan_to_num(val, nan=-math.inf).argmax(0)
+    ar = torch.arange(k, device=d2.device)
+    grid_t = torch.tensor(grid, **opts)
+    theta = torch.stack([grid_t[where], log_s[where, ar], log_v[where, ar]], 1)
     # The noise may land a hair below its floor after exp/log round-off: project into the box.
     theta = torch.maximum(torch.minimum(theta, hi), lo)
-    f = torch.empty(k, **opts)
-    g = torch.empty(k, 3, **opts)
-    h = torch.empty(k, 3, 3, **opts)
-    used = [(gi, (where == gi).nonzero()[:, 0]) for gi in where.unique().tolist()]
-    derivs = pmap(
-        lambda item: _spectral_at(d2, grid[item[0]], *bases[item[0]], y[item[1]], theta[item[1]]),
-        used,
-    )
-    for (_, idx), (fi, gi_, hi_) in zip(used, derivs, strict=True):
-        f[idx], g[idx], h[idx] = fi, gi_, hi_
+    used, which = where.unique(return_inverse=True)
+    used_l = used.tolist()
+    f, g, h = _pairs(d2, [grid[i] for i in used_l], lam_g[used], q_g[used], y, theta, which, pmap)
+    del lam_g, q_g
     # Newton's prediction of each output's optimal lengthscale, within one grid step.
     d = _ascent_direction(g, h, theta, lo, hi)[0]
     target = theta[:, 0] + d[:, 0].clamp(-LOG_LENGTHSCALE_STEP, LOG_LENGTHSCALE_STEP)
     target = target.clamp(log_low, log_high)
     cell = torch.round((target - log_low) / LATTICE_STEP).to(torch.long)
     moved = (cell * LATTICE_STEP + log_low - theta[:, 0]).abs() > 0.5 * LATTICE_STEP
+    idx = moved.nonzero()[:, 0]
+    if idx.numel() == 0:
+        return theta, f, g, h
+    cells, which = cell[idx].unique(return_inverse=True)
+    log_ls = [min(log_low + c * LATTICE_STEP, log_high) for c in cells.tolist()]
+    y_m = y[idx]
 
-    def refine(c):
-        log_l = min(log_low + c * LATTICE_STEP, log_high)
-        idx = ((cell == c) & moved).nonzero()[:, 0]
-        lam, q = _eigenbasis(d2, log_l)
-        _, log_s, log_v = _profile(lam, (y[idx] @ q).square(), noise_floor)
-        cand = torch.stack([torch.full_like(log_s, log_l), log_s, log_v], 1)
-        cand = torch.maximum(torch.minimum(cand, hi[idx]), lo[idx])
-        fc, gc, hc = _spectral_at(d2, log_l, lam, q, y[idx], cand)
-        better = fc > f[idx]  # exact values at the (projected) candidates
-        return idx[better], cand[better], fc[better], gc[better], hc[better]
+    def refine(sl):
+        lam, q = _eigenbases(d2, log_ls[sl])
+        mine = ((which >= sl.start) & (which < sl.stop)).nonzero()[:, 0]
+        local = which[mine] - sl.start
+        # Each output profiled in its own cell's basis only.
+        z = (y_m[mine] @ q)[local, torch.arange(mine.numel(), device=d2.device)]
+        _, log_s, log_v = _profile(lam[local], z.square()[:, None, :], noise_floor)
+        l_c = torch.tensor(log_ls[sl], **opts)[local]
+        cand = torch.stack([l_c, log_s[:, 0], log_v[:, 0]], 1)
+        cand = torch.maximum(torch.minimum(cand, hi[idx[mine]]), lo[idx[mine]])
+        fc, gc, hc = (
+            t[local, torch.arange(mine.numel(), device=d2.device)]
+            for t in _spectral_cells(d2, log_ls[sl], lam, q, y_m[mine], cand)
+        )
+        return mine, cand, fc, gc, hc
 
-    for sel, cand, fc, gc, hc in pmap(refine, cell[moved].unique().tolist()):
-        theta[sel], f[sel], g[sel], h[sel] = cand, fc, gc, hc
+    parts = pmap(refine, _cell_chunks(len(log_ls), n))
+    mine, cand, fc, gc, hc = (torch.cat(col) for col in zip(*parts, strict=True))
+    sel = idx[mine]
+    better = fc > f[sel]  # exact values at the (projected) candidates
+    sel = sel[better]
+    theta[sel], f[sel], g[sel], h[sel] = cand[better], fc[better], gc[better], hc[better]
     return theta, f, g, h
+
+
+def _pairs(d2, log_ls, lam, q, y, theta, which, pmap):
+    """f, g, H of each output ``y[i]`` at the lengthscale ``log_ls[which[i]]`` (bases ``lam``,
+    ``q``), lengthscales in batches."""
+    k = y.shape[0]
+    ar = torch.arange(k, device=y.device)
+    f = torch.empty(k, dtype=y.dtype, device=y.device)
+    g = torch.empty(k, 3, dtype=y.dtype, device=y.device)
+    h = torch.empty(k, 3, 3, dtype=y.dtype, device=y.device)
+
+    def part(sl):
+        return _spectral_cells(d2, log_ls[sl], lam[sl], q[sl], y, theta)
+
+    chunks = _cell_chunks(len(log_ls), d2.shape[0])
+    for sl, (fb, gb, hb) in zip(chunks, pmap(part, chunks), strict=True):
+        mine = ((which >= sl.start) & (which < sl.stop)).nonzero()[:, 0]
+        local = which[mine] - sl.start
+        f[mine], g[mine], h[mine] = fb[local, ar[mine]], gb[local, ar[mine]], hb[local, ar[mine]]
+    return f, g, h
 
 
 # --------------------------------------------------------------------------------------------

@@ -156,6 +156,29 @@ def test_fixed_seed_gives_bit_identical_weights_and_leaves_global_rngs_alone(cls
     assert np.array_equal(np.random.get_state()[1], numpy_state)
 
 
+@pytest.mark.parametrize("weight_decay", [0.1, 0.0])
+@pytest.mark.parametrize("foreach", [False, True])
+def test_episode_adam_is_torch_adam_to_the_last_bit(weight_decay: float, foreach: bool) -> None:
+    """The embedders' lean Adam gives the weights of ``torch.optim.Adam``, step for step."""
+    gen = torch.Generator().manual_seed(0)
+    start = [torch.randn(16, 33, generator=gen), torch.randn(16, generator=gen)]
+    ours = [torch.nn.Parameter(t.clone()) for t in start]
+    theirs = [torch.nn.Parameter(t.clone()) for t in start]
+    adam = embedders.EpisodeAdam(ours, lr=0.002, weight_decay=weight_decay)
+    reference = torch.optim.Adam(theirs, lr=0.002, weight_decay=weight_decay, foreach=foreach)
+    for _ in range(25):
+        grads = [torch.randn(t.shape, generator=gen) * 10.0 for t in start]
+        adam.zero_grad()
+        reference.zero_grad(set_to_none=True)
+        for p, q, g in zip(ours, theirs, grads, strict=True):
+            p.grad, q.grad = g.clone(), g.clone()
+        adam.step()
+        reference.step()
+        for p, q in zip(ours, theirs, strict=True):
+            assert torch.equal(p, q)
+    assert not torch.equal(ours[0], start[0])
+
+
 def test_full_pass_and_gather_paths_train_the_same_map(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mapping every image then picking the batch, or gathering the batch first, is the same
     computation up to float summation order."""

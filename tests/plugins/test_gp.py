@@ -152,8 +152,8 @@ def test_newton_derivatives_are_those_of_the_marginal_likelihood():
         dtype=torch.float64,
     )
     f, g, h = gp_fit._evaluate(d2, y, theta, order=2)
-    lam, q = gp_fit._eigenbasis(d2, log_l)
-    fs, gs, hs = gp_fit._spectral_at(d2, log_l, lam, q, y, theta)
+    lam, q = gp_fit._eigenbases(d2, [log_l])
+    fs, gs, hs = (t[0] for t in gp_fit._spectral_cells(d2, [log_l], lam, q, y, theta))
     for i in range(4):
 
         def fun(t, i=i):

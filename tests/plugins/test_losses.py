@@ -55,12 +55,15 @@ def t_loop(x: torch.Tensor, labels: list[int], margin: float) -> tuple[torch.Ten
     return total, count
 
 
-@pytest.fixture(params=["dense", "sparse"])
+@pytest.fixture(params=["dense", "dense-blockwise", "sparse"])
 def backward_path(request, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test through each of the two backward paths of the nearest-negative distances."""
+    """Run a test through each backward path of the nearest-negative distances: dense (the whole
+    gradient at once, or one sample slot at a time) and sparse."""
     monkeypatch.setattr(
-        losses, "SPARSE_BACKWARD_FRACTION", -1.0 if request.param == "dense" else 2.0
+        losses, "SPARSE_BACKWARD_FRACTION", 2.0 if request.param == "sparse" else -1.0
     )
+    if request.param == "dense-blockwise":
+        monkeypatch.setattr(losses, "DENSE_WHOLE_ELEMENTS", -1)
     return request.param
 
 
@@ -121,6 +124,24 @@ def test_balanced_triplet_loss_duplicate_negative_counts_once(backward_path: str
     torch.testing.assert_close(got_grad[1, 0] + got_grad[1, 2], want_grad[1, 0] + want_grad[1, 2])
     torch.testing.assert_close(got_grad[2, 0] + got_grad[2, 1], want_grad[2, 0] + want_grad[2, 1])
     torch.testing.assert_close(got_grad.sum(), want_grad.sum())
+
+
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_dense_backward_whole_and_blockwise_are_bit_identical(
+    monkeypatch: pytest.MonkeyPatch, duplicates: bool
+) -> None:
+    """The two dense paths accumulate the same products in the same order: the same bits."""
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(30, 6, 8, generator=gen)
+    if duplicates:
+        x[3, 4] = x[3, 1]  # an exact tie for the minimum
+    monkeypatch.setattr(losses, "SPARSE_BACKWARD_FRACTION", -1.0)
+    grads = []
+    for whole in (2**30, -1):
+        monkeypatch.setattr(losses, "DENSE_WHOLE_ELEMENTS", whole)
+        grads.append(_value_and_grad(lambda v: balanced_triplet_loss(v, 4.0, "sum"), x)[1])
+    assert torch.equal(grads[0], grads[1])
+    assert bool(grads[0].abs().sum() > 0)
 
 
 def _bt_broadcast(x: torch.Tensor, margin: float) -> torch.Tensor:
