@@ -23,8 +23,8 @@ import numpy as np
 import scipy.linalg
 
 from zslbench import hyperparams as hp
-from zslbench.classifier import squared_distances
 from zslbench.hookspecs import hookimpl
+from zslbench_plugins.distances import squared_distances
 from zslbench_plugins.prototype_kinds import Regressor
 from zslbench_plugins.regressor_inputs import (
     check_fit_inputs,

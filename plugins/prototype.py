@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from zslbench.classifier import scores
 from zslbench.errors import blame
 from zslbench.hookspecs import hookimpl
 from zslbench.model import FitInputs, Model
 from zslbench.stages import Stage, StagedModel
+from zslbench_plugins.distances import scores
 from zslbench_plugins.prototype_kinds import Embedder, Regressor
 
 
