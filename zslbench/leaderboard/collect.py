@@ -51,17 +51,8 @@ TESTED_METRICS = ("H", "A_T", "AUSUC")
 #: first use; other datasets follow alphabetically.
 PAPER_DATASET_ORDER = declared_dataset_order()
 
-CELL_KEYS = [
-    "kind",
-    "dataset",
-    "method",
-    "config_id",
-    "standard",
-    "device_type",
-    "data_fp",
-    "schedule",
-]
-ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type", "schedule"]
+CELL_KEYS = "kind dataset method config_id standard device_type data_fp schedule".split()
+ROW_KEYS = "kind method config_id standard device_type schedule".split()
 
 
 def dataset_label(name: str, kind: str) -> str:

@@ -34,32 +34,9 @@ CSV_METRIC = {
     "AUSUC": "AUSUC_per_class",
     "AUSUC_per_image": "AUSUC_per_image",
 }
-PROVENANCE = [
-    "zslbench_versions",
-    "git_commits",
-    "date_first",
-    "date_last",
-    "devices",
-    "records",
-    "citation",
-]
+PROVENANCE = "zslbench_versions git_commits date_first date_last devices records citation".split()
 MAIN_HEADER = (
-    [
-        "kind",
-        "source",
-        "table",
-        "row",
-        "method",
-        "paper_name",
-        "dataset",
-        "comparable",
-        "split_standard",
-        "data_fingerprint",
-        "schedule",
-        "sweep",
-        "config_files",
-        "n",
-    ]
+    "kind source table row method paper_name dataset comparable split_standard data_fingerprint schedule sweep config_files n".split()
     + [
         f"{CSV_METRIC[m]}_{s}"
         for m in (*METRICS, *EXTRA_METRICS)
@@ -68,57 +45,19 @@ MAIN_HEADER = (
     + [f"{x}_{CSV_METRIC[m]}" for m in TESTED_METRICS for x in ("best", "p_vs_best", "test")]
     + PROVENANCE
 )
-TIME_HEADER = [
-    "kind",
-    "source",
-    "row",
-    "method",
-    "dataset",
-    "device",
-    "runs",
-    "train_s_median",
-    "train_s_min",
-    "train_s_max",
-    "train_runs_timed",
-    "train_runs_busy",
-    "busy_only",
-    "train_runs_load_unknown",
-    "reported_min",
-    "best",
-    "records",
-    "citation",
-]
-PER_CLASS_HEADER = [
-    "kind",
-    "source",
-    "dataset",
-    "class",
-    "share_of_unseen_pct",
-    "n_test",
-    "row",
-    "accuracy_mean",
-    "accuracy_std",
-    "n",
-    "ci_low",
-    "ci_high",
-    "best",
-    "p_vs_best",
-    "test",
-    "citation",
-]
-AUDIT_HEADER = [
-    "kind",
-    "row",
-    "method",
-    "dataset",
-    "seed",
-    "clean_H",
-    "test_selected_H",
-    "inflation_H",
-    "test_selected_epoch",
-    "rule",
-    "records",
-]
+TIME_HEADER = (
+    "kind source row method dataset device runs train_s_median train_s_min "
+    "train_s_max train_runs_timed train_runs_busy busy_only train_runs_load_unknown "
+    "reported_min best records citation"
+).split()
+PER_CLASS_HEADER = (
+    "kind source dataset class share_of_unseen_pct n_test row accuracy_mean "
+    "accuracy_std n ci_low ci_high best p_vs_best test citation"
+).split()
+AUDIT_HEADER = (
+    "kind row method dataset seed clean_H test_selected_H inflation_H "
+    "test_selected_epoch rule records"
+).split()
 
 
 def num(value: Any) -> str:
