@@ -109,17 +109,8 @@ class FigureSpec:
 
     @property
     def data_sha256(self) -> str:
-        body = json.dumps(
-            {
-                "style": STYLE_VERSION,
-                "figure": self.figure,
-                "title": self.title,
-                "kind": self.kind,
-                "data": self.data,
-            },
-            sort_keys=True,
-            allow_nan=True,
-        )
+        about = {"style": STYLE_VERSION, "figure": self.figure, "title": self.title}
+        body = json.dumps({**about, "kind": self.kind, "data": self.data}, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()
 
     @property
@@ -172,11 +163,8 @@ def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> dict[Any, dict[str, st
     ):
         i = seen.get(method, 0)
         seen[method] = i + 1
-        out[rk] = {
-            "color": colors[method],
-            "ls": LINESTYLES[i % len(LINESTYLES)],
-            "marker": MARKERS[i % len(MARKERS)],
-        }
+        look = {"ls": LINESTYLES[i % len(LINESTYLES)], "marker": MARKERS[i % len(MARKERS)]}
+        out[rk] = {"color": colors[method], **look}
     return out
 
 
@@ -309,11 +297,11 @@ def _sweep_specs(
             kind,
             title,
             param,
-            group,
-            colors[group["method"].iloc[0]],
+            g,
+            colors[g["method"].iloc[0]],
             f"{kind}-sweep-{slugs[f'{title} {param}']}",
         )
-        for title, param, group in keys
+        for title, param, g in keys
     ]
 
 
