@@ -88,18 +88,12 @@ def links_in(out_dir: Path, inputs: list[Path]) -> list[str]:
     if not out_dir.is_dir():
         return []
     skip = [p.resolve() for p in inputs if out_dir.resolve() in p.resolve().parents]
-    found = []
-    for top, dirs, files in os.walk(out_dir):
-        here = Path(top)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".") and not any(_inside((here / d).resolve(), s) for s in skip)
-        )
-        for name in sorted(dirs) + sorted(files):
-            if not name.startswith(".") and (here / name).is_symlink():
-                found.append((here / name).as_posix())
-    return sorted(found)
+    return sorted(
+        (here / name).as_posix()
+        for here, dirs, files in _walk(out_dir, skip)
+        for name in dirs + files
+        if not name.startswith(".") and (here / name).is_symlink()
+    )
 
 
 def _first_three(items: list[str]) -> str:
@@ -147,18 +141,21 @@ def foreign_files(
 
 
 def _files(root: Path, skip: list[Path]) -> Iterator[Path]:
-    """The files under ``root``, folder by folder in name order, not descending into hidden
-    folders, links or the ``skip`` folders."""
-    for top, dirs, files in os.walk(root):
+    """The files under ``root``, as :func:`_walk` visits them."""
+    return (here / name for here, _, files in _walk(root, skip) for name in files)
+
+
+def _walk(root: Path, skip: list[Path]) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """Each folder under ``root`` (itself first) with the folders it descends into and its files,
+    in name order; never into hidden folders, links or the ``skip`` folders (resolved paths)."""
+    for top, dirs, files in os.walk(root):  # never follows a link
         here = Path(top)
         dirs[:] = sorted(
             d
             for d in dirs
-            if not d.startswith(".")
-            and not (here / d).is_symlink()
-            and not any(_inside(here / d, s) for s in skip)
+            if not d.startswith(".") and not any(_inside((here / d).resolve(), s) for s in skip)
         )
-        yield from (here / name for name in sorted(files))
+        yield here, dirs, sorted(files)
 
 
 def _skipped_inputs(root: Path, inputs: list[Path]) -> tuple[list[Path], bool]:
@@ -222,19 +219,20 @@ def compare(
         f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
         for link in links
     ]
+
+    def reachable(path: str) -> bool:  # not through one of the links
+        return not any(_inside(out_dir / path, Path(link)) for link in links)
+
     problems += [
         line
         for path, artefact in sorted(rendered.items())
-        if not any(_inside(out_dir / path, Path(link)) for link in links)
-        and (line := _artefact_problem(out_dir, path, artefact))
+        if reachable(path) and (line := _artefact_problem(out_dir, path, artefact))
     ]
-    for path in sorted(owned_files(out_dir) - set(rendered)):
-        if (out_dir / path).is_file() and not any(
-            _inside(out_dir / path, Path(link)) for link in links
-        ):
-            problems.append(
-                f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)"
-            )
+    problems += [
+        f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)"
+        for path in sorted(owned_files(out_dir) - set(rendered))
+        if (out_dir / path).is_file() and reachable(path)
+    ]
     if not allow_foreign:
         problems += [
             f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
