@@ -164,13 +164,8 @@ class Page:
 
     @property
     def busy_cells(self) -> int:
-        return sum(
-            1
-            for t in self.time_tables
-            for r in t.rows
-            for c in r.cells.values()
-            if c.flag == "busy"
-        )
+        cells = [c for t in self.time_tables for r in t.rows for c in r.cells.values()]
+        return sum(1 for c in cells if c.flag == "busy")
 
     def comparison(self) -> list[dict[str, Any]]:
         """Measured H beside the reported H of the same method (real pages): each comparable
@@ -320,32 +315,14 @@ def _run_words(
     seeds: int,
     folder: str,
 ) -> list[str]:
-    config, rest = (
-        (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
-    )
-    return [
-        "zslbench",
-        *(w for p in plugins for w in ("-p", p)),
-        "run",
-        *config,
-        "--method",
-        ",".join(names),
-        "--dataset",
-        ",".join(datasets),
-        "--seeds",
-        str(seeds),
-        *rest,
-        "--results-dir",
-        folder,
-    ]
+    config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)
+    words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config]
+    words += ["--method", ",".join(names), "--dataset", ",".join(datasets), "--seeds", str(seeds)]
+    return [*words, *rest, "--results-dir", folder]
 
 
 def _facts(ctx: _Context, kind: str) -> Facts:
-    runs, old, sub = (
-        _of_kind(ctx.kept, kind),
-        _of_kind(ctx.superseded, kind),
-        _of_kind(ctx.agg, kind),
-    )
+    runs, old, sub = (_of_kind(frame, kind) for frame in (ctx.kept, ctx.superseded, ctx.agg))
     if runs.empty:
         return Facts(superseded=len(old))
     ranks = ctx.ranks
@@ -382,16 +359,8 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
         k for k in KINDS if k != "custom" or (not kept.empty and (kept["kind"] == "custom").any())
     )
     versions: list[DataVersions] = agg.attrs.get("data_versions", []) if not agg.empty else []
-    ctx = _Context(
-        agg=agg,
-        kept=kept,
-        superseded=superseded,
-        reported=reported,
-        root=root,
-        kinds=kinds,
-        versions=versions,
-        paths=_paths(results_dir, out_dir, root, reported),
-    )
+    paths = _paths(results_dir, out_dir, root, reported)
+    ctx = _Context(agg, kept, superseded, reported, root, kinds, versions, paths)
     pages = {kind: _page(ctx, kind) for kind in kinds}
     return Board(
         pages=pages,
