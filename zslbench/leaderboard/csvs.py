@@ -26,22 +26,15 @@ from zslbench.leaderboard.tables import Cell, Column, Row, Table
 
 #: CSV column stem of each metric: the headline AUSUC (per class, Chao et al.) and the per-image
 #: variant say which they are.
-CSV_METRIC = {
-    "A_T": "A_T",
-    "A_U": "A_U",
-    "A_S": "A_S",
-    "H": "H",
-    "AUSUC": "AUSUC_per_class",
-    "AUSUC_per_image": "AUSUC_per_image",
+CSV_METRIC = {m: m for m in ("A_T", "A_U", "A_S", "H", "AUSUC_per_image")} | {
+    "AUSUC": "AUSUC_per_class"
 }
+#: The columns of a mean over seeds, in order.
+SPREAD = ("mean", "std", "n", "ci_low", "ci_high")
 PROVENANCE = "zslbench_versions git_commits date_first date_last devices records citation".split()
 MAIN_HEADER = (
     "kind source table row method paper_name dataset comparable split_standard data_fingerprint schedule sweep config_files n".split()
-    + [
-        f"{CSV_METRIC[m]}_{s}"
-        for m in (*METRICS, *EXTRA_METRICS)
-        for s in ("mean", "std", "n", "ci_low", "ci_high")
-    ]
+    + [f"{CSV_METRIC[m]}_{s}" for m in (*METRICS, *EXTRA_METRICS) for s in SPREAD]
     + [f"{x}_{CSV_METRIC[m]}" for m in TESTED_METRICS for x in ("best", "p_vs_best", "test")]
     + PROVENANCE
 )
@@ -153,16 +146,9 @@ def _measured_line(kind: str, e: Any, marks: dict[tuple[str, str, str], Cell]) -
     }
     ds = line["dataset"]
     for m in (*METRICS, *EXTRA_METRICS):
-        interval, stem = getattr(e, m), CSV_METRIC[m]
-        line.update(
-            {
-                f"{stem}_mean": num(interval.mean),
-                f"{stem}_std": num(interval.std),
-                f"{stem}_n": interval.n,
-                f"{stem}_ci_low": num(interval.low),
-                f"{stem}_ci_high": num(interval.high),
-            }
-        )
+        i, stem = getattr(e, m), CSV_METRIC[m]
+        spread = (num(i.mean), num(i.std), i.n, num(i.low), num(i.high))
+        line |= {f"{stem}_{s}": v for s, v in zip(SPREAD, spread, strict=True)}
     for m in TESTED_METRICS:
         cell = marks.get((e.label, ds, m))
         line[f"best_{CSV_METRIC[m]}"] = flag(cell is not None and cell.best)
