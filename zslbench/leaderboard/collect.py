@@ -147,22 +147,17 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
             fp: next((b for b in g["backbone"] if b), "")
             for fp, g in group.groupby("data_fp", sort=True)
         }
-        out[(kind, dataset)] = DataVersions(
-            kind,
-            dataset,
-            order[0],
+        counts, backbones = (
             tuple((fp, stat[fp][0]) for fp in order),
             tuple(named[fp] for fp in order),
         )
+        out[(kind, dataset)] = DataVersions(kind, dataset, order[0], counts, backbones)
     return out
 
 
 def samples_by_seed(group: pd.DataFrame, column: str) -> dict[int, float]:
-    return {
-        int(s): float(v)
-        for s, v in zip(group["seed"], group[column], strict=True)
-        if math.isfinite(v)
-    }
+    pairs = zip(group["seed"], group[column], strict=True)
+    return {int(s): float(v) for s, v in pairs if math.isfinite(v)}
 
 
 def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -204,13 +199,8 @@ def _per_class(group: pd.DataFrame) -> list[dict[str, Any]]:
     for cls in sorted(by_class):
         slot = by_class[cls]
         interval = stats.t_interval(list(slot["samples"].values()))
-        out.append(
-            {
-                **slot,
-                "share": slot["frequency"] / total if total > 0 else math.nan,
-                "interval": interval,
-            }
-        )
+        share = slot["frequency"] / total if total > 0 else math.nan
+        out.append({**slot, "share": share, "interval": interval})
     return out
 
 
@@ -237,15 +227,9 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
     frame["label"] = _labels(frame)
     ranks = method_ranks(frame["method"], method_first)
     frame["method_rank"] = [ranks[m] for m in frame["method"]]
-    order = sorted(
-        range(len(frame)),
-        key=lambda i: (
-            frame["kind"].iloc[i],
-            int(frame["method_rank"].iloc[i]),
-            frame["label"].iloc[i],
-            dataset_order(frame["dataset"].iloc[i]),
-        ),
-    )
+    rows = zip(frame["kind"], frame["method_rank"], frame["label"], frame["dataset"], strict=True)
+    keys = [(k, int(r), lb, dataset_order(d)) for k, r, lb, d in rows]
+    order = sorted(range(len(frame)), key=lambda i: keys[i])
     frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs["data_versions"] = [v for v in versions.values() if len(v.counts) > 1]
     return frame
@@ -273,11 +257,8 @@ def _entry(
     # the features' backbone, and the compared version's: a row on other features of the same
     # dataset is labelled with its backbone when that is what differs
     entry["backbone"] = next((b for b in group["backbone"] if b), "")
-    same = runs[
-        (runs["kind"] == entry["kind"])
-        & (runs["dataset"] == entry["dataset"])
-        & (runs["data_fp"] == compared)
-    ]
+    of_dataset = (runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
+    same = runs[of_dataset & (runs["data_fp"] == compared)]
     entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
     return entry
 
@@ -289,14 +270,7 @@ def _settings(group: pd.DataFrame) -> dict[str, Any]:
         "paper_name": next((p for p in group["paper_name"] if p), ""),
         **{
             c: first[c]
-            for c in (
-                "overrides",
-                "overrides_map",
-                "sweep",
-                "sweep_params",
-                "sweep_map",
-                "base_seed",
-            )
+            for c in "overrides overrides_map sweep sweep_params sweep_map base_seed".split()
         },
         "config_files": sorted({f for f in group["config_file"] if f}),
         "data_paths": sorted({p for p in group["data_path"] if p}),
