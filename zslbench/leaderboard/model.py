@@ -108,11 +108,8 @@ class Facts:
     def dates_text(self) -> str:
         if not self.date_first:
             return "–"
-        return (
-            self.date_first
-            if self.date_first == self.date_last
-            else f"{self.date_first} to {self.date_last}"
-        )
+        same = self.date_first == self.date_last
+        return self.date_first if same else f"{self.date_first} to {self.date_last}"
 
 
 @dataclass
@@ -179,11 +176,8 @@ class Page:
     @property
     def excluded_rows(self) -> list[Row]:
         """Measured rows shown but never compared (non-standard split, other data version)."""
-        return [
-            r
-            for r in (self.tables[0].rows if self.tables else [])
-            if r.source == "measured" and r.excluded
-        ]
+        rows = self.tables[0].rows if self.tables else []
+        return [r for r in rows if r.source == "measured" and r.excluded]
 
 
 def _beside_reported(table: Table, seen: set[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -201,14 +195,8 @@ def _beside_reported(table: Table, seen: set[tuple[str, str]]) -> list[dict[str,
         cell = table.cell(row, column)
         if not (cell.missing or (row.label, column.group) in seen):
             seen.add((row.label, column.group))
-            out.append(
-                {
-                    "row": row,
-                    "dataset": column.group,
-                    "measured": cell,
-                    "reported": table.cell(reported[row.method], column),
-                }
-            )
+            quoted = table.cell(reported[row.method], column)
+            out.append({"row": row, "dataset": column.group, "measured": cell, "reported": quoted})
     return out
 
 
@@ -242,11 +230,8 @@ def _rel(target: Path | str, base: Path) -> str:
 def _arg(path: Path | str, root: Path) -> str:
     """A path as a command argument: relative to the project root when inside it."""
     resolved = Path(path).resolve()
-    return (
-        _rel(resolved, root)
-        if resolved == root or root in resolved.parents
-        else resolved.as_posix()
-    )
+    inside = resolved == root or root in resolved.parents
+    return _rel(resolved, root) if inside else resolved.as_posix()
 
 
 def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) -> list[list[str]]:
@@ -424,13 +409,8 @@ def _measured_rows(tables: list[Table]) -> list[Row]:
 
 def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
     """The references the reported rows of ``shown`` cite, by key."""
-    used = {
-        ref
-        for table in shown
-        for row in table.rows
-        if row.source == "reported" and row.prov
-        for ref in row.prov.refs
-    }
+    rows = [row for table in shown for row in table.rows if row.source == "reported" and row.prov]
+    used = {ref for row in rows for ref in (row.prov.refs if row.prov else [])}
     return {k: reported.references.get(k, k) for k in sorted(used)}
 
 
