@@ -146,9 +146,8 @@ def method_colors(methods: list[str]) -> dict[str, str]:
         if i < len(PALETTE):
             out[method] = PALETTE[i]
         else:  # golden-ratio hues: never a repeat
-            r, g, b = colorsys.hsv_to_rgb(
-                ((i - len(PALETTE)) * 0.618033988749895) % 1.0, 0.75, 0.75
-            )
+            hue = ((i - len(PALETTE)) * 0.618033988749895) % 1.0
+            r, g, b = colorsys.hsv_to_rgb(hue, 0.75, 0.75)
             out[method] = f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
     return out
 
@@ -414,11 +413,6 @@ def _text_width(text: str) -> float:
     return sum(math.ceil(_ADVANCES.get(ch, 2048) / 2048 * px) for ch in text) * 72.0 / DPI * 1.02
 
 
-def _wrap(label: str, width: float) -> str:
-    """``label`` broken into lines of at most ``width`` points (:func:`_wrap_counted`)."""
-    return _wrap_counted(label, width)[0]
-
-
 def _wrap_counted(label: str, width: float) -> tuple[str, int]:
     """``label`` broken into lines of at most ``width`` points, after a space, ``=`` or ``,``
     where it can, and inside a word longer than a line; with the number of such cuts."""
@@ -491,12 +485,9 @@ def _legend_below(fig: Any, ax: Any, spec: FigureSpec) -> None:
     if not handles:
         return
     wanted = legend_labels(spec)
-    if sorted(wanted) != sorted(
-        labels
-    ):  # pragma: no cover - legend_labels out of step with drawing
-        raise AssertionError(
-            f"{spec.name}: legend entries {labels} differ from legend_labels {wanted}"
-        )
+    # legend_labels out of step with the drawing: a bug here, never a user's error
+    if sorted(wanted) != sorted(labels):  # pragma: no cover
+        raise AssertionError(f"{spec.name}: legend entries {labels} differ from {wanted}")
     # In legend_labels' order (matplotlib lists plain lines before error bars).
     pool = list(zip(labels, handles, strict=True))
     ordered = []
@@ -745,7 +736,7 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     width = fig.get_figwidth() * 72.0
     scale = CD_FONT / LEGEND_FONT
     labels = [
-        _wrap(f"{m['label']} ({m['rank']:.2f})", (0.40 * width - 2 * MARGIN) / scale)
+        _wrap_counted(f"{m['label']} ({m['rank']:.2f})", (0.40 * width - 2 * MARGIN) / scale)[0]
         for m in methods
     ]
     widest = max(
