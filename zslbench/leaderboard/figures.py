@@ -685,19 +685,13 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
     series = spec.data["series"]
     axis = _SweepAxis.of([p["x"] for s in series for p in s["points"]])
     axes = fig.subplots(1, len(SWEEP_METRICS), sharex=True)
+    bars = {"ms": 5, "color": spec.data["color"], "capsize": 2, "elinewidth": 0.8, "lw": 1.2}
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
         for i, s in enumerate(series):
             pts = [p for p in s["points"] if p[metric][0] is not None]
             xs, ys = [axis.x(p["x"]) for p in pts], [p[metric][0] for p in pts]
             yerr = [p[metric][1] or 0.0 for p in pts]
             style = {"marker": MARKERS[i % len(MARKERS)], "ls": LINESTYLES[i % len(LINESTYLES)]}
-            bars = {
-                "ms": 5,
-                "color": spec.data["color"],
-                "capsize": 2,
-                "elinewidth": 0.8,
-                "lw": 1.2,
-            }
             ax.errorbar(xs, ys, yerr=yerr, **style, **bars, label=s["label"])
         _sweep_panel(ax, metric, spec.data["param"], axis)
     axes[0].set_ylabel("%")
