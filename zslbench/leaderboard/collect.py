@@ -279,19 +279,28 @@ def _settings(group: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _provenance(group: pd.DataFrame) -> dict[str, Any]:
-    """Load, seeds, versions, devices, dates and links of a cell group's runs."""
-    days = sorted(v[:10] for v in group["finished_at"] if v)
+def run_summary(runs: pd.DataFrame) -> dict[str, Any]:
+    """What any set of runs says of itself, alike for a cell group and a whole page: how many ran
+    on a busy machine or without a load report, the versions, commits and devices, and the first
+    and last day a run finished."""
+    days = sorted(v[:10] for v in runs["finished_at"] if v)
     return {
-        "oversubscribed": int(group["oversubscribed"].astype(bool).sum()),
-        "load_unknown": int((~group["load_known"].astype(bool)).sum()),
-        "seeds": sorted(int(s) for s in group["seed"]),
-        "versions": sorted(set(group["version"])),
-        "commits": sorted(set(group["commit"])),
-        "dirty": bool(group["dirty"].any()),
-        "devices": sorted(set(group["device_name"])),
+        "oversubscribed": int(runs["oversubscribed"].astype(bool).sum()),
+        "load_unknown": int((~runs["load_known"].astype(bool)).sum()),
+        "versions": sorted(set(runs["version"])),
+        "commits": sorted(set(runs["commit"])),
+        "devices": sorted(set(runs["device_name"])),
         "date_first": days[0] if days else "",
         "date_last": days[-1] if days else "",
+    }
+
+
+def _provenance(group: pd.DataFrame) -> dict[str, Any]:
+    """Load, seeds, versions, devices, dates and links of a cell group's runs."""
+    return {
+        **run_summary(group),
+        "seeds": sorted(int(s) for s in group["seed"]),
+        "dirty": bool(group["dirty"].any()),
         "links": sorted(group["link"]),
         "folders": sorted(set(group["folder"])),
         "seed_of": dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True)),

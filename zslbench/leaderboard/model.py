@@ -29,6 +29,7 @@ from zslbench.leaderboard.collect import (
     dataset_order,
     dedupe,
     load_runs,
+    run_summary,
     value_sort_key,
 )
 from zslbench.leaderboard.figures import FigureSpec, figure_specs, method_colors
@@ -311,23 +312,16 @@ def _facts(ctx: _Context, kind: str) -> Facts:
     if runs.empty:
         return Facts(superseded=len(old))
     ranks = ctx.ranks
-    days = sorted(d[:10] for d in runs["finished_at"] if d)
     return Facts(
         records=len(runs),
         superseded=len(old),
         methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
         datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
         seeds=sorted(set(int(n) for n in sub["n"])),
-        date_first=days[0] if days else "",
-        date_last=days[-1] if days else "",
-        devices=sorted(set(runs["device_name"])),
-        versions=sorted(set(runs["version"])),
-        commits=sorted(set(runs["commit"])),
         nonstandard=int((~runs["standard"].astype(bool)).sum()),
-        oversubscribed=int(runs["oversubscribed"].astype(bool).sum()),
-        load_unknown=int((~runs["load_known"].astype(bool)).sum()),
         reduced=int((runs["schedule"] == "reduced").sum()),
         audited=int(runs["selection_audit"].map(lambda a: a is not None).sum()),
+        **run_summary(runs),
     )
 
 
