@@ -66,6 +66,11 @@ def num(value: Any) -> str:
     return repr(int(value)) if value == int(value) and abs(value) < 1e15 else repr(value)
 
 
+def _spread(value: Any) -> tuple[Any, ...]:
+    """The :data:`SPREAD` columns of an interval or a cell: mean, std, n, 95% interval."""
+    return (num(value.mean), num(value.std), value.n, num(value.low), num(value.high))
+
+
 def p_text(value: float | None) -> str:
     return "" if value is None or not math.isfinite(value) else f"{value:.4g}"
 
@@ -146,9 +151,9 @@ def _measured_line(kind: str, e: Any, marks: dict[tuple[str, str, str], Cell]) -
     }
     ds = line["dataset"]
     for m in (*METRICS, *EXTRA_METRICS):
-        i, stem = getattr(e, m), CSV_METRIC[m]
-        spread = (num(i.mean), num(i.std), i.n, num(i.low), num(i.high))
-        line |= {f"{stem}_{s}": v for s, v in zip(SPREAD, spread, strict=True)}
+        line |= {
+            f"{CSV_METRIC[m]}_{s}": v for s, v in zip(SPREAD, _spread(getattr(e, m)), strict=True)
+        }
     for m in TESTED_METRICS:
         cell = marks.get((e.label, ds, m))
         line[f"best_{CSV_METRIC[m]}"] = flag(cell is not None and cell.best)
@@ -269,11 +274,7 @@ def _per_class_line(
         "share_of_unseen_pct": num(share.mean if share else None),
         "n_test": n_test.text() if n_test and not n_test.missing else "",
         "row": column.title,
-        "accuracy_mean": num(cell.mean),
-        "accuracy_std": num(cell.std),
-        "n": "" if cell.n is None else cell.n,
-        "ci_low": num(cell.low),
-        "ci_high": num(cell.high),
+        **dict(zip(("accuracy_mean", "accuracy_std", *SPREAD[2:]), _spread(cell), strict=True)),
         "best": flag(cell.best),
         "p_vs_best": p_text(cell.p),
         "test": cell.test,
