@@ -43,15 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from zslbench.errors import UserError
-from zslbench.leaderboard import manifest
 from zslbench.leaderboard.build import Site, manifest_bytes
 from zslbench.leaderboard.figures import embedded_hash
-from zslbench.leaderboard.manifest import MANIFEST
-
-
-def owned_files(out_dir: Path) -> set[str]:
-    """The files a previous render wrote into ``out_dir`` (see :mod:`.manifest`)."""
-    return manifest.owned_files(Path(out_dir) / MANIFEST) or set()
+from zslbench.leaderboard.manifest import MANIFEST, owned_in
 
 
 def _inside(path: Path, parent: Path) -> bool:
@@ -126,7 +120,7 @@ def foreign_files(
     out_dir = Path(out_dir)
     if not out_dir.is_dir() or out_dir.is_symlink():
         return []
-    owned = owned_files(out_dir)
+    owned = owned_in(out_dir)
     root = out_dir.resolve()
     skip, records_here = _skipped_inputs(root, inputs)
     found = sorted(p for p in produced if p not in owned and (out_dir / p).exists())
@@ -214,7 +208,7 @@ def compare(
     out_dir = Path(out_dir)
     problems: list[str] = []
     rendered = {a.path: a for a in site.artefacts}
-    links = all_links(out_dir, inputs, frozenset(rendered) | frozenset(owned_files(out_dir)))
+    links = all_links(out_dir, inputs, frozenset(rendered) | frozenset(owned_in(out_dir)))
     problems += [
         f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
         for link in links
@@ -230,7 +224,7 @@ def compare(
     ]
     problems += [
         f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)"
-        for path in sorted(owned_files(out_dir) - set(rendered))
+        for path in sorted(owned_in(out_dir) - set(rendered))
         if (out_dir / path).is_file() and reachable(path)
     ]
     if not allow_foreign:
@@ -275,7 +269,7 @@ def write(
     the module docstring). Returns the paths written."""
     out_dir = Path(out_dir)
     produced = frozenset(a.path for a in site.artefacts)
-    owned = owned_files(out_dir)
+    owned = owned_in(out_dir)
     refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign=overwrite_foreign)
     clear_stale_temps(out_dir, produced | owned)
     stale = sorted(owned - produced)
