@@ -341,29 +341,16 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
     paths = _paths(results_dir, out_dir, root, reported)
     ctx = _Context(agg, kept, superseded, reported, root, kinds, versions, paths)
     pages = {kind: _page(ctx, kind) for kind in kinds}
-    return Board(
-        pages=pages,
-        figures=[f for page in pages.values() for f in page.figures],
-        runs=len(kept),
-        superseded=len(superseded),
-        refused=refused,
-        reported=reported,
-        agg=agg,
-        warnings=[v.warning() for v in versions],
-    )
+    figures = [f for page in pages.values() for f in page.figures]
+    warnings = [v.warning() for v in versions]
+    return Board(pages, figures, len(kept), len(superseded), refused, reported, agg, warnings)
 
 
 def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> Paths:
     records = _rel(results_dir, out_dir)
     rep = _rel(reported.path, out_dir) if reported.path else ""
-    return Paths(
-        records_text=records + "/",
-        records_href=path_href(records) + "/",
-        results_arg=_arg(results_dir, root),
-        out_arg=_arg(out_dir, root),
-        reported_text=rep,
-        reported_href=path_href(rep) if rep else "",
-    )
+    args = (_arg(results_dir, root), _arg(out_dir, root))
+    return Paths(records + "/", path_href(records) + "/", *args, rep, path_href(rep) if rep else "")
 
 
 @dataclass

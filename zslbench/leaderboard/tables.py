@@ -330,22 +330,11 @@ def _row_of(
 
 
 def _measured_row(entry: Any, anchors: dict[Any, str], label: str | None = None) -> Row:
-    prov = Provenance(
-        source="measured",
-        standard=bool(entry.standard),
-        split_reason=entry.split_reason,
-        anchor=anchors[entry.row_key],
-        label=entry.label,
-    )
+    about = {"anchor": anchors[entry.row_key], "label": entry.label}
+    prov = Provenance("measured", bool(entry.standard), entry.split_reason, **about)
+    name, excluded = entry.paper_name or entry.method, _excluded(entry)
     return Row(
-        label=label or entry.label,
-        name=entry.paper_name or entry.method,
-        source="measured",
-        cells={},
-        prov=prov,
-        method=entry.method,
-        excluded=_excluded(entry),
-        schedule=entry.schedule,
+        label or entry.label, name, "measured", {}, prov, entry.method, excluded, entry.schedule
     )
 
 
