@@ -9,6 +9,9 @@ Three numbers the design keeps in bounds:
   :data:`MAX_LINES` is flagged (one module, one job);
 * the ten functions of highest cyclomatic complexity (radon's ``cc`` when radon is installed,
   else a count of branches from the ast, named as such);
+* the leaderboard's code lines (:func:`leaderboard_code_lines`): non-blank lines of its Python
+  that are neither comments nor docstrings, plus the non-blank lines of its templates, CSS and
+  JavaScript, for ``zslbench/leaderboard/`` and ``zslbench/board.py``;
 * every import cycle among the modules of ``zslbench/``, counting imports made inside functions:
   an import deferred to a function body still ties the two modules together. Each strongly
   connected component of the import graph is listed with one shortest cycle through it.
@@ -20,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
 import sys
+import tokenize
 from collections import deque
 from pathlib import Path
 
@@ -172,6 +177,44 @@ def line_counts(root: Path = ROOT) -> dict[str, int]:
     }
 
 
+def code_lines(path: Path) -> int:
+    """Lines of ``path`` that hold code: for Python, the lines of any token but a comment,
+    excluding docstrings (of the module, classes and functions); for anything else (templates,
+    CSS, JavaScript), the non-blank lines."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        return sum(1 for line in text.splitlines() if line.strip())
+    docstrings: set[int] = set()
+    for node in ast.walk(ast.parse(text)):
+        kinds = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        if isinstance(node, kinds) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                if isinstance(first.value.value, str):
+                    docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    skip.add(tokenize.ENDMARKER)
+    lines: set[int] = set()
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type not in skip:
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return len(lines - docstrings)
+
+
+def leaderboard_files(root: Path = ROOT) -> list[Path]:
+    """The leaderboard's sources: its package (Python, templates, CSS, JavaScript) and ``board.py``."""
+    folder = root / PACKAGE / "leaderboard"
+    found = [
+        p for p in folder.rglob("*") if p.is_file() and p.suffix in (".py", ".j2", ".css", ".js")
+    ]
+    return sorted(found) + [root / PACKAGE / "board.py"]
+
+
+def leaderboard_code_lines(root: Path = ROOT) -> dict[str, int]:
+    """Code lines (:func:`code_lines`) per leaderboard file, keyed by its path under ``root``."""
+    return {p.relative_to(root).as_posix(): code_lines(p) for p in leaderboard_files(root)}
+
+
 def oversized(root: Path = ROOT) -> dict[str, int]:
     """The modules outside :data:`EXEMPT` above :data:`MAX_LINES` lines."""
     return {
@@ -237,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nTen most complex functions ({tool}):")
     for score, where in top:
         print(f"  {score:4d}  {where}")
+    board = leaderboard_code_lines()
+    print(f"\nleaderboard code lines: {sum(board.values())}")
+    for path, n in sorted(board.items(), key=lambda item: (-item[1], item[0])):
+        print(f"  {n:5d}  {path}")
     found = cycles()
     print(f"\nImport cycles (imports inside functions count): {len(found)}")
     for comp, cycle in found:

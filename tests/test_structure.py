@@ -58,3 +58,23 @@ def test_an_oversized_module_is_found(structure, tmp_path):
     (pkg / "leaderboard" / "tables.py").write_text("x = 1\n" * 900)
     (pkg / "ok.py").write_text("x = 1\n" * 450)
     assert structure.oversized(tmp_path) == {"zslbench.big": 451}
+
+
+def test_code_lines_skip_blanks_comments_and_docstrings(structure, tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        '"""Module\ndocstring."""\n\n# a comment\nx = (\n    1,  # trailing\n)\n\n\n'
+        'def f():\n    """Doc."""\n    return """not\na docstring"""\n'
+    )
+    assert structure.code_lines(source) == 6  # x = ( / 1, / ) / def f / return "not / a docstring"
+    template = tmp_path / "t.j2"
+    template.write_text("{# comment #}\n\n<p>\n   \n</p>\n")
+    assert structure.code_lines(template) == 3
+
+
+def test_leaderboard_code_lines_cover_its_templates_and_board(structure):
+    counted = structure.leaderboard_code_lines()
+    assert "zslbench/board.py" in counted
+    assert "zslbench/leaderboard/templates/page.html.j2" in counted
+    assert "zslbench/leaderboard/report.css" in counted
+    assert all(n > 0 for path, n in counted.items() if not path.endswith("__init__.py"))

@@ -343,7 +343,8 @@ def run(
 
 def _add_core_commands() -> None:
     from zslbench.board import board
-    from zslbench.leaderboard.cli import compare, leaderboard
+    from zslbench.compare import compare
+    from zslbench.leaderboard.cli import leaderboard
     from zslbench.listing import list_cmd
 
     cli.add_command(list_cmd)

@@ -28,7 +28,7 @@ from typing import Any
 
 from zslbench.leaderboard import csvs, render, reproducibility
 from zslbench.leaderboard.figures import FigureSpec, embedded_hash, render_figure
-from zslbench.leaderboard.manifest import GENERATOR, MANIFEST, owned_files
+from zslbench.leaderboard.manifest import GENERATOR, MANIFEST, owned_in
 from zslbench.leaderboard.model import Board, board
 
 
@@ -85,7 +85,7 @@ def build(
     if rechecked is not None:
         pages[reproducibility.FILE] = rechecked
     artefacts = [Artefact(path, text.encode("utf-8")) for path, text in sorted(pages.items())]
-    owned = owned_files(out_dir / MANIFEST) or set()
+    owned = owned_in(out_dir)
     for spec in b.figures:
         files = (
             _current_figure(out_dir, spec, owned) or dict(sorted(render_figure(spec).items()))

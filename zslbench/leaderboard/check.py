@@ -43,15 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from zslbench.errors import UserError
-from zslbench.leaderboard import manifest
 from zslbench.leaderboard.build import Site, manifest_bytes
 from zslbench.leaderboard.figures import embedded_hash
-from zslbench.leaderboard.manifest import MANIFEST
-
-
-def owned_files(out_dir: Path) -> set[str]:
-    """The files a previous render wrote into ``out_dir`` (see :mod:`.manifest`)."""
-    return manifest.owned_files(Path(out_dir) / MANIFEST) or set()
+from zslbench.leaderboard.manifest import MANIFEST, owned_in
 
 
 def _inside(path: Path, parent: Path) -> bool:
@@ -88,18 +82,12 @@ def links_in(out_dir: Path, inputs: list[Path]) -> list[str]:
     if not out_dir.is_dir():
         return []
     skip = [p.resolve() for p in inputs if out_dir.resolve() in p.resolve().parents]
-    found = []
-    for top, dirs, files in os.walk(out_dir):
-        here = Path(top)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".") and not any(_inside((here / d).resolve(), s) for s in skip)
-        )
-        for name in sorted(dirs) + sorted(files):
-            if not name.startswith(".") and (here / name).is_symlink():
-                found.append((here / name).as_posix())
-    return sorted(found)
+    return sorted(
+        (here / name).as_posix()
+        for here, dirs, files in _walk(out_dir, skip)
+        for name in dirs + files
+        if not name.startswith(".") and (here / name).is_symlink()
+    )
 
 
 def _first_three(items: list[str]) -> str:
@@ -132,7 +120,7 @@ def foreign_files(
     out_dir = Path(out_dir)
     if not out_dir.is_dir() or out_dir.is_symlink():
         return []
-    owned = owned_files(out_dir)
+    owned = owned_in(out_dir)
     root = out_dir.resolve()
     skip, records_here = _skipped_inputs(root, inputs)
     found = sorted(p for p in produced if p not in owned and (out_dir / p).exists())
@@ -147,18 +135,21 @@ def foreign_files(
 
 
 def _files(root: Path, skip: list[Path]) -> Iterator[Path]:
-    """The files under ``root``, folder by folder in name order, not descending into hidden
-    folders, links or the ``skip`` folders."""
-    for top, dirs, files in os.walk(root):
+    """The files under ``root``, as :func:`_walk` visits them."""
+    return (here / name for here, _, files in _walk(root, skip) for name in files)
+
+
+def _walk(root: Path, skip: list[Path]) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """Each folder under ``root`` (itself first) with the folders it descends into and its files,
+    in name order; never into hidden folders, links or the ``skip`` folders (resolved paths)."""
+    for top, dirs, files in os.walk(root):  # never follows a link
         here = Path(top)
         dirs[:] = sorted(
             d
             for d in dirs
-            if not d.startswith(".")
-            and not (here / d).is_symlink()
-            and not any(_inside(here / d, s) for s in skip)
+            if not d.startswith(".") and not any(_inside((here / d).resolve(), s) for s in skip)
         )
-        yield from (here / name for name in sorted(files))
+        yield here, dirs, sorted(files)
 
 
 def _skipped_inputs(root: Path, inputs: list[Path]) -> tuple[list[Path], bool]:
@@ -217,24 +208,25 @@ def compare(
     out_dir = Path(out_dir)
     problems: list[str] = []
     rendered = {a.path: a for a in site.artefacts}
-    links = all_links(out_dir, inputs, frozenset(rendered) | frozenset(owned_files(out_dir)))
+    links = all_links(out_dir, inputs, frozenset(rendered) | frozenset(owned_in(out_dir)))
     problems += [
         f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
         for link in links
     ]
+
+    def reachable(path: str) -> bool:  # not through one of the links
+        return not any(_inside(out_dir / path, Path(link)) for link in links)
+
     problems += [
         line
         for path, artefact in sorted(rendered.items())
-        if not any(_inside(out_dir / path, Path(link)) for link in links)
-        and (line := _artefact_problem(out_dir, path, artefact))
+        if reachable(path) and (line := _artefact_problem(out_dir, path, artefact))
     ]
-    for path in sorted(owned_files(out_dir) - set(rendered)):
-        if (out_dir / path).is_file() and not any(
-            _inside(out_dir / path, Path(link)) for link in links
-        ):
-            problems.append(
-                f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)"
-            )
+    problems += [
+        f"{(out_dir / path).as_posix()}: stale (the records no longer produce it; delete it)"
+        for path in sorted(owned_in(out_dir) - set(rendered))
+        if (out_dir / path).is_file() and reachable(path)
+    ]
     if not allow_foreign:
         problems += [
             f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
@@ -277,7 +269,7 @@ def write(
     the module docstring). Returns the paths written."""
     out_dir = Path(out_dir)
     produced = frozenset(a.path for a in site.artefacts)
-    owned = owned_files(out_dir)
+    owned = owned_in(out_dir)
     refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign=overwrite_foreign)
     clear_stale_temps(out_dir, produced | owned)
     stale = sorted(owned - produced)

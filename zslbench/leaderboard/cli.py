@@ -1,9 +1,7 @@
-"""``zslbench leaderboard`` (render leaderboards from records, or check the committed ones) and
-``zslbench compare`` (is the difference between two methods real?)."""
+"""``zslbench leaderboard``: render leaderboards from records, or check the committed ones."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ RESULTS_DIR = click.option(
 )
 
 
-def _echo(text: str, err: bool = False) -> None:
+def echo(text: str, err: bool = False) -> None:
     """``click.echo`` of text that may quote a record's fields: never an escape sequence."""
     click.echo(terminal_text(text), err=err)
 
@@ -114,7 +112,7 @@ def render_board(
     if reported_path is None:
         reported_path = find_reported(out_dir)
         if reported_path is None:
-            _echo(
+            echo(
                 "note: no reported-numbers file in OUT/reported/ or leaderboards/reported/; "
                 "rendering without reported numbers (pass --reported FILE to include them)",
                 err=True,
@@ -124,14 +122,14 @@ def render_board(
         check_mod.refuse_unsafe(out_dir, inputs, overwrite_foreign=overwrite_foreign)
     site = build(results_dir, out_dir, reported_path, draw=not check_only)
     for line in site.board.warnings:
-        _echo(f"warning: {line}", err=True)
+        echo(f"warning: {line}", err=True)
     if check_only:
         _check(site, results_dir, out_dir, inputs, overwrite_foreign)
         return
     for path, reason in site.refused:
-        _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
+        echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
-    _echo(
+    echo(
         f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
         f"({site.board.runs} records"
         + (f", {site.board.superseded} superseded" if site.board.superseded else "")
@@ -161,16 +159,16 @@ def _check(
 
     problems = check_mod.compare(site, out_dir, inputs, allow_foreign=allow_foreign)
     for line in problems:
-        _echo(line)
+        echo(line)
     if problems:
-        _echo(
+        echo(
             f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
             f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
             f"--out {out_dir.as_posix()}` and commit the result",
             err=True,
         )
         raise SystemExit(1)
-    _echo(
+    echo(
         f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)"
     )
 
@@ -205,12 +203,12 @@ def prune(ctx: click.Context, results_dir: Path, data_dir: Path | None, yes: boo
     for path, why in report.unknown:
         kept.setdefault(why, []).append(path)
     for why, paths in kept.items():  # once per reason, not per record
-        _echo(f"kept {len(paths)} record(s) unchecked (e.g. {paths[0].as_posix()}): {why}")
+        echo(f"kept {len(paths)} record(s) unchecked (e.g. {paths[0].as_posix()}): {why}")
     if not yes:
         for path, why in report.stale:
-            _echo(f"would remove {path.as_posix()} ({why})")
+            echo(f"would remove {path.as_posix()} ({why})")
         total = len(report.stale) + report.current + len(report.unknown)
-        _echo(
+        echo(
             f"{len(report.stale)} of {total} record(s) would be re-run by the current code"
             + ("; nothing removed: pass --yes to remove them" if report.stale else "")
         )
@@ -218,8 +216,8 @@ def prune(ctx: click.Context, results_dir: Path, data_dir: Path | None, yes: boo
     removed = set(prune_mod.remove(results_dir, [p for p, _ in report.stale]))
     for path, why in report.stale:
         if path in removed:
-            _echo(f"removed {path.as_posix()} ({why})")
-    _echo(
+            echo(f"removed {path.as_posix()} ({why})")
+    echo(
         f"removed {len(removed)} stale record(s); {report.current} current"
         + (f", {len(report.unknown)} kept unchecked" if report.unknown else "")
         + (
@@ -227,81 +225,4 @@ def prune(ctx: click.Context, results_dir: Path, data_dir: Path | None, yes: boo
             if removed
             else ""
         )
-    )
-
-
-def _num(value: float, sign: bool = False) -> str:
-    return "–" if not math.isfinite(value) else (f"{value:+.2f}" if sign else f"{value:.2f}")
-
-
-@click.command("compare")
-@click.argument("method_a", metavar="CONFIG_A")
-@click.argument("method_b", metavar="CONFIG_B")
-@click.option("-d", "--dataset", required=True, help="The dataset both methods ran on.")
-@RESULTS_DIR
-def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> None:
-    """Is CONFIG_A really better than CONFIG_B on a dataset? The mean difference A - B of H, A_T
-    and AUSUC over seeds, with its 95% confidence interval and the two-sided p-value of a t-test:
-    paired by seed when both ran the same seeds, Welch's test when the seeds do not pair up.
-
-    \b
-    A configuration is a method (its default configuration: no --set, not swept) or
-    METHOD[PARAM=VALUE,...] (the runs that set exactly these --set or --sweep values), e.g.
-      zslbench compare 'bt-gp[embedder.margin=1]' 'bt-gp[embedder.margin=4]' --dataset toy
-    When nothing matches, it lists the configurations with records there."""
-    from zslbench import stats
-    from zslbench.leaderboard.collect import TESTED_METRICS, comparison_sides, dedupe, load_runs
-
-    runs, refused = load_runs(results_dir, link_base=results_dir)
-    for path, reason in refused:
-        _echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
-    kept, _ = dedupe(runs)
-    a, b, fp = comparison_sides(kept, method_a, method_b, dataset)
-    _echo(
-        f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})"
-    )
-    for side in (a, b):
-        _echo(_side_line(side))
-    diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
-    test = next((d.test for d in diffs.values() if d is not None), "no test possible")
-    _echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
-    width = max(len(method_a), len(method_b), 14) + 13
-    _echo(
-        f"  {'metric':<7} {method_a + ' (mean ± std)':>{width}} {method_b + ' (mean ± std)':>{width}} "
-        f"{'A - B':>7} {'95% CI':>17} {'p':>8}"
-    )
-    seeds, _ = stats.pairing(a.samples["H"], b.samples["H"])
-    if seeds and len(seeds) < max(len(a.seeds), len(b.seeds)):
-        _echo(f"  means over the {len(seeds)} paired seeds, as A - B")
-    for m in TESTED_METRICS:
-        _echo(_metric_line(m, a.samples[m], b.samples[m], diffs[m], width))
-    h = diffs["H"]
-    if h is not None:
-        _echo(
-            f"  {'a' if h.p < stats.ALPHA else 'no'} significant difference in H at α = {stats.ALPHA} "
-            "(two-sided; one comparison, so no multiplicity correction)"
-        )
-
-
-def _side_line(side: Any) -> str:
-    extra = [f"overrides {side.overrides}"] if side.overrides else []
-    extra += [side.schedule] if side.schedule else []
-    extra += [f"{side.others} other configuration(s) not compared"] if side.others else []
-    return (
-        f"  {side.spec}: config {side.config_id[:8]} on {side.device_type}, {len(side.seeds)} run(s), "
-        f"seeds {', '.join(map(str, side.seeds))}" + (f" ({'; '.join(extra)})" if extra else "")
-    )
-
-
-def _metric_line(m: str, a: Any, b: Any, d: Any, width: int) -> str:
-    from zslbench import stats
-
-    ia, ib = (stats.t_interval(values) for values in stats.compared_values(a, b))
-    if d is None:
-        tail = f"{_num(ia.mean - ib.mean, sign=True):>7} {'–':>17} {'–':>8}  (too few runs to test)"
-    else:
-        tail = f"{_num(d.mean, sign=True):>7} {f'[{_num(d.low, sign=True)}, {_num(d.high, sign=True)}]':>17} {d.p:>8.4f}"
-    return (
-        f"  {m:<7} {f'{_num(ia.mean)} ± {_num(ia.std)}':>{width}} {f'{_num(ib.mean)} ± {_num(ib.std)}':>{width}} "
-        f"{tail}"
     )

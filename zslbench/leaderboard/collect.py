@@ -28,7 +28,6 @@ Everything a leaderboard shows comes from here, so the grouping rules live in on
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,6 @@ from typing import Any
 import pandas as pd
 
 from zslbench import stats
-from zslbench.errors import UserError
 from zslbench.registry import dataset_order as declared_dataset_order
 from zslbench.results import EXTRA_METRICS, METRICS, board_files, read_runs, value_text
 
@@ -51,17 +49,8 @@ TESTED_METRICS = ("H", "A_T", "AUSUC")
 #: first use; other datasets follow alphabetically.
 PAPER_DATASET_ORDER = declared_dataset_order()
 
-CELL_KEYS = [
-    "kind",
-    "dataset",
-    "method",
-    "config_id",
-    "standard",
-    "device_type",
-    "data_fp",
-    "schedule",
-]
-ROW_KEYS = ["kind", "method", "config_id", "standard", "device_type", "schedule"]
+CELL_KEYS = "kind dataset method config_id standard device_type data_fp schedule".split()
+ROW_KEYS = "kind method config_id standard device_type schedule".split()
 
 
 def dataset_label(name: str, kind: str) -> str:
@@ -158,22 +147,17 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
             fp: next((b for b in g["backbone"] if b), "")
             for fp, g in group.groupby("data_fp", sort=True)
         }
-        out[(kind, dataset)] = DataVersions(
-            kind,
-            dataset,
-            order[0],
+        counts, backbones = (
             tuple((fp, stat[fp][0]) for fp in order),
             tuple(named[fp] for fp in order),
         )
+        out[(kind, dataset)] = DataVersions(kind, dataset, order[0], counts, backbones)
     return out
 
 
-def _samples(group: pd.DataFrame, column: str) -> dict[int, float]:
-    return {
-        int(s): float(v)
-        for s, v in zip(group["seed"], group[column], strict=True)
-        if math.isfinite(v)
-    }
+def samples_by_seed(group: pd.DataFrame, column: str) -> dict[int, float]:
+    pairs = zip(group["seed"], group[column], strict=True)
+    return {int(s): float(v) for s, v in pairs if math.isfinite(v)}
 
 
 def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -215,13 +199,8 @@ def _per_class(group: pd.DataFrame) -> list[dict[str, Any]]:
     for cls in sorted(by_class):
         slot = by_class[cls]
         interval = stats.t_interval(list(slot["samples"].values()))
-        out.append(
-            {
-                **slot,
-                "share": slot["frequency"] / total if total > 0 else math.nan,
-                "interval": interval,
-            }
-        )
+        share = slot["frequency"] / total if total > 0 else math.nan
+        out.append({**slot, "share": share, "interval": interval})
     return out
 
 
@@ -248,15 +227,9 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
     frame["label"] = _labels(frame)
     ranks = method_ranks(frame["method"], method_first)
     frame["method_rank"] = [ranks[m] for m in frame["method"]]
-    order = sorted(
-        range(len(frame)),
-        key=lambda i: (
-            frame["kind"].iloc[i],
-            int(frame["method_rank"].iloc[i]),
-            frame["label"].iloc[i],
-            dataset_order(frame["dataset"].iloc[i]),
-        ),
-    )
+    rows = zip(frame["kind"], frame["method_rank"], frame["label"], frame["dataset"], strict=True)
+    keys = [(k, int(r), lb, dataset_order(d)) for k, r, lb, d in rows]
+    order = sorted(range(len(frame)), key=lambda i: keys[i])
     frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs["data_versions"] = [v for v in versions.values() if len(v.counts) > 1]
     return frame
@@ -272,7 +245,7 @@ def _entry(
     entry.update(_settings(group))
     entry["repetitions"] = int(group["repetition"].max()) + 1
     for metric in (*METRICS, *EXTRA_METRICS):
-        samples = _samples(group, metric)
+        samples = samples_by_seed(group, metric)
         entry[metric] = stats.t_interval(list(samples.values()))
         entry[f"{metric}_samples"] = samples
     entry["times"] = _times(group)
@@ -284,11 +257,8 @@ def _entry(
     # the features' backbone, and the compared version's: a row on other features of the same
     # dataset is labelled with its backbone when that is what differs
     entry["backbone"] = next((b for b in group["backbone"] if b), "")
-    same = runs[
-        (runs["kind"] == entry["kind"])
-        & (runs["dataset"] == entry["dataset"])
-        & (runs["data_fp"] == compared)
-    ]
+    of_dataset = (runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
+    same = runs[of_dataset & (runs["data_fp"] == compared)]
     entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
     return entry
 
@@ -300,14 +270,7 @@ def _settings(group: pd.DataFrame) -> dict[str, Any]:
         "paper_name": next((p for p in group["paper_name"] if p), ""),
         **{
             c: first[c]
-            for c in (
-                "overrides",
-                "overrides_map",
-                "sweep",
-                "sweep_params",
-                "sweep_map",
-                "base_seed",
-            )
+            for c in "overrides overrides_map sweep sweep_params sweep_map base_seed".split()
         },
         "config_files": sorted({f for f in group["config_file"] if f}),
         "data_paths": sorted({p for p in group["data_path"] if p}),
@@ -316,19 +279,28 @@ def _settings(group: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _provenance(group: pd.DataFrame) -> dict[str, Any]:
-    """Load, seeds, versions, devices, dates and links of a cell group's runs."""
-    days = sorted(v[:10] for v in group["finished_at"] if v)
+def run_summary(runs: pd.DataFrame) -> dict[str, Any]:
+    """What any set of runs says of itself, alike for a cell group and a whole page: how many ran
+    on a busy machine or without a load report, the versions, commits and devices, and the first
+    and last day a run finished."""
+    days = sorted(v[:10] for v in runs["finished_at"] if v)
     return {
-        "oversubscribed": int(group["oversubscribed"].astype(bool).sum()),
-        "load_unknown": int((~group["load_known"].astype(bool)).sum()),
-        "seeds": sorted(int(s) for s in group["seed"]),
-        "versions": sorted(set(group["version"])),
-        "commits": sorted(set(group["commit"])),
-        "dirty": bool(group["dirty"].any()),
-        "devices": sorted(set(group["device_name"])),
+        "oversubscribed": int(runs["oversubscribed"].astype(bool).sum()),
+        "load_unknown": int((~runs["load_known"].astype(bool)).sum()),
+        "versions": sorted(set(runs["version"])),
+        "commits": sorted(set(runs["commit"])),
+        "devices": sorted(set(runs["device_name"])),
         "date_first": days[0] if days else "",
         "date_last": days[-1] if days else "",
+    }
+
+
+def _provenance(group: pd.DataFrame) -> dict[str, Any]:
+    """Load, seeds, versions, devices, dates and links of a cell group's runs."""
+    return {
+        **run_summary(group),
+        "seeds": sorted(int(s) for s in group["seed"]),
+        "dirty": bool(group["dirty"].any()),
         "links": sorted(group["link"]),
         "folders": sorted(set(group["folder"])),
         "seed_of": dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True)),
@@ -410,227 +382,3 @@ def _label(
             else f"data {rk[-1][:8]}, not compared"
         )
     return " · ".join(p for p in parts if p)
-
-
-@dataclass(frozen=True)
-class ConfigSpec:
-    """A configuration named on the command line: ``bt-gp`` (the method's default configuration)
-    or ``bt-gp[embedder.margin=1,gp.optimizer=adam]`` (exactly these ``--set``/``--sweep``
-    values, in any order; a component may be named by its role or its name)."""
-
-    text: str
-    method: str
-    settings: dict[str, Any]
-
-    def matches(self, method: str, settings: dict[str, Any], components: dict[str, Any]) -> bool:
-        """Whether a run of ``method`` with these settings (its overrides and swept values) is
-        this configuration."""
-        if method != self.method:
-            return False
-        mine, theirs = _by_role(self.settings, components), _by_role(settings, components)
-        return mine.keys() == theirs.keys() and all(_same_value(mine[k], theirs[k]) for k in mine)
-
-
-def _by_role(settings: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
-    """Settings keyed by role: ``bt.margin`` -> ``embedder.margin`` when the run's embedder is bt."""
-    roles = {c.get("name"): role for role, c in components.items() if isinstance(c, dict)}
-    out = {}
-    for key, value in settings.items():
-        target, dot, param = key.partition(".")
-        out[f"{roles.get(target, target) if target not in components else target}{dot}{param}"] = (
-            value
-        )
-    return out
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    """Equal as hyperparameters: ``1`` and ``1.0`` are one number; ``true`` is not ``1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return float(a) == float(b)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
-def _split_top(text: str) -> list[str]:
-    """``a=1,b=[1,2]`` -> ``["a=1", "b=[1,2]"]``: commas inside brackets or quotes stay."""
-    parts, depth, quote, cur = [], 0, "", ""
-    for ch in text:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[({":
-            depth += 1
-        elif ch in "])}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-            continue
-        cur += ch
-    parts.append(cur)
-    return [p.strip() for p in parts if p.strip()]
-
-
-def parse_config_spec(text: str) -> ConfigSpec:
-    """``bt-gp`` or ``bt-gp[embedder.margin=1,gp.optimizer=adam]`` -> :class:`ConfigSpec`."""
-    from zslbench.runner import parse_value  # the values are read as --set reads them
-
-    text = text.strip()
-    method, bracket, rest = text.partition("[")
-    method = method.strip()
-    example = "e.g. 'bt-gp[embedder.margin=1]' (quote it in the shell)"
-    if not method or (bracket and not rest.endswith("]")):
-        raise UserError(
-            f"{text!r} is not a configuration: METHOD or METHOD[PARAM=VALUE,...]", hint=example
-        )
-    settings: dict[str, Any] = {}
-    for item in _split_top(rest[:-1]) if bracket else []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UserError(
-                f"{text!r}: {item!r} is not of the form component.param=value or role=component",
-                hint=example,
-            )
-        settings[key.strip()] = parse_value(value.strip()) if "." in key else value.strip()
-    return ConfigSpec(text, method, settings)
-
-
-def spec_text(method: str, settings: dict[str, Any]) -> str:
-    """How to name a run's configuration for ``zslbench compare`` (:func:`parse_config_spec`)."""
-    return method + (
-        f"[{','.join(f'{k}={value_text(v)}' for k, v in sorted(settings.items()))}]"
-        if settings
-        else ""
-    )
-
-
-def run_settings(runs: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per run: what it set on top of its method's defaults (``--set`` and swept values)."""
-    return [{**o, **w} for o, w in zip(runs["overrides_map"], runs["sweep_map"], strict=True)]
-
-
-@dataclass(frozen=True)
-class Side:
-    """One configuration's runs in a comparison: which it is and its values by seed per metric."""
-
-    spec: str
-    method: str
-    config_id: str
-    overrides: str
-    device_type: str
-    schedule: str
-    samples: dict[str, dict[int, float]]
-    others: int  # other configurations of the method on the dataset, not compared
-
-    @property
-    def seeds(self) -> list[int]:
-        return sorted(self.samples["H"])
-
-
-def _found(sub: pd.DataFrame) -> str:
-    """The configurations with records in ``sub``, as they are named, with their run counts."""
-    counts = Counter(
-        spec_text(method, settings)
-        for method, settings in zip(sub["method"], run_settings(sub), strict=True)
-    )
-    return ", ".join(f"{n} ({c} run(s))" for n, c in sorted(counts.items()))
-
-
-def comparison_sides(
-    runs: pd.DataFrame, spec_a: str, spec_b: str, dataset: str
-) -> tuple[Side, Side, str]:
-    """The runs of two configurations on one dataset to compare (``zslbench compare``), and the
-    data fingerprint they share: runs on a standard split, on the data version both ran most.
-
-    A configuration is a method, which matches its default configuration (no ``--set``, not
-    swept), or ``METHOD[PARAM=VALUE,...]``, which matches the runs that set exactly these values
-    (:class:`ConfigSpec`). Among matching runs, those of one configuration id on one device type
-    are compared: the full schedule first, then the one with the most runs."""
-    specs = [parse_config_spec(spec_a), parse_config_spec(spec_b)]
-    sub = (
-        runs[(runs["dataset"] == dataset) & runs["standard"].astype(bool)]
-        if not runs.empty
-        else runs
-    )
-    if sub.empty:
-        raise UserError(
-            f"no records on dataset {dataset!r} (runs on a standard split)",
-            hint="check --dataset and --results-dir",
-        )
-    settings = run_settings(sub)
-    picked = [_matching(spec, sub, settings, dataset) for spec in specs]
-    shared = set(picked[0]["data_fp"]) & set(picked[1]["data_fp"])
-    if not shared:
-        raise _never_paired(spec_a, spec_b, specs, picked, dataset)
-    counts = pd.concat(picked).groupby("data_fp").size()
-    fp = max(sorted(shared), key=lambda f: int(counts.get(f, 0)))
-    sides = [_side(spec, runs_of, sub, fp) for spec, runs_of in zip(specs, picked, strict=True)]
-    return sides[0], sides[1], fp
-
-
-def _matching(
-    spec: ConfigSpec, sub: pd.DataFrame, settings: list[dict[str, Any]], dataset: str
-) -> pd.DataFrame:
-    """The runs of ``sub`` that are ``spec``; none is a ``UserError`` naming what there is."""
-    mask = [
-        spec.matches(m, s, c.get("components") or {})
-        for m, s, c in zip(sub["method"], settings, sub["config"], strict=True)
-    ]
-    if any(mask):
-        return sub[mask]
-    mine = sub[sub["method"] == spec.method]
-    if mine.empty:
-        raise UserError(
-            f"no records of {spec.text!r} on {dataset}",
-            hint=f"configurations with records there: {_found(sub)}",
-        )
-    what = "its default configuration" if not spec.settings else "this configuration"
-    raise UserError(
-        f"no records of {spec.text!r} ({what}) on {dataset}",
-        hint=f"configurations of {spec.method} with records there: {_found(mine)}; name one "
-        "as METHOD[PARAM=VALUE,...], quoted",
-    )
-
-
-def _never_paired(
-    spec_a: str, spec_b: str, specs: list[ConfigSpec], picked: list[pd.DataFrame], dataset: str
-) -> UserError:
-    backbones = [sorted(set(side["backbone"]) - {""}) for side in picked]
-    if backbones[0] and backbones[1] and not set(backbones[0]) & set(backbones[1]):
-        return UserError(
-            f"{spec_a} ran on backbone {', '.join(backbones[0])} and {spec_b} on backbone "
-            f"{', '.join(backbones[1])} ({dataset}): runs on different backbones are never paired",
-            hint=f"run both on one feature set (zslbench run --method "
-            f"{specs[0].method},{specs[1].method} --dataset {dataset})",
-        )
-    return UserError(
-        f"{spec_a} and {spec_b} never ran on the same version of {dataset} (data fingerprints "
-        "differ), so their numbers are not comparable",
-        hint="re-run both on the same data (zslbench run ... --dataset " + dataset + ")",
-    )
-
-
-def _side(spec: ConfigSpec, runs_of: pd.DataFrame, sub: pd.DataFrame, fp: str) -> Side:
-    """One side of a comparison: the full schedule first, then the configuration with most runs."""
-    mine = runs_of[runs_of["data_fp"] == fp]
-    configs = list(mine.groupby(["config_id", "device_type", "schedule"], sort=True))
-    (cid, device, schedule), group = max(
-        configs, key=lambda kv: (kv[0][2] == "", len(kv[1]), max(kv[1]["finished_at"]))
-    )
-    of_method = sub[(sub["method"] == spec.method) & (sub["data_fp"] == fp)]
-    n_configs = len(of_method.groupby(["config_id", "device_type", "schedule"]))
-    overrides = ", ".join(x for x in (group["overrides"].iloc[0], group["sweep"].iloc[0]) if x)
-    return Side(
-        spec.text,
-        spec.method,
-        cid,
-        overrides,
-        device,
-        schedule,
-        {m: _samples(group, m) for m in TESTED_METRICS},
-        n_configs - 1,
-    )

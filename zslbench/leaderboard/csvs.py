@@ -26,99 +26,31 @@ from zslbench.leaderboard.tables import Cell, Column, Row, Table
 
 #: CSV column stem of each metric: the headline AUSUC (per class, Chao et al.) and the per-image
 #: variant say which they are.
-CSV_METRIC = {
-    "A_T": "A_T",
-    "A_U": "A_U",
-    "A_S": "A_S",
-    "H": "H",
-    "AUSUC": "AUSUC_per_class",
-    "AUSUC_per_image": "AUSUC_per_image",
+CSV_METRIC = {m: m for m in ("A_T", "A_U", "A_S", "H", "AUSUC_per_image")} | {
+    "AUSUC": "AUSUC_per_class"
 }
-PROVENANCE = [
-    "zslbench_versions",
-    "git_commits",
-    "date_first",
-    "date_last",
-    "devices",
-    "records",
-    "citation",
-]
+#: The columns of a mean over seeds, in order.
+SPREAD = ("mean", "std", "n", "ci_low", "ci_high")
+PROVENANCE = "zslbench_versions git_commits date_first date_last devices records citation".split()
 MAIN_HEADER = (
-    [
-        "kind",
-        "source",
-        "table",
-        "row",
-        "method",
-        "paper_name",
-        "dataset",
-        "comparable",
-        "split_standard",
-        "data_fingerprint",
-        "schedule",
-        "sweep",
-        "config_files",
-        "n",
-    ]
-    + [
-        f"{CSV_METRIC[m]}_{s}"
-        for m in (*METRICS, *EXTRA_METRICS)
-        for s in ("mean", "std", "n", "ci_low", "ci_high")
-    ]
+    "kind source table row method paper_name dataset comparable split_standard data_fingerprint schedule sweep config_files n".split()
+    + [f"{CSV_METRIC[m]}_{s}" for m in (*METRICS, *EXTRA_METRICS) for s in SPREAD]
     + [f"{x}_{CSV_METRIC[m]}" for m in TESTED_METRICS for x in ("best", "p_vs_best", "test")]
     + PROVENANCE
 )
-TIME_HEADER = [
-    "kind",
-    "source",
-    "row",
-    "method",
-    "dataset",
-    "device",
-    "runs",
-    "train_s_median",
-    "train_s_min",
-    "train_s_max",
-    "train_runs_timed",
-    "train_runs_busy",
-    "busy_only",
-    "train_runs_load_unknown",
-    "reported_min",
-    "best",
-    "records",
-    "citation",
-]
-PER_CLASS_HEADER = [
-    "kind",
-    "source",
-    "dataset",
-    "class",
-    "share_of_unseen_pct",
-    "n_test",
-    "row",
-    "accuracy_mean",
-    "accuracy_std",
-    "n",
-    "ci_low",
-    "ci_high",
-    "best",
-    "p_vs_best",
-    "test",
-    "citation",
-]
-AUDIT_HEADER = [
-    "kind",
-    "row",
-    "method",
-    "dataset",
-    "seed",
-    "clean_H",
-    "test_selected_H",
-    "inflation_H",
-    "test_selected_epoch",
-    "rule",
-    "records",
-]
+TIME_HEADER = (
+    "kind source row method dataset device runs train_s_median train_s_min "
+    "train_s_max train_runs_timed train_runs_busy busy_only train_runs_load_unknown "
+    "reported_min best records citation"
+).split()
+PER_CLASS_HEADER = (
+    "kind source dataset class share_of_unseen_pct n_test row accuracy_mean "
+    "accuracy_std n ci_low ci_high best p_vs_best test citation"
+).split()
+AUDIT_HEADER = (
+    "kind row method dataset seed clean_H test_selected_H inflation_H "
+    "test_selected_epoch rule records"
+).split()
 
 
 def num(value: Any) -> str:
@@ -132,6 +64,11 @@ def num(value: Any) -> str:
         return ""
     value = round(value, 6)
     return repr(int(value)) if value == int(value) and abs(value) < 1e15 else repr(value)
+
+
+def _spread(value: Any) -> tuple[Any, ...]:
+    """The :data:`SPREAD` columns of an interval or a cell: mean, std, n, 95% interval."""
+    return (num(value.mean), num(value.std), value.n, num(value.low), num(value.high))
 
 
 def p_text(value: float | None) -> str:
@@ -214,16 +151,9 @@ def _measured_line(kind: str, e: Any, marks: dict[tuple[str, str, str], Cell]) -
     }
     ds = line["dataset"]
     for m in (*METRICS, *EXTRA_METRICS):
-        interval, stem = getattr(e, m), CSV_METRIC[m]
-        line.update(
-            {
-                f"{stem}_mean": num(interval.mean),
-                f"{stem}_std": num(interval.std),
-                f"{stem}_n": interval.n,
-                f"{stem}_ci_low": num(interval.low),
-                f"{stem}_ci_high": num(interval.high),
-            }
-        )
+        line |= {
+            f"{CSV_METRIC[m]}_{s}": v for s, v in zip(SPREAD, _spread(getattr(e, m)), strict=True)
+        }
     for m in TESTED_METRICS:
         cell = marks.get((e.label, ds, m))
         line[f"best_{CSV_METRIC[m]}"] = flag(cell is not None and cell.best)
@@ -344,11 +274,7 @@ def _per_class_line(
         "share_of_unseen_pct": num(share.mean if share else None),
         "n_test": n_test.text() if n_test and not n_test.missing else "",
         "row": column.title,
-        "accuracy_mean": num(cell.mean),
-        "accuracy_std": num(cell.std),
-        "n": "" if cell.n is None else cell.n,
-        "ci_low": num(cell.low),
-        "ci_high": num(cell.high),
+        **dict(zip(("accuracy_mean", "accuracy_std", *SPREAD[2:]), _spread(cell), strict=True)),
         "best": flag(cell.best),
         "p_vs_best": p_text(cell.p),
         "test": cell.test,

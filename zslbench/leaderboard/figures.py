@@ -71,27 +71,9 @@ MARGIN = 8.0  # points either side of the legend: constrained layout's pads and 
 NAMED_CLASSES = 24
 #: Distinct colours, one per method in the board's method order; more methods than this get
 #: evenly spaced hues beyond it (still one colour each).
-PALETTE = (
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#9467bd",
-    "#ff7f0e",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#7f7f7f",
-    "#bcbd22",
-    "#000080",
-    "#800000",
-    "#008080",
-    "#c51b7d",
-    "#b15928",
-    "#66a61e",
-    "#6a3d9a",
-    "#e6ab02",
-    "#1b9e77",
-    "#fb9a99",
+PALETTE = tuple(
+    "#1f77b4 #d62728 #2ca02c #9467bd #ff7f0e #8c564b #e377c2 #17becf #7f7f7f #bcbd22 "
+    "#000080 #800000 #008080 #c51b7d #b15928 #66a61e #6a3d9a #e6ab02 #1b9e77 #fb9a99".split()
 )
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINESTYLES = ("-", "--", ":", "-.")
@@ -127,17 +109,8 @@ class FigureSpec:
 
     @property
     def data_sha256(self) -> str:
-        body = json.dumps(
-            {
-                "style": STYLE_VERSION,
-                "figure": self.figure,
-                "title": self.title,
-                "kind": self.kind,
-                "data": self.data,
-            },
-            sort_keys=True,
-            allow_nan=True,
-        )
+        about = {"style": STYLE_VERSION, "figure": self.figure, "title": self.title}
+        body = json.dumps({**about, "kind": self.kind, "data": self.data}, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()
 
     @property
@@ -173,9 +146,8 @@ def method_colors(methods: list[str]) -> dict[str, str]:
         if i < len(PALETTE):
             out[method] = PALETTE[i]
         else:  # golden-ratio hues: never a repeat
-            r, g, b = colorsys.hsv_to_rgb(
-                ((i - len(PALETTE)) * 0.618033988749895) % 1.0, 0.75, 0.75
-            )
+            hue = ((i - len(PALETTE)) * 0.618033988749895) % 1.0
+            r, g, b = colorsys.hsv_to_rgb(hue, 0.75, 0.75)
             out[method] = f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
     return out
 
@@ -190,11 +162,8 @@ def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> dict[Any, dict[str, st
     ):
         i = seen.get(method, 0)
         seen[method] = i + 1
-        out[rk] = {
-            "color": colors[method],
-            "ls": LINESTYLES[i % len(LINESTYLES)],
-            "marker": MARKERS[i % len(MARKERS)],
-        }
+        look = {"ls": LINESTYLES[i % len(LINESTYLES)], "marker": MARKERS[i % len(MARKERS)]}
+        out[rk] = {"color": colors[method], **look}
     return out
 
 
@@ -278,14 +247,9 @@ def _dataset_specs(
             if body is not None:
                 series.append({"label": g.label, **styles[g.row_key], **body})
         if series:
+            data = {"dataset": ds, "series": series}
             specs.append(
-                FigureSpec(
-                    name=f"{kind}-{stem}-{slugs[name]}",
-                    kind=kind,
-                    figure=figure,
-                    title=f"{ds}: {what}",
-                    data={"dataset": ds, "series": series},
-                )
+                FigureSpec(f"{kind}-{stem}-{slugs[name]}", kind, figure, f"{ds}: {what}", data)
             )
     return specs
 
@@ -312,15 +276,9 @@ def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -
         if points:
             order = sorted({p["dataset"] for p in points}, key=lambda d: dataset_order(d.lower()))
             suffix = "" if len(devices) == 1 else f"-{device_slugs[device]}"
-            specs.append(
-                FigureSpec(
-                    name=f"{kind}-h-vs-time{suffix}",
-                    kind=kind,
-                    figure="h_vs_time",
-                    title=f"harmonic mean H vs training time on {device}",
-                    data={"datasets": order, "points": points, "device": device},
-                )
-            )
+            title = f"harmonic mean H vs training time on {device}"
+            data = {"datasets": order, "points": points, "device": device}
+            specs.append(FigureSpec(f"{kind}-h-vs-time{suffix}", kind, "h_vs_time", title, data))
     return specs
 
 
@@ -338,21 +296,22 @@ def _sweep_specs(
             kind,
             title,
             param,
-            group,
-            colors[group["method"].iloc[0]],
+            g,
+            colors[g["method"].iloc[0]],
             f"{kind}-sweep-{slugs[f'{title} {param}']}",
         )
-        for title, param, group in keys
+        for title, param, g in keys
     ]
 
 
 def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
+    title = f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)"
     return FigureSpec(
-        name=f"{kind}-critical-difference",
-        kind=kind,
-        figure="cd",
-        title=f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)",
-        data={
+        f"{kind}-critical-difference",
+        kind,
+        "cd",
+        title,
+        {
             "methods": [
                 {"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
                 for r, x in zip(ranking.rows, ranking.ranks, strict=True)
@@ -388,13 +347,8 @@ def _sweep_spec(
             lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()), kv[0])
         )
     ]
-    return FigureSpec(
-        name=name,
-        kind=kind,
-        figure="sweep",
-        title=f"sweep of {title}: metrics vs {param}",
-        data={"param": param, "series": series, "color": color},
-    )
+    data = {"param": param, "series": series, "color": color}
+    return FigureSpec(name, kind, "sweep", f"sweep of {title}: metrics vs {param}", data)
 
 
 # --- legends -----------------------------------------------------------------------------------
@@ -440,122 +394,15 @@ _GLYPHS = (
     " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
     "·±–—×≥≤…‡†αγΔ"
 )
-_ADVANCES = dict(
-    zip(
-        _GLYPHS,
-        (
-            651,
-            821,
-            942,
-            1716,
-            1303,
-            1946,
-            1597,
-            563,
-            799,
-            799,
-            1024,
-            1716,
-            651,
-            739,
-            651,
-            690,
-            1303,
-            1303,
-            1303,
-            1303,
-            1303,
-            1303,
-            1303,
-            1303,
-            1303,
-            1303,
-            690,
-            690,
-            1716,
-            1716,
-            1716,
-            1087,
-            2048,
-            1401,
-            1405,
-            1430,
-            1577,
-            1294,
-            1178,
-            1587,
-            1540,
-            604,
-            604,
-            1343,
-            1141,
-            1767,
-            1532,
-            1612,
-            1235,
-            1612,
-            1423,
-            1300,
-            1251,
-            1499,
-            1401,
-            2025,
-            1403,
-            1251,
-            1403,
-            799,
-            690,
-            799,
-            1716,
-            1024,
-            1024,
-            1255,
-            1300,
-            1126,
-            1300,
-            1260,
-            721,
-            1300,
-            1298,
-            569,
-            569,
-            1186,
-            569,
-            1995,
-            1298,
-            1253,
-            1300,
-            1300,
-            842,
-            1067,
-            803,
-            1298,
-            1212,
-            1675,
-            1212,
-            1212,
-            1075,
-            1303,
-            690,
-            1303,
-            1716,
-            651,
-            1716,
-            1024,
-            2048,
-            1716,
-            1716,
-            1716,
-            2048,
-            1024,
-            1024,
-            1350,
-            1212,
-            1401,
-        ),
-        strict=True,
-    )
+_WIDTHS = (
+    "651 821 942 1716 1303 1946 1597 563 799 799 1024 1716 651 739 651 690 1303 1303 "
+    "1303 1303 1303 1303 1303 1303 1303 1303 690 690 1716 1716 1716 1087 2048 1401 1405 1430 "
+    "1577 1294 1178 1587 1540 604 604 1343 1141 1767 1532 1612 1235 1612 1423 1300 1251 1499 "
+    "1401 2025 1403 1251 1403 799 690 799 1716 1024 1024 1255 1300 1126 1300 1260 721 1300 "
+    "1298 569 569 1186 569 1995 1298 1253 1300 1300 842 1067 803 1298 1212 1675 1212 1212 "
+    "1075 1303 690 1303 1716 651 1716 1024 2048 1716 1716 1716 2048 1024 1024 1350 1212 1401"
 )
+_ADVANCES = dict(zip(_GLYPHS, map(int, _WIDTHS.split()), strict=True))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -564,11 +411,6 @@ def _text_width(text: str) -> float:
     rounded up to whole pixels at :data:`DPI` (hinting rounds them), plus 2% to spare."""
     px = LEGEND_FONT * DPI / 72.0
     return sum(math.ceil(_ADVANCES.get(ch, 2048) / 2048 * px) for ch in text) * 72.0 / DPI * 1.02
-
-
-def _wrap(label: str, width: float) -> str:
-    """``label`` broken into lines of at most ``width`` points (:func:`_wrap_counted`)."""
-    return _wrap_counted(label, width)[0]
 
 
 def _wrap_counted(label: str, width: float) -> tuple[str, int]:
@@ -643,12 +485,9 @@ def _legend_below(fig: Any, ax: Any, spec: FigureSpec) -> None:
     if not handles:
         return
     wanted = legend_labels(spec)
-    if sorted(wanted) != sorted(
-        labels
-    ):  # pragma: no cover - legend_labels out of step with drawing
-        raise AssertionError(
-            f"{spec.name}: legend entries {labels} differ from legend_labels {wanted}"
-        )
+    # legend_labels out of step with the drawing: a bug here, never a user's error
+    if sorted(wanted) != sorted(labels):  # pragma: no cover
+        raise AssertionError(f"{spec.name}: legend entries {labels} differ from {wanted}")
     # In legend_labels' order (matplotlib lists plain lines before error bars).
     pool = list(zip(labels, handles, strict=True))
     ordered = []
@@ -656,17 +495,9 @@ def _legend_below(fig: Any, ax: Any, spec: FigureSpec) -> None:
         i = next(i for i, (x, _) in enumerate(pool) if x == label)
         ordered.append(pool.pop(i)[1])
     layout = legend_layout(tuple(wanted), spec.size[0] / DPI)
-    fig.legend(
-        ordered,
-        list(layout.labels),
-        loc="outside lower center",
-        ncols=layout.ncols,
-        columnspacing=COLUMN_GAP,
-        handlelength=2.0,
-        handletextpad=0.8,
-        labelspacing=ROW_GAP,
-        borderpad=PAD,
-    )
+    kw = dict(handlelength=2.0, handletextpad=0.8, columnspacing=COLUMN_GAP, labelspacing=ROW_GAP)
+    where = {"loc": "outside lower center", "ncols": layout.ncols, "borderpad": PAD}
+    fig.legend(ordered, list(layout.labels), **where, **kw)
 
 
 # --- drawing ----------------------------------------------------------------------------------
@@ -680,11 +511,8 @@ def draw(spec: FigureSpec) -> Any:
     with matplotlib.rc_context(RC):
         w, h = spec.size
         # The critical-difference diagram places its one axes itself.
-        fig = Figure(
-            figsize=(w / DPI, h / DPI),
-            dpi=DPI,
-            layout=None if spec.figure == "cd" else "constrained",
-        )
+        size = (w / DPI, h / DPI)
+        fig = Figure(figsize=size, dpi=DPI, layout=None if spec.figure == "cd" else "constrained")
         {
             "curves": _draw_curves,
             "h_vs_time": _draw_h_vs_time,
@@ -693,13 +521,8 @@ def draw(spec: FigureSpec) -> Any:
             "cd": _draw_cd,
         }[spec.figure](fig, spec)
         title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
-        fig.suptitle(
-            title,
-            x=0.01,
-            ha="left",
-            fontsize=10.5,
-            color="black" if spec.kind == "real" else TAG_COLOR,
-        )
+        color = "black" if spec.kind == "real" else TAG_COLOR
+        fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, color=color)
     return fig
 
 
@@ -710,20 +533,16 @@ def render_figure(spec: FigureSpec) -> dict[str, bytes]:
     fig = draw(spec)
     with matplotlib.rc_context(RC):
         png, svg = io.BytesIO(), io.BytesIO()
-        fig.savefig(
-            png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: spec.data_sha256}
-        )
+        sha = spec.data_sha256
+        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: sha})
         if spec.figure != "cd":
             fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
-        fig.savefig(
-            svg,
-            format="svg",
-            metadata={
-                "Date": None,
-                "Creator": "zslbench leaderboard",
-                "Description": f"{HASH_KEY}={spec.data_sha256}",
-            },
-        )
+        about = {
+            "Date": None,
+            "Creator": "zslbench leaderboard",
+            "Description": f"{HASH_KEY}={sha}",
+        }
+        fig.savefig(svg, format="svg", metadata=about)
     png_name, svg_name = spec.files
     return {png_name: png.getvalue(), svg_name: svg.getvalue()}
 
@@ -733,36 +552,14 @@ def _draw_curves(fig: Any, spec: FigureSpec) -> None:
     for s in spec.data["series"]:
         label = _curve_label(s)
         for i, run in enumerate(s["runs"]):
-            ax.plot(
-                run["A_U"],
-                run["A_S"],
-                color=s["color"],
-                ls=s["ls"],
-                lw=1.3,
-                alpha=0.75,
-                label=label if i == 0 else None,
-            )
+            line = {"color": s["color"], "ls": s["ls"], "lw": 1.3, "alpha": 0.75}
+            ax.plot(run["A_U"], run["A_S"], **line, label=label if i == 0 else None)
             if None not in run["op"]:
-                ax.plot(
-                    [run["op"][0]],
-                    [run["op"][1]],
-                    marker=s["marker"],
-                    ms=6,
-                    color=s["color"],
-                    markeredgecolor="black",
-                    markeredgewidth=0.7,
-                    ls="none",
-                )
-    ax.plot(
-        [],
-        [],
-        marker="o",
-        ms=6,
-        color="white",
-        markeredgecolor="black",
-        ls="none",
-        label=OPERATING_POINT_LABEL,
-    )
+                point = {"marker": s["marker"], "ms": 6, "color": s["color"]}
+                (u, a) = run["op"]
+                ax.plot([u], [a], **point, markeredgecolor="black", markeredgewidth=0.7, ls="none")
+    point = {"marker": "o", "ms": 6, "color": "white", "markeredgecolor": "black", "ls": "none"}
+    ax.plot([], [], **point, label=OPERATING_POINT_LABEL)
     ax.set_xlabel("unseen-class accuracy A_U (%)")
     ax.set_ylabel("seen-class accuracy A_S (%)")
     ax.set_xlim(left=0)
@@ -778,34 +575,20 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     labelled: set[str] = set()
     for p in spec.data["points"]:
         (t, t_lo, t_hi), (h, h_std) = p["train"], p["H"]
+        xerr, yerr = [[t - t_lo], [t_hi - t]], [[h_std or 0.0], [h_std or 0.0]]
+        look = {"marker": markers[p["dataset"]], "ms": 7, "color": p["color"], "ecolor": p["color"]}
+        face = "white" if p["busy"] else p["color"]
+        label = p["label"] if p["label"] not in labelled else None
+        bars = {"elinewidth": 0.8, "capsize": 2, "ls": "none"}
         ax.errorbar(
-            [t],
-            [h],
-            xerr=[[t - t_lo], [t_hi - t]],
-            yerr=[[h_std or 0.0], [h_std or 0.0]],
-            marker=markers[p["dataset"]],
-            ms=7,
-            color=p["color"],
-            ecolor=p["color"],
-            elinewidth=0.8,
-            markerfacecolor="white" if p["busy"] else p["color"],
-            capsize=2,
-            ls="none",
-            label=p["label"] if p["label"] not in labelled else None,
+            [t], [h], xerr=xerr, yerr=yerr, **look, **bars, markerfacecolor=face, label=label
         )
         labelled.add(p["label"])
     for ds, marker in markers.items():
         ax.plot([], [], marker=marker, color="#444444", ls="none", label=ds)
     if any(p["busy"] for p in spec.data["points"]):
-        ax.plot(
-            [],
-            [],
-            marker="o",
-            color="#444444",
-            markerfacecolor="white",
-            ls="none",
-            label=BUSY_LABEL,
-        )
+        hollow = {"marker": "o", "color": "#444444", "markerfacecolor": "white", "ls": "none"}
+        ax.plot([], [], **hollow, label=BUSY_LABEL)
     _plain_log_axis(ax)
     ax.set_xlabel("median training time per run, train (s, log scale)")
     ax.set_ylabel("harmonic mean H (%)")
@@ -834,24 +617,14 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     _share_panel(top, [shares[n] for n in order])
     named = len(order) <= NAMED_CLASSES
     look = {"ms": 5, "capsize": 2} if named else {"ms": 3.5, "capsize": 0}
-    width = (
-        0.7 / max(len(series), 1) if named else 0.0
-    )  # spread the methods within a class's column
+    width = 0.7 / max(len(series), 1) if named else 0.0  # the methods spread in a class's column
     for i, s in enumerate(series):
         pts = [p for p in s["points"] if p["name"] in x_of]
         xs = [x_of[p["name"]] + (i - (len(series) - 1) / 2) * width for p in pts]
-        ax.errorbar(
-            xs,
-            [p["acc"][0] for p in pts],
-            yerr=[p["acc"][1] or 0.0 for p in pts] if named else None,
-            marker=s["marker"],
-            color=s["color"],
-            elinewidth=0.8,
-            ls="none",
-            alpha=0.85,
-            label=s["label"],
-            **look,
-        )
+        yerr = [p["acc"][1] or 0.0 for p in pts] if named else None
+        style = {"marker": s["marker"], "color": s["color"], "elinewidth": 0.8, "ls": "none"}
+        ys = [p["acc"][0] for p in pts]
+        ax.errorbar(xs, ys, yerr=yerr, **style, alpha=0.85, label=s["label"], **look)
     _class_axis(ax, order, named)
     _legend_below(fig, ax, spec)
 
@@ -897,21 +670,11 @@ class _SweepAxis:
     def of(cls, xs: list[Any]) -> _SweepAxis:
         if all(is_number(x) for x in xs):
             ticks = sorted(set(xs), key=value_sort_key)
-            return cls(
-                True,
-                [],
-                ticks,
-                [value_text(x) for x in ticks],
-                min(xs) > 0 and max(xs) >= 10 * min(xs),
-            )
+            log = min(xs) > 0 and max(xs) >= 10 * min(xs)
+            return cls(True, [], ticks, [value_text(x) for x in ticks], log)
         categories = sorted({json.dumps(x, sort_keys=True) for x in xs})
-        return cls(
-            False,
-            categories,
-            list(range(len(categories))),
-            [value_text(json.loads(c)) for c in categories],
-            False,
-        )
+        labels = [value_text(json.loads(c)) for c in categories]
+        return cls(False, categories, list(range(len(categories))), labels, False)
 
     def x(self, value: Any) -> Any:
         return value if self.numeric else self.categories.index(json.dumps(value, sort_keys=True))
@@ -922,22 +685,14 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
     series = spec.data["series"]
     axis = _SweepAxis.of([p["x"] for s in series for p in s["points"]])
     axes = fig.subplots(1, len(SWEEP_METRICS), sharex=True)
+    bars = {"ms": 5, "color": spec.data["color"], "capsize": 2, "elinewidth": 0.8, "lw": 1.2}
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
         for i, s in enumerate(series):
             pts = [p for p in s["points"] if p[metric][0] is not None]
-            ax.errorbar(
-                [axis.x(p["x"]) for p in pts],
-                [p[metric][0] for p in pts],
-                yerr=[p[metric][1] or 0.0 for p in pts],
-                marker=MARKERS[i % len(MARKERS)],
-                ls=LINESTYLES[i % len(LINESTYLES)],
-                ms=5,
-                color=spec.data["color"],
-                capsize=2,
-                elinewidth=0.8,
-                lw=1.2,
-                label=s["label"],
-            )
+            xs, ys = [axis.x(p["x"]) for p in pts], [p[metric][0] for p in pts]
+            yerr = [p[metric][1] or 0.0 for p in pts]
+            style = {"marker": MARKERS[i % len(MARKERS)], "ls": LINESTYLES[i % len(LINESTYLES)]}
+            ax.errorbar(xs, ys, yerr=yerr, **style, **bars, label=s["label"])
         _sweep_panel(ax, metric, spec.data["param"], axis)
     axes[0].set_ylabel("%")
     _legend_below(fig, axes[0], spec)
@@ -956,12 +711,8 @@ def _sweep_panel(ax: Any, metric: str, param: str, axis: _SweepAxis) -> None:
         ax.set_xscale("log")
     ax.xaxis.set_major_locator(FixedLocator(axis.ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticks(
-        axis.ticks,
-        axis.labels,
-        rotation=30 if not axis.numeric or len(axis.ticks) > 6 else 0,
-        fontsize=7.5,
-    )
+    rotation = 30 if not axis.numeric or len(axis.ticks) > 6 else 0
+    ax.set_xticks(axis.ticks, axis.labels, rotation=rotation, fontsize=7.5)
 
 
 def _draw_cd(fig: Any, spec: FigureSpec) -> None:
@@ -979,7 +730,7 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     width = fig.get_figwidth() * 72.0
     scale = CD_FONT / LEGEND_FONT
     labels = [
-        _wrap(f"{m['label']} ({m['rank']:.2f})", (0.40 * width - 2 * MARGIN) / scale)
+        _wrap_counted(f"{m['label']} ({m['rank']:.2f})", (0.40 * width - 2 * MARGIN) / scale)[0]
         for m in methods
     ]
     widest = max(
@@ -1000,38 +751,21 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     ax.plot([lo, lo + cd], [1.05, 1.05], color="black", lw=1.4)
     for x in (lo, lo + cd):
         ax.plot([x, x], [0.95, 1.15], color="black", lw=1.0)
-    ax.text(
-        lo,
-        1.25,
-        f"CD = {cd:.2f} (Nemenyi, α = {spec.data['alpha']:g}, {spec.data['n']} datasets)",
-        ha="left",
-        va="bottom",
-        fontsize=8,
-    )
+    what = f"CD = {cd:.2f} (Nemenyi, α = {spec.data['alpha']:g}, {spec.data['n']} datasets)"
+    ax.text(lo, 1.25, what, ha="left", va="bottom", fontsize=8)
     left_x, right_x = lo - 0.04 * span, hi + 0.04 * span
     for i, m in enumerate(methods):
         left = i < half
         level = -(top + (i if left else k - 1 - i))
         x = m["rank"]
         ax.plot([x, x, left_x if left else right_x], [0, level, level], color=m["color"], lw=1.2)
-        ax.text(
-            left_x - 0.01 * span if left else right_x + 0.01 * span,
-            level,
-            labels[i],
-            color=m["color"],
-            ha="right" if left else "left",
-            va="center",
-            fontsize=CD_FONT,
-        )
+        at = left_x - 0.01 * span if left else right_x + 0.01 * span
+        align = {"ha": "right" if left else "left", "va": "center", "fontsize": CD_FONT}
+        ax.text(at, level, labels[i], color=m["color"], **align)
     for j, (first, last) in enumerate(cliques):
         y = -0.25 - 0.3 * j
-        ax.plot(
-            [methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05],
-            [y, y],
-            color="black",
-            lw=3.0,
-            solid_capstyle="butt",
-        )
+        xs = [methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05]
+        ax.plot(xs, [y, y], color="black", lw=3.0, solid_capstyle="butt")
 
 
 # --- reading the hash back (for --check) ------------------------------------------------------

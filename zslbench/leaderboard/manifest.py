@@ -46,3 +46,8 @@ def owned_files(manifest: Path) -> set[str] | None:
     return {n for n in names if ".." not in Path(n).parts and not Path(n).is_absolute()} | {
         MANIFEST
     }
+
+
+def owned_in(out_dir: Path) -> set[str]:
+    """The files a previous render wrote into ``out_dir`` (empty when it has no manifest of ours)."""
+    return owned_files(Path(out_dir) / MANIFEST) or set()

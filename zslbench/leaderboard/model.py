@@ -29,6 +29,7 @@ from zslbench.leaderboard.collect import (
     dataset_order,
     dedupe,
     load_runs,
+    run_summary,
     value_sort_key,
 )
 from zslbench.leaderboard.figures import FigureSpec, figure_specs, method_colors
@@ -108,11 +109,8 @@ class Facts:
     def dates_text(self) -> str:
         if not self.date_first:
             return "–"
-        return (
-            self.date_first
-            if self.date_first == self.date_last
-            else f"{self.date_first} to {self.date_last}"
-        )
+        same = self.date_first == self.date_last
+        return self.date_first if same else f"{self.date_first} to {self.date_last}"
 
 
 @dataclass
@@ -164,13 +162,8 @@ class Page:
 
     @property
     def busy_cells(self) -> int:
-        return sum(
-            1
-            for t in self.time_tables
-            for r in t.rows
-            for c in r.cells.values()
-            if c.flag == "busy"
-        )
+        cells = [c for t in self.time_tables for r in t.rows for c in r.cells.values()]
+        return sum(1 for c in cells if c.flag == "busy")
 
     def comparison(self) -> list[dict[str, Any]]:
         """Measured H beside the reported H of the same method (real pages): each comparable
@@ -184,11 +177,8 @@ class Page:
     @property
     def excluded_rows(self) -> list[Row]:
         """Measured rows shown but never compared (non-standard split, other data version)."""
-        return [
-            r
-            for r in (self.tables[0].rows if self.tables else [])
-            if r.source == "measured" and r.excluded
-        ]
+        rows = self.tables[0].rows if self.tables else []
+        return [r for r in rows if r.source == "measured" and r.excluded]
 
 
 def _beside_reported(table: Table, seen: set[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -206,14 +196,8 @@ def _beside_reported(table: Table, seen: set[tuple[str, str]]) -> list[dict[str,
         cell = table.cell(row, column)
         if not (cell.missing or (row.label, column.group) in seen):
             seen.add((row.label, column.group))
-            out.append(
-                {
-                    "row": row,
-                    "dataset": column.group,
-                    "measured": cell,
-                    "reported": table.cell(reported[row.method], column),
-                }
-            )
+            quoted = table.cell(reported[row.method], column)
+            out.append({"row": row, "dataset": column.group, "measured": cell, "reported": quoted})
     return out
 
 
@@ -247,11 +231,8 @@ def _rel(target: Path | str, base: Path) -> str:
 def _arg(path: Path | str, root: Path) -> str:
     """A path as a command argument: relative to the project root when inside it."""
     resolved = Path(path).resolve()
-    return (
-        _rel(resolved, root)
-        if resolved == root or root in resolved.parents
-        else resolved.as_posix()
-    )
+    inside = resolved == root or root in resolved.parents
+    return _rel(resolved, root) if inside else resolved.as_posix()
 
 
 def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) -> list[list[str]]:
@@ -320,52 +301,27 @@ def _run_words(
     seeds: int,
     folder: str,
 ) -> list[str]:
-    config, rest = (
-        (list(opts[:2]), list(opts[2:])) if opts[:1] == ("--config",) else ([], list(opts))
-    )
-    return [
-        "zslbench",
-        *(w for p in plugins for w in ("-p", p)),
-        "run",
-        *config,
-        "--method",
-        ",".join(names),
-        "--dataset",
-        ",".join(datasets),
-        "--seeds",
-        str(seeds),
-        *rest,
-        "--results-dir",
-        folder,
-    ]
+    config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)
+    words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config]
+    words += ["--method", ",".join(names), "--dataset", ",".join(datasets), "--seeds", str(seeds)]
+    return [*words, *rest, "--results-dir", folder]
 
 
 def _facts(ctx: _Context, kind: str) -> Facts:
-    runs, old, sub = (
-        _of_kind(ctx.kept, kind),
-        _of_kind(ctx.superseded, kind),
-        _of_kind(ctx.agg, kind),
-    )
+    runs, old, sub = (_of_kind(frame, kind) for frame in (ctx.kept, ctx.superseded, ctx.agg))
     if runs.empty:
         return Facts(superseded=len(old))
     ranks = ctx.ranks
-    days = sorted(d[:10] for d in runs["finished_at"] if d)
     return Facts(
         records=len(runs),
         superseded=len(old),
         methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
         datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
         seeds=sorted(set(int(n) for n in sub["n"])),
-        date_first=days[0] if days else "",
-        date_last=days[-1] if days else "",
-        devices=sorted(set(runs["device_name"])),
-        versions=sorted(set(runs["version"])),
-        commits=sorted(set(runs["commit"])),
         nonstandard=int((~runs["standard"].astype(bool)).sum()),
-        oversubscribed=int(runs["oversubscribed"].astype(bool).sum()),
-        load_unknown=int((~runs["load_known"].astype(bool)).sum()),
         reduced=int((runs["schedule"] == "reduced").sum()),
         audited=int(runs["selection_audit"].map(lambda a: a is not None).sum()),
+        **run_summary(runs),
     )
 
 
@@ -382,40 +338,19 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
         k for k in KINDS if k != "custom" or (not kept.empty and (kept["kind"] == "custom").any())
     )
     versions: list[DataVersions] = agg.attrs.get("data_versions", []) if not agg.empty else []
-    ctx = _Context(
-        agg=agg,
-        kept=kept,
-        superseded=superseded,
-        reported=reported,
-        root=root,
-        kinds=kinds,
-        versions=versions,
-        paths=_paths(results_dir, out_dir, root, reported),
-    )
+    paths = _paths(results_dir, out_dir, root, reported)
+    ctx = _Context(agg, kept, superseded, reported, root, kinds, versions, paths)
     pages = {kind: _page(ctx, kind) for kind in kinds}
-    return Board(
-        pages=pages,
-        figures=[f for page in pages.values() for f in page.figures],
-        runs=len(kept),
-        superseded=len(superseded),
-        refused=refused,
-        reported=reported,
-        agg=agg,
-        warnings=[v.warning() for v in versions],
-    )
+    figures = [f for page in pages.values() for f in page.figures]
+    warnings = [v.warning() for v in versions]
+    return Board(pages, figures, len(kept), len(superseded), refused, reported, agg, warnings)
 
 
 def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> Paths:
     records = _rel(results_dir, out_dir)
     rep = _rel(reported.path, out_dir) if reported.path else ""
-    return Paths(
-        records_text=records + "/",
-        records_href=path_href(records) + "/",
-        results_arg=_arg(results_dir, root),
-        out_arg=_arg(out_dir, root),
-        reported_text=rep,
-        reported_href=path_href(rep) if rep else "",
-    )
+    args = (_arg(results_dir, root), _arg(out_dir, root))
+    return Paths(records + "/", path_href(records) + "/", *args, rep, path_href(rep) if rep else "")
 
 
 @dataclass
@@ -455,13 +390,8 @@ def _measured_rows(tables: list[Table]) -> list[Row]:
 
 def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
     """The references the reported rows of ``shown`` cite, by key."""
-    used = {
-        ref
-        for table in shown
-        for row in table.rows
-        if row.source == "reported" and row.prov
-        for ref in row.prov.refs
-    }
+    rows = [row for table in shown for row in table.rows if row.source == "reported" and row.prov]
+    used = {ref for row in rows for ref in (row.prov.refs if row.prov else [])}
     return {k: reported.references.get(k, k) for k in sorted(used)}
 
 

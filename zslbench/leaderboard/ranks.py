@@ -15,7 +15,7 @@ rows is dropped. Every row left out is named with the reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -45,36 +45,20 @@ class Ranking:
         return self.friedman.p_f < self.alpha
 
     def table(self, kind: str) -> Table:
-        columns = [Column(key="rank", title="average rank", higher_better=False, descriptive=True)]
+        columns = [Column("rank", "average rank", higher_better=False, descriptive=True)]
         columns += [
-            Column(key=f"r:{ds}", title=ds, higher_better=False, group="rank on", descriptive=True)
-            for ds in self.datasets
+            Column(f"r:{ds}", ds, "rank on", False, descriptive=True) for ds in self.datasets
         ]
         out_rows = []
         for row, rank, ranks in zip(self.rows, self.ranks, self.per_dataset, strict=True):
             cells = {"rank": Cell(rank, decimals=2)}
-            cells.update(
-                {f"r:{ds}": Cell(r, decimals=1) for ds, r in zip(self.datasets, ranks, strict=True)}
-            )
-            out_rows.append(
-                Row(
-                    label=row.label,
-                    name=row.name,
-                    source="measured",
-                    cells=cells,
-                    prov=row.prov,
-                    method=row.method,
-                    schedule=row.schedule,
-                )
-            )
-        return Table(
-            id=f"{kind}-ranks",
-            kind="ranks",
-            title=f"Average ranks across datasets ({self.metric})",
-            columns=columns,
-            rows=out_rows,
-            show_source=False,
-        )
+            cells |= {
+                f"r:{ds}": Cell(r, decimals=1) for ds, r in zip(self.datasets, ranks, strict=True)
+            }
+            # a measured row (ranked rows are comparable), its own cells, no note
+            out_rows.append(replace(row, cells=cells, excluded=[], note=""))
+        title = f"Average ranks across datasets ({self.metric})"
+        return Table(f"{kind}-ranks", "ranks", title, columns, out_rows, show_source=False)
 
 
 def _pool(h_table: Table) -> list[Row]:
@@ -134,15 +118,7 @@ def _ranking(
     order = sorted(range(len(rows)), key=lambda i: (result.ranks[i], i))
     cd = stats.nemenyi_cd(len(rows), len(datasets), alpha)
     ranks = [result.ranks[i] for i in order]
-    return Ranking(
-        metric=METRIC,
-        datasets=[c.group for c in datasets],
-        rows=[rows[i] for i in order],
-        ranks=ranks,
-        per_dataset=[[float(per_dataset[d][i]) for d in range(len(datasets))] for i in order],
-        friedman=result,
-        cd=cd,
-        alpha=alpha,
-        cliques=stats.cliques(ranks, cd),
-        left_out=left_out,
-    )
+    by_row = [[float(per_dataset[d][i]) for d in range(len(datasets))] for i in order]
+    names, ranked = [c.group for c in datasets], [rows[i] for i in order]
+    cliques = stats.cliques(ranks, cd)
+    return Ranking(METRIC, names, ranked, ranks, by_row, result, cd, alpha, cliques, left_out)

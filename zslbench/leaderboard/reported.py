@@ -143,14 +143,8 @@ def load_reported(path: Path) -> Reported:
     rows = tuple(
         _row(path, f"rows[{i}]", raw, references) for i, raw in enumerate(doc.get("rows") or [])
     )
-    return Reported(
-        path=path,
-        about=str(doc.get("about") or ""),
-        source=str(doc.get("source") or "").strip(),
-        tables=dict(doc.get("tables") or {}),
-        references=references,
-        rows=rows,
-    )
+    about, source = str(doc.get("about") or ""), str(doc.get("source") or "").strip()
+    return Reported(path, about, source, dict(doc.get("tables") or {}), references, rows)
 
 
 def _row(path: Path, where: str, raw: Any, references: dict[str, str]) -> ReportedRow:
@@ -161,17 +155,10 @@ def _row(path: Path, where: str, raw: Any, references: dict[str, str]) -> Report
     classes = _classes(path, where, raw.get("classes") or [])
     if table == "per_class" and not (raw.get("dataset") and classes):
         raise _fail(path, where, 'a per_class row needs "dataset" and "classes"')
-    return ReportedRow(
-        table=table,
-        method=raw["method"].strip(),
-        citation=raw["citation"].strip(),
-        refs=refs,
-        zslbench_method=raw.get("zslbench_method") or None,
-        values=values,
-        device=raw.get("device") or None,
-        dataset=str(raw["dataset"]).upper() if raw.get("dataset") else None,
-        classes=classes,
-    )
+    method, citation = raw["method"].strip(), raw["citation"].strip()
+    ours, device = raw.get("zslbench_method") or None, raw.get("device") or None
+    dataset = str(raw["dataset"]).upper() if raw.get("dataset") else None
+    return ReportedRow(table, method, citation, refs, ours, values, device, dataset, classes)
 
 
 def _checked_head(path: Path, where: str, raw: Any, references: dict[str, str]) -> tuple[str, ...]:
@@ -207,13 +194,11 @@ def _classes(path: Path, where: str, raw: list[Any]) -> tuple[dict[str, Any], ..
     for j, cls in enumerate(raw):
         if not isinstance(cls, dict) or "name" not in cls:
             raise _fail(path, f"{where}.classes[{j}]", "needs a name")
+        at = f"{where}.classes[{j}]"
+        share, accuracy = (
+            _value(path, at, cls.get(k)) for k in ("share_of_unseen_pct", "accuracy")
+        )
         classes.append(
-            {
-                "name": str(cls["name"]),
-                "share_of_unseen_pct": _value(
-                    path, f"{where}.classes[{j}]", cls.get("share_of_unseen_pct")
-                ),
-                "accuracy": _value(path, f"{where}.classes[{j}]", cls.get("accuracy")),
-            }
+            {"name": str(cls["name"]), "share_of_unseen_pct": share, "accuracy": accuracy}
         )
     return tuple(classes)

@@ -96,15 +96,8 @@ class Cell:
     def of(
         cls, interval: stats.Interval, samples: dict[int, float] | None = None, **kw: Any
     ) -> Cell:
-        return cls(
-            interval.mean,
-            interval.std,
-            interval.n,
-            interval.low,
-            interval.high,
-            samples=samples,
-            **kw,
-        )
+        i = interval
+        return cls(i.mean, i.std, i.n, i.low, i.high, samples=samples, **kw)
 
     @property
     def missing(self) -> bool:
@@ -337,22 +330,11 @@ def _row_of(
 
 
 def _measured_row(entry: Any, anchors: dict[Any, str], label: str | None = None) -> Row:
-    prov = Provenance(
-        source="measured",
-        standard=bool(entry.standard),
-        split_reason=entry.split_reason,
-        anchor=anchors[entry.row_key],
-        label=entry.label,
-    )
+    about = {"anchor": anchors[entry.row_key], "label": entry.label}
+    prov = Provenance("measured", bool(entry.standard), entry.split_reason, **about)
+    name, excluded = entry.paper_name or entry.method, _excluded(entry)
     return Row(
-        label=label or entry.label,
-        name=entry.paper_name or entry.method,
-        source="measured",
-        cells={},
-        prov=prov,
-        method=entry.method,
-        excluded=_excluded(entry),
-        schedule=entry.schedule,
+        label or entry.label, name, "measured", {}, prov, entry.method, excluded, entry.schedule
     )
 
 
@@ -375,10 +357,9 @@ PERCENT = (0.0, 100.0)
 
 
 def _clipped(cell: Cell) -> Cell:
-    if cell.low is not None:
-        cell.low = min(max(cell.low, PERCENT[0]), PERCENT[1])
-    if cell.high is not None:
-        cell.high = min(max(cell.high, PERCENT[0]), PERCENT[1])
+    cell.low, cell.high = (
+        None if x is None else min(max(x, PERCENT[0]), PERCENT[1]) for x in (cell.low, cell.high)
+    )
     return cell
 
 
@@ -420,13 +401,9 @@ def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table |
                 Cell(interval.mean, None, len(datasets), interval.low, interval.high)
             )
         row.cells = cells
+    columns, params = [Column(m, m) for m in CITE_METRICS], {"datasets": datasets}
     return Table(
-        id=f"{kind}-cite",
-        kind="cite",
-        title="Cite this: mean over datasets",
-        columns=[Column(key=m, title=m) for m in CITE_METRICS],
-        rows=rows,
-        params={"datasets": datasets},
+        f"{kind}-cite", "cite", "Cite this: mean over datasets", columns, rows, params=params
     )
 
 
@@ -470,23 +447,19 @@ def _reported_prov(rep: ReportedRow) -> Provenance:
     )
 
 
+def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
+    """A row of the paper's numbers, named as the paper names the method."""
+    prov = _reported_prov(rep)
+    return Row(rep.method, rep.method, "reported", cells, prov, rep.zslbench_method or "")
+
+
 def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row]:
-    out = []
-    for rep in rows:
-        cells = {
-            f"{ds}:{m}": Cell(values.get(m)) for ds, values in rep.values.items() for m in metrics
-        }
-        out.append(
-            Row(
-                label=rep.method,
-                name=rep.method,
-                source="reported",
-                cells=cells,
-                prov=_reported_prov(rep),
-                method=rep.zslbench_method or "",
-            )
+    return [
+        _reported_row(
+            rep, {f"{ds}:{m}": Cell(v.get(m)) for ds, v in rep.values.items() for m in metrics}
         )
-    return out
+        for rep in rows
+    ]
 
 
 def paired(reported: list[Row], measured_rows: list[Row]) -> list[Row]:
@@ -561,18 +534,8 @@ def _paired_tables(
         rows = paired(reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, anchors))
         if only_reported_methods:
             rows = [r for r in rows if r.source == "reported" or r.method in methods]
-        tables.append(
-            mark(
-                Table(
-                    id=f"{kind}-{tkind}",
-                    kind=tkind,
-                    title=title,
-                    columns=metric_columns(datasets, metrics),
-                    rows=rows,
-                    params=params,
-                )
-            )
-        )
+        columns = metric_columns(datasets, metrics)
+        tables.append(mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params)))
     return tables
 
 
@@ -604,15 +567,9 @@ def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, st
         "paper_table": reported.table_info("ablation").get("paper_table", ""),
         "source": reported.source,
     }
+    tables = ABLATION_TABLES
     return _paired_tables(
-        agg,
-        "real",
-        reported,
-        rep_rows,
-        ABLATION_TABLES,
-        params,
-        anchors,
-        only_reported_methods=True,
+        agg, "real", reported, rep_rows, tables, params, anchors, only_reported_methods=True
     )
 
 
@@ -624,35 +581,16 @@ def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[T
         ds = dataset_label(entry.dataset, kind)
         for device, t in entry.times.items():
             row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, anchors, ds)
-            row.cells[ds] = Cell(
-                t["median"],
-                None,
-                t["n"],
-                unit=" s",
-                decimals=time_decimals(t["median"]),
-                flag="busy" if t["busy_only"] else "",
-            )
+            flag, decimals = "busy" if t["busy_only"] else "", time_decimals(t["median"])
+            row.cells[ds] = Cell(t["median"], None, t["n"], decimals=decimals, unit=" s", flag=flag)
             if t["busy"]:
                 row.note = _busy_note(row.note, ds, t)
     ids = unique_slugs(by_device, prefix=f"{kind}-time-")
+    columns = [Column(ds, ds, higher_better=False, mark=FASTEST) for ds in datasets]
     tables = []
-    for device in sorted(by_device):
-        rows = list(by_device[device].values())
-        tables.append(
-            mark(
-                Table(
-                    id=ids[device],
-                    kind="time",
-                    title=f"Training time (median) on {device}",
-                    columns=[
-                        Column(key=ds, title=ds, higher_better=False, mark=FASTEST)
-                        for ds in datasets
-                    ],
-                    rows=rows,
-                    params={"device": device},
-                )
-            )
-        )
+    for d, rows in sorted(by_device.items()):
+        title, params = f"Training time (median) on {d}", {"device": d}
+        tables.append(mark(Table(ids[d], "time", title, columns, [*rows.values()], params=params)))
     return tables
 
 
@@ -682,26 +620,12 @@ def reported_time_table(reported: Reported) -> Table | None:
                 else Cell(text_override=f"{minutes:g} min", sort_value=minutes * 60.0)
             )
         cells["device"] = Cell(text_override=rep.device or "")
-        rows.append(
-            Row(
-                label=rep.method,
-                name=rep.method,
-                source="reported",
-                cells=cells,
-                prov=_reported_prov(rep),
-                method=rep.zslbench_method or "",
-            )
-        )
+        rows.append(_reported_row(rep, cells))
     columns = [Column(key=ds, title=ds, higher_better=False) for ds in datasets]
     columns.append(Column(key="device", title="Device", align="left", descriptive=True))
-    return Table(
-        id="real-time-reported",
-        kind="reported-time",
-        title="Training time as reported (minutes)",
-        columns=columns,
-        rows=rows,
-        params={"paper_table": reported.table_info("train_time").get("paper_table", "")},
-    )
+    title = "Training time as reported (minutes)"
+    params = {"paper_table": reported.table_info("train_time").get("paper_table", "")}
+    return Table("real-time-reported", "reported-time", title, columns, rows, params=params)
 
 
 def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]:
@@ -710,16 +634,9 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
     sub = measured(agg, kind, sweeps=True)
     if sub.empty:
         return []
-    keys = [
-        "method_rank",
-        "method",
-        "sweep_params",
-        "overrides",
-        "standard",
-        "device_type",
-        "schedule",
-        "compared",
-    ]
+    keys = (
+        "method_rank method sweep_params overrides standard device_type schedule compared".split()
+    )
     out = []
     for key, group in sub.groupby(keys, sort=True):
         _, method, params, overrides, standard, device, schedule, compared = key
@@ -738,6 +655,9 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
     tables = []
     groups = sweep_groups(agg, kind)
+    columns = [
+        Column(m, m, mark=SIGNIFICANCE if m in TESTED_METRICS else "") for m in SWEEP_METRICS
+    ]
     ids = unique_slugs(
         {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-"
     )
@@ -754,41 +674,28 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
             order = sorted(
                 rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())]
             )
-            columns = [
-                Column(key=m, title=m, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
-                for m in SWEEP_METRICS
-            ]
-            tables.append(
-                mark(
-                    Table(
-                        id=ids[f"{title}\0{name}"],
-                        kind="sweep",
-                        title=f"Sweep: {title} on {ds}",
-                        columns=columns,
-                        rows=[rows[k] for k in order],
-                        row_header="Value",
-                        show_source=False,
-                        dataset=ds,
-                        params={"sweep": title},
-                    )
-                )
-            )
+            tid, in_order = ids[f"{title}\0{name}"], [rows[k] for k in order]
+            table = Table(tid, "sweep", f"Sweep: {title} on {ds}", columns, in_order, "Value")
+            table.show_source, table.dataset, table.params = False, ds, {"sweep": title}
+            tables.append(mark(table))
     return tables
 
 
 def _class_table(
+    head: tuple[str, str, str, list[Column]],
     classes: list[tuple[str, float | None, dict[str, Cell]]],
     source: str,
     prov: Provenance | None = None,
     **table: Any,
 ) -> Table:
-    """A per-class table: one row per class, as ``(name, share of the unseen images in %, cells)``
-    in the given order, its share in a column of its own."""
+    """A per-class table (``head``: its id, kind, title and columns): one row per class, as
+    ``(name, share of the unseen images in %, cells)`` in the given order, its share in a column of
+    its own."""
     rows = []
     for name, share, cells in classes:
         cells["share"] = Cell(share, unit=" %", decimals=2)
-        rows.append(Row(label=name, name=name, source=source, cells=cells, prov=prov))
-    return Table(rows=rows, row_header="Class", best_axis="row", show_source=False, **table)
+        rows.append(Row(name, name, source, cells, prov))
+    return Table(*head, rows, "Class", "row", show_source=False, **table)
 
 
 def _share_column() -> Column:
@@ -826,19 +733,8 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
             )
         order = sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0]))
         rows = [(entry["name"], _percent(entry["share"]), class_cells[cls]) for cls, entry in order]
-        tables.append(
-            mark(
-                _class_table(
-                    rows,
-                    "measured",
-                    id=ids[name],
-                    kind="perclass",
-                    columns=columns,
-                    title=f"Per-class unseen accuracy: {ds}",
-                    dataset=ds,
-                )
-            )
-        )
+        head = (ids[name], "perclass", f"Per-class unseen accuracy: {ds}", columns)
+        tables.append(mark(_class_table(head, rows, "measured", dataset=ds)))
     return tables
 
 
@@ -870,19 +766,15 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
                 class_cells.setdefault(cls["name"], {})[key] = Cell(cls["accuracy"])
                 shares.setdefault(cls["name"], cls["share_of_unseen_pct"])
         order = sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c))
-        tables.append(
-            _class_table(
-                [(c, shares.get(c), class_cells[c]) for c in order],
-                "reported",
-                _reported_prov(rows[0]),
-                id=ids[ds],
-                kind="reported-perclass",
-                columns=columns,
-                title=f"Per-class unseen accuracy: {ds} (reported)",
-                dataset=ds,
-                params={"citation": rows[0].citation},
-            )
+        head = (
+            ids[ds],
+            "reported-perclass",
+            f"Per-class unseen accuracy: {ds} (reported)",
+            columns,
         )
+        classes = [(c, shares.get(c), class_cells[c]) for c in order]
+        prov, params = _reported_prov(rows[0]), {"citation": rows[0].citation}
+        tables.append(_class_table(head, classes, "reported", prov, dataset=ds, params=params))
     return tables
 
 
@@ -916,11 +808,8 @@ def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table 
             Column(key=ds, title="H gain", group=ds),
             Column(key=f"{ds}:epoch", title="epoch", group=ds, descriptive=True),
         ]
+    title = "Test-set selection inflation (not a result)"
+    params = {"rules": sorted(rules)}
     return Table(
-        id=f"{kind}-selection-audit",
-        kind="audit",
-        title="Test-set selection inflation (not a result)",
-        columns=columns,
-        rows=list(rows.values()),
-        params={"rules": sorted(rules)},
+        f"{kind}-selection-audit", "audit", title, columns, [*rows.values()], params=params
     )
