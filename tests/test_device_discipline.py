@@ -23,9 +23,12 @@ BUILTIN_METHODS = sorted(
 )
 
 
-#: Shorter schedules for the slow generative methods: the check is about which device each tensor
-#: names, the same on every epoch, not about the numbers.
+#: Shorter schedules for the slow methods: the check is about which device each tensor names, the
+#: same on every epoch or episode (each runs the same code), not about the numbers.
 SHORT = {
+    "bt-gp": ("bt.episodes=5",),
+    "bt-krr": ("bt.episodes=5",),
+    "t-gp": ("t.episodes=5",),
     "f-clswgan": (
         "generator.nepoch=2",
         "generator.pretrain_epochs=2",
