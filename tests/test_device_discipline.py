@@ -35,7 +35,9 @@ SHORT = {
         "generator.ngh=64",
         "generator.ndh=64",
     ),
-    "cada-vae": ("generator.epochs=3",),
+    # fewer synthetic features; the classifier's epochs stay searched, every candidate's fit runs
+    "cada-vae": ("generator.epochs=3", "model.seen_num=10", "model.syn_num=20"),
+    "cnzsl": ("model.hid_dim=64",),  # a narrower net; its epochs stay searched
     "tf-vaegan": (
         "generator.nepoch=1",
         "generator.hidden=64",
