@@ -45,8 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # Output is tested as a pipe gets it, whatever terminal runs the suite: tables that honour
     # COLUMNS/LINES would otherwise change width with it. pytest imports readline at start-up,
     # and GNU readline exports COLUMNS=80 LINES=24 into the C environment (unseen by os.environ
-    # here, inherited by every subprocess: pytest-xdist's workers, the CLI's subprocesses), so
-    # both levels are cleared, before any worker or subprocess starts.
+    # here, inherited by a subprocess started without an explicit env, as pytest-xdist's workers
+    # are), so both levels are cleared, before any worker or subprocess starts.
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
         os.unsetenv(name)
