@@ -42,6 +42,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # The suite's expectations were made on CPUs: ``--device auto`` means the CPU here, also on a
     # machine with a GPU (and in the CLI subprocesses the tests start). GPU tests say ``cuda``.
     os.environ.setdefault("ZSLBENCH_DEVICE", "cpu")
+    # Output is tested as a pipe gets it, whatever terminal runs the suite: tables that honour
+    # COLUMNS/LINES would otherwise change width with it. pytest imports readline at start-up,
+    # and GNU readline exports COLUMNS=80 LINES=24 into the C environment (unseen by os.environ
+    # here, inherited by a subprocess started without an explicit env, as pytest-xdist's workers
+    # are), so both levels are cleared, before any worker or subprocess starts.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (pytest -m gpu); skipped without one")
 
 

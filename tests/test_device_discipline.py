@@ -23,16 +23,21 @@ BUILTIN_METHODS = sorted(
 )
 
 
-#: Shorter schedules for the slow generative methods: the check is about which device each tensor
-#: names, the same on every epoch, not about the numbers.
+#: Shorter schedules for the slow methods: the check is about which device each tensor names, the
+#: same on every epoch or episode (each runs the same code), not about the numbers.
 SHORT = {
+    "bt-gp": ("bt.episodes=5",),
+    "bt-krr": ("bt.episodes=5",),
+    "t-gp": ("t.episodes=5",),
     "f-clswgan": (
         "generator.nepoch=2",
         "generator.pretrain_epochs=2",
         "generator.ngh=64",
         "generator.ndh=64",
     ),
-    "cada-vae": ("generator.epochs=3",),
+    # fewer synthetic features; the classifier's epochs stay searched, every candidate's fit runs
+    "cada-vae": ("generator.epochs=3", "model.seen_num=10", "model.syn_num=20"),
+    "cnzsl": ("model.hid_dim=64",),  # a narrower net; its epochs stay searched
     "tf-vaegan": (
         "generator.nepoch=1",
         "generator.hidden=64",

@@ -127,7 +127,8 @@ FAST = {
         "generator.nhF=8",
         "generator.nepoch=1",
         "generator.critic_iter=1",
-        "generator.batch_size=4096",
+        # not 4096 as the others: its contrastive losses grow with the square of the batch
+        "generator.batch_size=512",
         "model.syn_num=5",
         "model.classifier_epochs=1",
         "model.classifier_batch_size=4096",

@@ -172,31 +172,6 @@ class RayExecutor:
         self.ray = ray
         self.address = address
         self.started = False
-        if not ray.is_initialized():
-            # Ray nices its workers to 15 by default; on a shared machine that makes every run
-            # yield to everyone else's jobs, and its timings meaningless. Runs get normal priority.
-            os.environ.setdefault("RAY_worker_niceness", "0")
-            # Workers import the same modules as the driver (plugins loaded with -p included).
-            env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            kwargs: dict[str, Any] = {
-                "include_dashboard": False,
-                "log_to_driver": False,
-                "logging_level": logging.ERROR,
-                "runtime_env": {"env_vars": env},
-            }
-            try:
-                if address:
-                    ray.init(address=address, **kwargs)
-                else:
-                    ray.init(**kwargs)
-            except Exception as exc:  # a user's cluster address or resources: one line
-                raise ConfigError(
-                    f"--executor ray: cannot start or join a Ray cluster"
-                    f"{' at ' + address if address else ''} "
-                    f"({type(exc).__name__}: {exc})",
-                    hint="check --address (or `ray status` on the head node)",
-                ) from None
-            self.started = True
         from zslbench.provenance import cores
 
         self.cpus = (
@@ -217,6 +192,37 @@ class RayExecutor:
         )
         self.pending: list[Any] = []
 
+    def _connect(self) -> None:
+        """Start a local Ray cluster, or join ``--address``'s, unless Ray is running already.
+        Called with the first run to submit: a grid whose runs are all cached never starts Ray."""
+        ray = self.ray
+        if ray.is_initialized():
+            return
+        # Ray nices its workers to 15 by default; on a shared machine that makes every run
+        # yield to everyone else's jobs, and its timings meaningless. Runs get normal priority.
+        os.environ.setdefault("RAY_worker_niceness", "0")
+        # Workers import the same modules as the driver (plugins loaded with -p included).
+        env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        kwargs: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": logging.ERROR,
+            "runtime_env": {"env_vars": env},
+        }
+        try:
+            if self.address:
+                ray.init(address=self.address, **kwargs)
+            else:
+                ray.init(**kwargs)
+        except Exception as exc:  # a user's cluster address or resources: one line
+            raise ConfigError(
+                f"--executor ray: cannot start or join a Ray cluster"
+                f"{' at ' + self.address if self.address else ''} "
+                f"({type(exc).__name__}: {exc})",
+                hint="check --address (or `ray status` on the head node)",
+            ) from None
+        self.started = True
+
     def run(self, batches: Iterable[Batch], emit: Emit) -> Iterator[Batch | RunResult]:
         ray = self.ray
         owner: dict[Any, Any] = {}
@@ -227,6 +233,7 @@ class RayExecutor:
                 plans = batch.todo
                 if not plans:
                     continue
+                self._connect()
                 ref = ray.put(batch.planned.data)  # once per dataset: workers read it zero-copy
                 for plan in plans:
                     task = self.task.remote(plan, ref, threads)
