@@ -122,6 +122,21 @@ def warmup_factor(epoch: int, factor: float, start: int, end: int) -> float:
     return float(min(max(f, 0.0), factor))
 
 
+def loss_weights(model: Any, epoch: int) -> tuple[float, float, float]:
+    """The three warmed-up loss weights of an epoch (KL ``beta``, cross-reconstruction, distance),
+    from a model's ``*_factor``, ``*_start`` and ``*_end`` hyperparameters; CADA-VAE and HSVA
+    (which keeps CADA-VAE's schedule) both read them here."""
+    return tuple(  # type: ignore[return-value]
+        warmup_factor(
+            epoch,
+            float(getattr(model, f"{name}_factor")),
+            int(getattr(model, f"{name}_start")),
+            int(getattr(model, f"{name}_end")),
+        )
+        for name in ("beta", "cross_reconstruction", "distance")
+    )
+
+
 def gaussian_kl(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
     """``KL(N(mu, diag(exp(logvar))) || N(0, I))`` summed over every row and dimension
     (the official ``-KLD``, ``model/vaemodel.py:147``)."""
@@ -387,21 +402,7 @@ class VAEGenerator(FeatureGenerator):
             m.train()
         with steps("cada-vae epochs", epochs) as advance:
             for epoch in range(epochs):
-                beta = warmup_factor(
-                    epoch, float(self.beta_factor), int(self.beta_start), int(self.beta_end)
-                )
-                cross = warmup_factor(
-                    epoch,
-                    float(self.cross_reconstruction_factor),
-                    int(self.cross_reconstruction_start),
-                    int(self.cross_reconstruction_end),
-                )
-                dist = warmup_factor(
-                    epoch,
-                    float(self.distance_factor),
-                    int(self.distance_start),
-                    int(self.distance_end),
-                )
+                beta, cross, dist = loss_weights(self, epoch)
                 total = torch.zeros((), dtype=torch.float64, device=device)
                 count = 0
                 for _ in range(per_epoch):

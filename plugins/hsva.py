@@ -99,7 +99,7 @@ from zslbench.errors import ConfigError
 from zslbench.hookspecs import hookimpl
 from zslbench.methods import MethodSpec
 from zslbench.progress import steps
-from zslbench_plugins.cadavae import gaussian_kl, warmup_factor, wasserstein_distance
+from zslbench_plugins.cadavae import gaussian_kl, loss_weights, wasserstein_distance
 from zslbench_plugins.generative import (
     FeatureGenerator,
     adam,
@@ -401,21 +401,7 @@ class HSVAGenerator(FeatureGenerator):
         history = torch.zeros(3, epochs, dtype=torch.float64, device=device)
         with steps("hsva epochs", epochs) as advance:
             for epoch in range(epochs):
-                beta = warmup_factor(
-                    epoch, float(self.beta_factor), int(self.beta_start), int(self.beta_end)
-                )
-                cross = warmup_factor(
-                    epoch,
-                    float(self.cross_reconstruction_factor),
-                    int(self.cross_reconstruction_start),
-                    int(self.cross_reconstruction_end),
-                )
-                dist = warmup_factor(
-                    epoch,
-                    float(self.distance_factor),
-                    int(self.distance_start),
-                    int(self.distance_end),
-                )
+                beta, cross, dist = loss_weights(self, epoch)
                 for _ in range(per_epoch):
                     idx = torch.randperm(n, generator=g, device=device)[:bs]
                     img, a, lab = x[idx], att[y[idx]], y_seen[idx]
