@@ -62,7 +62,7 @@ def measure(name: str, episodes: int) -> dict[str, float]:
     grad = torch.randn(rows, k, generator=gen)
     aug_s = torch.randn(rows, k + 2, generator=gen)
     aug_m_t = torch.randn(k + 2, n_cls, generator=gen)
-    bias = trainer.linear.bias.detach()
+    bias = trainer.bias.detach()
     times = {"episode": 0.0, "forward": 0.0, "gradient": 0.0, "distances": 0.0}
 
     def timed(key: str, fn) -> None:
@@ -71,12 +71,12 @@ def measure(name: str, episodes: int) -> dict[str, float]:
         times[key] += time.perf_counter() - start
 
     for _ in range(3):  # warm-up of the products (the episodes warm up themselves)
-        torch.addmm(bias, batch, trainer.linear.weight.detach().T.contiguous())
+        torch.addmm(bias, batch, trainer.weight_t.detach())
     for _ in range(episodes):
         timed("episode", trainer.step)
-        w_t = trainer.linear.weight.detach().T.contiguous()
+        w_t = trainer.weight_t.detach()
         timed("forward", lambda w_t=w_t: torch.addmm(bias, batch, w_t))
-        timed("gradient", lambda: grad.T @ batch)
+        timed("gradient", lambda: batch.T @ grad)
         timed("distances", lambda: aug_s @ aug_m_t)
     gflop = {
         "forward": 2.0 * rows * f.shape[1] * k / 1e9,

@@ -49,7 +49,7 @@ from zslbench import hyperparams as hp
 from zslbench.errors import DataError
 from zslbench.hookspecs import hookimpl
 from zslbench.progress import steps
-from zslbench_plugins.losses import REDUCTIONS, balanced_triplet_loss, triplet_loss
+from zslbench_plugins.losses import REDUCTIONS, balanced_triplet_loss_and_grad, triplet_loss
 from zslbench_plugins.prototype_kinds import Embedder
 
 #: Map the whole training set in every episode (one GEMM over all n images, then pick the batch's
@@ -86,11 +86,14 @@ class IdentityEmbedder(Embedder):
 
 
 class _LinearTripletEmbedder(Embedder):
-    """A linear map x = W f + b (``torch.nn.Linear``) trained with Adam on a triplet loss.
+    """A linear map x = W f + b trained with Adam on a triplet loss.
 
-    Subclasses say how an episode's batch is drawn and which loss it feeds. ``fit`` puts the
-    training features on ``device`` once; each episode draws indices on the CPU (so the draws do not
-    depend on the device), forms the batch's latent vectors, and takes one Adam step.
+    Subclasses say how an episode's batch is drawn, and compute its loss and the gradients of W
+    and b. ``fit`` puts the training features on ``device`` once; each episode draws indices on the
+    CPU (so the draws do not depend on the device), forms the batch's latent vectors, and takes one
+    Adam step. W is trained as its transpose Wᵀ (d, k), so that the forward product F·Wᵀ reads a
+    contiguous matrix without a copy per episode; Adam is element-wise, so the layout changes
+    nothing else.
 
     Fitted state: ``W_`` (k, d) and ``b_`` (k,) float32, ``classes_`` (the label values seen),
     ``n_features_in_``, ``loss_history_`` (the loss of each episode, before its step).
@@ -112,7 +115,8 @@ class _LinearTripletEmbedder(Embedder):
     ) -> Any:
         raise NotImplementedError
 
-    def _episode_loss(self, state: Any, linear: torch.nn.Linear) -> torch.Tensor:
+    def _episode(self, state: Any, weight_t: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """Draw a batch; set ``weight_t.grad`` and ``bias.grad``; return the loss."""
         raise NotImplementedError
 
     # -- the shared training loop -----------------------------------------------------------------
@@ -142,24 +146,22 @@ class _LinearTripletEmbedder(Embedder):
                 f"{self.name} embedder: the training features contain NaN or inf",
                 hint="fix the feature file, or preprocess with the clip preprocessor",
             )
-        linear = _init_linear(f.shape[1], int(self.latent_dim), generator, device)
+        weight_t, bias = _init_linear(f.shape[1], int(self.latent_dim), generator, device)
         optimiser = EpisodeAdam(
-            [linear.weight, linear.bias], lr=float(self.lr), weight_decay=float(self.weight_decay)
+            [weight_t, bias], lr=float(self.lr), weight_decay=float(self.weight_decay)
         )
         state = self._prepare(y, len(classes), generator, f)
-        return EpisodeTrainer(self, linear, optimiser, state, classes, seed)
+        return EpisodeTrainer(self, weight_t, bias, optimiser, state, classes, seed)
 
     def fit(self, features: np.ndarray, labels: np.ndarray) -> _LinearTripletEmbedder:
         run = self.trainer(features, labels)
-        history = torch.empty(
-            int(self.episodes), dtype=torch.float32, device=run.linear.weight.device
-        )
+        history = torch.empty(int(self.episodes), dtype=torch.float32, device=run.bias.device)
         with steps("episodes", int(self.episodes)) as step:
             for episode in range(int(self.episodes)):
                 history[episode] = run.step()  # stays on the device: no sync per episode on a GPU
                 step()
-        self.W_ = run.linear.weight.detach().cpu().numpy().copy()
-        self.b_ = run.linear.bias.detach().cpu().numpy().copy()
+        self.W_ = np.ascontiguousarray(run.weight_t.detach().cpu().numpy().T)
+        self.b_ = run.bias.detach().cpu().numpy().copy()
         self.classes_ = run.classes
         self.n_features_in_ = int(self.W_.shape[1])
         self.loss_history_ = history.cpu().numpy()
@@ -225,20 +227,29 @@ class BalancedTripletEmbedder(_LinearTripletEmbedder):
         sampler = ClassBalancedSampler(y, n_classes, int(self.n_cb))
         state = _batch_state(features, sampler, generator, sampler.expected_distinct())
         state.workspace = torch.empty(
-            n_classes * n_classes * int(self.n_cb), dtype=features.dtype, device=features.device
+            n_classes * int(self.n_cb), n_classes, dtype=features.dtype, device=features.device
         )
+        state.zero_bias_grad = features.new_zeros(int(self.latent_dim))
         return state
 
-    def _episode_loss(self, state: Any, linear: torch.nn.Linear) -> torch.Tensor:
-        idx = state.sampler.sample(state.generator)  # (L, n_cb) image indices, CPU
-        latent = _batch_latent(state, linear, idx.reshape(-1))
-        n_cls, n_cb = idx.shape
-        return balanced_triplet_loss(
-            latent.view(n_cls, n_cb, -1),
+    @torch.no_grad()
+    def _episode(self, state: Any, weight_t: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        idx = state.sampler.sample_slots(state.generator)  # (n_cb, L) image indices, CPU
+        n_cb, n_cls = idx.shape
+        rows = idx.view(-1)  # sample-major: row s·L + j is sample s of class j
+        batch = _Batch(state, rows)
+        latent = batch.latent(weight_t, bias)
+        loss, grad = balanced_triplet_loss_and_grad(
+            latent.view(n_cb, n_cls, -1),
             float(self.margin),
             self.reduction,
             workspace=state.workspace,
         )
+        weight_t.grad = batch.weight_gradient(grad.view(len(rows), -1))
+        # L_BT depends on distances only, so it does not change when b moves every x: its gradient
+        # with respect to b is exactly 0 (the sum of the rows of ``grad``, up to rounding).
+        bias.grad = state.zero_bias_grad
+        return loss
 
 
 def _batch_state(
@@ -301,27 +312,31 @@ class TripletEmbedder(_LinearTripletEmbedder):
         state.labels = torch.as_tensor(y, dtype=torch.int64, device="cpu")
         return state
 
-    def _episode_loss(self, state: Any, linear: torch.nn.Linear) -> torch.Tensor:
+    def _episode(self, state: Any, weight_t: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         idx = state.sampler.sample(state.generator)
-        latent = _batch_latent(state, linear, idx)
+        latent = _Batch(state, idx).latent(weight_t, bias)  # autograd records it
         labels = state.labels[idx].to(latent.device)
-        return triplet_loss(latent, labels, float(self.margin), self.reduction)
+        loss = triplet_loss(latent, labels, float(self.margin), self.reduction)
+        weight_t.grad, bias.grad = torch.autograd.grad(loss, (weight_t, bias))
+        return loss
 
 
 class EpisodeTrainer:
-    """A linear triplet embedder in training: W and b (``linear``), Adam, and the batch state."""
+    """A linear triplet embedder in training: Wᵀ (d, k) and b, Adam, and the batch state."""
 
     def __init__(
         self,
         model: _LinearTripletEmbedder,
-        linear: torch.nn.Linear,
+        weight_t: torch.Tensor,
+        bias: torch.Tensor,
         optimiser: EpisodeAdam,
         state: _BatchState,
         classes: np.ndarray,
         seed: int,
     ) -> None:
         self.model = model
-        self.linear = linear
+        self.weight_t = weight_t
+        self.bias = bias
         self.optimiser = optimiser
         self.state = state
         self.classes = classes
@@ -329,29 +344,26 @@ class EpisodeTrainer:
 
     def step(self) -> torch.Tensor:
         """One episode: draw a batch, one Adam step on its loss; returns the loss (before the step)."""
-        loss = self.model._episode_loss(self.state, self.linear)
-        self.optimiser.zero_grad()
-        loss.backward()
+        loss = self.model._episode(self.state, self.weight_t, self.bias)
         self.optimiser.step()
         return loss.detach()
 
 
 class EpisodeAdam:
-    """``torch.optim.Adam(params, lr, weight_decay=...)`` (betas 0.9, 0.999, eps 1e-8, PyTorch's
-    coupled L2 weight decay), reduced to the case an episode needs, with the same arithmetic as
-    PyTorch's multi-tensor ("foreach") implementation, operation for operation, so the weights
-    are bit-identical to ``torch.optim.Adam``'s (tested).
+    """``torch.optim.Adam(params, lr, weight_decay=..., fused=True)`` (betas 0.9, 0.999, eps 1e-8,
+    PyTorch's coupled L2 weight decay), reduced to the case an episode needs: the same fused
+    kernel, so the weights are bit-identical to ``torch.optim.Adam``'s fused implementation (tested).
 
     Why not ``torch.optim.Adam`` itself: its ``step`` spends ~1 ms of Python per call (parameter
-    grouping, state checks, reading the step counter back from a tensor, profiler markers), as
-    much as a whole small episode's matrix products (APY shape), and 17 tensor operations where
-    these 8 multi-tensor ones suffice (one kernel each on a GPU, for W and b together). The step
-    count is a Python int, so nothing is read back from the device.
+    grouping, state checks, profiler markers), as much as a whole small episode's matrix products
+    (APY shape). Why the fused kernel: one pass over W and its two moments instead of eight
+    (the multi-tensor implementation's eight operations, each a kernel launch on a GPU). Both
+    parameters share one step counter, a tensor on their device, so nothing is read back.
     """
 
     def __init__(
         self,
-        params: list[torch.nn.Parameter],
+        params: list[torch.Tensor],
         lr: float,
         weight_decay: float = 0.0,
         betas: tuple[float, float] = (0.9, 0.999),
@@ -359,13 +371,10 @@ class EpisodeAdam:
     ) -> None:
         self.params = list(params)
         self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
-        self.exp_avgs = [
-            torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params
-        ]
-        self.exp_avg_sqs = [
-            torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params
-        ]
-        self.steps = 0
+        self.exp_avgs = [torch.zeros_like(p) for p in self.params]
+        self.exp_avg_sqs = [torch.zeros_like(p) for p in self.params]
+        step = torch.zeros((), dtype=torch.float32, device=self.params[0].device)
+        self.state_steps = [step] * len(self.params)
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -373,23 +382,22 @@ class EpisodeAdam:
 
     @torch.no_grad()
     def step(self) -> None:
-        beta1, beta2 = self.betas
-        params = self.params
-        grads = [p.grad for p in params]
-        self.steps += 1
-        if self.weight_decay != 0:
-            grads = torch._foreach_add(grads, params, alpha=self.weight_decay)
-        torch._foreach_lerp_(self.exp_avgs, grads, 1 - beta1)
-        torch._foreach_mul_(self.exp_avg_sqs, beta2)
-        torch._foreach_addcmul_(self.exp_avg_sqs, grads, grads, 1 - beta2)
-        # PyTorch computes these from the step count as a float, per parameter.
-        step = float(self.steps)
-        step_size = [(self.lr / (1 - beta1**step)) * -1 for _ in params]
-        bias_correction2_sqrt = [(1 - beta2**step) ** 0.5 for _ in params]
-        denom = torch._foreach_sqrt(self.exp_avg_sqs)
-        torch._foreach_div_(denom, bias_correction2_sqrt)
-        torch._foreach_add_(denom, self.eps)
-        torch._foreach_addcdiv_(params, self.exp_avgs, denom, step_size)
+        self.state_steps[0].add_(1)  # one counter for all parameters
+        torch._fused_adam_(
+            self.params,
+            [p.grad for p in self.params],
+            self.exp_avgs,
+            self.exp_avg_sqs,
+            [],
+            self.state_steps,
+            amsgrad=False,
+            lr=self.lr,
+            beta1=self.betas[0],
+            beta2=self.betas[1],
+            weight_decay=self.weight_decay,
+            eps=self.eps,
+            maximize=False,
+        )
 
 
 class ClassBalancedSampler:
@@ -418,6 +426,8 @@ class ClassBalancedSampler:
         self.small = torch.as_tensor(np.flatnonzero(counts < n_cb), device="cpu")
         self.padding = torch.as_tensor(pos >= counts[self.big.numpy(), None], device="cpu")
         self.batch_size = n_classes * n_cb
+        #: Whether a batch can hold an image twice (a class smaller than n_cb).
+        self.may_repeat = bool(len(self.small))
 
     def expected_distinct(self) -> float:
         """Expected number of distinct images in one batch (duplicates come from small classes)."""
@@ -427,23 +437,30 @@ class ClassBalancedSampler:
         return float(distinct.sum())
 
     def sample(self, generator: torch.Generator) -> torch.Tensor:
+        """(L, n_cb) image indices, class i in row i."""
+        return self.sample_slots(generator).T
+
+    def sample_slots(self, generator: torch.Generator) -> torch.Tensor:
+        """The same draw laid out (n_cb, L), contiguous: row s holds every class's s-th image
+        (the loss's sample-major layout, without a transposing copy)."""
+        members = self.members.T
         if len(self.big):
             keys = torch.rand(self.padding.shape, generator=generator, device="cpu")
             keys.masked_fill_(
                 self.padding, 2.0
             )  # padding sorts last, never among the n_cb smallest
-            picked = keys.topk(self.n_cb, dim=1, largest=False, sorted=False).indices
+            picked = keys.T.topk(self.n_cb, dim=0, largest=False, sorted=False).indices
             if not len(self.small):  # every class is big (the usual case): no scatter needed
-                return self.members.gather(1, picked)
-        cols = torch.empty(len(self.counts), self.n_cb, dtype=torch.int64, device="cpu")
+                return members.gather(0, picked)
+        cols = torch.empty(self.n_cb, len(self.counts), dtype=torch.int64, device="cpu")
         if len(self.big):
-            cols[self.big] = picked
+            cols[:, self.big] = picked
         if len(self.small):
             u = torch.rand(
                 len(self.small), self.n_cb, generator=generator, dtype=torch.float64, device="cpu"
             )
-            cols[self.small] = (u * self.counts[self.small, None]).long()
-        return self.members.gather(1, cols)
+            cols[:, self.small] = (u * self.counts[self.small, None]).long().T
+        return members.gather(0, cols)
 
 
 class UniformSampler:
@@ -452,6 +469,7 @@ class UniformSampler:
     def __init__(self, n: int, batch_size: int) -> None:
         self.n = n
         self.batch_size = min(batch_size, n)
+        self.may_repeat = False
 
     def sample(self, generator: torch.Generator) -> torch.Tensor:
         return torch.randperm(self.n, generator=generator, device="cpu")[: self.batch_size]
@@ -475,63 +493,58 @@ class _BatchState:
         self.buffer = buffer
         self.labels: torch.Tensor | None = None
         self.workspace: torch.Tensor | None = None
+        self.zero_bias_grad: torch.Tensor | None = None
 
 
-def _batch_latent(state: _BatchState, linear: torch.nn.Linear, rows: torch.Tensor) -> torch.Tensor:
-    """Latent vectors of the images ``rows`` (CPU int64), in that order, with autograd to ``linear``.
+class _Batch:
+    """An episode's images ``rows`` (CPU int64 indices into the training set, in the loss's order):
+    their latent vectors under (Wᵀ, b), and the gradient of Wᵀ from the latent vectors' gradient.
 
-    Either maps every training image and picks the rows (``state.full``), or maps only the batch's
-    distinct images, gathered into a preallocated buffer (a fresh 40 MB tensor per episode costs
-    more in page faults than the gather itself).
+    Either every training image is mapped and the rows picked (``state.full``), or only the batch's
+    images are gathered into a preallocated buffer (a fresh 40 MB tensor per episode costs more in
+    page faults than the gather itself). When the sampler can draw an image twice, each distinct
+    image is gathered and mapped once.
     """
-    device = state.features.device
-    if state.full:
-        return _Affine.apply(state.features, linear.weight, linear.bias).index_select(
-            0, rows.to(device)
-        )
-    distinct, inverse = torch.unique(rows, sorted=True, return_inverse=True)
-    batch = state.buffer[: len(distinct)]
-    torch.index_select(state.features, 0, distinct.to(device), out=batch)
-    return _Affine.apply(batch, linear.weight, linear.bias).index_select(0, inverse.to(device))
 
+    def __init__(self, state: _BatchState, rows: torch.Tensor) -> None:
+        device = state.features.device
+        self.rows = rows.to(device)
+        self.inverse: torch.Tensor | None = None
+        if state.full:
+            self.inputs = state.features
+            self.inverse = self.rows
+        elif not state.sampler.may_repeat:
+            self.inputs = state.buffer[: len(rows)]
+            torch.index_select(state.features, 0, self.rows, out=self.inputs)
+        else:
+            distinct, inverse = torch.unique(rows, sorted=True, return_inverse=True)
+            self.inputs = state.buffer[: len(distinct)]
+            torch.index_select(state.features, 0, distinct.to(device), out=self.inputs)
+            self.inverse = inverse.to(device)
 
-class _Affine(torch.autograd.Function):
-    """``linear(inputs)`` for inputs that need no gradient (the image features), ~25 % faster on
-    the CPU: MKL multiplies by a contiguous copy of Wᵀ faster than by the transposed view
-    ``nn.Linear`` passes, and the backward computes only dW = Gᵀ·F and db."""
+    def latent(self, weight_t: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """F·Wᵀ + b for the batch's rows, in their order."""
+        mapped = torch.addmm(bias, self.inputs, weight_t)
+        return mapped if self.inverse is None else mapped.index_select(0, self.inverse)
 
-    @staticmethod
-    def forward(
-        ctx: torch.autograd.function.FunctionCtx,
-        inputs: torch.Tensor,
-        weight: torch.Tensor,
-        bias: torch.Tensor,
-    ) -> torch.Tensor:
-        ctx.save_for_backward(inputs)
-        return torch.addmm(bias, inputs, weight.T.contiguous())
-
-    @staticmethod
-    def backward(
-        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
-    ) -> tuple[None, torch.Tensor, torch.Tensor]:
-        (inputs,) = ctx.saved_tensors
-        return None, grad.T @ inputs, grad.sum(0)
+    def weight_gradient(self, grad: torch.Tensor) -> torch.Tensor:
+        """d loss / d Wᵀ = Fᵀ·G, G the latent rows' gradient (summed over repeated images)."""
+        if self.inverse is not None:
+            grad = grad.new_zeros(len(self.inputs), grad.shape[1]).index_add_(0, self.inverse, grad)
+        return self.inputs.T @ grad
 
 
 def _init_linear(
     d_in: int, d_out: int, generator: torch.Generator, device: torch.device
-) -> torch.nn.Linear:
-    """``nn.Linear(d_in, d_out)`` with PyTorch's default init distribution, U(±1/√d_in) for both W
-    and b, drawn from ``generator`` on the CPU (so the init is the same on every device and the
-    global RNG is left alone)."""
-    linear = torch.nn.utils.skip_init(torch.nn.Linear, d_in, d_out, device=device)
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Wᵀ (d_in, d_out) and b of ``nn.Linear(d_in, d_out)``'s default init, U(±1/√d_in) for both,
+    drawn (W as (d_out, d_in), in nn.Linear's order) from ``generator`` on the CPU, so the init is
+    the same on every device and the global RNG is left alone. Both require grad."""
     bound = 1.0 / math.sqrt(d_in)
-    with torch.no_grad():
-        weight = torch.empty(d_out, d_in, device="cpu").uniform_(-bound, bound, generator=generator)
-        bias = torch.empty(d_out, device="cpu").uniform_(-bound, bound, generator=generator)
-        linear.weight.copy_(weight)
-        linear.bias.copy_(bias)
-    return linear
+    weight = torch.empty(d_out, d_in, device="cpu").uniform_(-bound, bound, generator=generator)
+    bias = torch.empty(d_out, device="cpu").uniform_(-bound, bound, generator=generator)
+    weight_t = weight.T.contiguous().to(device).requires_grad_(True)
+    return weight_t, bias.to(device).requires_grad_(True)
 
 
 def _to_tensor(features: np.ndarray, device: torch.device) -> torch.Tensor:

@@ -36,16 +36,16 @@ REDUCTIONS: tuple[str, ...] = ("sum", "mean")
 #: still trains comes near it.
 EXCLUDED = 1e30
 
-#: ``_NearestSampleSqDist`` switches to its sparse backward when at most this share of the L² class
-#: pairs has a gradient. Measured at SUN shape on the 2-core CPU (one thread, forward + backward):
-#: sparse 11 ms vs dense 25 ms at 1 % active, 15 vs 25 at 3 %, 33 vs 25 at 10 %; even near 7 %.
-SPARSE_BACKWARD_FRACTION = 0.05
-
-#: The dense backward of ``_NearestSampleSqDist`` builds its (n_CB, L, L) gradient in one pass
-#: (a few operations; fewer kernel launches on a GPU) up to this many elements, and one (L, L)
-#: block at a time, while it is in cache, above. Measured on the 2-core Xeon (one thread): equal
-#: at L = 150 (180 000 elements), the blockwise loop ~20 % faster at L = 645 (3.3 million).
-DENSE_WHOLE_ELEMENTS = 2**20
+#: The gradient of the nearest-negative distances visits only the (mean class, sample class)
+#: pairs with an active hinge (``_inter_gradient_sparse``) when at most this share of the L² pairs
+#: has one, and builds the whole (n_CB, L, L) weight tensor for two GEMMs otherwise. Once training
+#: has separated most classes few pairs are active (with the default sum reduction: under 5 %
+#: after ~150 of 500 episodes on synth-sun). Measured at SUN shape on the 2-core CPU (one
+#: thread): sparse 11 ms vs dense 25 ms at 1 % active, 15 vs 25 at 3 %, 33 vs 25 at 10 %.
+SPARSE_GRADIENT_FRACTION = 0.05
+#: Below this many class pairs (L²) the dense path always runs, without counting the active pairs
+#: (a read-back from the device): at APY and AWA shapes (L = 20, 40) its GEMMs are tiny.
+SPARSE_MIN_PAIRS = 4096
 
 
 def pairwise_hinge_sum(a: torch.Tensor, b: torch.Tensor, margin: float) -> torch.Tensor:
@@ -81,131 +81,179 @@ def _centred_sq_dists(rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
     return (rows * rows).sum(1, keepdim=True) + (cols * cols).sum(1) - 2.0 * (rows @ cols.T)
 
 
-class _NearestSampleSqDist(torch.autograd.Function):
-    """``out[j, i] = min_s ‖samples[s·L + j] − means[i]‖²``: for every class mean i and class j, the
-    squared distance to the closest of class j's samples. Inputs: ``samples`` (n_CB·L, k)
-    sample-major, ``means`` (L, k).
+def balanced_triplet_loss_and_grad(
+    x: torch.Tensor,
+    margin: float = 4.0,
+    reduction: Reduction = "sum",
+    workspace: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """L_BT (paper eq. 3) of a class-balanced batch and its gradient, in closed form.
 
-    A hand-written autograd function because the generic path is 3–5× slower at SUN shape
-    (L = 645): ``min(dim)`` with indices and ``amin``'s backward both make several passes over the
-    (n_CB, L, L) distance tensor. Here the forward is one GEMM on augmented matrices
-    ([x, ‖x‖², 1]·[−2m, 1, ‖m‖²]ᵀ gives the squared distances directly) and one ``amin``; the
-    backward finds the minimisers block by block (exact ties — the same image drawn twice — give the
-    whole gradient to the first, as ``torch.min`` does) and applies the chain rule with two more
-    GEMMs per block, again on augmented matrices so that the row and column sums come for free.
+    ``x`` is **sample-major**, (n_CB, L, k): ``x[l, i]`` is x_lⁱ, the l-th sample of class i (the
+    layout in which the minimum over a class's samples runs over the outer axis, along contiguous
+    memory). Returns ``(loss, grad)``, a 0-d tensor and d loss / d x of ``x``'s shape; nothing is
+    recorded for autograd.
 
-    Once training has separated most classes, few (class, mean) pairs still have an active hinge
-    (with the default sum reduction: under 5 % after ~150 of 500 episodes on synth-sun), and only
-    those carry a gradient. Then the backward visits just those pairs
-    (``_nearest_backward_sparse``) instead of the dense blocks: the same gradient, summed in a
-    different order.
+    Why by hand: a training episode needs the value and the gradient, nothing else. Autograd's
+    version of this computation is 2–3× the tensor operations (each one a kernel launch on a
+    GPU, and ~10 µs of Python on a CPU, as much as the arithmetic at APY's shape), and it keeps
+    every intermediate alive. The gradient is the hinges' (sub-)gradient, 0 where a hinge is exactly
+    0, as ``torch.relu``'s; a minimum attained by several samples (the same image drawn twice) splits
+    its gradient equally among them, a valid sub-gradient that gives the linear map the same update
+    as crediting one copy. With C[i, j] the number of samples l of class i whose hinge against
+    class j is active, and A[i, l] the number of classes j against which sample l's is:
+
+    * d/d‖x_lⁱ − x̄ⁱ‖² = A[i, l] and d/d min_s ‖x_sʲ − x̄ⁱ‖² = −C[i, j];
+    * the chain rule through x̄ⁱ spreads a class mean's gradient evenly over its n_CB samples.
+
+    C comes from one ``searchsorted`` of the L² inter-class distances in each class's sorted
+    intra-class distances (:func:`pairwise_hinge_sum`'s trick); A is C's histogram, cumulated.
+    ``workspace`` is as for :func:`balanced_triplet_loss`.
     """
+    if x.dim() != 3:
+        raise ValueError(f"x must be (n_cb, classes, latent_dim), got shape {tuple(x.shape)}")
+    n_cb, n_cls, dim = x.shape
+    if n_cls < 2:
+        raise ValueError("L_BT needs at least two classes in the batch")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    x = x - x.mean(dim=(0, 1))  # centring: see the module docstring
+    means = x.mean(dim=0)  # (L, k): x̄ⁱ
+    diff = x - means  # (n_CB, L, k): x_lⁱ − x̄ⁱ
+    intra = (diff * diff).sum(-1).T.contiguous()  # (L, n_CB): ‖x_lⁱ − x̄ⁱ‖²
+    flat = x.view(n_cb * n_cls, dim)  # row s·L + j is sample s of class j
+    # [x, ‖x‖², 1]·[−2m, 1, ‖m‖²]ᵀ = ‖x − m‖²: every sample against every mean in one GEMM.
+    aug_s = torch.cat([flat, (flat * flat).sum(1, keepdim=True), flat.new_ones(len(flat), 1)], 1)
+    aug_m = torch.cat([-2.0 * means, means.new_ones(n_cls, 1), (means * means).sum(1, True)], 1)
+    aug_m_t = aug_m.T.contiguous()  # MKL is ~2x slower on the transposed view here
+    dists = torch.mm(aug_s, aug_m_t, out=_workspace_view(workspace, n_cb * n_cls, n_cls, x))
+    dists = dists.view(n_cb, n_cls, n_cls)  # [s, j, i]
+    nearest = dists.amin(dim=0)  # [j, i]: min_s ‖x_sʲ − x̄ⁱ‖²
+    # shifted[i, j] = Δ − inter[i, j]; j = i is no negative class: out of every hinge.
+    shifted = torch.sub(margin, nearest.T).contiguous()
+    shifted.diagonal().fill_(-EXCLUDED)
+    neg_sorted, order = torch.sort(-intra, dim=1)  # each class's intra distances, largest first
+    # C[i, j]: the hinge Δ + intra[i, l] − inter[i, j] is active for the C[i, j] largest intra[i, ·].
+    count = torch.searchsorted(neg_sorted, shifted, side="left")
+    # A[i, order[i, p]] = #{j : C[i, j] > p} = L − #{j : C[i, j] ≤ p}.
+    hist = count.new_zeros(n_cls, n_cb + 1).scatter_add_(1, count, torch.ones_like(count))
+    active_of = n_cls - hist.cumsum(1, dtype=x.dtype)[:, :n_cb]
+    per_sample = torch.empty_like(active_of).scatter_(1, order, active_of)  # A[i, l]
+    count_f = count.to(x.dtype)
+    # Σ over active (i, j, l) of Δ − inter[i, j] + intra[i, l]
+    loss = (count_f * shifted).sum() + (per_sample * intra).sum()
+    # Half the gradient (every term below carries a factor 2, applied once at the end).
+    grad = diff * per_sample.T[:, :, None]  # d/dx_lⁱ through ‖x_lⁱ − x̄ⁱ‖²
+    minus_grad_means = grad.sum(0)  # ... and through x̄ⁱ in it, negated
+    grad_flat = grad.view(n_cb * n_cls, dim)
+    if n_cls * n_cls >= SPARSE_MIN_PAIRS and int(
+        torch.count_nonzero(count)
+    ) <= SPARSE_GRADIENT_FRACTION * (n_cls * n_cls):
+        _inter_gradient_sparse(dists, flat, means, count, count_f, grad_flat, minus_grad_means)
+    else:
+        _inter_gradient_dense(dists, nearest, count_f, aug_s, aug_m, grad_flat, minus_grad_means)
+    grad.sub_(minus_grad_means, alpha=1.0 / n_cb)  # a mean's gradient reaches each of its samples
+    scale = 2.0 if reduction == "sum" else 2.0 / (n_cls * (n_cls - 1) * n_cb)
+    return (loss if reduction == "sum" else loss * (scale / 2.0)), grad.mul_(scale)
+
+
+def _workspace_view(
+    workspace: torch.Tensor | None, rows: int, cols: int, like: torch.Tensor
+) -> torch.Tensor:
+    """``workspace`` as a (rows, cols) matrix when it is one or holds enough elements of ``like``'s
+    dtype and device, else a new matrix."""
+    if workspace is None or workspace.dtype != like.dtype or workspace.device != like.device:
+        return like.new_empty(rows, cols)
+    if workspace.shape == (rows, cols):
+        return workspace
+    if workspace.numel() < rows * cols:
+        return like.new_empty(rows, cols)
+    return workspace.view(-1)[: rows * cols].view(rows, cols)
+
+
+def _inter_gradient_dense(
+    dists: torch.Tensor,
+    nearest: torch.Tensor,
+    count_f: torch.Tensor,
+    aug_s: torch.Tensor,
+    aug_m: torch.Tensor,
+    half_grad: torch.Tensor,
+    minus_half_grad_means: torch.Tensor,
+) -> None:
+    """Add half the gradient of −Σ C[i, j]·min_s ‖x_sʲ − x̄ⁱ‖² to ``half_grad`` (the samples) and
+    subtract half its gradient for the means from ``minus_half_grad_means``.
+
+    G[s·L + j, i] = C[i, j] / (number of minimisers) where sample s of class j attains the
+    minimum, else 0, built in place of ``dists``. Since ‖x_r − m_i‖² has gradient 2 (x_r − m_i) for
+    x_r and −2 (x_r − m_i) for m_i, the halves are −(Σ_i G[r, i]) x_r + (G m)_r for x_r and
+    (Σ_r G[r, i]) m_i − (Gᵀ x)_i for m_i: two GEMMs on the augmented matrices, whose extra columns
+    give the sums.
+    """
+    n_cb, n_cls, _ = dists.shape
+    dim = half_grad.shape[1]
+    weights = torch.eq(dists, nearest, out=dists)  # 1 at the minimisers (in place: dists is spent)
+    weights.mul_(count_f.T / weights.sum(0))
+    g = weights.view(n_cb * n_cls, n_cls)
+    by_sample = g @ aug_m[:, : dim + 1]  # [−2 G m | Σ_i G]
+    by_mean = g.T @ aug_s  # [Gᵀ x | Gᵀ ‖x‖² | Σ_r G]
+    half_grad.sub_(by_sample[:, dim:] * aug_s[:, :dim]).sub_(by_sample[:, :dim], alpha=0.5)
+    minus_half_grad_means.add_(by_mean[:, dim + 1 :] * aug_m[:, :dim], alpha=-0.5).sub_(
+        by_mean[:, :dim]
+    )
+
+
+def _inter_gradient_sparse(
+    dists: torch.Tensor,
+    flat: torch.Tensor,
+    means: torch.Tensor,
+    count: torch.Tensor,
+    count_f: torch.Tensor,
+    half_grad: torch.Tensor,
+    minus_half_grad_means: torch.Tensor,
+) -> None:
+    """``_inter_gradient_dense``'s result, visiting only the pairs (i, j) with C[i, j] > 0.
+
+    Each pair credits its first minimiser; the dense path splits ties evenly. Both are the same
+    update of a linear map when the tied samples are one image drawn twice.
+    """
+    n_cb, n_cls, _ = dists.shape
+    active = count.view(-1).nonzero().squeeze(1)  # flat i·L + j
+    i_idx = torch.div(active, n_cls, rounding_mode="floor")
+    j_idx = active - i_idx * n_cls
+    candidates = dists.view(n_cb, n_cls * n_cls).index_select(1, j_idx * n_cls + i_idx)
+    rows = candidates.argmin(dim=0) * n_cls + j_idx
+    # d‖x_r − m_i‖² = 2 (x_r − m_i)·(dx_r − dm_i), times d loss / d inter = −C[i, j]; halved
+    weighted = count_f.view(-1)[active][:, None] * (
+        flat.index_select(0, rows) - means.index_select(0, i_idx)
+    )
+    half_grad.index_add_(0, rows, weighted, alpha=-1.0)
+    minus_half_grad_means.index_add_(0, i_idx, weighted, alpha=-1.0)
+
+
+class _BalancedTriplet(torch.autograd.Function):
+    """:func:`balanced_triplet_loss_and_grad` as an autograd function: the gradient is computed in
+    the forward pass and scaled by the incoming one in the backward."""
 
     @staticmethod
     def forward(
         ctx: torch.autograd.function.FunctionCtx,
-        samples: torch.Tensor,
-        means: torch.Tensor,
-        n_cb: int,
+        x: torch.Tensor,
+        margin: float,
+        reduction: Reduction,
         workspace: torch.Tensor | None,
     ) -> torch.Tensor:
-        n_cls = means.shape[0]
-        ones_s = samples.new_ones(samples.shape[0], 1)
-        ones_m = means.new_ones(n_cls, 1)
-        aug_s = torch.cat([samples, (samples * samples).sum(1, keepdim=True), ones_s], dim=1)
-        aug_m = torch.cat([-2.0 * means, ones_m, (means * means).sum(1, keepdim=True)], dim=1)
-        aug_m_t = aug_m.T.contiguous()  # MKL is ~2x slower on the transposed view here
-        size = n_cb * n_cls * n_cls
-        if workspace is not None and workspace.numel() >= size and workspace.dtype == samples.dtype:
-            dists = torch.mm(aug_s, aug_m_t, out=workspace[:size].view(n_cb * n_cls, n_cls))
-        else:
-            dists = aug_s @ aug_m_t
-        dists = dists.view(n_cb, n_cls, n_cls)  # [s, j, i]
-        nearest = dists.amin(dim=0)  # [j, i]
-        ctx.save_for_backward(samples, means, dists, nearest)
-        return nearest
+        loss, grad = balanced_triplet_loss_and_grad(
+            x.transpose(0, 1).contiguous(), margin, reduction, workspace
+        )
+        ctx.save_for_backward(grad.transpose(0, 1))
+        return loss
 
     @staticmethod
     def backward(
-        ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, None, None]:
-        samples, means, dists, nearest = ctx.saved_tensors
-        n_cb, n_cls, _ = dists.shape
-        grad = grad.contiguous()
-        active = grad.view(-1).nonzero().squeeze(1)  # the pairs whose hinge is active somewhere
-        if len(active) <= SPARSE_BACKWARD_FRACTION * n_cls * n_cls:
-            return (*_nearest_backward_sparse(samples, means, dists, grad, active), None, None)
-        # dists[r, i] = ‖x_r‖² − 2 x_r·m_i + ‖m_i‖² and only the minimiser r of each (class j, mean i)
-        # carries the gradient g[j, i], so with G the (n_CB·L, L) gradient of ``dists``:
-        #   d/dx_r = 2 (Σ_i G[r, i]) x_r − 2 (G m)_r,   d/dm_i = 2 (Σ_r G[r, i]) m_i − 2 (Gᵀ x)_i.
-        # G goes into GEMMs against [m | 1] and [x | 1], whose last columns are the sums; Gᵀ x is
-        # accumulated one sample slot s (an (L, L) block) at a time on both paths below, so the
-        # summation order, and the result, is the same whichever path runs.
-        means_1 = torch.cat([means, means.new_ones(n_cls, 1)], dim=1)
-        samples_1 = torch.cat([samples, samples.new_ones(samples.shape[0], 1)], dim=1)
-        g_by_mean = means.new_zeros(n_cls, samples_1.shape[1])
-        if n_cb * n_cls * n_cls <= DENSE_WHOLE_ELEMENTS:
-            # G for all slots at once: 1 where the minimum is, times g. Exact ties (the same
-            # image drawn twice) must give the whole gradient to the first minimiser, as
-            # ``torch.min`` does: they go to the slot-by-slot path.
-            block = torch.eq(dists, nearest, out=torch.empty_like(dists))
-            if not bool((block.sum(dim=0) > 1).any()):
-                block.mul_(grad)
-                g_by_sample = block.view(n_cb * n_cls, n_cls) @ means_1
-                for block_t, rows in zip(
-                    block.mT.unbind(0), samples_1.view(n_cb, n_cls, -1).unbind(0), strict=True
-                ):
-                    g_by_mean.addmm_(block_t, rows)
-                return (*_nearest_gradients(samples, means, g_by_sample, g_by_mean), None, None)
-        # Slot by slot, each (L, L) block built and used while it is in cache; the first
-        # minimiser takes all of g[j, i] and the others get 0. Float masks, not bool: on the CPU
-        # a bool→float multiply costs twice a float one.
-        g_by_sample = samples.new_empty(samples.shape[0], means_1.shape[1])
-        remaining = grad.clone()  # the gradient of the (j, i) whose minimiser is not found yet
-        hit = torch.empty_like(grad)
-        block = torch.empty_like(grad)
-        for s in range(n_cb):
-            torch.eq(dists[s], nearest, out=hit)
-            torch.mul(remaining, hit, out=block)
-            remaining -= block
-            rows = slice(s * n_cls, (s + 1) * n_cls)
-            torch.mm(block, means_1, out=g_by_sample[rows])
-            g_by_mean.addmm_(block.T, samples_1[rows])
-        return (*_nearest_gradients(samples, means, g_by_sample, g_by_mean), None, None)
-
-
-def _nearest_gradients(
-    samples: torch.Tensor, means: torch.Tensor, g_by_sample: torch.Tensor, g_by_mean: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """d/dx and d/dm of the dense backward from G·[m | 1] and Gᵀ·[x | 1]."""
-    d_samples = 2.0 * (g_by_sample[:, -1:] * samples - g_by_sample[:, :-1])
-    d_means = 2.0 * (g_by_mean[:, -1:] * means - g_by_mean[:, :-1])
-    return d_samples, d_means
-
-
-def _nearest_backward_sparse(
-    samples: torch.Tensor,
-    means: torch.Tensor,
-    dists: torch.Tensor,
-    grad: torch.Tensor,
-    active: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The backward of ``_NearestSampleSqDist`` visiting only the pairs with a non-zero gradient.
-
-    ``active`` holds their flat indices j·L + i into the (L, L) gradient.
-    """
-    n_cb, n_cls, _ = dists.shape
-    g = grad.view(-1)[active]
-    j_idx = torch.div(active, n_cls, rounding_mode="floor")
-    i_idx = active - j_idx * n_cls
-    candidates = dists.view(n_cb, n_cls * n_cls).index_select(1, active)
-    slot = candidates.T.contiguous().argmin(dim=1)  # the first minimiser, as in the dense path
-    rows = slot * n_cls + j_idx
-    # d‖x_r − m_i‖² = 2 (x_r − m_i)·(dx_r − dm_i)
-    weighted = (2.0 * g)[:, None] * (samples.index_select(0, rows) - means.index_select(0, i_idx))
-    d_samples = torch.zeros_like(samples).index_add_(0, rows, weighted)
-    d_means = torch.zeros_like(means).index_add_(0, i_idx, weighted, alpha=-1.0)
-    return d_samples, d_means
+        ctx: torch.autograd.function.FunctionCtx, grad_out: torch.Tensor
+    ) -> tuple[torch.Tensor, None, None, None]:
+        (grad,) = ctx.saved_tensors
+        return grad * grad_out, None, None, None
 
 
 def balanced_triplet_loss(
@@ -214,7 +262,7 @@ def balanced_triplet_loss(
     reduction: Reduction = "sum",
     workspace: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Class-balanced triplet loss L_BT (paper eq. 3) of a class-balanced batch.
+    """Class-balanced triplet loss L_BT (paper eq. 3) of a class-balanced batch, differentiable.
 
     ``x`` has shape (L, n_CB, k): ``x[i, l]`` is the latent vector x_lⁱ of the l-th sample drawn from
     the i-th class. The loss is ``Σ_{i≠j} Σ_l max(0, Δ + ‖x_lⁱ − x̄ⁱ‖² − min_n ‖x_nʲ − x̄ⁱ‖²)``, with
@@ -225,31 +273,14 @@ def balanced_triplet_loss(
     ``workspace``, optional, is a float tensor of at least L²·n_CB elements on ``x``'s device that
     holds the (class mean × sample) distance matrix. A training loop passes the same one every
     episode: a fresh 13 MB tensor (SUN shape) costs more in page faults than the GEMM that fills
-    it. It must not be reused before this loss's backward pass has run.
+    it. Its content is overwritten.
+
+    The embedder's training loop calls :func:`balanced_triplet_loss_and_grad` directly; this form
+    is for autograd users (and the tests that check the closed form against autograd's).
     """
     if x.dim() != 3:
         raise ValueError(f"x must be (classes, n_cb, latent_dim), got shape {tuple(x.shape)}")
-    n_cls, n_cb, dim = x.shape
-    if n_cls < 2:
-        raise ValueError("L_BT needs at least two classes in the batch")
-    x = x - x.mean(dim=(0, 1))  # centring: see the module docstring
-    means = x.mean(dim=1)  # (L, k): x̄ⁱ
-    intra = ((x - means[:, None, :]) ** 2).sum(-1)  # (L, n_CB): ‖x_lⁱ − x̄ⁱ‖²
-    # Sample-major rows (row s·L + j is sample s of class j): the min over a class's samples then
-    # runs over the *outer* axis of an (n_CB, L, L) view, which vectorises along contiguous memory.
-    by_sample = x.transpose(0, 1).reshape(n_cb * n_cls, dim)
-    inter = _NearestSampleSqDist.apply(by_sample, means, n_cb, workspace).T  # (L, L): [i, j]
-    # j = i is no negative class: push the diagonal out of the hinge sum.
-    inter = inter + torch.diag(inter.new_full((n_cls,), EXCLUDED))
-    # Σ_{i≠j} Σ_l max(0, Δ + intra[i, l] − inter[i, j]) = Σ max(0, Δ + (−inter[i, j]) − (−intra[i, l])):
-    # sorting the short side (n_CB values per class) and searching it with the L² inter-class
-    # distances is much cheaper than sorting the L×L side when L is large (SUN: 645).
-    total = pairwise_hinge_sum(-inter, -intra, margin)
-    if reduction == "sum":
-        return total
-    if reduction == "mean":
-        return total / (n_cls * (n_cls - 1) * n_cb)
-    raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    return _BalancedTriplet.apply(x, margin, reduction, workspace)
 
 
 def triplet_loss(

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import zslbench_plugins.embedders as embedders
+from tests.plugins.test_losses import _bt_broadcast
 from zslbench.errors import ConfigError, DataError
 from zslbench_plugins.embedders import (
     BalancedTripletEmbedder,
@@ -157,25 +158,28 @@ def test_fixed_seed_gives_bit_identical_weights_and_leaves_global_rngs_alone(cls
 
 
 @pytest.mark.parametrize("weight_decay", [0.1, 0.0])
-@pytest.mark.parametrize("foreach", [False, True])
-def test_episode_adam_is_torch_adam_to_the_last_bit(weight_decay: float, foreach: bool) -> None:
-    """The embedders' lean Adam gives the weights of ``torch.optim.Adam``, step for step."""
+def test_episode_adam_is_torch_adam_to_the_last_bit(weight_decay: float) -> None:
+    """The embedders' lean Adam gives the weights of ``torch.optim.Adam(fused=True)``, step for
+    step, and stays within rounding of the multi-tensor implementation."""
     gen = torch.Generator().manual_seed(0)
     start = [torch.randn(16, 33, generator=gen), torch.randn(16, generator=gen)]
     ours = [torch.nn.Parameter(t.clone()) for t in start]
     theirs = [torch.nn.Parameter(t.clone()) for t in start]
+    foreach = [torch.nn.Parameter(t.clone()) for t in start]
     adam = embedders.EpisodeAdam(ours, lr=0.002, weight_decay=weight_decay)
-    reference = torch.optim.Adam(theirs, lr=0.002, weight_decay=weight_decay, foreach=foreach)
+    reference = torch.optim.Adam(theirs, lr=0.002, weight_decay=weight_decay, fused=True)
+    other = torch.optim.Adam(foreach, lr=0.002, weight_decay=weight_decay, foreach=True)
     for _ in range(25):
         grads = [torch.randn(t.shape, generator=gen) * 10.0 for t in start]
         adam.zero_grad()
-        reference.zero_grad(set_to_none=True)
-        for p, q, g in zip(ours, theirs, grads, strict=True):
-            p.grad, q.grad = g.clone(), g.clone()
+        for p, q, r, g in zip(ours, theirs, foreach, grads, strict=True):
+            p.grad, q.grad, r.grad = g.clone(), g.clone(), g.clone()
         adam.step()
         reference.step()
-        for p, q in zip(ours, theirs, strict=True):
+        other.step()
+        for p, q, r in zip(ours, theirs, foreach, strict=True):
             assert torch.equal(p, q)
+            torch.testing.assert_close(p, r, rtol=1e-6, atol=1e-7)
     assert not torch.equal(ours[0], start[0])
 
 
@@ -193,19 +197,43 @@ def test_full_pass_and_gather_paths_train_the_same_map(monkeypatch: pytest.Monke
     np.testing.assert_allclose(full.loss_history_, gather.loss_history_, rtol=1e-4, atol=1e-6)
 
 
-def test_affine_map_has_nn_linear_value_and_gradients() -> None:
-    gen = torch.Generator().manual_seed(0)
-    inputs = torch.rand(9, 7, generator=gen, dtype=torch.float64)
-    weight = torch.randn(3, 7, generator=gen, dtype=torch.float64, requires_grad=True)
-    bias = torch.randn(3, generator=gen, dtype=torch.float64, requires_grad=True)
-    upstream = torch.randn(9, 3, generator=gen, dtype=torch.float64)
-    out = embedders._Affine.apply(inputs, weight, bias)
-    want = torch.nn.functional.linear(inputs, weight, bias)
-    torch.testing.assert_close(out, want)
-    got_grads = torch.autograd.grad(out, (weight, bias), upstream)
-    want_grads = torch.autograd.grad(want, (weight, bias), upstream)
-    for got, ref in zip(got_grads, want_grads, strict=True):
-        torch.testing.assert_close(got, ref)
+@pytest.mark.parametrize("path", ["gather", "gather-repeats", "full"])
+def test_an_episode_sets_autograds_gradient_of_w_and_b(
+    monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """One L_BT episode's hand-computed gradients of Wᵀ and b equal autograd's through a
+    different vectorisation of eq. 3 (the whole hinge tensor), in float64, on the same batch:
+    for each way of forming the batch (gathered, gathered with an image drawn twice, or mapped
+    from every training image)."""
+    features, labels = toy_problem(1, n_per=12)
+    if path == "gather-repeats":
+        keep = (labels != labels[0]) | (np.cumsum(labels == labels[0]) <= 5)
+        features, labels = features[keep], labels[keep]  # a class of 5 < n_cb = 8 images
+    monkeypatch.setattr(embedders, "FULL_PASS_FRACTION", 0.0 if path == "full" else 10.0)
+    model = BalancedTripletEmbedder(latent_dim=5, n_cb=8, episodes=1, random_state=0)
+    run = model.trainer(features, labels)
+    assert run.state.full == (path == "full")
+    assert run.state.sampler.may_repeat == (path == "gather-repeats")
+    drawn = []
+    sample = run.state.sampler.sample_slots
+    monkeypatch.setattr(
+        run.state.sampler, "sample_slots", lambda g: drawn.append(sample(g)) or drawn[-1]
+    )
+    weight_t = run.weight_t.detach().double().clone().requires_grad_(True)
+    bias = run.bias.detach().double().clone().requires_grad_(True)
+    loss = model._episode(run.state, run.weight_t, run.bias)
+    idx = drawn[0].T  # (L, n_cb): class i in row i
+    f = torch.as_tensor(features, dtype=torch.float64)[idx.reshape(-1)]
+    latent = (f @ weight_t + bias).view(*idx.shape, -1)
+    want = _bt_broadcast(latent, 4.0)
+    want_w, want_b = torch.autograd.grad(want, (weight_t, bias))
+    assert loss.item() == pytest.approx(want.item(), rel=1e-4)
+    # L_BT is translation invariant, so d/db is 0 up to rounding: measure both errors against
+    # the size of d/dWᵀ.
+    scale = float(want_w.norm())
+    assert scale > 0
+    for got, ref in ((run.weight_t.grad, want_w), (run.bias.grad, want_b)):
+        assert float((got.double() - ref).norm()) < 1e-5 * scale
 
 
 # -- training separates classes -----------------------------------------------------------------
