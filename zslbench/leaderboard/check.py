@@ -233,7 +233,7 @@ def compare(
             "--out unless --overwrite-foreign)"
             for p in foreign_files(out_dir, inputs)
         ]
-    problems += [refusal(path, reason) for path, reason in site.refused]
+    problems += [refusal(path, reason) for path, reason in site.board.refused]
     return problems
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 import pandas as pd
@@ -226,13 +227,7 @@ class Table:
 
     def groups(self) -> list[tuple[str, int]]:
         """Consecutive column groups as (title, span), for a two-level header."""
-        out: list[tuple[str, int]] = []
-        for column in self.columns:
-            if out and out[-1][0] == column.group:
-                out[-1] = (column.group, out[-1][1] + 1)
-            else:
-                out.append((column.group, 1))
-        return out
+        return [(group, len(list(run))) for group, run in groupby(c.group for c in self.columns)]
 
     @property
     def has_groups(self) -> bool:
