@@ -176,7 +176,6 @@ def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "busy": int(busy.sum()),
             "unknown": int((~runs["load_known"].astype(bool)).sum()),
             "runs": int(len(runs)),
-            "seeds": sorted(int(s) for s in runs["seed"]),
         }
     return out
 
@@ -243,7 +242,6 @@ def _entry(
 ) -> dict[str, Any]:
     """The aggregated row of one cell group (``entry`` holds its cell keys)."""
     entry.update(_settings(group))
-    entry["repetitions"] = int(group["repetition"].max()) + 1
     for metric in (*METRICS, *EXTRA_METRICS):
         samples = samples_by_seed(group, metric)
         entry[metric] = stats.t_interval(list(samples.values()))
@@ -273,7 +271,6 @@ def _settings(group: pd.DataFrame) -> dict[str, Any]:
             for c in "overrides overrides_map sweep sweep_params sweep_map base_seed".split()
         },
         "config_files": sorted({f for f in group["config_file"] if f}),
-        "data_paths": sorted({p for p in group["data_path"] if p}),
         "split_reason": "; ".join(sorted({r for r in group["split_reason"] if r})),
         "n": int(len(group)),
     }
@@ -302,7 +299,6 @@ def _provenance(group: pd.DataFrame) -> dict[str, Any]:
         "seeds": sorted(int(s) for s in group["seed"]),
         "dirty": bool(group["dirty"].any()),
         "links": sorted(group["link"]),
-        "folders": sorted(set(group["folder"])),
         "seed_of": dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True)),
     }
 

@@ -209,7 +209,6 @@ class Board:
     superseded: int
     #: (path, reason) of every JSON file under the results dir that is not a valid, intact record.
     refused: list[tuple[str, str]]
-    reported: Reported
     #: One row per configuration and dataset (:func:`~zslbench.leaderboard.collect.aggregate`).
     agg: pd.DataFrame
     #: One line per dataset whose records come from several data versions (the CLI warns).
@@ -343,7 +342,7 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
     pages = {kind: _page(ctx, kind) for kind in kinds}
     figures = [f for page in pages.values() for f in page.figures]
     warnings = [v.warning() for v in versions]
-    return Board(pages, figures, len(kept), len(superseded), refused, reported, agg, warnings)
+    return Board(pages, figures, len(kept), len(superseded), refused, agg, warnings)
 
 
 def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> Paths:
