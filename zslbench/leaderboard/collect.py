@@ -93,6 +93,12 @@ def value_sort_key(value: Any) -> tuple[int, float, str]:
     return (1, 0.0, value_text(value))
 
 
+def by_plugin_name(run: Any) -> bool:
+    """Whether a run's dataset is one a plugin registered, named by its name (else the run opened
+    it from its file, ``data_path``, when it has one)."""
+    return run.data_plugin not in ("", "open_dataset")
+
+
 def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
     """The runs under ``results_dir`` (:func:`zslbench.results.read_runs`), skipping a board
     rendered inside it: every file its manifest lists, and the manifest itself."""
