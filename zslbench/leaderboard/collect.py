@@ -86,6 +86,14 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def finite(value: Any) -> float | None:
+    """``value`` as a float, or None when it is None, NaN or infinite."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
 def value_sort_key(value: Any) -> tuple[int, float, str]:
     """Swept values in order: numbers numerically, then anything else by its text."""
     if is_number(value):

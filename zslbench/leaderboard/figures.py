@@ -39,6 +39,7 @@ from zslbench.leaderboard.collect import (
     SWEEP_METRICS,
     dataset_label,
     dataset_order,
+    finite,
     is_number,
     measured,
     value_sort_key,
@@ -134,10 +135,8 @@ class FigureSpec:
 
 
 def _r(value: Any, digits: int = 4) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return round(value, digits) if math.isfinite(value) else None
+    value = finite(value)
+    return None if value is None else round(value, digits)
 
 
 def method_colors(methods: list[str]) -> dict[str, str]:
