@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from zslbench.leaderboard.collect import (
@@ -437,18 +438,6 @@ def _wrap_counted(label: str, width: float) -> tuple[str, int]:
     return "\n".join(lines), cuts
 
 
-def _columns(n: int, ncols: int) -> list[range]:
-    """The entries of each legend column, as matplotlib fills them (column by column)."""
-    nrows = -(-n // ncols)
-    empty = ncols * nrows - n
-    sizes = [nrows] * (ncols - empty) + [nrows - 1] * empty
-    out, start = [], 0
-    for size in sizes:
-        out.append(range(start, start + size))
-        start += size
-    return out
-
-
 @functools.lru_cache(maxsize=256)
 def legend_layout(labels: tuple[str, ...], width_in: float) -> LegendLayout:
     """How a legend of ``labels`` fits under the axes of a canvas ``width_in`` wide: in the
@@ -468,9 +457,10 @@ def legend_layout(labels: tuple[str, ...], width_in: float) -> LegendLayout:
         wrapped = tuple(text for text, _ in counted)
         cuts = sum(n for _, n in counted)
         heights = [(w.count("\n") + 1) * LINE * f for w in wrapped]
+        # matplotlib fills a legend column by column, the first columns one entry longer
         tallest = max(
             sum(heights[i] for i in c) + (len(c) - 1) * ROW_GAP * f
-            for c in _columns(len(labels), ncols)
+            for c in np.array_split(range(len(labels)), ncols)
         )
         layout = LegendLayout(wrapped, ncols, round((tallest + 2 * PAD * f + MARGIN) / 72.0, 2))
         if best is None or (cuts, layout.height) < best_key:
