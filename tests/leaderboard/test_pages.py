@@ -135,7 +135,7 @@ def test_sweep_gets_a_table_and_a_figure_per_parameter(tmp_path: Path) -> None:
         ).is_file()
     spec = next(
         s
-        for s in build_mod.build(tmp_path / "res", out, None, draw=False).figure_specs
+        for s in build_mod.build(tmp_path / "res", out, None, draw=False).board.figures
         if s.figure == "sweep" and s.data["param"] == "embedder.margin"
     )
     # One line per dataset and value of the other parameter; each point: every metric, mean and std.

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +47,10 @@ class Artefact:
 
 @dataclass
 class Site:
+    """Every file of a board (:attr:`artefacts`) and the page model they were rendered from."""
+
     artefacts: list[Artefact]
     board: Board
-    #: (path, reason) of every JSON file under the results dir that is not a valid, intact record.
-    refused: list[tuple[str, str]] = field(default_factory=list)
-
-    @property
-    def figure_specs(self) -> list[FigureSpec]:
-        return self.board.figures
 
 
 def texts(b: Board) -> dict[str, str]:
@@ -94,7 +90,7 @@ def build(
         )
         artefacts += [Artefact(path, data, spec.data_sha256) for path, data in files.items()]
     artefacts.append(Artefact(MANIFEST, manifest_bytes(artefacts, b.runs, b.superseded)))
-    return Site(artefacts=artefacts, board=b, refused=b.refused)
+    return Site(artefacts=artefacts, board=b)
 
 
 def _current_figure(out_dir: Path, spec: FigureSpec, owned: set[str]) -> dict[str, bytes] | None:

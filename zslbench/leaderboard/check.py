@@ -52,13 +52,14 @@ def _inside(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
 
-def links_on_the_way(out_dir: Path, paths: set[str] | frozenset[str]) -> list[str]:
-    """The output directory, and every file or folder on the way to one of ``paths`` (relative
-    to it), that is a symbolic link, as posix paths; nothing is followed."""
+def all_links(out_dir: Path, inputs: list[Path], paths: frozenset[str] | set[str]) -> list[str]:
+    """Every symbolic link at the output directory, on the way to one of ``paths`` (relative to
+    it: the file, or a folder it is in), or anywhere in it except under hidden names and the
+    ``inputs`` inside it; sorted posix paths, each once. Nothing is followed."""
     out_dir = Path(out_dir)
-    found: set[str] = set()
     if out_dir.is_symlink():
         return [out_dir.as_posix()]
+    found: set[str] = set()
     checked: set[str] = set()
     for rel in paths:
         parts = Path(rel).parts
@@ -70,33 +71,19 @@ def links_on_the_way(out_dir: Path, paths: set[str] | frozenset[str]) -> list[st
             if (out_dir / sub).is_symlink():
                 found.add((out_dir / sub).as_posix())
                 break
+    if out_dir.is_dir():
+        skip = [p.resolve() for p in inputs if out_dir.resolve() in p.resolve().parents]
+        found.update(
+            (here / name).as_posix()
+            for here, dirs, files in _walk(out_dir, skip)
+            for name in dirs + files
+            if not name.startswith(".") and (here / name).is_symlink()
+        )
     return sorted(found)
-
-
-def links_in(out_dir: Path, inputs: list[Path]) -> list[str]:
-    """Every symbolic link in ``out_dir`` (itself included), not counting hidden names or the
-    ``inputs`` inside it, as posix paths; nothing is followed."""
-    out_dir = Path(out_dir)
-    if out_dir.is_symlink():
-        return [out_dir.as_posix()]
-    if not out_dir.is_dir():
-        return []
-    skip = [p.resolve() for p in inputs if out_dir.resolve() in p.resolve().parents]
-    return sorted(
-        (here / name).as_posix()
-        for here, dirs, files in _walk(out_dir, skip)
-        for name in dirs + files
-        if not name.startswith(".") and (here / name).is_symlink()
-    )
 
 
 def _first_three(items: list[str]) -> str:
     return ", ".join(items[:3]) + (", ..." if len(items) > 3 else "")
-
-
-def all_links(out_dir: Path, inputs: list[Path], paths: frozenset[str] | set[str]) -> list[str]:
-    """:func:`links_on_the_way` to ``paths`` and :func:`links_in` ``out_dir``, sorted, once each."""
-    return sorted(set(links_on_the_way(out_dir, paths)) | set(links_in(out_dir, inputs)))
 
 
 def refuse_links(links: list[str]) -> UserError:
@@ -115,7 +102,7 @@ def foreign_files(
 ) -> list[str]:
     """Files in ``out_dir`` that zslbench leaderboard did not write (relative, sorted), not counting
     hidden ones or the ``inputs`` (paths inside ``out_dir`` that the render reads); a file at a path
-    the render writes counts even when it is an input. Links are :func:`links_in`'s. Stops after
+    the render writes counts even when it is an input. Links are :func:`all_links`'. Stops after
     ``limit``."""
     out_dir = Path(out_dir)
     if not out_dir.is_dir() or out_dir.is_symlink():
@@ -233,7 +220,7 @@ def compare(
             "--out unless --overwrite-foreign)"
             for p in foreign_files(out_dir, inputs)
         ]
-    problems += [refusal(path, reason) for path, reason in site.refused]
+    problems += [refusal(path, reason) for path, reason in site.board.refused]
     return problems
 
 

@@ -126,7 +126,7 @@ def render_board(
     if check_only:
         _check(site, results_dir, out_dir, inputs, overwrite_foreign)
         return
-    for path, reason in site.refused:
+    for path, reason in site.board.refused:
         echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
     echo(

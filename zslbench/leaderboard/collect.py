@@ -86,11 +86,25 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def finite(value: Any) -> float | None:
+    """``value`` as a float, or None when it is None, NaN or infinite."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
 def value_sort_key(value: Any) -> tuple[int, float, str]:
     """Swept values in order: numbers numerically, then anything else by its text."""
     if is_number(value):
         return (0, float(value), "")
     return (1, 0.0, value_text(value))
+
+
+def by_plugin_name(run: Any) -> bool:
+    """Whether a run's dataset is one a plugin registered, named by its name (else the run opened
+    it from its file, ``data_path``, when it has one)."""
+    return run.data_plugin not in ("", "open_dataset")
 
 
 def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
@@ -176,7 +190,6 @@ def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
             "busy": int(busy.sum()),
             "unknown": int((~runs["load_known"].astype(bool)).sum()),
             "runs": int(len(runs)),
-            "seeds": sorted(int(s) for s in runs["seed"]),
         }
     return out
 
@@ -243,7 +256,6 @@ def _entry(
 ) -> dict[str, Any]:
     """The aggregated row of one cell group (``entry`` holds its cell keys)."""
     entry.update(_settings(group))
-    entry["repetitions"] = int(group["repetition"].max()) + 1
     for metric in (*METRICS, *EXTRA_METRICS):
         samples = samples_by_seed(group, metric)
         entry[metric] = stats.t_interval(list(samples.values()))
@@ -273,7 +285,6 @@ def _settings(group: pd.DataFrame) -> dict[str, Any]:
             for c in "overrides overrides_map sweep sweep_params sweep_map base_seed".split()
         },
         "config_files": sorted({f for f in group["config_file"] if f}),
-        "data_paths": sorted({p for p in group["data_path"] if p}),
         "split_reason": "; ".join(sorted({r for r in group["split_reason"] if r})),
         "n": int(len(group)),
     }
@@ -302,7 +313,6 @@ def _provenance(group: pd.DataFrame) -> dict[str, Any]:
         "seeds": sorted(int(s) for s in group["seed"]),
         "dirty": bool(group["dirty"].any()),
         "links": sorted(group["link"]),
-        "folders": sorted(set(group["folder"])),
         "seed_of": dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True)),
     }
 

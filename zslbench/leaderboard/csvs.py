@@ -80,11 +80,11 @@ def flag(value: bool) -> str:
 
 
 def to_csv(header: list[str], lines: list[dict[str, Any]]) -> str:
+    """The lines under ``header``; a column a line lacks, or holds None, is empty."""
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    for line in lines:
-        writer.writerow(["" if line.get(h) is None else line.get(h, "") for h in header])
+    writer = csv.DictWriter(buf, header, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(lines)
     return buf.getvalue()
 
 

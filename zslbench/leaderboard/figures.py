@@ -29,15 +29,18 @@ import io
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from zslbench.leaderboard.collect import (
     SWEEP_METRICS,
     dataset_label,
     dataset_order,
+    finite,
     is_number,
     measured,
     value_sort_key,
@@ -133,10 +136,8 @@ class FigureSpec:
 
 
 def _r(value: Any, digits: int = 4) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return round(value, digits) if math.isfinite(value) else None
+    value = finite(value)
+    return None if value is None else round(value, digits)
 
 
 def method_colors(methods: list[str]) -> dict[str, str]:
@@ -285,23 +286,23 @@ def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -
 def _sweep_specs(
     kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]
 ) -> list[FigureSpec]:
+    """One figure per sweep and swept parameter, in the method's colour."""
     keys = [
         (title, param, group)
         for title, group in sweeps
         for param in sorted(group["sweep_map"].iloc[0])
     ]
     slugs = unique_slugs(f"{title} {param}" for title, param, _ in keys)
-    return [
-        _sweep_spec(
-            kind,
-            title,
-            param,
-            g,
-            colors[g["method"].iloc[0]],
+    specs = []
+    for title, param, group in keys:
+        series = _sweep_series(kind, param, group)
+        data = {"param": param, "series": series, "color": colors[group["method"].iloc[0]]}
+        name, what = (
             f"{kind}-sweep-{slugs[f'{title} {param}']}",
+            f"sweep of {title}: metrics vs {param}",
         )
-        for title, param, g in keys
-    ]
+        specs.append(FigureSpec(name, kind, "sweep", what, data))
+    return specs
 
 
 def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
@@ -324,11 +325,9 @@ def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
     )
 
 
-def _sweep_spec(
-    kind: str, title: str, param: str, group: pd.DataFrame, color: str, name: str
-) -> FigureSpec:
-    """Each metric against the parameter, one line per dataset (and per value of the other swept
-    parameters), mean ± std over seeds, in the method's colour."""
+def _sweep_series(kind: str, param: str, group: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each metric against ``param``, one line per dataset (and per value of the other swept
+    parameters), mean ± std over seeds."""
     lines: dict[str, list[dict[str, Any]]] = {}
     for e in group.itertuples(index=False):
         others = {k: v for k, v in e.sweep_map.items() if k != param}
@@ -341,14 +340,12 @@ def _sweep_spec(
                 **{m: [_r(getattr(e, m).mean), _r(getattr(e, m).std)] for m in SWEEP_METRICS},
             }
         )
-    series: list[dict[str, Any]] = [
+    return [
         {"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
         for label, pts in sorted(
             lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()), kv[0])
         )
     ]
-    data = {"param": param, "series": series, "color": color}
-    return FigureSpec(name, kind, "sweep", f"sweep of {title}: metrics vs {param}", data)
 
 
 # --- legends -----------------------------------------------------------------------------------
@@ -368,15 +365,20 @@ def _curve_label(s: dict[str, Any]) -> str:
 
 def legend_labels(spec: FigureSpec) -> list[str]:
     """The legend's entries of a figure, in the order its drawing adds them."""
-    data = spec.data
-    if spec.figure == "curves":
-        return [_curve_label(s) for s in data["series"]] + [OPERATING_POINT_LABEL]
-    if spec.figure == "h_vs_time":
-        labels = list(dict.fromkeys(p["label"] for p in data["points"])) + list(data["datasets"])
-        return labels + ([BUSY_LABEL] if any(p["busy"] for p in data["points"]) else [])
-    if spec.figure in ("per_class", "sweep"):
-        return [s["label"] for s in data["series"]]
-    return []
+    return FIGURES[spec.figure].legend(spec.data)
+
+
+def _curve_legend(data: dict[str, Any]) -> list[str]:
+    return [_curve_label(s) for s in data["series"]] + [OPERATING_POINT_LABEL]
+
+
+def _time_legend(data: dict[str, Any]) -> list[str]:
+    labels = list(dict.fromkeys(p["label"] for p in data["points"])) + list(data["datasets"])
+    return labels + ([BUSY_LABEL] if any(p["busy"] for p in data["points"]) else [])
+
+
+def _series_legend(data: dict[str, Any]) -> list[str]:
+    return [s["label"] for s in data["series"]]
 
 
 @dataclass(frozen=True)
@@ -436,18 +438,6 @@ def _wrap_counted(label: str, width: float) -> tuple[str, int]:
     return "\n".join(lines), cuts
 
 
-def _columns(n: int, ncols: int) -> list[range]:
-    """The entries of each legend column, as matplotlib fills them (column by column)."""
-    nrows = -(-n // ncols)
-    empty = ncols * nrows - n
-    sizes = [nrows] * (ncols - empty) + [nrows - 1] * empty
-    out, start = [], 0
-    for size in sizes:
-        out.append(range(start, start + size))
-        start += size
-    return out
-
-
 @functools.lru_cache(maxsize=256)
 def legend_layout(labels: tuple[str, ...], width_in: float) -> LegendLayout:
     """How a legend of ``labels`` fits under the axes of a canvas ``width_in`` wide: in the
@@ -467,9 +457,10 @@ def legend_layout(labels: tuple[str, ...], width_in: float) -> LegendLayout:
         wrapped = tuple(text for text, _ in counted)
         cuts = sum(n for _, n in counted)
         heights = [(w.count("\n") + 1) * LINE * f for w in wrapped]
+        # matplotlib fills a legend column by column, the first columns one entry longer
         tallest = max(
             sum(heights[i] for i in c) + (len(c) - 1) * ROW_GAP * f
-            for c in _columns(len(labels), ncols)
+            for c in np.array_split(range(len(labels)), ncols)
         )
         layout = LegendLayout(wrapped, ncols, round((tallest + 2 * PAD * f + MARGIN) / 72.0, 2))
         if best is None or (cuts, layout.height) < best_key:
@@ -513,13 +504,7 @@ def draw(spec: FigureSpec) -> Any:
         # The critical-difference diagram places its one axes itself.
         size = (w / DPI, h / DPI)
         fig = Figure(figsize=size, dpi=DPI, layout=None if spec.figure == "cd" else "constrained")
-        {
-            "curves": _draw_curves,
-            "h_vs_time": _draw_h_vs_time,
-            "per_class": _draw_per_class,
-            "sweep": _draw_sweep,
-            "cd": _draw_cd,
-        }[spec.figure](fig, spec)
+        FIGURES[spec.figure].draw(fig, spec)
         title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
         color = "black" if spec.kind == "real" else TAG_COLOR
         fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, color=color)
@@ -766,6 +751,24 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
         y = -0.25 - 0.3 * j
         xs = [methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05]
         ax.plot(xs, [y, y], color="black", lw=3.0, solid_capstyle="butt")
+
+
+@dataclass(frozen=True)
+class _Figure:
+    """How a figure is drawn, and its legend's entries (from its data) in the order drawn."""
+
+    draw: Callable[[Any, FigureSpec], None]
+    legend: Callable[[dict[str, Any]], list[str]]
+
+
+#: Every figure a board draws, by :attr:`FigureSpec.figure`.
+FIGURES = {
+    "curves": _Figure(_draw_curves, _curve_legend),
+    "h_vs_time": _Figure(_draw_h_vs_time, _time_legend),
+    "per_class": _Figure(_draw_per_class, _series_legend),
+    "sweep": _Figure(_draw_sweep, _series_legend),
+    "cd": _Figure(_draw_cd, lambda _data: []),
+}
 
 
 # --- reading the hash back (for --check) ------------------------------------------------------

@@ -25,6 +25,7 @@ import pandas as pd
 from zslbench.leaderboard.collect import (
     DataVersions,
     aggregate,
+    by_plugin_name,
     dataset_label,
     dataset_order,
     dedupe,
@@ -209,7 +210,6 @@ class Board:
     superseded: int
     #: (path, reason) of every JSON file under the results dir that is not a valid, intact record.
     refused: list[tuple[str, str]]
-    reported: Reported
     #: One row per configuration and dataset (:func:`~zslbench.leaderboard.collect.aggregate`).
     agg: pd.DataFrame
     #: One line per dataset whose records come from several data versions (the CLI warns).
@@ -254,7 +254,8 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
             (opts + _sweep_options(slot["sweep"]), slot["seeds"], folder, plugins), {}
         )
         unit.setdefault(method, {})[dataset] = dataset
-    out: list[tuple[Any, list[str]]] = []
+    # (not from a config file, the first method's rank, the words): config-file commands first
+    out: list[tuple[bool, int, list[str]]] = []
     for (opts, seeds, folder, plugins), methods in units.items():
         by_datasets: dict[tuple[str, ...], list[str]] = {}
         for method, of_method in methods.items():
@@ -262,10 +263,8 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
             words = _run_words(opts, plugins, names, datasets, seeds, _arg(folder, root))
-            out.append(
-                ((opts[:1] == ("--config",), min(ranks.get(m, 0) for m in names), words), words)
-            )
-    return [words for _, words in sorted(out, key=lambda t: (not t[0][0], t[0][1], t[0][2]))]
+            out.append((opts[:1] != ("--config",), min(ranks.get(m, 0) for m in names), words))
+    return [words for *_, words in sorted(out)]
 
 
 def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
@@ -277,7 +276,7 @@ def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
     opts += (() if e.standard else ("--allow-nonstandard-split",)) + (
         ("--device", "cuda") if e.device_type == "cuda" else ()
     )
-    by_name = e.data_plugin not in ("", "open_dataset")  # a name a plugin registered
+    by_name = by_plugin_name(e)
     dataset = _arg(e.data_path, root) if e.data_path and not by_name else e.dataset
     plugins: tuple[str, ...] = (e.data_plugin,) if by_name and e.data_plugin_p else ()
     return (e.method, dataset, opts, e.sweep_params, e.folder, plugins)
@@ -343,7 +342,7 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
     pages = {kind: _page(ctx, kind) for kind in kinds}
     figures = [f for page in pages.values() for f in page.figures]
     warnings = [v.warning() for v in versions]
-    return Board(pages, figures, len(kept), len(superseded), refused, reported, agg, warnings)
+    return Board(pages, figures, len(kept), len(superseded), refused, agg, warnings)
 
 
 def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> Paths:

@@ -40,8 +40,9 @@ def _group_key(row: Any) -> tuple[Any, ...]:
 
 def _dataset_arg(row: Any) -> str:
     """How ``--dataset`` names the record's dataset (as the Reproduce line does)."""
-    by_name = row.data_plugin not in ("", "open_dataset")
-    return row.data_path if row.data_path and not by_name else row.dataset
+    from zslbench.leaderboard.collect import by_plugin_name
+
+    return row.data_path if row.data_path and not by_plugin_name(row) else row.dataset
 
 
 def _config_path(config_file: str, results_dir: Path) -> Path:

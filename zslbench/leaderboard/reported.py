@@ -6,7 +6,7 @@ aggregation of records, and every page marks them as *reported*.
 
 Format (schema 1)::
 
-    {"schema": 1, "about": str,
+    {"schema": 1, "about": "what the file holds (for its readers; pages do not show it)",
      "source": "the work the numbers are quoted from, as pages name it (\"Smith et al. (CVPR 2020)\")",
      "tables": {"main": {"title", "paper_table", "latex_label", "metrics": [...]}, ...},
      "references": {key: "full reference", ...},
@@ -83,7 +83,6 @@ class Reported:
     """The whole curated file; ``path`` is where it was read from (for links and errors)."""
 
     path: Path | None
-    about: str = ""
     #: The work the numbers are quoted from, as the pages name it.
     source: str = ""
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -143,8 +142,8 @@ def load_reported(path: Path) -> Reported:
     rows = tuple(
         _row(path, f"rows[{i}]", raw, references) for i, raw in enumerate(doc.get("rows") or [])
     )
-    about, source = str(doc.get("about") or ""), str(doc.get("source") or "").strip()
-    return Reported(path, about, source, dict(doc.get("tables") or {}), references, rows)
+    source = str(doc.get("source") or "").strip()
+    return Reported(path, source, dict(doc.get("tables") or {}), references, rows)
 
 
 def _row(path: Path, where: str, raw: Any, references: dict[str, str]) -> ReportedRow:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 import pandas as pd
@@ -37,6 +38,7 @@ from zslbench.leaderboard.collect import (
     TESTED_METRICS,
     dataset_label,
     dataset_order,
+    finite,
     measured,
     value_sort_key,
 )
@@ -46,13 +48,6 @@ from zslbench.leaderboard.reported import Reported, ReportedRow
 MISSING = "–"
 SIGNIFICANCE = "significance"
 FASTEST = "fastest"
-
-
-def _finite(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def time_decimals(seconds: float) -> int:
@@ -87,8 +82,8 @@ class Cell:
     best: bool = False
 
     def __post_init__(self) -> None:
-        self.mean, self.std = _finite(self.mean), _finite(self.std)
-        self.low, self.high = _finite(self.low), _finite(self.high)
+        self.mean, self.std = finite(self.mean), finite(self.std)
+        self.low, self.high = finite(self.low), finite(self.high)
         if self.sort_value is None:
             self.sort_value = self.mean
 
@@ -226,13 +221,7 @@ class Table:
 
     def groups(self) -> list[tuple[str, int]]:
         """Consecutive column groups as (title, span), for a two-level header."""
-        out: list[tuple[str, int]] = []
-        for column in self.columns:
-            if out and out[-1][0] == column.group:
-                out[-1] = (column.group, out[-1][1] + 1)
-            else:
-                out.append((column.group, 1))
-        return out
+        return [(group, len(list(run))) for group, run in groupby(c.group for c in self.columns)]
 
     @property
     def has_groups(self) -> bool:
@@ -729,7 +718,7 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
         for cls, entry in classes.items():
             class_cells[cls]["n_test"] = Cell(
                 text_override=MISSING if entry["n_test"] is None else str(entry["n_test"]),
-                sort_value=_finite(entry["n_test"]),
+                sort_value=finite(entry["n_test"]),
             )
         order = sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0]))
         rows = [(entry["name"], _percent(entry["share"]), class_cells[cls]) for cls, entry in order]
@@ -739,12 +728,12 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
 
 
 def _percent(share: Any) -> float | None:
-    share = _finite(share)
+    share = finite(share)
     return None if share is None else 100 * share
 
 
 def _share(entry: dict[str, Any]) -> float:
-    share = _finite(entry.get("share"))
+    share = finite(entry.get("share"))
     return share if share is not None else -1.0
 
 
