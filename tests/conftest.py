@@ -50,6 +50,14 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
         os.unsetenv(name)
+    # The thread policy the CLI applies (zslbench.threads: idle OpenMP threads sleep), also for
+    # the runs made in pytest's own processes, before any test imports torch (libgomp reads it
+    # once, at load). Under ``pytest -n 2`` on two cores each worker's torch threads otherwise spin
+    # waiting for the thread that shares its core with the other worker: the leak test of
+    # tf-vaegan took 68 s so, 15 s with PASSIVE. It changes no number; a value the user set wins.
+    from zslbench import threads
+
+    threads.apply_defaults(os.environ)
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (pytest -m gpu); skipped without one")
 
 

@@ -42,6 +42,10 @@ Commands:
   environment the file holds already, it adds the methods that environment lacks (a method added
   since it was made), leaving every stored number as it is.
 
+Each method is its own test (``pytest -n`` spreads them over its workers); both commands write the
+file once every method's test has run, and passed when adding, in one process: run them without
+``-n`` and ``-k``.
+
 A stored environment made before a method existed (one that cannot be re-made, such as another
 CPU) holds no numbers of that method: there it is exact for the methods it holds, and the method
 it lacks is compared within the bands, as on an environment the file does not hold. The reference
@@ -335,21 +339,88 @@ def update_golden(got: dict[str, dict[str, float]], env: dict[str, Any]) -> dict
     return body
 
 
-def test_every_builtin_method_on_toy_matches_the_golden_file(request):
-    got = compute()
+def only(golden: dict[str, Any], method: str) -> dict[str, Any]:
+    """``golden`` with every environment and the spread cut down to ``method``: what
+    :func:`differences` compares one method's numbers with (the same values, the same bands)."""
+    return {
+        **golden,
+        "environments": [
+            {**e, "methods": {m: v for m, v in e["methods"].items() if m == method}}
+            for e in golden["environments"]
+        ],
+        "spread": {m: v for m, v in golden["spread"].items() if m == method},
+    }
+
+
+class GoldenRun:
+    """Every method's numbers of this session, for ``--update-golden`` and
+    ``--add-golden-environment``, which write the file once every method has run (and, when adding,
+    passed its comparison)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.update = bool(config.getoption("--update-golden"))
+        self.adding = bool(config.getoption("--add-golden-environment"))
+        self.got: dict[str, dict[str, float]] = {}
+
+    def write(self) -> None:
+        """The file re-made (``--update-golden``) or with this environment added, from every
+        method's numbers; refused when some method did not run or did not pass here."""
+        if not (self.update or self.adding) or not self.got:
+            return
+        option = "--update-golden" if self.update else "--add-golden-environment"
+        missing = sorted(set(builtin_methods()) - set(self.got))
+        if missing:
+            pytest.fail(
+                f"{option}: not written, {', '.join(missing)} did not run or did not pass in this "
+                f"process: run pytest {__file__} {option} (no -n, no -k)",
+                pytrace=False,
+            )
+        got = {m: self.got[m] for m in sorted(self.got)}
+        env = environment()
+        if self.update:
+            _write(update_golden(got, env))
+            return
+        golden = json.loads(GOLDEN.read_text())
+        reference = golden["environments"][0]
+        if matching_environment(golden, env) is reference:  # the reference adds a new method
+            reference["methods"].update(
+                {m: v for m, v in got.items() if m not in reference["methods"]}
+            )
+        entry = matching_environment(golden, env)
+        if entry is None:
+            golden["environments"].append({"environment": env, "methods": got})
+        else:  # the methods it lacks join it; its stored numbers stay as they are
+            entry["methods"].update({m: v for m, v in got.items() if m not in entry["methods"]})
+        _write(golden)
+
+
+@pytest.fixture(scope="session")
+def golden_run(request: pytest.FixtureRequest):
+    """Collects each method's numbers; writes the file at the end of the session when asked."""
+    run = GoldenRun(request.config)
+    yield run
+    run.write()
+
+
+@pytest.mark.parametrize("method", builtin_methods())
+def test_builtin_method_on_toy_matches_the_golden_file(method: str, golden_run: GoldenRun):
+    """One method per test (so that pytest -n spreads them), each compared exactly as the whole
+    file is: :func:`differences` on the file cut down to the method (:func:`only`) compares the
+    same values with the same bands. That the file holds every built-in method, and no other, is
+    :func:`test_the_committed_file_knows_every_builtin_method_and_the_noise_of_the_sensitive_ones`.
+    """
+    got = compute(methods=[method])
     env = environment()
-    if request.config.getoption("--update-golden"):
-        _write(update_golden(got, env))
+    if golden_run.update:
+        golden_run.got.update(got)
         return
     assert GOLDEN.exists(), f"{GOLDEN} is missing: run pytest {__file__} --update-golden"
-    golden = json.loads(GOLDEN.read_text())
+    golden = only(json.loads(GOLDEN.read_text()), method)
     assert golden["settings"] == SETTINGS, "SETTINGS changed: --update-golden, and CHANGES.md"
-    adding = request.config.getoption("--add-golden-environment")
     reference = golden["environments"][0]
-    if adding and matching_environment(golden, env) is reference:
+    if golden_run.adding and matching_environment(golden, env) is reference:
         # the reference adds a new method (no band to compare it with yet): the rest is exact
-        new = {m: v for m, v in got.items() if m not in reference["methods"]}
-        reference["methods"].update(new)
+        reference["methods"].update({m: v for m, v in got.items() if m not in reference["methods"]})
     how, diffs = differences(golden, got, env)
     assert not diffs, (
         "numbers changed (compared "
@@ -359,13 +430,7 @@ def test_every_builtin_method_on_toy_matches_the_golden_file(request):
         + "\nIf intended: pytest tests/test_golden.py --update-golden, and a "
         "CHANGES.md section"
     )
-    if adding:
-        entry = matching_environment(golden, env)
-        if entry is None:
-            golden["environments"].append({"environment": env, "methods": got})
-        else:  # the methods it lacks join it; its stored numbers stay as they are
-            entry["methods"].update({m: v for m, v in got.items() if m not in entry["methods"]})
-        _write(golden)
+    golden_run.got.update(got)
 
 
 # -- the comparison itself fails where it should ------------------------------------------------

@@ -182,6 +182,10 @@ def test_every_builtin_method_is_covered_by_the_leak_test():
     assert builtin == set(FAST), "add the new method to FAST with settings that run in seconds"
 
 
+#: One torch thread (tests/conftest.py): which rows a method reads does not depend on how many
+#: threads compute with them, and OpenMP barriers on these small products cost more than they give
+#: beside another busy process (tf-vaegan: 5 s with one thread, 15 s with two under ``pytest -n 2``).
+@pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("name", sorted(FAST))
 def test_no_test_image_is_read_before_evaluation(shared_data, name):
     data, locs = real_awa2(shared_data)
