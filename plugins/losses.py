@@ -12,8 +12,10 @@ row (an anchor class for L_BT, an anchor image for L_T). Materialising every ter
 class's n_CB intra-class distances for L_BT, an anchor's few positives for L_T — and, for every entry
 of the long side, counts with ``searchsorted`` how many sorted entries make its hinge positive and
 sums them with a prefix sum. That is exact — the same hinges, the same sub-gradient (0 where a
-hinge is exactly 0, as ``torch.relu``) — in O(R·P·log Q) time and O(R·(P + Q)) memory, and autograd
-differentiates it.
+hinge is exactly 0, as ``torch.relu``) — in O(R·P·log Q) time and O(R·(P + Q)) memory. L_T goes
+through autograd; L_BT, whose training loop needs only the value and the gradient, counts the
+active hinges the same way and writes its gradient in closed form
+(:func:`balanced_triplet_loss_and_grad`).
 
 Why distances come from ``‖u‖² + ‖v‖² − 2u·v`` after centring: the expansion turns the all-pairs
 distances into one matrix product (the expensive part, done by BLAS), and centring the batch first
