@@ -422,6 +422,7 @@ class ClassBalancedSampler:
         self.n_cb = n_cb
         self.counts = torch.as_tensor(counts, device="cpu")
         self.members = torch.as_tensor(table, device="cpu")
+        self.members_t = self.members.T.contiguous()  # (width, L): gathered along dim 0
         self.big = torch.as_tensor(np.flatnonzero(counts >= n_cb), device="cpu")
         self.small = torch.as_tensor(np.flatnonzero(counts < n_cb), device="cpu")
         self.padding = torch.as_tensor(pos >= counts[self.big.numpy(), None], device="cpu")
@@ -443,7 +444,7 @@ class ClassBalancedSampler:
     def sample_slots(self, generator: torch.Generator) -> torch.Tensor:
         """The same draw laid out (n_cb, L), contiguous: row s holds every class's s-th image
         (the loss's sample-major layout, without a transposing copy)."""
-        members = self.members.T
+        members = self.members_t
         if len(self.big):
             keys = torch.rand(self.padding.shape, generator=generator, device="cpu")
             keys.masked_fill_(
@@ -514,7 +515,9 @@ class _Batch:
             self.inputs = state.features
             self.inverse = self.rows
         elif not state.sampler.may_repeat:
-            self.inputs = state.buffer[: len(rows)]
+            # The buffer holds a whole batch: slice it only for a shorter one (no operation per episode).
+            buffer = state.buffer
+            self.inputs = buffer if len(buffer) == len(rows) else buffer[: len(rows)]
             torch.index_select(state.features, 0, self.rows, out=self.inputs)
         else:
             distinct, inverse = torch.unique(rows, sorted=True, return_inverse=True)

@@ -126,7 +126,8 @@ def balanced_triplet_loss_and_grad(
     flat = x.view(n_cb * n_cls, dim)  # row s·L + j is sample s of class j
     # [x, ‖x‖², 1]·[−2m, 1, ‖m‖²]ᵀ = ‖x − m‖²: every sample against every mean in one GEMM.
     aug_s = torch.cat([flat, (flat * flat).sum(1, keepdim=True), flat.new_ones(len(flat), 1)], 1)
-    aug_m = torch.cat([-2.0 * means, means.new_ones(n_cls, 1), (means * means).sum(1, True)], 1)
+    neg2_means = -2.0 * means
+    aug_m = torch.cat([neg2_means, means.new_ones(n_cls, 1), (means * means).sum(1, True)], 1)
     aug_m_t = aug_m.T.contiguous()  # MKL is ~2x slower on the transposed view here
     dists = torch.mm(aug_s, aug_m_t, out=_workspace_view(workspace, n_cb * n_cls, n_cls, x))
     dists = dists.view(n_cb, n_cls, n_cls)  # [s, j, i]
@@ -138,8 +139,10 @@ def balanced_triplet_loss_and_grad(
     # C[i, j]: the hinge Δ + intra[i, l] − inter[i, j] is active for the C[i, j] largest intra[i, ·].
     count = torch.searchsorted(neg_sorted, shifted, side="left")
     # A[i, order[i, p]] = #{j : C[i, j] > p} = L − #{j : C[i, j] ≤ p}.
-    hist = count.new_zeros(n_cls, n_cb + 1).scatter_add_(1, count, torch.ones_like(count))
-    active_of = n_cls - hist.cumsum(1, dtype=x.dtype)[:, :n_cb]
+    # (A stride-0 ones: a fresh L x L tensor of ones costs more in page faults than the scatter.)
+    ones = x.new_ones(()).expand(n_cls, n_cls)
+    hist = x.new_zeros(n_cls, n_cb + 1).scatter_add_(1, count, ones)  # exact: counts < 2^24
+    active_of = n_cls - hist.cumsum(1)[:, :n_cb]
     per_sample = torch.empty_like(active_of).scatter_(1, order, active_of)  # A[i, l]
     count_f = count.to(x.dtype)
     # Σ over active (i, j, l) of Δ − inter[i, j] + intra[i, l]
@@ -153,7 +156,8 @@ def balanced_triplet_loss_and_grad(
     ) <= SPARSE_GRADIENT_FRACTION * (n_cls * n_cls):
         _inter_gradient_sparse(dists, flat, means, count, count_f, grad_flat, minus_grad_means)
     else:
-        _inter_gradient_dense(dists, nearest, count_f, aug_s, aug_m, grad_flat, minus_grad_means)
+        augmented = (aug_s, aug_m, flat, neg2_means)
+        _inter_gradient_dense(dists, nearest, count_f, augmented, grad_flat, minus_grad_means)
     grad.sub_(minus_grad_means, alpha=1.0 / n_cb)  # a mean's gradient reaches each of its samples
     scale = 2.0 if reduction == "sum" else 2.0 / (n_cls * (n_cls - 1) * n_cb)
     return (loss if reduction == "sum" else loss * (scale / 2.0)), grad.mul_(scale)
@@ -177,8 +181,7 @@ def _inter_gradient_dense(
     dists: torch.Tensor,
     nearest: torch.Tensor,
     count_f: torch.Tensor,
-    aug_s: torch.Tensor,
-    aug_m: torch.Tensor,
+    augmented: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
     half_grad: torch.Tensor,
     minus_half_grad_means: torch.Tensor,
 ) -> None:
@@ -189,17 +192,22 @@ def _inter_gradient_dense(
     minimum, else 0, built in place of ``dists``. Since ‖x_r − m_i‖² has gradient 2 (x_r − m_i) for
     x_r and −2 (x_r − m_i) for m_i, the halves are −(Σ_i G[r, i]) x_r + (G m)_r for x_r and
     (Σ_r G[r, i]) m_i − (Gᵀ x)_i for m_i: two GEMMs on the augmented matrices, whose extra columns
-    give the sums.
+    give the sums. ``augmented`` is ``(aug_s, aug_m, x, −2 m)``: the augmented matrices and their
+    first k columns, passed as tensors of their own (a slice is one more operation per use).
     """
+    aug_s, aug_m, flat, neg2_means = augmented
     n_cb, n_cls, _ = dists.shape
     dim = half_grad.shape[1]
     weights = torch.eq(dists, nearest, out=dists)  # 1 at the minimisers (in place: dists is spent)
-    weights.mul_(count_f.T / weights.sum(0))
+    # C / (number of minimisers), written over the (contiguous) count of minimisers: a transposed
+    # result would make the broadcast product below strided, 2x slower at SUN's shape.
+    ties = weights.sum(0)
+    weights.mul_(torch.div(count_f.T, ties, out=ties))
     g = weights.view(n_cb * n_cls, n_cls)
     by_sample = g @ aug_m[:, : dim + 1]  # [−2 G m | Σ_i G]
     by_mean = g.T @ aug_s  # [Gᵀ x | Gᵀ ‖x‖² | Σ_r G]
-    half_grad.sub_(by_sample[:, dim:] * aug_s[:, :dim]).sub_(by_sample[:, :dim], alpha=0.5)
-    minus_half_grad_means.add_(by_mean[:, dim + 1 :] * aug_m[:, :dim], alpha=-0.5).sub_(
+    half_grad.sub_(by_sample[:, dim:] * flat).sub_(by_sample[:, :dim], alpha=0.5)
+    minus_half_grad_means.add_(by_mean[:, dim + 1 :] * neg2_means, alpha=-0.5).sub_(
         by_mean[:, :dim]
     )
 
@@ -219,13 +227,14 @@ def _inter_gradient_sparse(
     update of a linear map when the tied samples are one image drawn twice.
     """
     n_cb, n_cls, _ = dists.shape
-    active = count.view(-1).nonzero().squeeze(1)  # flat i·L + j
-    i_idx = torch.div(active, n_cls, rounding_mode="floor")
-    j_idx = active - i_idx * n_cls
-    candidates = dists.view(n_cb, n_cls * n_cls).index_select(1, j_idx * n_cls + i_idx)
-    rows = candidates.argmin(dim=0) * n_cls + j_idx
+    # The active pairs in row-major order (the order of ``index_add_``'s sums), as two index rows.
+    i_idx, j_idx = count.nonzero().T.contiguous().unbind()
+    candidates = dists.view(n_cb, n_cls * n_cls).index_select(
+        1, torch.add(i_idx, j_idx, alpha=n_cls)
+    )
+    rows = torch.add(j_idx, candidates.argmin(dim=0), alpha=n_cls)  # sample s of class j: s·L + j
     # d‖x_r − m_i‖² = 2 (x_r − m_i)·(dx_r − dm_i), times d loss / d inter = −C[i, j]; halved
-    weighted = count_f.view(-1)[active][:, None] * (
+    weighted = count_f[i_idx, j_idx][:, None] * (
         flat.index_select(0, rows) - means.index_select(0, i_idx)
     )
     half_grad.index_add_(0, rows, weighted, alpha=-1.0)
