@@ -11,6 +11,13 @@ of d = 2048 features mapped to k = 64 dimensions:
 * L_BT's distance product, (B x (k+2)) x ((k+2) x L): every sample against every class mean
   (the loss takes, for each class mean, the nearest sample of every other class).
 
+Two passes over memory are as unavoidable as the products, and the script times them too, for a
+second, fuller floor: the gather of the batch's B rows of F into a buffer (the products then read
+it; without it they would need a gather-GEMM that eager PyTorch does not have) and Adam's update of
+W (read W, its gradient and two moments, write three; ``torch._fused_adam_`` on tensors of W's
+shape). A ratio against the products alone says how much of an episode is BLAS; against the
+fuller floor, how much is left for the loss's small operations, the sampler and Python.
+
 This script trains the ``bt`` embedder (the paper's defaults) on each stand-in's trainval images
 (``synth-apy`` ... ``synth-sun``: the real datasets' sizes and class counts, ``clip``-preprocessed
 as bt-gp does) for a whole fit, and after every episode times the three products alone at that
@@ -64,6 +71,20 @@ def measure(name: str, episodes: int) -> dict[str, float]:
     aug_m_t = torch.randn(k + 2, n_cls, generator=gen)
     bias = trainer.bias.detach()
     times = {"episode": 0.0, "forward": 0.0, "gradient": 0.0, "distances": 0.0}
+    times |= {"gather": 0.0, "adam": 0.0}
+    picks = torch.randperm(len(f), generator=gen)[:rows] % len(f)
+    gathered = torch.empty_like(batch)
+    w_like = [torch.randn(f.shape[1], k, generator=gen)]
+    adam_state = [[torch.randn_like(w_like[0])] for _ in range(2)] + [[torch.rand(f.shape[1], k)]]
+    adam_step = [torch.zeros(())]
+
+    def adam() -> None:
+        adam_step[0].add_(1)
+        torch._fused_adam_(
+            w_like, adam_state[0], adam_state[1], adam_state[2], [], adam_step,
+            amsgrad=False, lr=1e-4, beta1=0.9, beta2=0.999, weight_decay=0.0, eps=1e-8,
+            maximize=False,
+        )  # fmt: skip
 
     def timed(key: str, fn) -> None:
         start = time.perf_counter()
@@ -78,18 +99,23 @@ def measure(name: str, episodes: int) -> dict[str, float]:
         timed("forward", lambda w_t=w_t: torch.addmm(bias, batch, w_t))
         timed("gradient", lambda: batch.T @ grad)
         timed("distances", lambda: aug_s @ aug_m_t)
+        timed("gather", lambda: torch.index_select(f, 0, picks, out=gathered))
+        timed("adam", adam)
     gflop = {
         "forward": 2.0 * rows * f.shape[1] * k / 1e9,
         "gradient": 2.0 * rows * f.shape[1] * k / 1e9,
         "distances": 2.0 * rows * (k + 2) * n_cls / 1e9,
     }
     floor = times["forward"] + times["gradient"] + times["distances"]
+    full = floor + times["gather"] + times["adam"]
     return {
         "classes": n_cls,
         "rows": rows,
         "episode_ms": 1e3 * times["episode"] / episodes,
         "floor_ms": 1e3 * floor / episodes,
         "ratio": times["episode"] / floor,
+        "full_ms": 1e3 * full / episodes,
+        "full_ratio": times["episode"] / full,
         "gflop": sum(gflop.values()),
         "gflops": sum(gflop.values()) * episodes / floor,
         "run_s": FITS * times["episode"],
@@ -114,15 +140,16 @@ def main() -> None:
     )
     print(
         "| shape | classes | batch rows | ms per episode | floor ms | episode / floor "
-        "| floor GFLOP | floor GFLOP/s | s per run (2 fits) |"
+        "| floor GFLOP | floor GFLOP/s | + gather + Adam ms | episode / that "
+        "| s per run (2 fits) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in args.shapes.split(","):
         r = measure(name, args.episodes)
         print(
             f"| {name} | {r['classes']} | {r['rows']} | {r['episode_ms']:.2f} | "
             f"{r['floor_ms']:.2f} | {r['ratio']:.2f} | {r['gflop']:.3f} | {r['gflops']:.0f} | "
-            f"{r['run_s']:.1f} |",
+            f"{r['full_ms']:.2f} | {r['full_ratio']:.2f} | {r['run_s']:.1f} |",
             flush=True,
         )
     print(f"\nThis CPU's square 2048³ product: {square_rate:.0f} GFLOP/s.")
