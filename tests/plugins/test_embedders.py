@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import zslbench_plugins.embedders as embedders
 from tests.plugins.test_losses import _bt_broadcast
@@ -328,3 +329,52 @@ def test_cuda_trains_the_same_map_as_the_cpu(cls: type) -> None:
     cpu = cls(latent_dim=8, episodes=50, random_state=0).fit(features, labels)
     gpu = cls(latent_dim=8, episodes=50, random_state=0, device="cuda").fit(features, labels)
     np.testing.assert_allclose(gpu.W_, cpu.W_, rtol=1e-2, atol=1e-3)
+
+
+# -- operations per episode (issue 29: at most half of the 182-221 when it was filed) ------------
+
+#: Half the fewest operations an L_BT episode took when issue 29 was filed (182, SUN's shape):
+#: each operation is a kernel launch on a GPU and ~10 µs of Python on a CPU.
+MAX_EPISODE_OPERATIONS = 91
+
+
+class _OperationCounter(TorchDispatchMode):
+    """Counts every aten operation dispatched (views included), as benchmarks/profile_btgp.py."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize(
+    "n_classes,path",
+    [(20, "dense, uncounted"), (70, "dense"), (70, "sparse")],
+)
+def test_an_episode_takes_at_most_half_the_operations_it_took_when_filed(
+    monkeypatch: pytest.MonkeyPatch, n_classes: int, path: str
+) -> None:
+    """A whole L_BT episode (sample, gather, forward, loss and gradient, Adam) on each of the
+    loss's three paths: dense without counting the active pairs (L² < SPARSE_MIN_PAIRS, the APY
+    and AWA shapes), and with the count, dense or sparse (the CUB and SUN shapes)."""
+    import zslbench_plugins.losses as losses
+
+    assert (n_classes**2 >= losses.SPARSE_MIN_PAIRS) == (path != "dense, uncounted")
+    if path != "dense, uncounted":
+        fraction = 2.0 if path == "sparse" else -1.0
+        monkeypatch.setattr(losses, "SPARSE_GRADIENT_FRACTION", fraction)
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(n_classes), 40)  # a gathered batch, as on the benchmarks
+    features = rng.standard_normal((len(labels), 32)).astype(np.float32)
+    run = BalancedTripletEmbedder(latent_dim=8, episodes=5, random_state=0).trainer(
+        features, labels
+    )
+    assert not run.state.full
+    run.step()  # the first episode allocates Adam's state
+    counter = _OperationCounter()
+    with counter:
+        run.step()
+    assert 40 < counter.count <= MAX_EPISODE_OPERATIONS, counter.count
