@@ -515,7 +515,7 @@ class _Batch:
             self.inputs = state.features
             self.inverse = self.rows
         elif not state.sampler.may_repeat:
-            # The buffer holds a whole batch: slice it only for a shorter one (no operation per episode).
+            # The buffer is one batch long: a slice only for a shorter batch (one operation less).
             buffer = state.buffer
             self.inputs = buffer if len(buffer) == len(rows) else buffer[: len(rows)]
             torch.index_select(state.features, 0, self.rows, out=self.inputs)
