@@ -226,8 +226,8 @@ class BalancedTripletEmbedder(_LinearTripletEmbedder):
     ) -> Any:
         sampler = ClassBalancedSampler(y, n_classes, int(self.n_cb))
         state = _batch_state(features, sampler, generator, sampler.expected_distinct())
-        state.workspace = torch.empty(
-            n_classes * int(self.n_cb), n_classes, dtype=features.dtype, device=features.device
+        state.workspace = torch.empty(  # the loss's distances and active hinges
+            2, n_classes * int(self.n_cb), n_classes, dtype=features.dtype, device=features.device
         )
         state.zero_bias_grad = features.new_zeros(int(self.latent_dim))
         return state
@@ -414,15 +414,15 @@ class ClassBalancedSampler:
         counts = np.bincount(y, minlength=n_classes)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
         width = int(counts.max())
-        # members[i, :counts[i]] are the images of class i; the rest is padding (never drawn).
+        # table[i, :counts[i]] are the images of class i; the rest is padding (never drawn).
         pos = np.arange(width)[None, :]
         table = np.where(
             pos < counts[:, None], order[np.minimum(starts[:, None] + pos, len(y) - 1)], -1
         )
         self.n_cb = n_cb
         self.counts = torch.as_tensor(counts, device="cpu")
-        self.members = torch.as_tensor(table, device="cpu")
-        self.members_t = self.members.T.contiguous()  # (width, L): gathered along dim 0
+        # (width, L): members_t[:counts[i], i] are the images of class i, gathered along dim 0.
+        self.members_t = torch.as_tensor(np.ascontiguousarray(table.T), device="cpu")
         self.big = torch.as_tensor(np.flatnonzero(counts >= n_cb), device="cpu")
         self.small = torch.as_tensor(np.flatnonzero(counts < n_cb), device="cpu")
         self.padding = torch.as_tensor(pos >= counts[self.big.numpy(), None], device="cpu")

@@ -129,6 +129,42 @@ def test_regressor_predicts_the_posterior_mean_of_its_fitted_hyperparameters(awa
     assert reg.predict(p.unseen_semantics[:0]).shape == (0, 3)
 
 
+def _hyper(reg: GPRegressor) -> list[torch.Tensor]:
+    return [torch.as_tensor(a) for a in (reg.lengthscale_, reg.outputscale_, reg.noise_)]
+
+
+def test_closed_form_prediction_equals_gpytorchs_model():
+    """``predict`` computes the posterior mean itself (``gp_fit.posterior_mean``); GPyTorch's
+    model, the paper's implementation, gives the same means from the same hyperparameters."""
+    p = make_shaped("CUB", 6, seed=4)  # 150 seen classes, 312 attributes
+    reg = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
+    x, y = reg.train_semantics_, reg.train_prototypes_
+    x_new = torch.as_tensor(p.unseen_semantics)
+    ours = gp_fit.posterior_mean(x, y, x_new, *_hyper(reg))
+    gpytorchs = gp_module._gpytorch_mean(x, y, x_new, _hyper(reg), slice(None))
+    np.testing.assert_allclose(ours.numpy(), gpytorchs.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        reg.predict(p.unseen_semantics), gpytorchs.T.numpy(), rtol=1e-6, atol=1e-7
+    )
+
+
+def test_a_kernel_that_is_not_positive_definite_falls_back_to_gpytorchs_jittered_cholesky(
+    awa2_small,
+):
+    p = awa2_small
+    reg = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
+    reg.noise_ = reg.noise_.copy()
+    reg.noise_[1] = -(reg.outputscale_[1] + 1.0)  # a negative diagonal: no Cholesky factor
+    x, y = reg.train_semantics_, reg.train_prototypes_
+    x_new = torch.as_tensor(p.unseen_semantics)
+    assert gp_fit.posterior_mean(x, y, x_new, *_hyper(reg)) is None
+    fallback = gp_module._gpytorch_mean(x, y, x_new, _hyper(reg), slice(None))  # noise at floor
+    assert torch.isfinite(fallback).all()
+    np.testing.assert_allclose(
+        reg.predict(p.unseen_semantics), fallback.T.numpy(), rtol=1e-6, atol=1e-7
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # The optimiser: exact derivatives, stationarity, global search
 

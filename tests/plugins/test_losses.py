@@ -199,9 +199,14 @@ def test_balanced_triplet_loss_float32_close_to_float64() -> None:
     torch.testing.assert_close(got_grad.double(), ref_grad, rtol=1e-3, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "workspace_shape",
+    [(30 * 30 * 6 + 17,), (2 * 30 * 30 * 6 + 17,), (2, 6 * 30, 30)],
+    ids=["distances-only", "both-blocks-flat", "trainers-shape"],
+)
 @pytest.mark.parametrize("backward_path_", ["dense", "sparse"])
 def test_balanced_triplet_loss_workspace_gives_identical_result(
-    monkeypatch: pytest.MonkeyPatch, backward_path_: str
+    monkeypatch: pytest.MonkeyPatch, backward_path_: str, workspace_shape: tuple[int, ...]
 ) -> None:
     monkeypatch.setattr(
         losses, "SPARSE_GRADIENT_FRACTION", 2.0 if backward_path_ == "sparse" else -1.0
@@ -209,7 +214,7 @@ def test_balanced_triplet_loss_workspace_gives_identical_result(
     monkeypatch.setattr(losses, "SPARSE_MIN_PAIRS", 0)
     gen = torch.Generator().manual_seed(11)
     x = torch.randn(30, 6, 8, generator=gen)
-    workspace = torch.full((30 * 30 * 6 + 17,), float("nan"))
+    workspace = torch.full(workspace_shape, float("nan"))
     plain, plain_grad = _value_and_grad(lambda v: balanced_triplet_loss(v, 4.0), x)
     for _ in range(2):  # the second call finds the first's leftovers in the workspace
         with_ws, ws_grad = _value_and_grad(
@@ -217,6 +222,11 @@ def test_balanced_triplet_loss_workspace_gives_identical_result(
         )
         assert with_ws == plain
         assert torch.equal(ws_grad, plain_grad)
+    size = 30 * 30 * 6
+    flat = workspace.view(-1)
+    assert not flat[:size].isnan().any()  # the distances were written there, not elsewhere
+    if len(flat) >= 2 * size:
+        assert not flat[size : 2 * size].isnan().any()  # and so was the hinge indicator
 
 
 def test_balanced_triplet_loss_rejects_bad_input() -> None:
