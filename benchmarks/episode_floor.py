@@ -6,8 +6,9 @@ matrix products that no reordering removes, for a batch of B = L x n_cb images (
 of d = 2048 features mapped to k = 64 dimensions:
 
 * the forward product F·Wᵀ, (B x d) x (d x k);
-* the gradient product Gᵀ·F, (k x B) x (B x d) (Adam is not rotation-invariant, so the features
-  cannot be projected to fewer dimensions without changing W);
+* the gradient product Gᵀ·F, (k x B) x (B x d), in W's (k, d) layout (Adam is not
+  rotation-invariant, so the features cannot be projected to fewer dimensions without changing
+  W);
 * L_BT's distance product, (B x (k+2)) x ((k+2) x L): every sample against every class mean
   (the loss takes, for each class mean, the nearest sample of every other class).
 
@@ -74,8 +75,8 @@ def measure(name: str, episodes: int) -> dict[str, float]:
     times |= {"gather": 0.0, "adam": 0.0}
     picks = torch.randperm(len(f), generator=gen)[:rows] % len(f)
     gathered = torch.empty_like(batch)
-    w_like = [torch.randn(f.shape[1], k, generator=gen)]
-    adam_state = [[torch.randn_like(w_like[0])] for _ in range(2)] + [[torch.rand(f.shape[1], k)]]
+    w_like = [torch.randn(k, f.shape[1], generator=gen)]
+    adam_state = [[torch.randn_like(w_like[0])] for _ in range(2)] + [[torch.rand(k, f.shape[1])]]
     adam_step = [torch.zeros(())]
 
     def adam() -> None:
@@ -92,12 +93,12 @@ def measure(name: str, episodes: int) -> dict[str, float]:
         times[key] += time.perf_counter() - start
 
     for _ in range(3):  # warm-up of the products (the episodes warm up themselves)
-        torch.addmm(bias, batch, trainer.weight_t.detach())
+        torch.addmm(bias, batch, trainer.weight.detach().T)
     for _ in range(episodes):
         timed("episode", trainer.step)
-        w_t = trainer.weight_t.detach()
-        timed("forward", lambda w_t=w_t: torch.addmm(bias, batch, w_t))
-        timed("gradient", lambda: batch.T @ grad)
+        w = trainer.weight.detach()
+        timed("forward", lambda w=w: torch.addmm(bias, batch, w.T))
+        timed("gradient", lambda: grad.T @ batch)
         timed("distances", lambda: aug_s @ aug_m_t)
         timed("gather", lambda: torch.index_select(f, 0, picks, out=gathered))
         timed("adam", adam)

@@ -91,9 +91,12 @@ class _LinearTripletEmbedder(Embedder):
     Subclasses say how an episode's batch is drawn, and compute its loss and the gradients of W
     and b. ``fit`` puts the training features on ``device`` once; each episode draws indices on the
     CPU (so the draws do not depend on the device), forms the batch's latent vectors, and takes one
-    Adam step. W is trained as its transpose Wᵀ (d, k), so that the forward product F·Wᵀ reads a
-    contiguous matrix without a copy per episode; Adam is element-wise, so the layout changes
-    nothing else.
+    Adam step. W is kept as (k, d), row-major: the weight gradient Gᵀ·F is then a contiguous
+    (k, d) product, which MKL computes ~17 % faster than the (d, k) product Fᵀ·G (CUB's shape, 2
+    threads), and a contiguous gradient keeps ``torch._fused_adam_`` on its vectorised path (3x
+    slower on a transposed one). The forward product F·Wᵀ passes Wᵀ as a transposed view, which
+    BLAS reads without a copy. On the project's Intel host both layouts gave the same bits
+    (W and the loss of every episode, 500 episodes at the APY, AWA1, CUB and SUN stand-ins).
 
     Fitted state: ``W_`` (k, d) and ``b_`` (k,) float32, ``classes_`` (the label values seen),
     ``n_features_in_``, ``loss_history_`` (the loss of each episode, before its step).
@@ -115,8 +118,8 @@ class _LinearTripletEmbedder(Embedder):
     ) -> Any:
         raise NotImplementedError
 
-    def _episode(self, state: Any, weight_t: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        """Draw a batch; set ``weight_t.grad`` and ``bias.grad``; return the loss."""
+    def _episode(self, state: Any, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """Draw a batch; set ``weight.grad`` and ``bias.grad``; return the loss."""
         raise NotImplementedError
 
     # -- the shared training loop -----------------------------------------------------------------
@@ -146,12 +149,12 @@ class _LinearTripletEmbedder(Embedder):
                 f"{self.name} embedder: the training features contain NaN or inf",
                 hint="fix the feature file, or preprocess with the clip preprocessor",
             )
-        weight_t, bias = _init_linear(f.shape[1], int(self.latent_dim), generator, device)
+        weight, bias = _init_linear(f.shape[1], int(self.latent_dim), generator, device)
         optimiser = EpisodeAdam(
-            [weight_t, bias], lr=float(self.lr), weight_decay=float(self.weight_decay)
+            [weight, bias], lr=float(self.lr), weight_decay=float(self.weight_decay)
         )
         state = self._prepare(y, len(classes), generator, f)
-        return EpisodeTrainer(self, weight_t, bias, optimiser, state, classes, seed)
+        return EpisodeTrainer(self, weight, bias, optimiser, state, classes, seed)
 
     def fit(self, features: np.ndarray, labels: np.ndarray) -> _LinearTripletEmbedder:
         run = self.trainer(features, labels)
@@ -160,7 +163,7 @@ class _LinearTripletEmbedder(Embedder):
             for episode in range(int(self.episodes)):
                 history[episode] = run.step()  # stays on the device: no sync per episode on a GPU
                 step()
-        self.W_ = np.ascontiguousarray(run.weight_t.detach().cpu().numpy().T)
+        self.W_ = run.weight.detach().cpu().numpy().copy()
         self.b_ = run.bias.detach().cpu().numpy().copy()
         self.classes_ = run.classes
         self.n_features_in_ = int(self.W_.shape[1])
@@ -233,19 +236,19 @@ class BalancedTripletEmbedder(_LinearTripletEmbedder):
         return state
 
     @torch.no_grad()
-    def _episode(self, state: Any, weight_t: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def _episode(self, state: Any, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         idx = state.sampler.sample_slots(state.generator)  # (n_cb, L) image indices, CPU
         n_cb, n_cls = idx.shape
         rows = idx.view(-1)  # sample-major: row s·L + j is sample s of class j
         batch = _Batch(state, rows)
-        latent = batch.latent(weight_t, bias)
+        latent = batch.latent(weight, bias)
         loss, grad = balanced_triplet_loss_and_grad(
             latent.view(n_cb, n_cls, -1),
             float(self.margin),
             self.reduction,
             workspace=state.workspace,
         )
-        weight_t.grad = batch.weight_gradient(grad.view(len(rows), -1))
+        weight.grad = batch.weight_gradient(grad.view(len(rows), -1))
         # L_BT depends on distances only, so it does not change when b moves every x: its gradient
         # with respect to b is exactly 0 (the sum of the rows of ``grad``, up to rounding).
         bias.grad = state.zero_bias_grad
@@ -312,22 +315,22 @@ class TripletEmbedder(_LinearTripletEmbedder):
         state.labels = torch.as_tensor(y, dtype=torch.int64, device="cpu")
         return state
 
-    def _episode(self, state: Any, weight_t: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def _episode(self, state: Any, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         idx = state.sampler.sample(state.generator)
-        latent = _Batch(state, idx).latent(weight_t, bias)  # autograd records it
+        latent = _Batch(state, idx).latent(weight, bias)  # autograd records it
         labels = state.labels[idx].to(latent.device)
         loss = triplet_loss(latent, labels, float(self.margin), self.reduction)
-        weight_t.grad, bias.grad = torch.autograd.grad(loss, (weight_t, bias))
+        weight.grad, bias.grad = torch.autograd.grad(loss, (weight, bias))
         return loss
 
 
 class EpisodeTrainer:
-    """A linear triplet embedder in training: Wᵀ (d, k) and b, Adam, and the batch state."""
+    """A linear triplet embedder in training: W (k, d) and b, Adam, and the batch state."""
 
     def __init__(
         self,
         model: _LinearTripletEmbedder,
-        weight_t: torch.Tensor,
+        weight: torch.Tensor,
         bias: torch.Tensor,
         optimiser: EpisodeAdam,
         state: _BatchState,
@@ -335,7 +338,7 @@ class EpisodeTrainer:
         seed: int,
     ) -> None:
         self.model = model
-        self.weight_t = weight_t
+        self.weight = weight
         self.bias = bias
         self.optimiser = optimiser
         self.state = state
@@ -344,7 +347,7 @@ class EpisodeTrainer:
 
     def step(self) -> torch.Tensor:
         """One episode: draw a batch, one Adam step on its loss; returns the loss (before the step)."""
-        loss = self.model._episode(self.state, self.weight_t, self.bias)
+        loss = self.model._episode(self.state, self.weight, self.bias)
         self.optimiser.step()
         return loss.detach()
 
@@ -499,7 +502,7 @@ class _BatchState:
 
 class _Batch:
     """An episode's images ``rows`` (CPU int64 indices into the training set, in the loss's order):
-    their latent vectors under (Wᵀ, b), and the gradient of Wᵀ from the latent vectors' gradient.
+    their latent vectors under (W, b), and the gradient of W from the latent vectors' gradient.
 
     Either every training image is mapped and the rows picked (``state.full``), or only the batch's
     images are gathered into a preallocated buffer (a fresh 40 MB tensor per episode costs more in
@@ -525,29 +528,28 @@ class _Batch:
             torch.index_select(state.features, 0, distinct.to(device), out=self.inputs)
             self.inverse = inverse.to(device)
 
-    def latent(self, weight_t: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def latent(self, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         """F·Wᵀ + b for the batch's rows, in their order."""
-        mapped = torch.addmm(bias, self.inputs, weight_t)
+        mapped = torch.addmm(bias, self.inputs, weight.T)
         return mapped if self.inverse is None else mapped.index_select(0, self.inverse)
 
     def weight_gradient(self, grad: torch.Tensor) -> torch.Tensor:
-        """d loss / d Wᵀ = Fᵀ·G, G the latent rows' gradient (summed over repeated images)."""
+        """d loss / d W = Gᵀ·F, G the latent rows' gradient (summed over repeated images)."""
         if self.inverse is not None:
             grad = grad.new_zeros(len(self.inputs), grad.shape[1]).index_add_(0, self.inverse, grad)
-        return self.inputs.T @ grad
+        return grad.T @ self.inputs
 
 
 def _init_linear(
     d_in: int, d_out: int, generator: torch.Generator, device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Wᵀ (d_in, d_out) and b of ``nn.Linear(d_in, d_out)``'s default init, U(±1/√d_in) for both,
-    drawn (W as (d_out, d_in), in nn.Linear's order) from ``generator`` on the CPU, so the init is
-    the same on every device and the global RNG is left alone. Both require grad."""
+    """W (d_out, d_in) and b of ``nn.Linear(d_in, d_out)``'s default init, U(±1/√d_in) for both,
+    drawn from ``generator`` on the CPU, so the init is the same on every device and the global
+    RNG is left alone. Both require grad."""
     bound = 1.0 / math.sqrt(d_in)
     weight = torch.empty(d_out, d_in, device="cpu").uniform_(-bound, bound, generator=generator)
     bias = torch.empty(d_out, device="cpu").uniform_(-bound, bound, generator=generator)
-    weight_t = weight.T.contiguous().to(device).requires_grad_(True)
-    return weight_t, bias.to(device).requires_grad_(True)
+    return weight.to(device).requires_grad_(True), bias.to(device).requires_grad_(True)
 
 
 def _to_tensor(features: np.ndarray, device: torch.device) -> torch.Tensor:

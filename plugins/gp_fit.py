@@ -157,7 +157,7 @@ def posterior_mean(
     lengthscale: torch.Tensor,
     outputscale: torch.Tensor,
     noise: torch.Tensor,
-    pmap: Callable[..., list[Any]] | None = None,
+    pmap: Callable[..., list[Any]],
 ) -> torch.Tensor | None:
     """Posterior means (k, m) at ``x_new`` (m, a) of the k zero-mean GPs with targets ``y`` (k, n)
     at ``x`` (n, a): ``k_*ᵀ C_i⁻¹ y_i`` (R&W eq. 2.25, the paper's eq. 7), one Cholesky factor per
@@ -169,8 +169,8 @@ def posterior_mean(
     run's train time). The distances are those of the joint point set, as GPyTorch's joint
     covariance takes them. Returns ``None`` where a kernel matrix is not numerically positive
     definite, so that the caller can take GPyTorch's jittered factorisation instead. ``pmap``
-    (``worker_map``'s) runs the chunks of outputs; each is computed alone, so the result does not
-    depend on it.
+    (one of ``worker_map``'s) runs the chunks of outputs; each is computed alone, so the result
+    does not depend on it.
     """
     n = x.shape[0]
     d2_all = squared_distances(torch.cat([x, x_new]))
@@ -187,8 +187,7 @@ def posterior_mean(
         alpha = torch.cholesky_solve(y[sl, :, None], chol)
         return ((scale * torch.exp(d2_new * minus_half_inv_l2)) @ alpha)[..., 0]
 
-    run = pmap if pmap is not None else (lambda fn, items: [fn(item) for item in items])
-    means = run(chunk, _chunks(y.shape[0], n + x_new.shape[0]))
+    means = pmap(chunk, _chunks(y.shape[0], n + x_new.shape[0]))
     return None if any(m is None for m in means) else torch.cat(means)
 
 

@@ -222,20 +222,20 @@ def test_an_episode_sets_autograds_gradient_of_w_and_b(
     monkeypatch.setattr(
         run.state.sampler, "sample_slots", lambda g: drawn.append(sample(g)) or drawn[-1]
     )
-    weight_t = run.weight_t.detach().double().clone().requires_grad_(True)
+    weight = run.weight.detach().double().clone().requires_grad_(True)
     bias = run.bias.detach().double().clone().requires_grad_(True)
-    loss = model._episode(run.state, run.weight_t, run.bias)
+    loss = model._episode(run.state, run.weight, run.bias)
     idx = drawn[0].T  # (L, n_cb): class i in row i
     f = torch.as_tensor(features, dtype=torch.float64)[idx.reshape(-1)]
-    latent = (f @ weight_t + bias).view(*idx.shape, -1)
+    latent = (f @ weight.T + bias).view(*idx.shape, -1)
     want = _bt_broadcast(latent, 4.0)
-    want_w, want_b = torch.autograd.grad(want, (weight_t, bias))
+    want_w, want_b = torch.autograd.grad(want, (weight, bias))
     assert loss.item() == pytest.approx(want.item(), rel=1e-4)
     # L_BT is translation invariant, so d/db is 0 up to rounding: measure both errors against
-    # the size of d/dWᵀ.
+    # the size of d/dW.
     scale = float(want_w.norm())
     assert scale > 0
-    for got, ref in ((run.weight_t.grad, want_w), (run.bias.grad, want_b)):
+    for got, ref in ((run.weight.grad, want_w), (run.bias.grad, want_b)):
         assert float((got.double() - ref).norm()) < 1e-5 * scale
 
 

@@ -140,7 +140,8 @@ def test_closed_form_prediction_equals_gpytorchs_model():
     reg = GPRegressor().fit(p.seen_semantics, p.seen_prototypes)
     x, y = reg.train_semantics_, reg.train_prototypes_
     x_new = torch.as_tensor(p.unseen_semantics)
-    ours = gp_fit.posterior_mean(x, y, x_new, *_hyper(reg))
+    with gp_fit.worker_map(x.device) as pmap:  # chunks on threads, as ``predict`` runs them
+        ours = gp_fit.posterior_mean(x, y, x_new, *_hyper(reg), pmap=pmap)
     gpytorchs = gp_module._gpytorch_mean(x, y, x_new, _hyper(reg), slice(None))
     np.testing.assert_allclose(ours.numpy(), gpytorchs.numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(
@@ -157,7 +158,8 @@ def test_a_kernel_that_is_not_positive_definite_falls_back_to_gpytorchs_jittered
     reg.noise_[1] = -(reg.outputscale_[1] + 1.0)  # a negative diagonal: no Cholesky factor
     x, y = reg.train_semantics_, reg.train_prototypes_
     x_new = torch.as_tensor(p.unseen_semantics)
-    assert gp_fit.posterior_mean(x, y, x_new, *_hyper(reg)) is None
+    with gp_fit.worker_map(x.device, parallel=False) as pmap:
+        assert gp_fit.posterior_mean(x, y, x_new, *_hyper(reg), pmap=pmap) is None
     fallback = gp_module._gpytorch_mean(x, y, x_new, _hyper(reg), slice(None))  # noise at floor
     assert torch.isfinite(fallback).all()
     np.testing.assert_allclose(
