@@ -95,8 +95,9 @@ class _LinearTripletEmbedder(Embedder):
     (k, d) product, which MKL computes ~17 % faster than the (d, k) product Fᵀ·G (CUB's shape, 2
     threads), and a contiguous gradient keeps ``torch._fused_adam_`` on its vectorised path (3x
     slower on a transposed one). The forward product F·Wᵀ passes Wᵀ as a transposed view, which
-    BLAS reads without a copy. On the project's Intel host both layouts gave the same bits
-    (W and the loss of every episode, 500 episodes at the APY, AWA1, CUB and SUN stand-ins).
+    BLAS reads without a copy. The layout is not expected to move a number: on an Intel host
+    (MKL), (k, d) and (d, k) training gave the same W and losses bit for bit at the APY, AWA1,
+    CUB and SUN stand-in shapes. Another BLAS may round the two products differently.
 
     Fitted state: ``W_`` (k, d) and ``b_`` (k,) float32, ``classes_`` (the label values seen),
     ``n_features_in_``, ``loss_history_`` (the loss of each episode, before its step).
