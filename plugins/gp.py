@@ -77,13 +77,12 @@ from zslbench_plugins.regressor_inputs import (
 OPTIMIZERS = ("newton", "adam")
 
 #: Largest (outputs x classes x classes) float64 kernel batch held by one GPyTorch model, which
-#: now serves only the ``adam`` optimiser and the non-positive-definite fallback of prediction
+#: serves only the ``adam`` optimiser and the non-positive-definite fallback of prediction
 #: (``posterior_mean`` chunks its own work). Every problem with up to 32 MiB of kernel (e.g. 64
 #: outputs x 40 AWA2 classes, or 64 x 150 CUB classes at 11 MiB) is ONE batched model; SUN's 645
-#: classes make 10 outputs per model. Measured at SUN shape, k = 64 (one BLAS thread), when
-#: GPyTorch still made every prediction: one 64-output model peaked at 1.4 GB and predicted in
-#: 1.7 s, sub-batches of 10 peaked at 0.66 GB and took 1.5 s; GPyTorch's prediction holds several
-#: (outputs, n+m, n+m) tensors at once.
+#: classes make 10 outputs per model. GPyTorch's prediction at SUN shape, k = 64 (one BLAS
+#: thread): one 64-output model peaks at 1.4 GB and predicts in 1.7 s, sub-batches of 10 peak at
+#: 0.66 GB and take 1.5 s; it holds several (outputs, n+m, n+m) tensors at once.
 MAX_BATCH_BYTES = 32 * 2**20
 
 #: Exact inference at every size: GPyTorch switches to conjugate gradients above 800 points by
