@@ -25,6 +25,7 @@ provenance, but does not decide caching.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -179,9 +180,13 @@ def stable_dump(node: object) -> str:
     return repr(node)
 
 
+@functools.lru_cache(maxsize=1024)
 def source_digest(source: str) -> str:
     """sha256 of the AST of ``source`` without docstrings, comments, formatting or line numbers;
-    the same on every supported Python (:func:`stable_dump`)."""
+    the same on every supported Python (:func:`stable_dump`).
+
+    Memoised on the text itself, so never stale: planning a grid digests the same few plugin
+    modules once per (dataset, method), and parsing and dumping them was most of its time."""
     tree = _strip_docstrings(ast.parse(source))
     return hashlib.sha256(stable_dump(tree).encode()).hexdigest()
 
@@ -206,27 +211,40 @@ def _exists(module_name: str) -> bool:
         return False
 
 
-def _imports(module_name: str, tree: ast.AST) -> set[str]:
+@functools.lru_cache(maxsize=1024)
+def _import_statements(source: str) -> tuple[tuple[str, int, tuple[str, ...]], ...]:
+    """``(module, level, names)`` of every import statement of ``source``: ``level`` -1 for a
+    plain ``import`` (``names`` are then the imported modules). Memoised on the text, as
+    :func:`source_digest` is."""
+    out: list[tuple[str, int, tuple[str, ...]]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.append(("", -1, tuple(alias.name for alias in node.names)))
+        elif isinstance(node, ast.ImportFrom):
+            out.append((node.module or "", node.level, tuple(a.name for a in node.names)))
+    return tuple(out)
+
+
+def _imports(module_name: str, source: str) -> set[str]:
     """Modules that ``module_name``'s source imports (``from pkg import sub`` counts ``pkg.sub``
     when that is a module)."""
     package = module_name if _is_package(module_name) else module_name.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                try:
-                    base = importlib.util.resolve_name("." * node.level + base, package)
-                except (ImportError, ValueError):
-                    continue
-            if not base:
+    for base, level, names in _import_statements(source):
+        if level < 0:
+            out.update(names)
+            continue
+        if level:
+            try:
+                base = importlib.util.resolve_name("." * level + base, package)
+            except (ImportError, ValueError):
                 continue
-            out.add(base)
-            for alias in node.names:
-                if _exists(f"{base}.{alias.name}"):
-                    out.add(f"{base}.{alias.name}")
+        if not base:
+            continue
+        out.add(base)
+        for name in names:
+            if _exists(f"{base}.{name}"):
+                out.add(f"{base}.{name}")
     return out
 
 
@@ -250,7 +268,7 @@ def module_closure(module_name: str, within: Iterable[str] | None = None) -> lis
         source = read_source(name)
         if source is None:
             continue
-        for dep in _imports(name, ast.parse(source)):
+        for dep in _imports(name, source):
             if dep.split(".")[0] in allowed and dep not in seen:
                 todo.append(dep)
     return sorted(seen)

@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,11 @@ class Record:
 
     # -- integrity -------------------------------------------------------------------------------
     def body(self) -> dict[str, Any]:
-        out = asdict(self)
+        """The fields the digest covers, as a new top-level dict that shares the record's values
+        (do not mutate them). Not ``dataclasses.asdict``: its deep copy of every curve and
+        per-class list was most of the time of reading a results folder, and the fields already
+        hold plain JSON values, so the digest is the same."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
         out.pop("digest")
         if not out["identity"]:
             out.pop("identity")
