@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
+
+from tests.cli_helpers import invoke_main
 
 WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "leaderboard.yml"
 
@@ -11,11 +15,11 @@ def test_workflow_runs_the_grid_renders_checks_and_opens_a_pr() -> None:
     text = WORKFLOW.read_text()
     assert "\t" not in text  # YAML forbids tabs
     flat = " ".join(text.split())
-    assert "for table in paper-main paper-ablation" in flat
+    assert "for table in paper-main paper-ablation" in flat  # the real benchmarks' grid
     for table in ("paper-main", "paper-ablation"):
         assert (WORKFLOW.parents[2] / "configs" / f"{table}.toml").is_file()
-    assert "zslbench run --config configs/$table.toml --dataset synth-all --device cpu" in flat
-    assert "--results-dir leaderboards/records/synthetic" in flat
+    assert "zslbench run --config configs/$table.toml --device auto" in flat
+    assert "out=leaderboards/records/synthetic" in flat
     assert "--results-dir leaderboards/records/real" in flat and "res101.mat" in flat
     render = flat.index(
         "zslbench leaderboard --results-dir leaderboards/records --out leaderboards"
@@ -119,3 +123,31 @@ def test_third_party_code_runs_in_a_job_that_can_write_nothing() -> None:
         "zslbench leaderboard --results-dir leaderboards/records --out leaderboards"
     )
     assert fetch < accept < render < flat.index("peter-evans/create-pull-request")
+
+
+def _synthetic_commands() -> list[list[str]]:
+    """The ``zslbench run`` command lines of the workflow's synthetic step, as argument lists."""
+    text = WORKFLOW.read_text()
+    step = text.split("- name: Benchmark on the embedded synthetic datasets", 1)[1]
+    script = step.split("run: |", 1)[1].split("\n      - name:", 1)[0]
+    joined = re.sub(r"\\\n\s*", " ", script)  # line continuations
+    return [shlex.split(line.strip()) for line in joined.splitlines() if "zslbench run" in line]
+
+
+def test_the_workflow_re_makes_exactly_the_committed_synthetic_board() -> None:
+    """Its synthetic step, dry-run against the committed records, finds every run cached and
+    names each committed record once: a re-run after a code change re-makes the whole board and
+    nothing more (no official-schedule generative run on synth-*, hours each on a CPU runner)."""
+    records = WORKFLOW.parents[2] / "leaderboards" / "records" / "synthetic"
+    commands = _synthetic_commands()
+    assert len(commands) >= 4
+    runs: set[str] = set()
+    for argv in commands:
+        assert argv[:2] == ["zslbench", "run"], argv
+        args = [str(records) if a == "$out" else a for a in argv[2:]]
+        res = invoke_main("run", *args, "--dry-run")
+        assert res.exit_code == 0, res.output
+        lines = [ln for ln in res.stdout.splitlines() if ln.startswith(("cached", "to run"))]
+        assert lines and all(ln.startswith("cached") for ln in lines), (argv, res.stdout)
+        runs.update(ln.split(None, 1)[1] for ln in lines)
+    assert len(runs) == len(list(records.glob("*.json")))
