@@ -1,7 +1,7 @@
 """End-to-end stage timings of a method on every synth-* dataset, beside the paper's Table 5.
 
 Each dataset runs in its own process so the peak memory (max RSS) is that run's alone.
-Usage: python benchmarks/e2e_table.py [--method bt-gp] [--datasets synth-all] [--device cpu] [--repeats 1]
+Usage: python benchmarks/e2e_table.py [--method bt-gp] [--datasets synth-awa1,synth-cub] [--device cpu] [--repeats 1]
 Prints a Markdown table; timings are wall-clock seconds from the run's record.
 """
 

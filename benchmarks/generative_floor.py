@@ -1,7 +1,7 @@
 """Each generative method's generator epoch: its matrix-product FLOPs, its time, and the floor.
 
-A generator epoch of the five generative peers is almost only dense matrix products (4096-wide
-MLPs), so their FLOPs at this host's GEMM rate bound the epoch from below: any faster epoch has
+A generator epoch of five of the generative peers (f-CLSWGAN, CADA-VAE, TF-VAEGAN, FREE, CE-GZSL;
+not HSVA or SDGZSL) is almost only dense matrix products (4096-wide MLPs), so their FLOPs at this host's GEMM rate bound the epoch from below: any faster epoch has
 to change the numbers (smaller networks, fewer steps, lower precision) or the hardware. This
 script, on this machine and with zslbench's thread policy:
 

@@ -3,7 +3,7 @@
     python benchmarks/structure.py            # the report
     python benchmarks/structure.py --check    # exit 1 on a cycle or an oversized module
 
-Three numbers the design keeps in bounds:
+Four things the design keeps in bounds:
 
 * physical lines per module of ``zslbench/``; a module outside ``zslbench/leaderboard`` above
   :data:`MAX_LINES` is flagged (one module, one job);

@@ -469,7 +469,7 @@ def features() -> None:
     "--data-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Data folder of --like [default: $ZSLBENCH_DATA].",
+    help="Data folder of --like [default: $ZSLBENCH_DATA, else $XDG_CACHE_HOME/zslbench/data].",
 )
 def extract_cmd(
     images: Path,

@@ -30,8 +30,9 @@ disjoint, test-seen classes among the trainval classes, no test-unseen class amo
 their own leaderboard page, apart from the published benchmarks. The record's data fingerprint is a
 hash of the content (arrays, not file bytes), so writing the same arrays again gives the same
 fingerprint and the same cached runs. ``kind="real"`` claims to be a published benchmark: such a
-file is standard only if its split, labels and semantics equal the official ones
-(``zslbench/data/benchmarks.json``).
+file is standard only if its split, labels and semantics equal those of a benchmark that a dataset
+plugin declares (:class:`zslbench.data.dataset.Benchmark`; xlsa17's pins are in
+``zslbench_plugins/xlsa17/registry.json``).
 
 Write such a file with :func:`save_npz` (it checks everything the loader checks, so what it writes
 always loads), or with plain numpy: ``numpy.savez("mine.npz", features=..., labels=..., ...)``;

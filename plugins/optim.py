@@ -3,7 +3,7 @@
 Why a module of its own: every torch-trained built-in method uses Adam with the official
 ``beta2 = 0.999`` and wants PyTorch's fused kernel where this build has it (the same update rule,
 one kernel per step instead of one per operation and tensor: ~4.5-5x faster per step on the CPU
-for layers of a few million weights). Before, CN-ZSL and the generative base each had a copy.
+for layers of a few million weights). CN-ZSL and the generative base share it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The data path, folder by folder: ``zslbench.data`` (files in, Split V2.0 enforced) ->
 ``zslbench.protocol`` (leak-free validation, fit, calibrate, refit) -> components from plugins
-(embedder -> regressor -> calibrator) -> ``zslbench.metrics`` -> ``zslbench.records`` ->
+(preprocessor -> model -> calibrator) -> ``zslbench.metrics`` -> ``zslbench.records`` ->
 ``zslbench.leaderboard``.
 """
 

@@ -222,7 +222,8 @@ def cli(ctx: click.Context, plugins: tuple[str, ...], strict_plugins: bool) -> N
     "--dry-run",
     is_flag=True,
     help="Plan only: list every run as cached or to run (with why, and an ETA from "
-    "earlier records on this device model); nothing is trained or written.",
+    "earlier records on this device model); nothing is trained and no record is written "
+    "(loading real data may build its cache).",
 )
 @click.option(
     "--allow-nonstandard-split",

@@ -5,7 +5,7 @@ line overrides the file's value (``--dataset synth-all`` runs the paper's grid o
 ``--set`` adds to the file's ``[set]`` table and wins on the same key). Every key is optional
 except ``methods`` and ``datasets`` (in the file or on the command line)::
 
-    # configs/paper-delta.toml - the paper's Delta ablation (its supplementary table)
+    # in the style of configs/paper-delta.toml (the paper's Delta ablation), with a [set] table
     methods = ["bt-gp"]
     datasets = ["all"]
     seeds = 3

@@ -8,6 +8,6 @@ times per device model, data versions), ``reported`` (the curated numbers quoted
 model: everything a board shows, as data), ``render`` (the page model through jinja2 templates in
 ``templates/``), ``csvs`` (CSV files), ``markup`` (names as safe text, links, slugs and shell
 words), ``build`` (all files, in memory), ``manifest`` (which files the leaderboard wrote),
-``check`` (write safely, or ``--check``) and ``cli`` (``zslbench leaderboard``, ``zslbench
-compare``).
+``check`` (write safely, or ``--check``) and ``cli`` (``zslbench leaderboard`` and ``zslbench
+leaderboard prune``; ``zslbench compare`` is :mod:`zslbench.compare`).
 """
