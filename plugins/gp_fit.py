@@ -165,8 +165,8 @@ def posterior_mean(
 
     Why not GPyTorch's prediction (the tests check that the two agree to 1e-10): at these sizes
     its lazy-tensor machinery costs more than the arithmetic, and its first call in a process
-    imports ``torch._refs`` (0.4 s on the 2-core CPU, inside every run's train time). The distances are those of the joint point set, as GPyTorch's joint
-    covariance takes them. Returns ``None`` where a kernel matrix is not numerically positive
+    imports ``torch._refs`` (0.4 s on the 2-core CPU, inside every run's train time). The
+    distances are those of the joint point set, as GPyTorch's joint covariance takes them. Returns ``None`` where a kernel matrix is not numerically positive
     definite, so that the caller can take GPyTorch's jittered factorisation instead. ``pmap``
     (one of ``worker_map``'s) runs the chunks of outputs; each is computed alone, so the result
     does not depend on it.
