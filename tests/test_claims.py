@@ -13,9 +13,6 @@ from zslbench.records import Record, write_record
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-#: Two alphas whose configuration ids share their first 8 hex digits (found by the issue).
-COLLIDING = ("37.85", "76.242")
-
 
 def _run(res: Path, *extra: str):
     return invoke_main(
@@ -23,27 +20,31 @@ def _run(res: Path, *extra: str):
     )
 
 
-def test_two_configurations_whose_ids_share_8_digits_leave_two_records(tmp_path):
+def test_a_run_never_replaces_the_record_of_another_configuration_under_its_name(
+    tmp_path, monkeypatch
+):
+    """Run names hold 12 hex digits of the configuration id; were two ever to share them, the
+    second run is refused in one line instead of replacing the first one's record."""
+    from zslbench import planning, records
+
     res = tmp_path / "res"
-    sweep = ("--sweep", "regressor.alpha=" + ",".join(COLLIDING))
-    out = _run(res, *sweep)
-    assert out.exit_code == 0, out.output
-    files = sorted(res.glob("*.json"))
-    assert len(files) == 2, files
-    alphas = {json.loads(p.read_text())["config"]["sweep"]["regressor.alpha"] for p in files}
-    assert alphas == {37.85, 76.242}
-    ids = [json.loads(p.read_text())["config_id"] for p in files]
-    assert ids[0][:8] == ids[1][:8] and ids[0] != ids[1]  # the collision is real
-    # The first keeps the short name every earlier record has; the second holds the whole ids.
-    assert sorted(len(p.stem) for p in files)[0] == len(
-        "toy__krr__9a4d69ac__93b61246__cpu__s743412628"
+    assert _run(res, "--set", "regressor.alpha=0.1").exit_code == 0
+    (first,) = res.glob("*.json")
+    before = first.read_bytes()
+
+    def clash(dataset, method, config_id, data_fp, dev_type, seed):
+        return records.run_name(dataset, method, "0" * 12, data_fp, dev_type, seed)
+
+    monkeypatch.setattr(planning, "run_name", clash)
+    first.rename(
+        res
+        / f"{clash('toy', 'krr', '', first.stem.split('__')[3], 'cpu', first.stem.split('__')[-1][1:])}.json"
     )
-    again = _run(res, *sweep, "--dry-run")
-    assert again.stdout.splitlines()[-1] == "2 run(s): 2 cached, 0 to run", again.output
-    # One of them alone, later, finds its own record and never replaces the other's.
-    for alpha in COLLIDING:
-        alone = _run(res, "--set", f"regressor.alpha={alpha}", "--dry-run")
-        assert alone.stdout.splitlines()[-1] == "1 run(s): 1 cached, 0 to run", alone.output
+    out = _run(res, "--set", "regressor.alpha=1.0")
+    assert out.exit_code == 2, out.output
+    assert "holds the record of another configuration" in out.output
+    (kept,) = res.glob("*.json")
+    assert kept.read_bytes() == before
 
 
 def _reseal(path: Path, raw: dict) -> None:

@@ -88,8 +88,13 @@ def _check_identity(record: Record, data_fp: Any, dev_type: Any) -> None:
         isinstance(c, dict) and isinstance(c.get("name"), str) for c in comps.values()
     ):
         raise RecordError("config.components is not an object of named components")
+    search = record.config.get("search")
+    if not isinstance(search, dict) or not all(isinstance(v, list) for v in search.values()):
+        raise RecordError("config.search is not an object of searched values")
     own = config_id(
-        record.method, {role: (c["name"], c.get("params", {})) for role, c in comps.items()}
+        record.method,
+        {role: (c["name"], c.get("params", {})) for role, c in comps.items()},
+        search,
     )
     if own != record.config_id:
         raise RecordError(
@@ -107,19 +112,10 @@ def _check_identity(record: Record, data_fp: Any, dev_type: Any) -> None:
                 f"its identity's {name} {_short(claimed)!r} differs from the "
                 f"record's ({_short(own_value)!r})"
             )
-    names = {
-        run_name(
-            record.dataset,
-            record.method,
-            record.config_id,
-            str(data_fp),
-            str(dev_type),
-            record.seed,
-            full=full,
-        )
-        for full in (False, True)
-    }
-    if record.run_id not in names:
+    name = run_name(
+        record.dataset, record.method, record.config_id, str(data_fp), str(dev_type), record.seed
+    )
+    if record.run_id != name:
         raise RecordError(
             f"its run_id {record.run_id!r} does not name its dataset, method, "
             "configuration, data, device and seed"

@@ -33,13 +33,40 @@ class ConfigSpec:
     method: str
     settings: dict[str, Any]
 
-    def matches(self, method: str, settings: dict[str, Any], components: dict[str, Any]) -> bool:
-        """Whether a run of ``method`` with these settings (its overrides and swept values) is
-        this configuration."""
+    def matches(self, method: str, settings: dict[str, Any], config: dict[str, Any]) -> bool:
+        """Whether a run of ``method`` that set ``settings`` (its ``--set`` and swept values), in
+        the resolved configuration ``config``, is this configuration.
+
+        The run set no value that the spec does not name, and each value the spec names is the
+        run's: set, or its default for a hyperparameter that was not searched. A value equal to
+        an unsearched default runs the default configuration (:func:`zslbench.prepare._effective`
+        drops it), so ``bt-gp[embedder.margin=4]`` names bt-gp's default runs; a searched one
+        fixed at its default is another configuration, which only a run that set it matches."""
         if method != self.method:
             return False
-        mine, theirs = _by_role(self.settings, components), _by_role(settings, components)
-        return mine.keys() == theirs.keys() and all(_same_value(mine[k], theirs[k]) for k in mine)
+        comps = config.get("components") or {}
+        search = config.get("search") or {}
+        mine, theirs = _by_role(self.settings, comps), _by_role(settings, comps)
+        if not set(theirs) <= set(mine):
+            return False
+        for key, value in mine.items():
+            if key in theirs:
+                if not _same_value(value, theirs[key]):
+                    return False
+                continue
+            role, dot, param = key.partition(".")
+            comp = comps.get(role)
+            if not isinstance(comp, dict):
+                return False
+            if not dot:  # role=component: the component the run used
+                if comp.get("name") != value:
+                    return False
+                continue
+            params = comp.get("params") or {}
+            searched = param if role == "model" else key
+            if param not in params or searched in search or not _same_value(params[param], value):
+                return False
+        return True
 
 
 def _by_role(settings: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
@@ -160,8 +187,8 @@ def comparison_sides(
     data fingerprint they share: runs on a standard split, on the data version both ran most.
 
     A configuration is a method, which matches its default configuration (no ``--set``, not
-    swept), or ``METHOD[PARAM=VALUE,...]``, which matches the runs that set exactly these values
-    (:class:`ConfigSpec`). Among matching runs, those of one configuration id on one device type
+    swept), or ``METHOD[PARAM=VALUE,...]``, which matches the runs of exactly these values
+    (:meth:`ConfigSpec.matches`: a value equal to an unsearched default names the default runs). Among matching runs, those of one configuration id on one device type
     are compared: the full schedule first, then the one with the most runs."""
     specs = [parse_config_spec(spec_a), parse_config_spec(spec_b)]
     sub = (
@@ -192,7 +219,7 @@ def _matching(
 ) -> pd.DataFrame:
     """The runs of ``sub`` that are ``spec``; none is a ``UserError`` naming what there is."""
     mask = [
-        spec.matches(m, s, c.get("components") or {})
+        spec.matches(m, s, c)
         for m, s, c in zip(sub["method"], settings, sub["config"], strict=True)
     ]
     if any(mask):

@@ -101,94 +101,40 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
     return tree
 
 
-#: The optional (``?``) fields of Python 3.11's AST grammar: 3.11's ``ast.dump`` leaves them out
-#: when they are ``None`` (a ``None`` in any other field, e.g. ``Constant(value=None)``, is printed).
-_OPTIONAL_FIELDS = frozenset(
-    {
-        "AnnAssign.value",
-        "Assert.msg",
-        "Assign.type_comment",
-        "AsyncFor.type_comment",
-        "AsyncFunctionDef.returns",
-        "AsyncFunctionDef.type_comment",
-        "AsyncWith.type_comment",
-        "Constant.kind",
-        "ExceptHandler.name",
-        "ExceptHandler.type",
-        "For.type_comment",
-        "FormattedValue.format_spec",
-        "FunctionDef.returns",
-        "FunctionDef.type_comment",
-        "ImportFrom.level",
-        "ImportFrom.module",
-        "MatchAs.name",
-        "MatchAs.pattern",
-        "MatchMapping.rest",
-        "MatchStar.name",
-        "Raise.cause",
-        "Raise.exc",
-        "Return.value",
-        "Slice.lower",
-        "Slice.step",
-        "Slice.upper",
-        "With.type_comment",
-        "Yield.value",
-        "alias.asname",
-        "arg.annotation",
-        "arg.type_comment",
-        "arguments.kwarg",
-        "arguments.vararg",
-        "keyword.arg",
-        "match_case.guard",
-        "withitem.optional_vars",
-    }
-)
+def canonical_dump(node: object) -> str:
+    """The AST as text, the same on every Python from 3.10 to 3.13: each node as
+    ``Type(field=value, ...)`` in its fields' order, leaving out every field that is ``None`` or
+    an empty list, and the empty string parts of an f-string.
 
-#: AST fields that newer Pythons added to nodes that 3.10 code also produces; they are empty
-#: (``[]``) in any source that 3.10 parses, and left out of :func:`stable_dump` when empty.
-_NEWER_FIELDS = frozenset({"type_params"})
-
-
-def stable_dump(node: object) -> str:
-    """The text that Python 3.11's ``ast.dump(node, include_attributes=False)`` gives, on any
-    Python from 3.10 to 3.13.
-
-    ``ast.dump`` itself differs by version (3.12 prints ``type_params=[]``, 3.13 drops empty
-    fields), so digests taken from it would move with the interpreter. This writes 3.11's format
-    explicitly: every field, as ``name=value``, except an optional field that is ``None``
-    (:data:`_OPTIONAL_FIELDS`) and an empty field that 3.11 did not have; values by ``repr``.
-    The parser differs too: 3.12 keeps empty string parts of an f-string, which are dropped. Keeping 3.11's exact text keeps every
-    digest ever recorded (and so every cached record) valid."""
+    ``ast.dump`` itself differs by version: 3.12 adds ``type_params=[]`` to functions and
+    classes, 3.13 drops empty fields, and 3.12's f-string parser (PEP 701) keeps empty string
+    parts that 3.10 and 3.11 drop. Leaving out what is empty erases all three differences
+    without a per-version table; nothing is lost, since an empty field is the same as an absent
+    one (``return`` is ``Return()``, ``return None`` is ``Return(value=Constant())``)."""
     if isinstance(node, ast.AST):
         args = []
         for name in node._fields:
-            try:
-                value = getattr(node, name)
-            except AttributeError:
-                continue
-            if (value is None and f"{type(node).__name__}.{name}" in _OPTIONAL_FIELDS) or (
-                name in _NEWER_FIELDS and value == []
-            ):
-                continue
+            value = getattr(node, name, None)
             if isinstance(node, ast.JoinedStr) and name == "values":
-                # 3.12's f-string parser (PEP 701) keeps empty parts that 3.11 drops
                 value = [v for v in value if not (isinstance(v, ast.Constant) and v.value == "")]
-            args.append(f"{name}={stable_dump(value)}")
+            if value is None or value == []:
+                continue
+            args.append(f"{name}={canonical_dump(value)}")
         return f"{type(node).__name__}({', '.join(args)})"
     if isinstance(node, list):
-        return "[" + ", ".join(stable_dump(item) for item in node) + "]"
+        return "[" + ", ".join(canonical_dump(item) for item in node) + "]"
     return repr(node)
 
 
 @functools.lru_cache(maxsize=1024)
 def source_digest(source: str) -> str:
     """sha256 of the AST of ``source`` without docstrings, comments, formatting or line numbers;
-    the same on every supported Python (:func:`stable_dump`).
+    the same on every supported Python (:func:`canonical_dump`).
 
     Memoised on the text itself, so never stale: planning a grid digests the same few plugin
     modules once per (dataset, method), and parsing and dumping them was most of its time."""
     tree = _strip_docstrings(ast.parse(source))
-    return hashlib.sha256(stable_dump(tree).encode()).hexdigest()
+    return hashlib.sha256(canonical_dump(tree).encode()).hexdigest()
 
 
 def _is_package(module_name: str) -> bool:

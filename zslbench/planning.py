@@ -110,16 +110,6 @@ def plan_dataset(
     claimed: dict[Path, tuple[str, str]] = {}
     out: list[PlannedRun] = []
     for prep, combo, overrides in configs:
-        # recorded before numbers were canonical (``--sweep margin=1,2`` kept integers): the
-        # record keeps its id, and a re-run of it runs the values as it recorded them
-        prep = next(
-            (
-                old
-                for old in prep.legacy()
-                if index.has_config(dataset, prep.spec.name, old.config_id())
-            ),
-            prep,
-        )
         config = prep.config(overrides)
         if combo:
             config["sweep"] = jsonable(combo)
@@ -214,40 +204,21 @@ def _free_name(
     dev_type: str,
     seed: int,
 ) -> str:
-    """The run's id: the short name (:func:`zslbench.records.run_name`), unless its file holds
-    the record of another configuration or data, or another run of this grid writes it; then
-    the full name, which holds the whole ids and cannot collide. A run already recorded under
-    its full name keeps it."""
-    names = [
-        run_name(dataset, method, config_id, data_fp, dev_type, seed, full=full)
-        for full in (False, True)
-    ]
-    short, full = (record_path(results_dir, n).resolve() for n in names)
-
-    def owner(path: Path) -> tuple[str, str] | None:
-        rec = index.by_path.get(path)
-        if path in claimed:
-            return claimed[path]
-        return (
-            (rec.config_id, str(rec.data.get("fingerprint"))) if isinstance(rec, Record) else None
-        )
-
-    mine = (config_id, data_fp)
-    if owner(short) in (None, mine) and full not in index.by_path:
-        return names[0]
-    if owner(full) not in (None, mine):  # 64 hex digits of the config id and 16 of the data's
+    """The run's id (:func:`zslbench.records.run_name`); a ``ConfigError`` when its file holds the
+    record of another configuration or data, or another run of this grid writes it, so that no
+    run ever replaces another's record (48 bits of each id: not expected to happen)."""
+    name = run_name(dataset, method, config_id, data_fp, dev_type, seed)
+    path = record_path(results_dir, name).resolve()
+    rec = index.by_path.get(path)
+    owner = claimed.get(path) or (
+        (rec.config_id, str(rec.data.get("fingerprint"))) if isinstance(rec, Record) else None
+    )
+    if owner not in (None, (config_id, data_fp)):
         raise ConfigError(
-            f"{full}: holds the record of another configuration or data under this run's name",
-            hint="move that record out of --results-dir",
+            f"{path}: holds the record of another configuration or data under this run's name",
+            hint="move that record out of --results-dir, or run into another --results-dir",
         )
-    if len(f"{names[1]}.json".encode()) > 255:
-        raise ConfigError(
-            f"{short}: holds the record of another configuration whose id starts as "
-            f"this run's ({config_id[:8]}), and the full name of this run is too long "
-            "for a file name",
-            hint="run it into another --results-dir",
-        )
-    return names[1]
+    return name
 
 
 def load_checked(

@@ -9,11 +9,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.metadata
 import inspect
 import itertools
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,16 +53,7 @@ class PreparedMethod:
     #: role (and ``"method"``, for the MethodSpec) -> the installed distribution that provides
     #: it (None for ``-p`` modules)
     distributions: dict[str, str | None] = field(default_factory=dict)
-    #: The hyperparameters as records made before numbers were canonical may hold them: as
-    #: given, and with the floats given by --set or --sweep as integers where integral (the
-    #: committed ``--sweep embedder.margin=0.5,1,2,4,8`` recorded 1, 2, 4, 8). Only those that
-    #: differ from ``params``.
-    variants: tuple[dict[str, dict[str, Any]], ...] = ()
-
-    def legacy(self) -> list[PreparedMethod]:
-        """This method with each of :attr:`variants` as its hyperparameters: the planner runs one
-        of them only to keep an existing record's id (``zslbench.planning``)."""
-        return [dataclasses.replace(self, params=v, variants=()) for v in self.variants]
+    _search: dict[str, list[Any]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def sub_roles(self) -> list[str]:
@@ -90,16 +79,34 @@ class PreparedMethod:
             for p, v in sorted(ps.items())
         }
         flat.update({role: name for role, name in sorted(overrides.swaps.items())})
-        out = {"method": self.spec.name, "components": comps, "overrides": flat}
+        out = {
+            "method": self.spec.name,
+            "components": comps,
+            "search": self.search_space(),
+            "overrides": flat,
+        }
         method_dist = _distribution(self.distributions.get("method"))
         if method_dist:  # a third-party method: which package, which version (board.py)
             out["method_distribution"] = method_dist
         return out
 
+    def search_space(self) -> dict[str, list[Any]]:
+        """The hyperparameters the harness searches on validation classes, with the values it
+        tries (``{"alpha": [...], "embedder.margin": [...]}``): the model's declared space less
+        what the method or the user fixed. Part of the configuration's identity, since a
+        searched and a fixed value are two different runs even when the fixed value is the
+        default. A model's space may depend on its hyperparameters (krr's grids), so it is read
+        from an instance (on the CPU: the space does not depend on the device)."""
+        if self._search is None:
+            space = self.instantiate(0, "cpu").search_space()
+            self._search = {k: list(jsonable(list(v))) for k, v in sorted(space.items())}
+        return self._search
+
     def config_id(self) -> str:
         return records.config_id(
             self.spec.name,
             {role: (self.classes[role].name, jsonable(self.params[role])) for role in self.classes},
+            self.search_space(),
         )
 
     def _make(self, role: str, seed: int, device: str, **extra: Any) -> Component:
@@ -141,7 +148,6 @@ def prepare_method(
     distributions: dict[str, str | None] = {"method": provided_method.distribution}
     params: dict[str, dict[str, Any]] = {}
     given_params: dict[str, dict[str, Any]] = {}
-    overridden: dict[str, set[str]] = {}
     explicit: dict[str, set[str]] = {}
     for role, (kind, comp_name) in method_roles(registry, name, overrides.swaps).items():
         provided = registry.get(kind, comp_name)
@@ -153,16 +159,7 @@ def prepare_method(
         given_params[role], explicit[role] = _role_params(cls, role, own, overrides)
         hints = {p.name: p.annotation for p in inspect.signature(cls.__init__).parameters.values()}
         params[role] = {k: canonical_number(v, hints.get(k)) for k, v in given_params[role].items()}
-        overridden[role] = {k for t in (role, cls.name) for k in overrides.params.get(t, {})}
-    return PreparedMethod(
-        spec,
-        classes,
-        plugins,
-        params,
-        explicit,
-        distributions,
-        _variants(params, given_params, overridden),
-    )
+    return PreparedMethod(spec, classes, plugins, params, explicit, distributions)
 
 
 def _role_params(
@@ -203,35 +200,6 @@ def _role_params(
             merged[key] = value
             given.add(key)
     return merged, given
-
-
-def _variants(
-    params: dict[str, dict[str, Any]],
-    given_params: dict[str, dict[str, Any]],
-    overridden: dict[str, set[str]],
-) -> tuple[dict[str, dict[str, Any]], ...]:
-    """The hyperparameters as records made before numbers were canonical may hold them
-    (:attr:`PreparedMethod.variants`): as given, and with the floats given by ``--set`` or
-    ``--sweep`` as integers where integral; only those that differ from ``params``."""
-    variants: list[dict[str, dict[str, Any]]] = []
-    for variant in (
-        given_params,
-        {
-            r: {
-                k: int(v)
-                if k in overridden[r] and isinstance(v, float) and v.is_integer() and abs(v) < 2**53
-                else v
-                for k, v in ps.items()
-            }
-            for r, ps in params.items()
-        },
-    ):
-        text = json.dumps(jsonable(variant), sort_keys=True)
-        if text != json.dumps(jsonable(params), sort_keys=True) and all(
-            text != json.dumps(jsonable(v), sort_keys=True) for v in variants
-        ):
-            variants.append(variant)
-    return tuple(variants)
 
 
 def canonical_number(value: Any, annotation: Any) -> Any:
@@ -295,6 +263,40 @@ def _merge(overrides: Overrides, combo: dict[str, Any]) -> Overrides:
     return merged
 
 
+def _effective(
+    registry: Registry, name: str, overrides: Overrides, combo: dict[str, Any]
+) -> tuple[PreparedMethod, dict[str, Any], Overrides]:
+    """Method ``name`` under ``overrides``, less every ``--set``, ``--sweep`` or swap that changes
+    nothing it runs: a value equal to the default of a hyperparameter that is not searched
+    (``--sweep embedder.margin=1,4`` when 4 is bt-gp's margin), a component swapped for the one
+    the method already uses. Such a run *is* the default configuration, so it gets the default's
+    config, id and record, and is shown and compared as the plain method. A value that fixes a
+    searched hyperparameter is kept even when it equals the default: fixed and searched are two
+    configurations (their search spaces differ, and so do their ids)."""
+    target = prepare_method(registry, name, overrides).config_id()
+    current = overrides
+    keys = [(t, p) for t, ps in overrides.params.items() for p in ps]
+    keys += [(role, None) for role in overrides.swaps]
+    for t, p in keys:
+        if p is None:
+            swaps = {r: c for r, c in current.swaps.items() if r != t}
+            trial = Overrides({k: dict(v) for k, v in current.params.items()}, swaps)
+        else:
+            params = {
+                k: {q: v for q, v in ps.items() if (k, q) != (t, p)}
+                for k, ps in current.params.items()
+            }
+            trial = Overrides({k: v for k, v in params.items() if v}, dict(current.swaps))
+        if prepare_method(registry, name, trial).config_id() == target:
+            current = trial
+    kept = {
+        key: value
+        for key, value in combo.items()
+        if key.partition(".")[2] in current.params.get(key.partition(".")[0], {})
+    }
+    return prepare_method(registry, name, current), kept, current
+
+
 def prepare_grid(
     request: GridRequest, registry: Registry
 ) -> list[tuple[PreparedMethod, dict[str, Any], Overrides]]:
@@ -312,10 +314,15 @@ def prepare_grid(
                 f"--sweep {key} has no values", hint="e.g. --sweep embedder.margin=1,4"
             )
     out = []
+    seen: set[tuple[str, str]] = set()
     for name in request.methods:
         for combo in _combinations(request.sweeps):
-            overrides = _merge(request.overrides, combo)
-            prep = prepare_method(registry, name, overrides)
+            prep, combo, overrides = _effective(
+                registry, name, _merge(request.overrides, combo), combo
+            )
+            if (name, prep.config_id()) in seen:  # a swept value that runs what another does
+                continue
+            seen.add((name, prep.config_id()))
             out.append((prep, combo, overrides))
     check_override_targets(
         _merge(request.overrides, _combinations(request.sweeps)[0]), [p for p, _, _ in out]

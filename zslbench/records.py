@@ -22,7 +22,7 @@ from typing import Any
 
 from zslbench.files import atomic_write_text
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
 #: Extra metrics a record may carry (not in schema 1): AUSUC averaged per image, as CNZSL's code
 #: computes it; zslbench's headline AUSUC averages per class (Chao et al.).
@@ -34,11 +34,16 @@ class RecordError(Exception):
     """A file that is not a valid, intact zslbench record (the message says why)."""
 
 
-def config_id(method: str, components: dict[str, tuple[str, Any]]) -> str:
-    """The configuration id: sha256 of the method and, per role, its component's name and
-    hyperparameters (``{"model": ("krr", {"alpha": 0.1})}``), as JSON data."""
+def config_id(
+    method: str, components: dict[str, tuple[str, Any]], search: dict[str, list[Any]]
+) -> str:
+    """The configuration id: sha256 of the method, per role its component's name and
+    hyperparameters (``{"model": ("krr", {"alpha": 0.1})}``), and the search space the harness
+    searches (``{"alpha": [0.01, 0.1, 1.0]}``), as JSON data. The space is part of it because a
+    hyperparameter fixed at its default and the same one searched are two different runs."""
     body = {role: [name, params] for role, (name, params) in components.items()}
-    return hashlib.sha256(json.dumps([method, body], sort_keys=True).encode()).hexdigest()
+    text = json.dumps({"method": method, "components": body, "search": search}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def run_name(
@@ -48,19 +53,11 @@ def run_name(
     data_fingerprint: str,
     device_type: str,
     seed: int,
-    *,
-    full: bool = False,
 ) -> str:
-    """A run's id, its record's file name without ``.json``.
-
-    The short form keeps 8 hex digits of the configuration id and of the data fingerprint, as
-    every record made before 0.2 is named. Two configurations can share those 8 digits; the
-    planner then names the second run in the full form (the whole configuration id, 16 digits of
-    the data fingerprint), so that no run ever replaces the record of another configuration
-    (``zslbench.planning``).
-    """
-    cid, fp = (config_id, data_fingerprint[:16]) if full else (config_id[:8], data_fingerprint[:8])
-    return f"{dataset}__{method}__{cid}__{fp}__{device_type}__s{seed}"
+    """A run's id, its record's file name without ``.json``: 12 hex digits of the configuration
+    id and of the data fingerprint (48 bits each; the planner still refuses to write a run over
+    the record of another configuration or data, ``zslbench.planning``)."""
+    return f"{dataset}__{method}__{config_id[:12]}__{data_fingerprint[:12]}__{device_type}__s{seed}"
 
 
 @dataclass

@@ -116,7 +116,7 @@ def clear_failure_note(path: Path, *, other_configs: bool = False) -> None:
             or theirs[:2] != [dataset, method]
             or theirs[3] != data
             or theirs[2] == config
-            or not re.fullmatch(r"[0-9a-f]{8}", theirs[2])
+            or not re.fullmatch(r"[0-9a-f]{12}", theirs[2])
         ):
             continue
         try:
@@ -164,7 +164,6 @@ class RecordIndex:
 
     by_path: dict[Path, Record | RecordError] = field(default_factory=dict)
     by_slot: dict[tuple[Any, ...], list[Record]] = field(default_factory=dict)
-    _configs: set[tuple[str, str, str]] | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, results_dir: Path, datasets: Any = None) -> RecordIndex:
@@ -189,16 +188,6 @@ class RecordIndex:
                 )
                 index.by_slot.setdefault(slot, []).append(rec)
         return index
-
-    def has_config(self, dataset: str, method: str, config_id: str) -> bool:
-        """Whether a record of ``method`` on ``dataset`` in configuration ``config_id`` is here."""
-        if self._configs is None:
-            self._configs = {
-                (rec.dataset, rec.method, rec.config_id)
-                for recs in self.by_slot.values()
-                for rec in recs
-            }
-        return (dataset, method, config_id) in self._configs
 
     def previous(self, slot: tuple[Any, ...], config_id: str, data_fp: str) -> Record | None:
         """The earlier run of this slot that best explains a change: same config and data
