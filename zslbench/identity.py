@@ -115,7 +115,7 @@ def canonical_dump(node: object) -> str:
         args = []
         for name in node._fields:
             value = getattr(node, name, None)
-            if isinstance(node, ast.JoinedStr) and name == "values":
+            if isinstance(node, ast.JoinedStr) and name == "values" and value is not None:
                 value = [v for v in value if not (isinstance(v, ast.Constant) and v.value == "")]
             if value is None or value == []:
                 continue

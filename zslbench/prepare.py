@@ -275,7 +275,7 @@ def _effective(
     configurations (their search spaces differ, and so do their ids)."""
     target = prepare_method(registry, name, overrides).config_id()
     current = overrides
-    keys = [(t, p) for t, ps in overrides.params.items() for p in ps]
+    keys: list[tuple[str, str | None]] = [(t, p) for t, ps in overrides.params.items() for p in ps]
     keys += [(role, None) for role in overrides.swaps]
     for t, p in keys:
         if p is None:
