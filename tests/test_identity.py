@@ -319,24 +319,17 @@ def test_a_damaged_record_is_rerun_with_the_reason(cached_krr, tmp_path):
     assert run.status == "run" and run.reason.startswith("damaged record")
 
 
-def test_a_record_from_before_identities_says_data_changed_or_old_key(cached_krr, tmp_path):
+def test_a_record_without_an_identity_is_refused_and_rerun(cached_krr, tmp_path):
+    """Nothing of such a record can be recomputed (its key, config id, run id): it is damaged."""
     (src,) = cached_krr.glob("*.json")
     record = read_record(src)
     record.identity = {}
-    record.key = "old"
     results = tmp_path / "res"
     results.mkdir()
-    write_record(results, record)
-    assert read_record(results / src.name).identity == {}  # old records still read
-    assert _plan(results).reason.startswith("recorded under the old cache key")
-    record.data = dict(record.data, fingerprint="0" * 64)
-    record.run_id = "elsewhere"  # an old record on other data has another file name
-    (results / src.name).unlink()
-    write_record(results, record)
-    assert _plan(results).reason.startswith("data changed (fingerprint 00000000 ->")
-    for f in results.glob("*.json"):
-        f.unlink()
-    assert _plan(results).reason == "new"
+    write_record(results, record.sealed())
+    run = _plan(results)
+    assert run.status == "run" and run.reason.startswith("damaged record"), run.reason
+    assert "no identity" in run.reason
 
 
 # -- the committed board: at HEAD, its grid is all cached ----------------------------------------

@@ -10,12 +10,12 @@ naming what disagrees (:func:`check`):
   the identity's; its method is its configuration's;
 - its data fingerprint, seed and device type are the identity's, and the fingerprint is the one
   its split's content parts give;
-- its ``run_id`` is one of the two names of such a run (:func:`zslbench.records.run_name`);
+- its ``run_id`` is the name of such a run (:func:`zslbench.records.run_name`);
 - where its dataset is registered: its ``dataset_kind`` is the one the dataset declares, and a
   standard split of a declared benchmark has the benchmark's pinned fingerprints.
 
-A record made before run identities were stored (no ``identity``) has no key to recompute: the
-board still reads it, but the cache never serves it (``zslbench.planning``).
+A record without an identity has no claim to recompute, so it is refused like any other whose
+claims cannot be checked.
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ def check(record: Record, datasets: Declarations | None = None) -> None:
         )
     data_fp = record.data.get("fingerprint")
     dev_type = record.device.get("type")
-    if record.identity:
-        _check_identity(record, data_fp, dev_type)
+    if not record.identity:
+        raise RecordError("it has no identity, so none of its claims can be checked")
+    _check_identity(record, data_fp, dev_type)
     _check_dataset(record, declared_datasets() if datasets is None else datasets)
 
 

@@ -306,16 +306,13 @@ def changed_components(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
 def difference(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
     """Why a run with identity ``new`` is not the recorded run with identity ``old``: one short
     phrase ("new", "data changed", "config changed", "protocol changed", "code of `krr`
-    changed", ...). A record made before identities were stored gives ``old`` with only
-    ``data``, ``config_id``, ``seed`` and ``device_type`` (:func:`recorded_identity`)."""
+    changed", ...)."""
     if old is None:
         return "new"
     if old.get("data") != new["data"]:
         return f"data changed (fingerprint {str(old.get('data'))[:8]} -> {new['data'][:8]})"
     if old.get("config_id") != new["config_id"]:
         return "config changed"
-    if "protocol" not in old:
-        return "recorded under the old cache key (whole-tree code fingerprint)"
     if old.get("protocol") != new["protocol"]:
         return f"protocol changed (version {old.get('protocol')} -> {new['protocol']})"
     if old.get("seed") != new["seed"]:
@@ -326,16 +323,3 @@ def difference(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
     if names:
         return "code of " + ", ".join(names) + " changed"
     return "key changed (record schema)"
-
-
-def recorded_identity(record: Any) -> dict[str, Any]:
-    """A record's identity; for a record that predates ``Record.identity``, what its top-level
-    fields tell (data fingerprint, config, seed, device type), without ``protocol``."""
-    if getattr(record, "identity", None):
-        return dict(record.identity)
-    return {
-        "data": (record.data or {}).get("fingerprint"),
-        "config_id": record.config_id,
-        "seed": record.seed,
-        "device_type": (record.device or {}).get("type"),
-    }

@@ -169,7 +169,7 @@ def plan_dataset(
             elif isinstance(existing, RecordError):
                 run.damaged = f"{path}: {existing}; re-running it"
                 run.reason = f"damaged record ({existing})"
-            elif existing is not None and existing.key == key and existing.identity:
+            elif existing is not None and existing.key == key:
                 run.record = existing
                 if force:
                     run.reason = "--force"
@@ -185,7 +185,7 @@ def plan_dataset(
                         data_fingerprint,
                     )
                 run.reason = ident.difference(
-                    ident.recorded_identity(existing) if existing is not None else None, identity
+                    existing.identity if existing is not None else None, identity
                 )
                 if force:
                     run.reason = f"--force ({run.reason})"

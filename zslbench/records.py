@@ -93,12 +93,11 @@ class Record:
     per_class: dict[str, Any] | None = None
     search: dict[str, Any] | None = None
     validation: dict[str, Any] = field(default_factory=dict)
-    #: What the run's key covers, per component (:mod:`zslbench.identity`); empty in records made
-    #: before it was stored, which then digest as they did (the field is left out of ``body``).
+    #: What the run's key covers, per component (:mod:`zslbench.identity`); a record without one
+    #: is refused (``zslbench.claims``).
     identity: dict[str, Any] = field(default_factory=dict)
     #: What the official code's selection on test would have reported
-    #: (``zslbench.protocol.selection_audit``); None for a method that has no such rule, and then
-    #: left out of ``body``, so that records made before the field existed keep their digest.
+    #: (``zslbench.protocol.selection_audit``); None for a method that has no such rule.
     selection_audit: dict[str, Any] | None = None
     schema: int = SCHEMA_VERSION
     digest: str = ""
@@ -111,10 +110,6 @@ class Record:
         hold plain JSON values, so the digest is the same."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out.pop("digest")
-        if not out["identity"]:
-            out.pop("identity")
-        if out["selection_audit"] is None:
-            out.pop("selection_audit")
         return out
 
     def compute_digest(self) -> str:

@@ -137,7 +137,7 @@ def _compare_keys(rows: list[Any], planned: list[Any], report: PruneReport) -> N
             continue
         plan = by_slot.get((row.dataset, row.method, int(row.repetition)))
         why = (
-            ident.difference(ident.recorded_identity(record), plan.identity)
+            ident.difference(record.identity, plan.identity)
             if plan is not None
             else "its own configuration no longer plans it"
         )
