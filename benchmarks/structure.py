@@ -1,9 +1,10 @@
-"""The package's structure at a glance: module sizes, the most complex functions, import cycles.
+"""The package's structure at a glance: module sizes, the most complex functions, import cycles
+and imports against the layering.
 
     python benchmarks/structure.py            # the report
     python benchmarks/structure.py --check    # exit 1 on a cycle or an oversized module
 
-Four things the design keeps in bounds:
+Five things the design keeps in bounds:
 
 * physical lines per module of ``zslbench/``; a module outside ``zslbench/leaderboard`` above
   :data:`MAX_LINES` is flagged (one module, one job);
@@ -14,7 +15,10 @@ Four things the design keeps in bounds:
   JavaScript, for ``zslbench/leaderboard/`` and ``zslbench/board.py``;
 * every import cycle among the modules of ``zslbench/``, counting imports made inside functions:
   an import deferred to a function body still ties the two modules together. Each strongly
-  connected component of the import graph is listed with one shortest cycle through it.
+  connected component of the import graph is listed with one shortest cycle through it;
+* imports only downward: no module of the core imports the board (``zslbench.leaderboard`` and
+  ``zslbench.board``), except the command line's entry (:data:`BOARD_USERS`), which wires the
+  board's commands in (:func:`upward_imports`).
 
 ``tests/test_structure.py`` runs :func:`import_graph`, :func:`cycles` and :func:`oversized`.
 """
@@ -34,6 +38,10 @@ PACKAGE = "zslbench"
 MAX_LINES = 450
 #: Modules under this package may exceed :data:`MAX_LINES` (pages and tables of the board).
 EXEMPT = "zslbench.leaderboard"
+#: The board: it reads the records table; the core never imports it.
+BOARD = ("zslbench.leaderboard", "zslbench.board")
+#: The one core module that may import the board: the command line's entry, to add its commands.
+BOARD_USERS = ("zslbench.cli",)
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
@@ -169,6 +177,21 @@ def cycles(graph: dict[str, set[str]] | None = None) -> list[tuple[list[str], li
     return [(comp, _shortest_cycle(graph, comp)) for comp in _components(graph)]
 
 
+def _in_board(name: str) -> bool:
+    return any(name == b or name.startswith(b + ".") for b in BOARD)
+
+
+def upward_imports(graph: dict[str, set[str]] | None = None) -> dict[str, list[str]]:
+    """Core module -> the board modules it imports (imports inside functions count); the command
+    line's entry (:data:`BOARD_USERS`) is allowed."""
+    graph = import_graph() if graph is None else graph
+    return {
+        name: sorted(t for t in targets if _in_board(t))
+        for name, targets in sorted(graph.items())
+        if not _in_board(name) and name not in BOARD_USERS and any(_in_board(t) for t in targets)
+    }
+
+
 def line_counts(root: Path = ROOT) -> dict[str, int]:
     """Physical lines per module."""
     return {
@@ -267,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="exit 1 when there is an import cycle or an oversized module",
+        help="exit 1 on an import cycle, an oversized module or a core module importing the board",
     )
     args = parser.parse_args(argv)
     counts = line_counts()
@@ -289,7 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     for comp, cycle in found:
         print(f"  {len(comp)} modules: {', '.join(comp)}")
         print(f"    e.g. {' -> '.join(cycle)}")
-    return 1 if args.check and (found or big) else 0
+    upward = upward_imports()
+    print(f"\nCore modules importing the board (besides {', '.join(BOARD_USERS)}): {len(upward)}")
+    for name, targets in upward.items():
+        print(f"  {name} -> {', '.join(targets)}")
+    return 1 if args.check and (found or big or upward) else 0
 
 
 if __name__ == "__main__":

@@ -30,6 +30,22 @@ def test_no_import_cycle(structure):
     )
 
 
+def test_the_core_never_imports_the_board(structure):
+    assert structure.upward_imports() == {}
+
+
+def test_an_upward_import_is_found(structure, tmp_path):
+    """The check can fail: a core module that imports the leaderboard inside a function."""
+    pkg = tmp_path / "zslbench"
+    (pkg / "leaderboard").mkdir(parents=True)
+    for name in ("__init__.py", "leaderboard/__init__.py", "leaderboard/cli.py"):
+        (pkg / name).write_text("")
+    (pkg / "results.py").write_text("def f():\n    from zslbench.leaderboard import cli\n")
+    (pkg / "cli.py").write_text("from zslbench.leaderboard import cli\n")
+    graph = structure.import_graph(tmp_path)
+    assert structure.upward_imports(graph) == {"zslbench.results": ["zslbench.leaderboard.cli"]}
+
+
 def test_no_oversized_module(structure):
     assert structure.oversized() == {}
 
