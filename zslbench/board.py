@@ -43,6 +43,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,76 +224,304 @@ def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
         )
 
 
+#: The largest record file ``accept`` reads, in bytes. A record of the stand-ins holds its
+#: per-class results and its curve: the largest one on the committed board is under 100 kB, so
+#: 10 MB is a hundred times more than a real record needs and ten times less than the 100 MB
+#: above which the repository host refuses a file (one such record would block every update).
+MAX_RECORD_BYTES = 10 * 2**20
+
+
+@dataclass(frozen=True)
+class Board:
+    """What the board declares, against which ``accept`` checks a record."""
+
+    #: a listed method -> its ``plugins.toml`` entry
+    owner: dict[str, BoardPlugin]
+    #: the methods zslbench itself provides: no entry may list one
+    builtins: frozenset[str]
+    #: the synthetic stand-ins the board runs, the only datasets it takes records of
+    datasets: frozenset[str]
+    #: every installed dataset's declaration (:mod:`zslbench.claims`)
+    declarations: Any
+
+
+def declared_board(plugins: list[BoardPlugin]) -> Board:
+    """The board of ``plugins``, with zslbench's own built-in methods and stand-ins (the write job
+    installs no plugin, so only zslbench's are registered there; the distribution is checked
+    anyway, so that an installed plugin can declare neither)."""
+    from zslbench.claims import declared_datasets
+    from zslbench.registry import load_registry
+
+    registry = load_registry()
+    ours = {
+        kind: {n for n, p in registry.items[kind].items() if p.distribution == BUILTIN_DISTRIBUTION}
+        for kind in ("method", "dataset")
+    }
+    declarations = declared_datasets(registry)
+    stand_ins = {
+        n for n in ours["dataset"] if getattr(declarations[n], "kind", None) == "synthetic"
+    }
+    return Board(
+        owner={m: p for p in plugins for m in p.methods},
+        builtins=frozenset(ours["method"]),
+        datasets=frozenset(stand_ins),
+        declarations=declarations,
+    )
+
+
+@dataclass
+class Candidate:
+    """One file of the artifact, as ``accept`` checks it: read at most once, and only when the
+    checks before the reading passed (:data:`REQUIREMENTS`)."""
+
+    path: Path
+    #: where it would be written on the board
+    target: Path
+    board: Board
+    #: other files of the artifact with this file's name and other content
+    twins: tuple[Path, ...] = ()
+    _read: Any = None
+
+    @property
+    def read(self) -> Any:
+        """The record, or the ``RecordError`` that refuses it (:func:`zslbench.results.valid_record`)."""
+        from zslbench.results import valid_record
+
+        if self._read is None:
+            self._read = valid_record(self.path, self.board.declarations)
+        return self._read
+
+    @property
+    def rec(self) -> Any:
+        """The record; only for the requirements after :func:`_is_a_valid_record`."""
+        return self.read
+
+
+# -- what accept requires: each returns "" when the file meets it, else why it is refused ------
+
+
+def _is_a_record_file(c: Candidate) -> str:
+    """A plain ``*.json`` file: a link could point anywhere, a FIFO would hang the job."""
+    return "" if c.path.suffix == ".json" and _plain_file(c.path) else "not a record file"
+
+
+def _is_within_the_size_cap(c: Candidate) -> str:
+    """Sized before it is read (:data:`MAX_RECORD_BYTES` says why the cap)."""
+    size = c.path.lstat().st_size
+    if size <= MAX_RECORD_BYTES:
+        return ""
+    return f"is {size} bytes, over the {MAX_RECORD_BYTES} bytes a board record may have"
+
+
+def _is_the_only_one_of_its_name(c: Candidate) -> str:
+    """Two different records of one run: the artifact cannot say which is the run, so neither is
+    taken (taking one would depend on the order the folder is listed in)."""
+    if not c.twins:
+        return ""
+    return (
+        f"{', '.join(map(str, c.twins))} of the artifact is also named {c.path.name} "
+        "with other content: neither is taken"
+    )
+
+
+def _is_a_valid_record(c: Candidate) -> str:
+    """Valid, intact, and its claims agree (:mod:`zslbench.claims`)."""
+    from zslbench.records import Record
+
+    return "" if isinstance(c.read, Record) else f"not a valid zslbench record: {c.read}"
+
+
+def _has_an_identity(c: Candidate) -> str:
+    """Without ``identity`` the claims check has no key, configuration id or run id to recompute:
+    the board reads such old records, the write job takes none."""
+    if c.rec.identity:
+        return ""
+    return "has no identity, so its key, configuration id and run id cannot be recomputed"
+
+
+def _has_its_content_parts(c: Candidate) -> str:
+    """Without its split's content parts and features hash, its data fingerprint cannot be
+    recomputed (:func:`zslbench.claims.check` skips that claim for such records)."""
+    parts, fhash = c.rec.split.get("parts"), c.rec.data.get("features_hash")
+    if isinstance(parts, dict) and parts and isinstance(fhash, str) and fhash:
+        return ""
+    return (
+        "has no split content parts or features hash, so its data fingerprint cannot be recomputed"
+    )
+
+
+def _identity_names_its_components(c: Candidate) -> str:
+    """The identity's components are the configuration's, role by role (the key covers the
+    identity's; the configuration is what the board shows)."""
+    own = {role: comp.get("name") for role, comp in c.rec.config.get("components", {}).items()}
+    comps = c.rec.identity.get("components")
+    claimed = (
+        {role: comp.get("component") for role, comp in comps.items() if isinstance(comp, dict)}
+        if isinstance(comps, dict)
+        else None
+    )
+    if claimed == own:
+        return ""
+    return "its identity's components are not its configuration's"
+
+
+def _h_is_the_harmonic_mean(c: Candidate) -> str:
+    """H is the harmonic mean of A_U and A_S: the one metric recomputable from the others."""
+    m = c.rec.metrics
+    u, s = m["A_U"], m["A_S"]
+    h = 2 * u * s / (u + s) if u + s else 0.0
+    if abs(h - m["H"]) <= 1e-9 * max(1.0, abs(h)):
+        return ""
+    return f"its H {m['H']!r} is not the harmonic mean of its A_U and A_S ({h!r})"
+
+
+def _is_named_by_its_run_id(c: Candidate) -> str:
+    if c.path.name == f"{c.rec.run_id}.json":
+        return ""
+    return f"is not named by its run id {c.rec.run_id!r}"
+
+
+def _is_of_a_listed_method(c: Candidate) -> str:
+    return (
+        ""
+        if c.rec.method in c.board.owner
+        else (f"method {c.rec.method!r} is not listed in {PLUGINS_NAME}")
+    )
+
+
+def _is_not_a_built_in(c: Candidate) -> str:
+    """``board run`` refuses an entry that lists a built-in; a record must not slip one in."""
+    if c.rec.method not in c.board.builtins:
+        return ""
+    return f"method {c.rec.method!r} is built into zslbench, which the board already runs"
+
+
+def _was_run_from_the_listed_distribution(c: Candidate) -> str:
+    owner = c.board.owner[c.rec.method].name
+    ran_from = str((c.rec.config.get("method_distribution") or {}).get("distribution"))
+    return (
+        ""
+        if _canonical(ran_from) == _canonical(owner)
+        else (f"method {c.rec.method!r} was not run from {owner}")
+    )
+
+
+def _is_on_a_board_stand_in(c: Candidate) -> str:
+    """Only the stand-ins the board runs: a record of real or undeclared data could not be
+    re-checked by anyone, whatever it claims."""
+    if c.rec.dataset_kind == "synthetic" and c.rec.dataset in c.board.datasets:
+        return ""
+    return (
+        f"ran on {c.rec.dataset!r}, not one of the board's synthetic stand-ins "
+        f"({', '.join(sorted(c.board.datasets))})"
+    )
+
+
+def _replaces_no_other_method(c: Candidate) -> str:
+    if not c.target.exists() or _method_of(c.target) == c.rec.method:
+        return ""
+    return f"would replace {c.target}, which is not a record of {c.rec.method!r}"
+
+
+#: What ``accept`` requires of every file of the artifact, in order: the first one a file fails
+#: is the reason it is refused. A new requirement is one more function here.
+REQUIREMENTS: tuple[Callable[[Candidate], str], ...] = (
+    _is_a_record_file,
+    _is_within_the_size_cap,
+    _is_the_only_one_of_its_name,
+    _is_a_valid_record,
+    _has_an_identity,
+    _has_its_content_parts,
+    _identity_names_its_components,
+    _h_is_the_harmonic_mean,
+    _is_named_by_its_run_id,
+    _is_of_a_listed_method,
+    _is_not_a_built_in,
+    _was_run_from_the_listed_distribution,
+    _is_on_a_board_stand_in,
+    _replaces_no_other_method,
+)
+
+
+def refusal(candidate: Candidate) -> str:
+    """Why ``candidate`` is refused: the first requirement it fails ("" when it meets them all)."""
+    for requirement in REQUIREMENTS:
+        why = requirement(candidate)
+        if why:
+            return why
+    return ""
+
+
 def accept(
     plugins: list[BoardPlugin], source: Path, results_dir: Path
 ) -> tuple[list[Path], list[str]]:
     """Take the records that the job running third-party code handed on (``source``, an
     artifact: untrusted) into ``results_dir``: (the files written, one line per file refused).
 
-    A record is taken only when it is a valid, intact record whose claims agree
-    (:func:`zslbench.results.valid_record`, :mod:`zslbench.claims`), is named by its run id, is a
-    run of a method that ``plugins.toml`` lists and of the distribution listed for it, on a
-    synthetic stand-in, and does not replace another method's record. Nothing else of the
-    artifact is ever read as code or written."""
-    from zslbench.claims import declared_datasets
+    A record is taken only when it meets every one of :data:`REQUIREMENTS`. Nothing else of the
+    artifact is ever read as code or written. A refusal line names the file with its control
+    characters escaped, so that a file name cannot split the log. A ``source`` that is not a
+    folder, or a ``results_dir`` that cannot be written, is a ``UserError`` naming it."""
     from zslbench.files import atomic_write_text
 
-    owner = {m: p for p in plugins for m in p.methods}
-    datasets = declared_datasets()
-    written, refused = [], []
     source, results_dir = Path(source), Path(results_dir)
-    for path in sorted(source.rglob("*")) if source.is_dir() else []:
+    if not source.is_dir():
+        raise UserError(
+            f"{printable(str(source))}: {'not a folder' if source.exists() else 'no such folder'}",
+            hint="--from names the folder the artifact of records was downloaded to",
+        )
+    board = declared_board(plugins)
+    files = [p for p in sorted(source.rglob("*")) if p.is_symlink() or not p.is_dir()]
+    by_name: dict[str, list[Path]] = {}
+    for path in files:
+        by_name.setdefault(path.name, []).append(path)
+    written: list[Path] = []
+    refused: list[str] = []
+    for path in files:
         target = results_dir / path.name
-        if (path.is_dir() and not path.is_symlink()) or _same_file(path, target):
-            continue  # a folder, or already on the board (the committed records it was run beside)
-        rec, why = _acceptable(path, target, owner, datasets)
-        if rec is None:
-            refused.append(f"{path}: {why}")
+        if _same_content(path, target):
+            continue  # already on the board (the committed records it was run beside)
+        candidate = Candidate(path, target, board, twins=_twins(path, by_name[path.name]))
+        why = refusal(candidate)
+        if why:
+            refused.append(printable(f"{path}: {why}"))
             continue
-        atomic_write_text(target, rec.to_json())
+        try:
+            atomic_write_text(target, candidate.rec.to_json())
+        except OSError as exc:
+            raise UserError(
+                f"{printable(str(results_dir))}: cannot write {printable(target.name)} "
+                f"({exc.strerror or exc}); {len(written)} record(s) taken before it",
+                hint="make the folder writable, or free space on its disk, and run accept again",
+            ) from None
         written.append(target)
     return written, refused
+
+
+def printable(text: str) -> str:
+    """``text`` on one line: its control characters and line or paragraph separators escaped."""
+    from zslbench.data.dataset import printable as escaped
+
+    return escaped(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _twins(path: Path, namesakes: list[Path]) -> tuple[Path, ...]:
+    """The other files of ``namesakes`` (the artifact's files named as ``path``) whose content
+    differs from it."""
+    return tuple(p for p in namesakes if p != path and not _same_content(p, path))
 
 
 def _plain_file(path: Path) -> bool:
     return path.is_file() and not path.is_symlink()
 
 
-def _same_file(path: Path, target: Path) -> bool:
-    return _plain_file(path) and _plain_file(target) and target.read_bytes() == path.read_bytes()
-
-
-def _acceptable(
-    path: Path, target: Path, owner: dict[str, BoardPlugin], datasets: Any
-) -> tuple[Any, str]:
-    """(the record, "") when ``path`` may be taken onto the board as ``target``, else (None, why)."""
-    from zslbench.records import Record
-    from zslbench.results import valid_record
-
-    rec = valid_record(path, datasets) if path.suffix == ".json" and _plain_file(path) else None
-    if not isinstance(rec, Record):
-        return (
-            None,
-            f"not a valid zslbench record: {rec}" if rec is not None else "not a record file",
-        )
-    why = _not_listed(rec, path, owner)
-    if not why and target.exists() and _method_of(target) != rec.method:
-        why = f"would replace {target}, which is not a record of {rec.method!r}"
-    return (None, why) if why else (rec, "")
-
-
-def _not_listed(rec: Any, path: Path, owner: dict[str, BoardPlugin]) -> str:
-    """Why a valid record is not one the board takes from the listed plugins ("" when it is)."""
-    if path.name != f"{rec.run_id}.json":
-        return f"is not named by its run id {rec.run_id!r}"
-    if rec.method not in owner:
-        return f"method {rec.method!r} is not listed in {PLUGINS_NAME}"
-    ran_from = str((rec.config.get("method_distribution") or {}).get("distribution"))
-    if _canonical(ran_from) != _canonical(owner[rec.method].name):
-        return f"method {rec.method!r} was not run from {owner[rec.method].name}"
-    if rec.dataset_kind != "synthetic":
-        return f"ran on {rec.dataset!r}, not a synthetic stand-in"
-    return ""
+def _same_content(a: Path, b: Path) -> bool:
+    """Whether two plain files within the size cap hold the same bytes (larger ones are never
+    read)."""
+    if not (_plain_file(a) and _plain_file(b)):
+        return False
+    size = a.stat().st_size
+    return size == b.stat().st_size <= MAX_RECORD_BYTES and a.read_bytes() == b.read_bytes()
 
 
 def _method_of(target: Path) -> str | None:
@@ -375,7 +604,7 @@ def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: P
 @click.option(
     "--from",
     "source",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=click.Path(path_type=Path),
     required=True,
     help="The records handed on by the job that ran the plugins (an artifact).",
 )
@@ -384,7 +613,7 @@ def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None
     """Validate the listed plugins' records (untrusted) and take them onto the board."""
     target = _results(results_dir)
     written, refused = accept(_plugins(plugins_file), source, target)
-    for line in refused:
+    for line in refused:  # each already one line (accept escapes what the artifact names)
         click.echo(terminal_text(f"zslbench board: refused: {line}"), err=True)
     click.echo(f"{len(written)} record(s) taken into {target}, {len(refused)} refused")
 
@@ -400,3 +629,11 @@ def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     out = out or _board_dir()
     render_board(results_dir, out)
     render_board(results_dir, out, check_only=True)
+
+
+if __name__ == "__main__":
+    # ``python -m zslbench.board accept ...`` is ``zslbench board accept ...``, through the command
+    # line's one error handler (a mistake is one line, exit 2).
+    from zslbench.cli import main
+
+    main(["board", *sys.argv[1:]])
