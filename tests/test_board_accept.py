@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from zslbench.board import MAX_RECORD_BYTES, BoardPlugin, accept
+from zslbench.admission import MAX_RECORD_BYTES
+from zslbench.board import BoardPlugin, accept
 from zslbench.cli import main
 from zslbench.identity import run_key
 from zslbench.records import Record, config_id, run_name
@@ -276,25 +277,18 @@ def test_a_board_folder_that_cannot_be_written_is_one_line(
     assert "0 record(s) taken before it" in line
 
 
-def test_python_m_zslbench_board_runs_the_board_commands(tmp_path):
-    """Item 6: ``python -m zslbench.board accept ...`` (as CHANGES.md gives it) did nothing."""
-    (tmp_path / "art").mkdir()
+def test_python_m_zslbench_board_says_which_command_to_run(tmp_path):
+    """Item 6: ``python -m zslbench.board accept ...`` (as CHANGES.md gives it) exited 0 having
+    done nothing. The module is imported by the command line, so it cannot run it: it says
+    which command does, in one line, and exits 2."""
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "zslbench.board",
-            "accept",
-            "--plugins",
-            str(_plugins_toml(tmp_path)),
-            "--from",
-            str(tmp_path / "art"),
-            "--results-dir",
-            str(tmp_path / "board"),
-        ],
+        [sys.executable, "-m", "zslbench.board", "accept", "--from", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == f"0 record(s) taken into {tmp_path / 'board'}, 0 refused"
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "zslbench: error: python -m zslbench.board runs no command — use "
+        f"`python -m zslbench board accept --from {tmp_path}` (or `zslbench board ...`)"
+    ]
