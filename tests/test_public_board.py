@@ -198,19 +198,22 @@ def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
     assert not (tmp_path / "other").exists()
 
 
-def test_accept_takes_only_valid_records_of_listed_methods_and_replaces_no_other(tmp_path):
+def test_accept_takes_only_valid_records_of_listed_methods_and_replaces_no_other(
+    tmp_path, monkeypatch
+):
     """Issue 27: the job that may write validates what the read-only job handed on."""
     import zslbench
     from zslbench.board import BoardPlugin, accept
     from zslbench.records import Record
 
+    monkeypatch.syspath_prepend(str(DEMO))  # a third-party method (a built-in is refused)
     (rec,) = zslbench.run(
-        methods="krr",
+        methods="board-demo",
         datasets="toy",
         results_dir=tmp_path / "run",
-        sets={"krr.alpha": 0.1, "krr.width": 1.0},
+        plugins=["zsl_board_demo"],
     )
-    plugins = [BoardPlugin("zsl-x", "zsl-x==1", ("krr",))]
+    plugins = [BoardPlugin("zsl-x", "zsl-x==1", ("board-demo",))]
     art, board_dir = tmp_path / "artifact", tmp_path / "board"
     art.mkdir()
 
@@ -245,11 +248,11 @@ def test_accept_takes_only_valid_records_of_listed_methods_and_replaces_no_other
 
     for path in art.iterdir():
         path.unlink()
-    put(name, rec)  # a built-in's record under a listed name: not run from zsl-x
+    put(name, rec)  # the listed method's record, run from no listed distribution
     (line,) = accept(plugins, art, tmp_path / "empty")[1]
-    assert "method 'krr' was not run from zsl-x" in line
+    assert "method 'board-demo' was not run from zsl-x" in line
     (line,) = accept([BoardPlugin("zsl-y", "zsl-y==1", ("other",))], art, tmp_path / "empty")[1]
-    assert "method 'krr' is not listed" in line
+    assert "method 'board-demo' is not listed" in line
     assert not (tmp_path / "empty").exists()
 
 

@@ -26,9 +26,12 @@ Every path is relative to the board folder, ``zslbench board --dir DIR`` (defaul
 ``plugins.toml``, its records (``records/``, third-party ones in ``records/synthetic/``) and the
 rendered pages; ``--plugins``, ``--results-dir`` and ``--out`` name another file or folder.
 
-``accept`` (:func:`accept`) takes a record only when it is valid and its claims agree
-(:mod:`zslbench.claims`), it is a run of a listed method from the listed distribution on a
-synthetic stand-in, and it replaces no other method's record.
+``accept`` (:func:`accept`) takes a record only when it meets every entry of
+:data:`zslbench.admission.REQUIREMENTS`: a plain file under a size cap, the only record of its
+run in the artifact, valid with claims that agree (:mod:`zslbench.claims`), with an identity and content parts so that
+every claim was recomputed, named by its run id, a run of a listed third-party (not built-in)
+method from the listed distribution, on one of the board's synthetic stand-ins, and replacing no
+other method's record.
 
 ``run`` goes through ``zslbench.run`` (the command line's own path: caching, records, failure
 isolation), and refuses a listed method that the named distribution does not provide, so an entry
@@ -41,6 +44,7 @@ exits 1 after every plugin ran.
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -54,7 +58,7 @@ from zslbench.console import terminal_text
 from zslbench.errors import ConfigError, UserError
 from zslbench.leaderboard.cli import render_board
 from zslbench.leaderboard.manifest import PLUGINS_NAME
-from zslbench.registry import BUILTIN_DISTRIBUTION
+from zslbench.registry import BUILTIN_DISTRIBUTION, canonical_distribution
 
 #: The board folder, relative to the current directory, unless ``zslbench board --dir`` names one.
 BOARD_DIR = Path("leaderboards")
@@ -75,11 +79,6 @@ class BoardPlugin:
     methods: tuple[str, ...]
 
 
-def _canonical(name: str) -> str:
-    """PEP 503 normalisation: ``My_ZSL`` and ``my-zsl`` are one distribution."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def load_plugins(path: Path) -> list[BoardPlugin]:
     """The validated entries of ``path``; a mistake is one ``ConfigError`` naming the entry."""
     path = Path(path)
@@ -92,7 +91,7 @@ def load_plugins(path: Path) -> list[BoardPlugin]:
     out: list[BoardPlugin] = []
     for i, entry in enumerate(raw.get("plugin", [])):
         plugin = _entry(f"{path}: plugin #{i + 1}", entry)
-        if any(_canonical(p.name) == _canonical(plugin.name) for p in out):
+        if any(canonical_distribution(p.name) == canonical_distribution(plugin.name) for p in out):
             raise ConfigError(
                 f"{path}: plugin #{i + 1}: {plugin.name} is listed twice", hint="keep one entry"
             )
@@ -146,7 +145,7 @@ def _entry(where: str, entry: object) -> BoardPlugin:
         raise ConfigError(
             f"{where} ({name}): methods must list method names", hint='e.g. methods = ["my-eszsl"]'
         )
-    if _canonical(name) == BUILTIN_DISTRIBUTION:
+    if canonical_distribution(name) == BUILTIN_DISTRIBUTION:
         raise ConfigError(
             f"{where}: {name} is zslbench itself, whose built-in methods the board already runs",
             hint="list only third-party distributions",
@@ -201,7 +200,8 @@ def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
         problems = [
             line
             for line in registry.problems
-            if repr(method) in line or _canonical(plugin.name) in _canonical(line)
+            if repr(method) in line
+            or canonical_distribution(plugin.name) in canonical_distribution(line)
         ]
         why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
         raise ConfigError(
@@ -212,8 +212,8 @@ def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
     dist = registry.items["method"][method].distribution
     if (
         dist is None
-        or _canonical(dist) != _canonical(plugin.name)
-        or _canonical(dist) == BUILTIN_DISTRIBUTION
+        or canonical_distribution(dist) != canonical_distribution(plugin.name)
+        or canonical_distribution(dist) == BUILTIN_DISTRIBUTION
     ):
         raise ConfigError(
             f"{PLUGINS_NAME}: {plugin.name} lists method "
@@ -228,81 +228,10 @@ def accept(
 ) -> tuple[list[Path], list[str]]:
     """Take the records that the job running third-party code handed on (``source``, an
     artifact: untrusted) into ``results_dir``: (the files written, one line per file refused).
+    What a record must be is :data:`zslbench.admission.REQUIREMENTS`."""
+    from zslbench.admission import admit
 
-    A record is taken only when it is a valid, intact record whose claims agree
-    (:func:`zslbench.results.valid_record`, :mod:`zslbench.claims`), is named by its run id, is a
-    run of a method that ``plugins.toml`` lists and of the distribution listed for it, on a
-    synthetic stand-in, and does not replace another method's record. Nothing else of the
-    artifact is ever read as code or written."""
-    from zslbench.claims import declared_datasets
-    from zslbench.files import atomic_write_text
-
-    owner = {m: p for p in plugins for m in p.methods}
-    datasets = declared_datasets()
-    written, refused = [], []
-    source, results_dir = Path(source), Path(results_dir)
-    for path in sorted(source.rglob("*")) if source.is_dir() else []:
-        target = results_dir / path.name
-        if (path.is_dir() and not path.is_symlink()) or _same_file(path, target):
-            continue  # a folder, or already on the board (the committed records it was run beside)
-        rec, why = _acceptable(path, target, owner, datasets)
-        if rec is None:
-            refused.append(f"{path}: {why}")
-            continue
-        atomic_write_text(target, rec.to_json())
-        written.append(target)
-    return written, refused
-
-
-def _plain_file(path: Path) -> bool:
-    return path.is_file() and not path.is_symlink()
-
-
-def _same_file(path: Path, target: Path) -> bool:
-    return _plain_file(path) and _plain_file(target) and target.read_bytes() == path.read_bytes()
-
-
-def _acceptable(
-    path: Path, target: Path, owner: dict[str, BoardPlugin], datasets: Any
-) -> tuple[Any, str]:
-    """(the record, "") when ``path`` may be taken onto the board as ``target``, else (None, why)."""
-    from zslbench.records import Record
-    from zslbench.results import valid_record
-
-    rec = valid_record(path, datasets) if path.suffix == ".json" and _plain_file(path) else None
-    if not isinstance(rec, Record):
-        return (
-            None,
-            f"not a valid zslbench record: {rec}" if rec is not None else "not a record file",
-        )
-    why = _not_listed(rec, path, owner)
-    if not why and target.exists() and _method_of(target) != rec.method:
-        why = f"would replace {target}, which is not a record of {rec.method!r}"
-    return (None, why) if why else (rec, "")
-
-
-def _not_listed(rec: Any, path: Path, owner: dict[str, BoardPlugin]) -> str:
-    """Why a valid record is not one the board takes from the listed plugins ("" when it is)."""
-    if path.name != f"{rec.run_id}.json":
-        return f"is not named by its run id {rec.run_id!r}"
-    if rec.method not in owner:
-        return f"method {rec.method!r} is not listed in {PLUGINS_NAME}"
-    ran_from = str((rec.config.get("method_distribution") or {}).get("distribution"))
-    if _canonical(ran_from) != _canonical(owner[rec.method].name):
-        return f"method {rec.method!r} was not run from {owner[rec.method].name}"
-    if rec.dataset_kind != "synthetic":
-        return f"ran on {rec.dataset!r}, not a synthetic stand-in"
-    return ""
-
-
-def _method_of(target: Path) -> str | None:
-    """The method of the record at ``target``; None when it is not a readable record."""
-    from zslbench.records import read_record
-
-    try:
-        return read_record(target).method
-    except Exception:  # noqa: BLE001 - whatever is there, it is not this method's
-        return None
+    return admit({m: p.name for p in plugins for m in p.methods}, source, results_dir)
 
 
 @click.group("board")
@@ -375,7 +304,7 @@ def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: P
 @click.option(
     "--from",
     "source",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=click.Path(path_type=Path),
     required=True,
     help="The records handed on by the job that ran the plugins (an artifact).",
 )
@@ -384,7 +313,7 @@ def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None
     """Validate the listed plugins' records (untrusted) and take them onto the board."""
     target = _results(results_dir)
     written, refused = accept(_plugins(plugins_file), source, target)
-    for line in refused:
+    for line in refused:  # each already one line (accept escapes what the artifact names)
         click.echo(terminal_text(f"zslbench board: refused: {line}"), err=True)
     click.echo(f"{len(written)} record(s) taken into {target}, {len(refused)} refused")
 
@@ -400,3 +329,15 @@ def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     out = out or _board_dir()
     render_board(results_dir, out)
     render_board(results_dir, out, check_only=True)
+
+
+if __name__ == "__main__":
+    # The board's commands are ``zslbench board ...``; this module is imported by the command line,
+    # which it therefore cannot import. Running it says so, rather than exiting 0 having done nothing.
+    from zslbench.console import say_error
+
+    say_error(
+        "python -m zslbench.board runs no command — use `python -m zslbench board "
+        f"{shlex.join(sys.argv[1:]) or '...'}` (or `zslbench board ...`)"
+    )
+    sys.exit(2)

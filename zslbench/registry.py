@@ -180,6 +180,11 @@ def suggestion(name: str, choices: list[str], kind: str) -> str:
     return f"known {kind}s: {listing} (see `zslbench list`)"
 
 
+def canonical_distribution(name: str) -> str:
+    """PEP 503 normalisation: ``My_ZSL`` and ``my-zsl`` are one distribution."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def _dist_name(ep: Any) -> str | None:
     return ep.dist.name if getattr(ep, "dist", None) is not None else None
 
