@@ -55,7 +55,9 @@ def forge(rec: Record, edit: Callable[[dict[str, Any]], None], *, recompute: boo
         comps = raw["config"]["components"]
         raw["config"]["method"] = raw["method"]
         raw["config_id"] = config_id(
-            raw["method"], {role: (c["name"], c.get("params", {})) for role, c in comps.items()}
+            raw["method"],
+            {role: (c["name"], c.get("params", {})) for role, c in comps.items()},
+            raw["config"].get("search", {}),
         )
         if raw.get("identity"):
             raw["identity"]["config_id"] = raw["config_id"]
