@@ -542,9 +542,9 @@ def _extract(
         "n_images": n,
         "image_size": image_size,
         "like": like.name,
+        # None (the hub's) reads as absent: the folders of earlier versions still continue
+        "weights": weights,
     }
-    if weights is not None:  # absent from the folders of earlier versions: they still continue
-        expected["weights"] = weights
     manifest = _check_folder(out, expected)
     if manifest is not None and manifest.get("complete"):
         say(
