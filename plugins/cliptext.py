@@ -103,10 +103,21 @@ def load_text_tower(spec: str) -> Callable[[list[str]], Any]:
         arch, _, pretrained = rest.partition("/")
         # Random weights (ARCH alone) are drawn from a fixed seed: one tower whatever ran before,
         # so that building it once per process (text_tower) cannot move a number.
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            model, _, _ = open_clip.create_model_and_transforms(arch, pretrained=pretrained or None)
-        tokenizer = open_clip.get_tokenizer(arch)
+        try:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(0)
+                model, _, _ = open_clip.create_model_and_transforms(
+                    arch, pretrained=pretrained or None
+                )
+            tokenizer = open_clip.get_tokenizer(arch)
+        except Exception as exc:  # offline without cached weights, an unknown ARCH or tag
+            text = str(exc).strip().splitlines()
+            raise ConfigError(
+                f"clip-text: text_tower {spec} cannot be built ({type(exc).__name__}"
+                f"{': ' + text[0] if text else ''})",
+                hint="OpenCLIP downloads pretrained weights on first use and caches them: "
+                "connect once, or give a checkpoint path as PRETRAINED",
+            ) from None
         model.eval()
 
         def encode(prompts: list[str]) -> Any:

@@ -158,3 +158,29 @@ def test_the_text_tower_is_built_once_per_run(
     )
     assert res.exit_code == 0, res.output
     assert builds.read_text().splitlines() == ["built"]
+
+
+def test_an_open_clip_tower_without_its_weights_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offline without cached weights (HF_HUB_OFFLINE=1), through a stand-in open_clip."""
+    import sys
+    import types
+
+    from zslbench_plugins import cliptext
+
+    def create(arch, pretrained=None):
+        raise OSError("Cannot find the requested files in the disk cache (HF_HUB_OFFLINE=1)")
+
+    monkeypatch.setitem(
+        sys.modules, "open_clip", types.SimpleNamespace(create_model_and_transforms=create)
+    )
+    cliptext.text_tower.cache_clear()
+    file, names = _clip_set(tmp_path)
+    res = _run(
+        file, tmp_path / "r", f"model.class_names={names}", tower="open_clip:ViT-B-32/openai"
+    )
+    assert res.exit_code != 0 and "internal error" not in res.output, res.output
+    (line,) = [x for x in res.stderr.splitlines() if "cannot be built" in x]
+    assert "clip-text: text_tower open_clip:ViT-B-32/openai cannot be built (OSError" in line
+    assert "connect once, or give a checkpoint path" in res.stderr

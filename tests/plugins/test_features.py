@@ -508,3 +508,19 @@ def test_timm_weights_missing_offline_are_one_line_naming_the_model_and_the_fix(
         like, images, listing, tmp_path / "o", "timm:offline_net", "--weights", "random"
     )
     assert res.exit_code == 0, res.output
+
+
+def test_open_clip_weights_missing_offline_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def create(arch, pretrained=None):
+        raise OSError("Cannot find the requested files in the disk cache (HF_HUB_OFFLINE=1)")
+
+    monkeypatch.setitem(
+        sys.modules, "open_clip", types.SimpleNamespace(create_model_and_transforms=create)
+    )
+    like, images, listing = _benchmark(tmp_path)
+    res = _extract_with(like, images, listing, tmp_path / "o", "open_clip:ViT-B-32/openai")
+    _assert_one_line(res)
+    assert "--backbone open_clip:ViT-B-32/openai: OSError: Cannot find" in res.stderr
+    assert "connect once, or give a checkpoint path as PRETRAINED" in res.stderr
