@@ -524,3 +524,19 @@ def test_open_clip_weights_missing_offline_are_one_line(
     _assert_one_line(res)
     assert "--backbone open_clip:ViT-B-32/openai: OSError: Cannot find" in res.stderr
     assert "connect once, or give a checkpoint path as PRETRAINED" in res.stderr
+
+
+def test_a_real_timm_model_with_random_weights_where_timm_imports(tmp_path: Path) -> None:
+    """The real timm, where a torchvision matching this torch is installed (the stand-in tests
+    above hold everywhere): random weights need no network."""
+    try:
+        import timm  # noqa: F401
+    except Exception as exc:  # not installed, or PyPI's torchvision beside a CPU torch
+        pytest.skip(f"timm does not import here ({type(exc).__name__})")
+    like, images, listing = _benchmark(tmp_path)
+    out = tmp_path / "r10"
+    res = _extract_with(like, images, listing, out, "timm:resnet10t", "--weights", "random")
+    assert res.exit_code == 0, res.output
+    assert str(np.load(out / "backbone.npy")) == "resnet10t+random"
+    feats = np.load(out / "features.npy")
+    assert feats.shape[0] == 108 and np.isfinite(feats).all()
