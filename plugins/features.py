@@ -642,7 +642,8 @@ def features() -> None:
     "list_file",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     required=True,
-    help="One image path per line, in the benchmark's image order.",
+    help="One image path per line, inside --images, in the benchmark's image order "
+    "(CUB's `<id> <path>` images.txt, or an xlsa17 res101.mat).",
 )
 @click.option(
     "--like",
@@ -663,7 +664,8 @@ def features() -> None:
     "--weights",
     default=None,
     metavar="random|PATH",
-    help="For timm:NAME: random weights, or a local checkpoint [default: timm's pretrained].",
+    help="For timm:NAME: random weights, or a local checkpoint [default: pretrained, "
+    "from timm's hub].",
 )
 @click.option(
     "--out",
@@ -702,6 +704,7 @@ def extract_cmd(
     """Extract a feature set that `zslbench run --dataset OUT` reads; resumable, checksummed."""
     _optional("PIL", "features")
     resolve_device(device)  # before the backbone and the data load: the cheapest check first
+    weights = None if weights == PRETRAINED else weights  # one manifest for the default
     backbone = load_backbone(spec, image_size, name, weights)
     check_backbone(backbone.name, where="--name" if name is not None else f"--backbone {spec}")
     data, kind = _like(like, data_dir, ())
