@@ -30,6 +30,7 @@ clip-text ...``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Callable
@@ -100,8 +101,23 @@ def load_text_tower(spec: str) -> Callable[[list[str]], Any]:
         import torch
 
         arch, _, pretrained = rest.partition("/")
-        model, _, _ = open_clip.create_model_and_transforms(arch, pretrained=pretrained or None)
-        tokenizer = open_clip.get_tokenizer(arch)
+        # Random weights (ARCH alone) are drawn from a fixed seed: one tower whatever ran before,
+        # so that building it once per process (text_tower) cannot move a number.
+        try:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(0)
+                model, _, _ = open_clip.create_model_and_transforms(
+                    arch, pretrained=pretrained or None
+                )
+            tokenizer = open_clip.get_tokenizer(arch)
+        except Exception as exc:  # offline without cached weights, an unknown ARCH or tag
+            text = str(exc).strip().splitlines()
+            raise ConfigError(
+                f"clip-text: text_tower {spec} cannot be built ({type(exc).__name__}"
+                f"{': ' + text[0] if text else ''})",
+                hint="OpenCLIP downloads pretrained weights on first use and caches them: "
+                "connect once, or give a checkpoint path as PRETRAINED",
+            ) from None
         model.eval()
 
         def encode(prompts: list[str]) -> Any:
@@ -117,6 +133,14 @@ def load_text_tower(spec: str) -> Callable[[list[str]], Any]:
             hint="give an importable module:callable returning encode(prompts)",
         ) from None
     return factory()
+
+
+@functools.lru_cache(maxsize=4)
+def text_tower(spec: str) -> Callable[[list[str]], Any]:
+    """:func:`load_text_tower`, built once per spec and process: a run fits its model for the
+    validation split and again on trainval (clones, which keep no state), and the tower is the
+    same for both (with random weights, building it twice drew two towers and warned twice)."""
+    return load_text_tower(spec)
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -171,7 +195,7 @@ class ClipText(Model):
                 hint="one name per class of the dataset, in its class order",
             )
         text = np.asarray(
-            load_text_tower(self.text_tower)([self.prompt.format(names[c]) for c in inp.classes]),
+            text_tower(self.text_tower)([self.prompt.format(names[c]) for c in inp.classes]),
             dtype=np.float64,
         )
         if text.ndim != 2 or text.shape[0] != len(inp.classes):
@@ -218,4 +242,4 @@ def zslbench_methods() -> list[MethodSpec]:
     ]
 
 
-__all__ = ["ClipText", "clean_name", "load_text_tower", "read_class_names"]
+__all__ = ["ClipText", "clean_name", "load_text_tower", "read_class_names", "text_tower"]

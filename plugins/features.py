@@ -17,17 +17,35 @@ Backbones (``--backbone``):
   model; needs ``pip install "zslbench[clip]"``;
 * ``module:callable`` (``mypkg.nets:make_backbone``): a callable that returns a torch module
   mapping a (batch, 3, H, W) float tensor to (batch, d) features, fed with images resized to
-  ``--image-size`` and normalised with ImageNet's mean and std.
+  ``--image-size`` (at most :data:`MAX_IMAGE_SIZE`) and normalised with ImageNet's mean and std.
 
-Weights come from the model's own hub (timm's, OpenCLIP's), downloaded by those libraries.
+Weights: timm's and OpenCLIP's come from those libraries' hubs, downloaded on first use and
+cached. OpenCLIP names its weights in the spec (PRETRAINED is a tag or a checkpoint path; ARCH
+alone is random); a timm spec is a model name only, so ``--weights`` says the same for it:
+``--weights random`` (random initialisation, named ``NAME+random``) or ``--weights PATH`` (a local
+checkpoint, named ``NAME+ckpt-`` and the first 8 hex digits of its sha256). Without network and
+without cached weights, the command says so in one line naming the model.
+
+A backbone must return one finite row per image, of one width for the whole run; anything else
+(fewer or more rows, a scalar, another width, NaN) is refused in one line naming the backbone
+before it reaches the feature set.
+
+**The image list.** One path per line, relative to ``--images`` and inside it: an absolute path,
+or one that leaves ``--images`` with ``..``, is refused (the list names the benchmark's images,
+not any file of the machine). A line that does not name a file whole is read by its columns:
+``<id> <path>`` (CUB's ``images.txt``: an integer, then the path) by the second, ``<path>
+<label>`` by the first.
 
 **Resume.** The features are written into ``features.npy.partial`` (a memory-mapped ``.npy``)
 batch by batch, and ``extract.json`` says how many rows are done after each one. A killed run
 continues where it stopped when the same command is given again; a run with another backbone,
 image list or image size refuses to continue the folder. The finished folder's ``extract.json``
 holds the sha256 of ``features.npy`` (the checksum printed at the end), the backbone, and the
-image list's sha256. The command never writes into a folder holding files it did not write, and
-never deletes any.
+image list's sha256. The command never writes into a folder holding files it did not write, nor
+through a link (a link or special file in ``--out`` is refused), and never deletes any.
+
+**Errors.** Each failure of what the user gave (the backbone's code, an image file, the
+``--out`` folder's disk) is one line naming it, through one guard, :func:`failing_input`.
 """
 
 from __future__ import annotations
@@ -36,9 +54,11 @@ import hashlib
 import importlib
 import json
 import os
+import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +89,34 @@ OWN_FILES = (
 )
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+#: The largest ``--image-size``: twice the largest input of common backbones (DINOv2's 518); a
+#: batch of 64 crops of this side is 800 MB of float32, where 60000 would ask for terabytes.
+MAX_IMAGE_SIZE = 1024
+#: ``--weights`` of a timm backbone: its hub's pretrained weights (the default), random ones, or
+#: a local checkpoint's path.
+PRETRAINED, RANDOM = "pretrained", "random"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+@contextmanager
+def failing_input(
+    what: str, hint: str, kinds: tuple[type[BaseException], ...] = (Exception,)
+) -> Iterator[None]:
+    """Turn a failure of what the user gave into one line naming it (``what``: the backbone, the
+    image, ``--out``). The one place this command's expected failures become one line: a
+    backbone is foreign code that may raise anything, Pillow raises many kinds for a bad image
+    (``DecompressionBombError`` is no ``OSError``), and ``--out`` may be read-only or full. A
+    :class:`UserError` raised inside already names its input and passes unchanged."""
+    try:
+        yield
+    except UserError:
+        raise
+    except kinds as exc:
+        raise DataError(f"{what}: {_first_line(exc)}", hint=hint) from None
 
 
 # -- backbones ----------------------------------------------------------------------------------
@@ -84,8 +132,7 @@ def _optional(module: str, extra: str) -> Any:
         return importlib.import_module(module)
     except Exception as exc:  # not installed, or broken beside this torch (torchvision)
         raise ConfigError(
-            f"--backbone needs {module}, which cannot be imported here "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})",
+            f"--backbone needs {module}, which cannot be imported here ({_first_line(exc)})",
             hint=f'pip install "zslbench[{extra}]" (with a torchvision that matches '
             "your torch), or give a module:callable",
         ) from None
@@ -115,53 +162,137 @@ def default_preprocess(size: int) -> Callable[[Any], Any]:
     return preprocess
 
 
-def load_backbone(spec: str, image_size: int, name: str | None = None) -> Backbone:
-    """The backbone ``spec`` names (see the module docstring); ``name`` overrides its name."""
+def _timm(spec: str, model_name: str, weights: str | None, name: str | None) -> Backbone:
+    """A timm model with the ``weights`` the module docstring lists (None: its hub's)."""
+    timm = _optional("timm", "timm")
+    kwargs: dict[str, Any] = {"pretrained": weights != RANDOM}
+    tag = "" if weights in (None, PRETRAINED) else "+random"
+    if weights not in (None, PRETRAINED, RANDOM):
+        checkpoint = Path(weights).expanduser()
+        if not checkpoint.is_file():
+            raise ConfigError(
+                f"--weights {weights}: no such checkpoint file",
+                hint=f"give a local checkpoint of {model_name} (.pth, .safetensors), "
+                "or --weights random",
+            )
+        # timm's own way to a local file: its loader then drops a classifier num_classes=0 lacks
+        kwargs["pretrained_cfg_overlay"] = {"file": str(checkpoint)}
+        tag = f"+ckpt-{sha256_file(checkpoint)[:8]}"
+    hint = (
+        "timm downloads pretrained weights on first use and caches them: connect once, or give "
+        "--weights PATH (a local checkpoint) or --weights random"
+        if weights in (None, PRETRAINED)
+        else f"give a checkpoint of {model_name}, or check the model name (timm.list_models())"
+    )
+    where = f"--backbone {spec}" + (f" --weights {weights}" if weights else "")
+    with failing_input(where, hint):
+        model = timm.create_model(model_name, num_classes=0, **kwargs)
+        config = timm.data.resolve_data_config({}, model=model)
+        transform = timm.data.create_transform(**config)
+    return Backbone(name or f"{model_name}{tag}", model, transform)
+
+
+class _ImageTower:
+    """An OpenCLIP model's image tower alone, as a module-like callable."""
+
+    def __init__(self, clip: Any) -> None:
+        self.clip = clip
+
+    def __call__(self, x: Any) -> Any:
+        return self.clip.encode_image(x)
+
+    def to(self, device: Any) -> _ImageTower:
+        self.clip = self.clip.to(device)
+        return self
+
+    def eval(self) -> _ImageTower:
+        self.clip.eval()
+        return self
+
+
+def load_backbone(
+    spec: str, image_size: int, name: str | None = None, weights: str | None = None
+) -> Backbone:
+    """The backbone ``spec`` names (see the module docstring); ``name`` overrides its name;
+    ``weights`` (timm only) is ``pretrained``, ``random`` or a checkpoint's path."""
     kind, sep, rest = spec.partition(":")
-    if not sep or not rest:
+    if not sep or not rest or not kind:
         raise ConfigError(
             f"--backbone {spec!r} is not timm:NAME, open_clip:ARCH/PRETRAINED or module:callable",
             hint="e.g. --backbone timm:resnet50",
         )
+    if weights is not None and kind != "timm":
+        raise ConfigError(
+            f"--weights is for timm:NAME, not --backbone {spec}",
+            hint="open_clip:ARCH/PRETRAINED names its weights (a tag or a checkpoint path; "
+            "ARCH alone is random); a module:callable builds its own",
+        )
     if kind == "timm":
-        timm = _optional("timm", "timm")
-        model = timm.create_model(rest, pretrained=True, num_classes=0)
-        config = timm.data.resolve_data_config({}, model=model)
-        transform = timm.data.create_transform(**config)
-        return Backbone(name or rest, model, transform)
+        return _timm(spec, rest, weights, name)
     if kind == "open_clip":
         open_clip = _optional("open_clip", "clip")
         arch, _, pretrained = rest.partition("/")
-        model, _, transform = open_clip.create_model_and_transforms(
-            arch, pretrained=pretrained or None
+        with failing_input(
+            f"--backbone {spec}",
+            hint="OpenCLIP downloads pretrained weights on first use and caches them: connect "
+            "once, or give a checkpoint path as PRETRAINED, or ARCH alone for random weights",
+        ):
+            model, _, transform = open_clip.create_model_and_transforms(
+                arch, pretrained=pretrained or None
+            )
+        tag = f"clip_{arch}_{pretrained}" if pretrained else f"clip_{arch}"
+        return Backbone(name or tag.replace("/", "_"), _ImageTower(model), transform)
+    # A module:callable is the user's code: importing or calling it may raise anything.
+    with failing_input(
+        f"--backbone {spec}",
+        hint="give an importable module:callable that returns a torch module",
+    ):
+        factory = getattr(importlib.import_module(kind), rest)
+        module = factory()
+    return Backbone(name or rest, module, default_preprocess(image_size))
+
+
+def resolve_device(device: str) -> Any:
+    """``--device`` as a torch device: ``auto`` is the GPU when there is one; ``cuda`` without
+    one is refused in the line ``zslbench run --device`` gives."""
+    import torch
+
+    from zslbench.hyperparams import torch_device
+
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch_device("--device", device)
+
+
+def backbone_rows(output: Any, backbone: str, paths: list[Path], width: int | None) -> np.ndarray:
+    """What ``backbone`` returned for the images ``paths`` as a (len(paths), d) float32 matrix,
+    ``d == width`` when earlier batches set it. Anything else is refused, never stored: fewer rows
+    would leave zero rows in a feature set marked complete, and NaN would surface only in a
+    later ``run``."""
+    import torch
+
+    def refuse(what: str) -> DataError:
+        return DataError(
+            f"backbone {backbone} returned {what} for the {len(paths)} images from {paths[0]}",
+            hint="a backbone maps a (batch, 3, H, W) tensor to finite (batch, d) features, "
+            "of one d for every batch",
         )
 
-        class ImageTower:  # the image tower alone, as a module-like callable
-            def __init__(self, clip: Any) -> None:
-                self.clip = clip
-
-            def __call__(self, x: Any) -> Any:
-                return self.clip.encode_image(x)
-
-            def to(self, device: Any) -> ImageTower:
-                self.clip = self.clip.to(device)
-                return self
-
-            def eval(self) -> ImageTower:
-                self.clip.eval()
-                return self
-
-        tag = f"clip_{arch}_{pretrained}" if pretrained else f"clip_{arch}"
-        return Backbone(name or tag.replace("/", "_"), ImageTower(model), transform)
-    module_name, attr = kind, rest
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(
-            f"--backbone {spec}: cannot import {attr} from {module_name} ({exc})",
-            hint="give an importable module:callable that returns a torch module",
-        ) from None
-    return Backbone(name or attr, factory(), default_preprocess(image_size))
+    if isinstance(output, torch.Tensor):
+        rows = output.detach().float().cpu().numpy()
+    elif isinstance(output, np.ndarray) and output.dtype.kind in "fiu":
+        rows = output.astype(np.float32)
+    else:
+        raise refuse(f"a {type(output).__name__}, not a tensor")
+    if rows.ndim < 2 or rows.shape[0] != len(paths) or rows[0].size == 0:
+        raise refuse(f"shape {tuple(rows.shape)}")
+    rows = rows.reshape(len(paths), -1)  # (batch, d, 1, 1) pooled maps are rows too
+    if width is not None and rows.shape[1] != width:
+        raise refuse(f"{rows.shape[1]}-d rows after {width}-d rows for earlier images")
+    bad = np.flatnonzero(~np.isfinite(rows).all(axis=1))
+    if len(bad):
+        raise refuse(f"NaN or infinite features (first for {paths[int(bad[0])]})")
+    return rows
 
 
 # -- the folder ---------------------------------------------------------------------------------
@@ -171,6 +302,18 @@ def _write_manifest(out: Path, manifest: dict[str, Any]) -> None:
         lambda fh: fh.write(json.dumps(manifest, indent=1, sort_keys=True) + "\n"),
         "w",
     )
+
+
+def _inside(images: Path, rel: str, where: str) -> Path:
+    """``images / rel``, refused when ``rel`` is absolute or leaves ``images`` with ``..``: a list
+    names the benchmark's images, and its lines are read as paths under ``--images`` only."""
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or ".." in parts:
+        raise DataError(
+            f"{where}: image {rel!r} is not a path inside --images {images}",
+            hint="list paths relative to --images, without a leading / and without '..'",
+        )
+    return images.joinpath(*parts)
 
 
 def _mat_list(images: Path, list_file: Path) -> list[Path]:
@@ -193,7 +336,8 @@ def _mat_list(images: Path, list_file: Path) -> list[Path]:
         )
     paths = []
     for number, entry in enumerate(entries, 1):
-        path = images.joinpath(*Path(entry.replace("\\", "/")).parts[cut:])
+        rest = Path(entry.replace("\\", "/")).parts[cut:]
+        path = _inside(images, str(Path(*rest)) if rest else "", f"{list_file}: image {number}")
         if not path.is_file():
             raise DataError(
                 f"{list_file}: image {number} ({entry!r}) is not {path}",
@@ -203,10 +347,20 @@ def _mat_list(images: Path, list_file: Path) -> list[Path]:
     return paths
 
 
+def _list_entry(images: Path, line: str) -> str:
+    """The path a line of a list names: the whole line when it names a file (a path with
+    spaces), else by its columns: ``<id> <path>`` (CUB's ``images.txt``) or ``<path> <label>``."""
+    whole = line.strip()
+    cols = whole.split()
+    if len(cols) < 2 or (images / whole).is_file():
+        return whole
+    return cols[1] if cols[0].isdigit() else cols[0]
+
+
 def read_list(images: Path, list_file: Path) -> list[Path]:
-    """The images of ``list_file`` (one path per line, relative to ``images``; blank lines and a
-    second column, as CUB's ``images.txt`` has, are ignored), each checked to exist. An xlsa17
-    ``res101.mat`` lists its images too (``image_files``, :func:`_mat_list`)."""
+    """The images of ``list_file`` (one path per line, relative to ``images`` and inside it; blank
+    lines ignored; a line of columns read as :func:`_list_entry` says), each checked to exist. An
+    xlsa17 ``res101.mat`` lists its images too (``image_files``, :func:`_mat_list`)."""
     if list_file.suffix.lower() == ".mat":
         return _mat_list(images, list_file)
     try:
@@ -220,12 +374,8 @@ def read_list(images: Path, list_file: Path) -> list[Path]:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        rel = (
-            line.split()[0]
-            if len(line.split()) > 1 and not (images / line.strip()).exists()
-            else line.strip()
-        )
-        path = images / rel
+        rel = _list_entry(images, line)
+        path = _inside(images, rel, f"{list_file}:{number}")
         if not path.is_file():
             raise DataError(
                 f"{list_file}:{number}: image {rel!r} is not a file under {images}",
@@ -251,6 +401,14 @@ def _check_folder(out: Path, expected: dict[str, Any]) -> dict[str, Any] | None:
         if p.name not in OWN_FILES and not (p.name.startswith(".") and p.name.endswith(".tmp"))
     )
     names = {p.name for p in out.iterdir()}
+    for entry in sorted(out.iterdir()):
+        # never through a link (a planted features.npy.partial would take the matrix)
+        if not stat.S_ISREG(entry.lstat().st_mode):
+            raise UserError(
+                f"--out {out} holds {entry.name}, a link or special file, not a file this "
+                "command wrote",
+                hint="name a new or empty folder; nothing there is overwritten or deleted",
+            )
     if foreign or (names and MANIFEST not in names):
         raise UserError(
             f"--out {out} holds files this command did not write "
@@ -293,6 +451,24 @@ def _save(path: Path, value: Any) -> None:
     atomic_write(path, lambda fh: np.save(fh, value))
 
 
+def _no_link(path: Path) -> Path:
+    """``path``, refused when it is a link or special file: checked again just before the partial
+    file is opened or renamed, as the folder check may be minutes old."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise UserError(
+            f"{path} is a link or special file, not a file this command wrote",
+            hint="name a new or empty folder; nothing there is overwritten or deleted",
+        )
+    return path
+
+
+def _read_image(path: Path, preprocess: Callable[[Any], Any]) -> Any:
+    from PIL import Image
+
+    with failing_input(str(path), hint="replace or re-download the image"), Image.open(path) as im:
+        return preprocess(im)
+
+
 def extract(
     *,
     images: Path,
@@ -306,10 +482,47 @@ def extract(
     device: str = "auto",
     kind: str = "custom",
     say: Callable[[str], None] = print,
+    weights: str | None = None,
 ) -> dict[str, Any]:
-    """Extract, resume, finish; returns the finished manifest (see the module docstring)."""
+    """Extract, resume, finish; returns the finished manifest (see the module docstring). A
+    failure to write ``out`` (read-only, full) is one line naming it."""
+    with failing_input(
+        f"--out {out}",
+        hint="give a writable folder with room for the features (the same command continues)",
+        kinds=(OSError,),
+    ):
+        return _extract(
+            images=images,
+            list_file=list_file,
+            like=like,
+            backbone=backbone,
+            out=out,
+            spec=spec,
+            image_size=image_size,
+            batch_size=batch_size,
+            device=device,
+            kind=kind,
+            say=say,
+            weights=weights,
+        )
+
+
+def _extract(
+    *,
+    images: Path,
+    list_file: Path,
+    like: ZSLData,
+    backbone: Backbone,
+    out: Path,
+    spec: str,
+    image_size: int,
+    batch_size: int,
+    device: str,
+    kind: str,
+    say: Callable[[str], None],
+    weights: str | None,
+) -> dict[str, Any]:
     import torch
-    from PIL import Image, UnidentifiedImageError
 
     paths = read_list(images, list_file)
     n = len(paths)
@@ -322,13 +535,15 @@ def extract(
     list_sha = hashlib.sha256(
         "\n".join(str(p.relative_to(images)) for p in paths).encode()
     ).hexdigest()
-    expected = {
+    expected: dict[str, Any] = {
         "backbone": backbone.name,
         "backbone_spec": spec,
         "images_sha256": list_sha,
         "n_images": n,
         "image_size": image_size,
         "like": like.name,
+        # None (the hub's) reads as absent: the folders of earlier versions still continue
+        "weights": weights,
     }
     manifest = _check_folder(out, expected)
     if manifest is not None and manifest.get("complete"):
@@ -337,19 +552,17 @@ def extract(
             f"{manifest['features_sha256']}"
         )
         return manifest
+    dev = resolve_device(device)
     out.mkdir(parents=True, exist_ok=True)
-    dev = torch.device(
-        "cuda"
-        if device == "auto" and torch.cuda.is_available()
-        else ("cpu" if device == "auto" else device)
-    )
-    module = backbone.module.to(dev)
-    module.eval()
+    name = backbone.name
+    with failing_input(f"backbone {name}", hint="its module must move to the device (.to)"):
+        module = backbone.module.to(dev)
+        module.eval()
     done = int(manifest["done"]) if manifest else 0
     partial = out / PARTIAL
     feats = None
     if done and partial.exists():
-        feats = np.lib.format.open_memmap(partial, mode="r+")
+        feats = np.lib.format.open_memmap(_no_link(partial), mode="r+")
     else:
         done = 0
     if done:
@@ -359,21 +572,17 @@ def extract(
     started = time.monotonic()
     with torch.no_grad():
         for start in range(done, n, batch_size):
-            batch = []
-            for path in paths[start : start + batch_size]:
-                try:
-                    with Image.open(path) as image:
-                        batch.append(backbone.preprocess(image))
-                except (UnidentifiedImageError, OSError) as exc:
-                    raise DataError(
-                        f"{path}: cannot read it as an image ({exc})",
-                        hint="replace or re-download the image",
-                    ) from None
-            rows = module(torch.stack(batch).to(dev))
-            rows = rows.reshape(rows.shape[0], -1).float().cpu().numpy()
+            chunk = paths[start : start + batch_size]
+            batch = [_read_image(path, backbone.preprocess) for path in chunk]
+            with failing_input(
+                f"backbone {name} on the {len(chunk)} images from {chunk[0]}",
+                hint="fix the backbone, or give another --backbone",
+            ):
+                output = module(torch.stack(batch).to(dev))
+            rows = backbone_rows(output, name, chunk, None if feats is None else feats.shape[1])
             if feats is None:
                 feats = np.lib.format.open_memmap(
-                    partial, mode="w+", dtype=np.float32, shape=(n, rows.shape[1])
+                    _no_link(partial), mode="w+", dtype=np.float32, shape=(n, rows.shape[1])
                 )
             feats[start : start + len(rows)] = rows
             feats.flush()
@@ -381,7 +590,7 @@ def extract(
             _write_manifest(out, manifest)
             rate = (manifest["done"] - done) / max(time.monotonic() - started, 1e-9)
             say(
-                f"{backbone.name}: {manifest['done']}/{n} images "
+                f"{name}: {manifest['done']}/{n} images "
                 f"(ETA {int((n - manifest['done']) / max(rate, 1e-9))} s)"
             )
     del feats
@@ -395,13 +604,13 @@ def extract(
         ("trainval_idx", like.trainval_idx),
         ("test_seen_idx", like.test_seen_idx),
         ("test_unseen_idx", like.test_unseen_idx),
-        ("backbone", np.asarray(backbone.name)),
+        ("backbone", np.asarray(name)),
         ("kind", np.asarray(kind)),
     ):
         _save(out / f"{key}.npy", np.asarray(value))
     if like.val_classes is not None:
         _save(out / "val_classes.npy", np.asarray(like.val_classes))
-    os.replace(partial, out / "features.npy")
+    os.replace(_no_link(partial), out / "features.npy")
     manifest.update(
         complete=True,
         features_sha256=sha256_file(out / "features.npy"),
@@ -409,7 +618,7 @@ def extract(
     )
     _write_manifest(out, manifest)
     say(
-        f"wrote {out} ({n} images, {manifest['feature_dim']}-d {backbone.name} features); "
+        f"wrote {out} ({n} images, {manifest['feature_dim']}-d {name} features); "
         f"features sha256 {manifest['features_sha256']}"
     )
     return manifest
@@ -433,7 +642,8 @@ def features() -> None:
     "list_file",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     required=True,
-    help="One image path per line, in the benchmark's image order.",
+    help="One image path per line, inside --images, in the benchmark's image order "
+    "(CUB's `<id> <path>` images.txt, or an xlsa17 res101.mat).",
 )
 @click.option(
     "--like",
@@ -451,6 +661,13 @@ def features() -> None:
 )
 @click.option("--name", default=None, help="The backbone's name in records [default: from SPEC].")
 @click.option(
+    "--weights",
+    default=None,
+    metavar="random|PATH",
+    help="For timm:NAME: random weights, or a local checkpoint [default: pretrained, "
+    "from timm's hub].",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     required=True,
@@ -459,7 +676,7 @@ def features() -> None:
 @click.option("--batch-size", type=click.IntRange(1), default=64, show_default=True)
 @click.option(
     "--image-size",
-    type=click.IntRange(8),
+    type=click.IntRange(8, MAX_IMAGE_SIZE),
     default=224,
     show_default=True,
     help="Side of the centre crop fed to a module:callable backbone.",
@@ -477,6 +694,7 @@ def extract_cmd(
     like: str,
     spec: str,
     name: str | None,
+    weights: str | None,
     out: Path,
     batch_size: int,
     image_size: int,
@@ -485,10 +703,10 @@ def extract_cmd(
 ) -> None:
     """Extract a feature set that `zslbench run --dataset OUT` reads; resumable, checksummed."""
     _optional("PIL", "features")
-    if device not in ("auto", "cpu") and not device.startswith("cuda"):
-        raise ConfigError(f"--device {device!r} is not auto, cpu or cuda", hint="--device auto")
-    backbone = load_backbone(spec, image_size, name)
-    check_backbone(backbone.name, where=f"--backbone {spec}")
+    resolve_device(device)  # before the backbone and the data load: the cheapest check first
+    weights = None if weights == PRETRAINED else weights  # one manifest for the default
+    backbone = load_backbone(spec, image_size, name, weights)
+    check_backbone(backbone.name, where="--name" if name is not None else f"--backbone {spec}")
     data, kind = _like(like, data_dir, ())
     try:
         extract(
@@ -503,6 +721,7 @@ def extract_cmd(
             device=device,
             kind=kind,
             say=lambda s: click.echo(s, err=True),
+            weights=weights,
         )
     except KeyboardInterrupt:
         click.echo(f"zslbench: interrupted; the same command continues {out}", err=True)
@@ -514,4 +733,14 @@ def zslbench_commands(cli: click.Group) -> None:
     cli.add_command(features)
 
 
-__all__ = ["Backbone", "extract", "features", "load_backbone", "read_list", "zslbench_commands"]
+__all__ = [
+    "Backbone",
+    "backbone_rows",
+    "extract",
+    "failing_input",
+    "features",
+    "load_backbone",
+    "read_list",
+    "resolve_device",
+    "zslbench_commands",
+]

@@ -22,7 +22,9 @@ Every file is checked as the xlsa17 files are (``zslbench_plugins.xlsa17.checks`
 labels, attributes, index arrays), and the runner then applies the split checks and compares the
 dataset with the xlsa17 benchmark it declares, except for the features' own pins, which belong to
 ResNet-101 (``zslbench.data.backbones``). The pickle is read with an unpickler that builds numpy
-arrays, dicts and lists only: a pickle that asks for anything else is refused, never executed.
+arrays, dicts and lists only: a pickle that asks for anything else is refused, never executed,
+and lists are sized before they are built (:func:`as_array`: shared rows cannot expand a small
+file into a huge array).
 
 Assumed, not seen (the files are on a Google Drive this project cannot reach): that ``labels`` may
 be (n,), (n, 1) or (1, n), and ``features`` (n, d) in any float or integer dtype.
@@ -63,11 +65,16 @@ _ALLOWED = {
 _SPLIT_KEYS = ("att", "trainval_loc", "test_seen_loc", "test_unseen_loc")
 
 
+class _Refused(pickle.UnpicklingError):
+    """A global the pickle asks for that is not in :data:`_ALLOWED`: the file is well formed but
+    asks for code (every other ``UnpicklingError`` is a damaged file: truncated, not a pickle)."""
+
+
 class _ArrayUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"{module}.{name}")
+        raise _Refused(f"{module}.{name}")
 
 
 def read_pickle(path: Path) -> dict[str, Any]:
@@ -79,17 +86,17 @@ def read_pickle(path: Path) -> dict[str, Any]:
         raise DataError(
             f"{path} is missing", hint="download it from TV-GZSL's feature folder"
         ) from None
-    except pickle.UnpicklingError as exc:
+    except _Refused as exc:
         raise DataError(
             f"{path}: the pickle asks for {exc}, not a numpy array; zslbench reads "
             "only arrays from a pickle, and never runs its code",
             hint="store features and labels as numpy arrays in a dict",
         ) from None
-    except Exception as exc:  # truncated, not a pickle: pickle raises many kinds
+    except Exception as exc:  # truncated, a zip, not a pickle: pickle raises many kinds
         raise DataError(
             f"{path}: cannot read it as a pickle ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''})",
-            hint="re-download the file",
+            hint="the file is damaged or not a pickle: re-download it",
         ) from None
     if not isinstance(obj, dict) or not {"features", "labels"} <= set(obj):
         keys = sorted(map(str, obj)) if isinstance(obj, dict) else type(obj).__name__
@@ -98,6 +105,65 @@ def read_pickle(path: Path) -> dict[str, Any]:
             hint="a TV-GZSL feature file is a dict {'features': (n, d), 'labels': (n,)}",
         )
     return obj
+
+
+def _numbers_in(value: list[Any] | tuple[Any, ...], key: str, path: Path) -> int:
+    """How many numbers ``value`` (a list of numbers, or of rows of numbers) expands to, counting
+    each distinct row once however often it is shared; anything nested deeper is refused."""
+    lengths: dict[int, int] = {}
+    total = 0
+    for row in value:
+        if isinstance(row, np.ndarray):
+            total += row.size
+        elif isinstance(row, (list, tuple)):
+            if id(row) not in lengths:
+                if any(isinstance(x, (list, tuple, dict, np.ndarray)) for x in row):
+                    raise DataError(
+                        f"{path}: '{key}' nests lists deeper than rows of numbers",
+                        hint="store it as a numpy array (images x dims)",
+                    )
+                lengths[id(row)] = len(row)
+            total += lengths[id(row)]
+        else:
+            total += 1
+    return total
+
+
+def as_array(value: Any, key: str, path: Path) -> np.ndarray:
+    """``obj[key]`` of a pickle as an array of numbers, sized before it is built.
+
+    A pickle stores a list shared by many rows once, so a 1 MB file of one row listed a million
+    times would expand to tens of GB in ``np.asarray``. A pickled number takes at least two bytes
+    (an opcode and a byte), so lists that expand to more numbers than the file has bytes are
+    shared lists, refused before they are built. Ragged rows and strings are one line too."""
+    if isinstance(value, (list, tuple)):
+        size, limit = _numbers_in(value, key, path), path.stat().st_size
+        if size > limit:
+            raise DataError(
+                f"{path}: '{key}' is lists that would expand to {size} numbers from a "
+                f"{limit}-byte file (rows shared by reference)",
+                hint="store it as a numpy array (images x dims)",
+            )
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError):  # numpy refuses ragged rows
+            raise DataError(
+                f"{path}: '{key}' has rows of different lengths",
+                hint="store it as a numpy array, one row per image, every row as long",
+            ) from None
+    elif isinstance(value, np.ndarray):
+        arr = value
+    else:
+        raise DataError(
+            f"{path}: '{key}' is a {type(value).__name__}, not an array of numbers",
+            hint="store it as a numpy array",
+        )
+    if arr.dtype.kind not in "fiu":
+        raise DataError(
+            f"{path}: '{key}' holds {arr.dtype} values, not numbers",
+            hint="features are numbers, labels 1-based integer class ids",
+        )
+    return arr
 
 
 def parse_name(path: Path) -> tuple[str, str]:
@@ -239,13 +305,15 @@ def read_tvgzsl(path: str | Path, data_dir: Path | None = None) -> ZSLData:
     path = Path(path)
     dataset, backbone = parse_name(path)
     obj = read_pickle(path)
+    features = as_array(obj["features"], "features", path)
+    labels = as_array(obj["labels"], "labels", path)
     att_file = _find_split(path, dataset, data_dir)
     return assemble(
         f"{dataset}@{backbone}",
         dataset,
         backbone,
-        obj["features"],
-        obj["labels"],
+        features,
+        labels,
         path,
         att_file,
         "tv-gzsl",
@@ -325,4 +393,4 @@ def zslbench_open_dataset(location: str) -> DatasetSpec | None:
     )
 
 
-__all__ = ["read_mat_features", "read_pickle", "read_tvgzsl", "zslbench_open_dataset"]
+__all__ = ["as_array", "read_mat_features", "read_pickle", "read_tvgzsl", "zslbench_open_dataset"]

@@ -141,7 +141,8 @@ def test_a_backbone_name_is_checked_where_it_comes_from(tmp_path: Path) -> None:
         check_backbone("vit_base_patch16_224.augreg_in21k", where="x")
         == "vit_base_patch16_224.augreg_in21k"
     )
-    for bad in ("ViT B/32", "", "../x", "a" * 65, 3):
+    # "vit\n": `$` matched before a trailing newline, so re.match let it through into records
+    for bad in ("ViT B/32", "", "../x", "a" * 65, 3, "vit\n", "vit_b32_clip\n"):
         with pytest.raises(DataError, match="is not a name"):
             check_backbone(bad, where="plugin dataset 'toyb'")
     a = arrays()  # in a file: one line naming the file and the key
@@ -152,3 +153,7 @@ def test_a_backbone_name_is_checked_where_it_comes_from(tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         npz.load_npz(tmp_path / "bad.npz")
     assert "bad.npz: 'backbone'" in err.value.one_line()
+    np_arrays["backbone"] = np.asarray("vit\n")
+    np.savez(tmp_path / "newline.npz", **np_arrays)
+    with pytest.raises(DataError, match="is not a name"):
+        npz.load_npz(tmp_path / "newline.npz")

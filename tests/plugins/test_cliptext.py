@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,16 @@ def random_text_tower_32():
     return random_text_tower(32)
 
 
+#: A file that counts the builds of counted_text_tower (the CLI may import this module anew).
+BUILDS = "ZSLBENCH_TEST_TEXT_TOWER_BUILDS"
+
+
+def counted_text_tower():
+    with open(os.environ[BUILDS], "a") as fh:
+        fh.write("built\n")
+    return random_text_tower()
+
+
 def _clip_set(tmp_path: Path) -> tuple[Path, Path]:
     a = arrays()
     text = random_text_tower()([f"a photo of a {n}." for n in NAMES])
@@ -57,7 +68,7 @@ def _clip_set(tmp_path: Path) -> tuple[Path, Path]:
     return file, names
 
 
-def _run(file: Path, results: Path, *sets: str):
+def _run(file: Path, results: Path, *sets: str, tower: str = TOWER):
     args = [
         "-p",
         "zslbench_plugins.cliptext",
@@ -69,7 +80,7 @@ def _run(file: Path, results: Path, *sets: str):
         "--results-dir",
         str(results),
         "--set",
-        f"model.text_tower={TOWER}",
+        f"model.text_tower={tower}",
     ]
     for s in sets:
         args += ["--set", s]
@@ -125,3 +136,51 @@ def test_what_clip_text_refuses_is_one_line(tmp_path: Path) -> None:
 def test_xlsa17_class_names_read_as_words() -> None:
     assert clean_name("001.Black_footed_Albatross") == "Black footed Albatross"
     assert clean_name("polar+bear") == "polar bear"
+
+
+def test_the_text_tower_is_built_once_per_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run fits clip-text on the validation split, then on trainval: one tower for both (with
+    random weights, two builds were two different towers and two warnings)."""
+    from zslbench_plugins import cliptext
+
+    if hasattr(cliptext, "text_tower"):  # built by an earlier test of this process
+        cliptext.text_tower.cache_clear()
+    builds = tmp_path / "builds.txt"
+    monkeypatch.setenv(BUILDS, str(builds))
+    file, names = _clip_set(tmp_path)
+    res = _run(
+        file,
+        tmp_path / "r",
+        f"model.class_names={names}",
+        tower="tests.plugins.test_cliptext:counted_text_tower",
+    )
+    assert res.exit_code == 0, res.output
+    assert builds.read_text().splitlines() == ["built"]
+
+
+def test_an_open_clip_tower_without_its_weights_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offline without cached weights (HF_HUB_OFFLINE=1), through a stand-in open_clip."""
+    import sys
+    import types
+
+    from zslbench_plugins import cliptext
+
+    def create(arch, pretrained=None):
+        raise OSError("Cannot find the requested files in the disk cache (HF_HUB_OFFLINE=1)")
+
+    monkeypatch.setitem(
+        sys.modules, "open_clip", types.SimpleNamespace(create_model_and_transforms=create)
+    )
+    cliptext.text_tower.cache_clear()
+    file, names = _clip_set(tmp_path)
+    res = _run(
+        file, tmp_path / "r", f"model.class_names={names}", tower="open_clip:ViT-B-32/openai"
+    )
+    assert res.exit_code != 0 and "internal error" not in res.output, res.output
+    (line,) = [x for x in res.stderr.splitlines() if "cannot be built" in x]
+    assert "clip-text: text_tower open_clip:ViT-B-32/openai cannot be built (OSError" in line
+    assert "connect once, or give a checkpoint path" in res.stderr

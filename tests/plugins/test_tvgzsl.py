@@ -168,3 +168,58 @@ def test_a_mat_feature_file_in_xlsa17s_layout(tmp_path: Path) -> None:
     assert data.backbone == "res101_finetuned" and data.features.shape == (37322, 8)
     with pytest.raises(DataError, match="benchmark's own feature set"):
         tvgzsl.zslbench_open_dataset(str(file.with_name("res101.mat")))
+
+
+def _hostile(tmp_path: Path) -> dict[str, tuple[bytes, str]]:
+    """Files that once were internal errors, a 27.8 GiB array, or the wrong diagnosis."""
+    row = [0.5] * 2048
+    good = pickle.dumps({"features": [[1.0, 2.0], [3.0, 1.0]], "labels": [1, 2]})
+    zipped = tmp_path / "x.zip"
+    import zipfile
+
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr("features", "1")
+    return {
+        # 800 KB of pickle: 200000 references to one row of 2048 numbers (3.3 GB as float64)
+        "shared": (
+            pickle.dumps({"features": [row] * 200_000, "labels": [1] * 200_000}),
+            "'features' is lists that would expand to 409600000 numbers from a",
+        ),
+        "nested": (
+            pickle.dumps({"features": [[row] * 1000] * 10, "labels": [1] * 10}),
+            "'features' nests lists deeper than rows of numbers",
+        ),
+        "ragged": (
+            pickle.dumps({"features": [[1.0, 2.0], [3.0]], "labels": [1, 2]}),
+            "'features' has rows of different lengths",
+        ),
+        "strings": (
+            pickle.dumps({"features": [[1.0, 2.0], [3.0, 1.0]], "labels": ["a", "b"]}),
+            "'labels' holds <U1 values, not numbers",
+        ),
+        "scalar": (
+            pickle.dumps({"features": 3.0, "labels": [1]}),
+            "'features' is a float, not an array of numbers",
+        ),
+        "truncated": (good[: len(good) // 2], "cannot read it as a pickle (UnpicklingError"),
+        "zip": (zipped.read_bytes(), "cannot read it as a pickle (UnpicklingError"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case", ["shared", "nested", "ragged", "strings", "scalar", "truncated", "zip"]
+)
+def test_a_hostile_or_damaged_pickle_is_one_line_from_run(tmp_path: Path, case: str) -> None:
+    data_dir, _ = _awa2(tmp_path)
+    content, says = _hostile(tmp_path)[case]
+    file = data_dir / f"{case}_awa2_data.p"
+    file.write_bytes(content)
+    res = invoke_main(
+        "run", "--method", "krr", "--dataset", str(file), "--results-dir", str(tmp_path / "r")
+    )
+    assert res.exit_code == 2 and "internal error" not in res.output, res.output
+    (line,) = [x for x in res.stderr.strip().splitlines() if not x.startswith("loading ")]
+    assert line.startswith("zslbench: error: ") and str(file) in line
+    assert says in res.stderr
+    if case in ("truncated", "zip"):  # a damaged file, not a refused global: re-download it
+        assert "re-download" in res.stderr and "never runs its code" not in res.stderr

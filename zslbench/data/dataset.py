@@ -131,15 +131,15 @@ def check_name(name: object, *, where: str, hint: str) -> str:
     return str(name)
 
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_BACKBONE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_BACKBONE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 
 def check_backbone(name: object, *, where: str) -> str:
     """``name`` if it can name a backbone (letters, digits, ``._+-``, at most 64 characters, as
     TV-GZSL's ``vit_b32_clip`` or timm's ``vit_base_patch16_224.augreg_in21k``), else one
     :class:`DataError` line saying ``where`` it came from."""
-    if not isinstance(name, str) or not _BACKBONE.match(name):
+    if not isinstance(name, str) or not _BACKBONE.fullmatch(name):
         raise DataError(
             f"{printable(str(where))}: the backbone name {name!r} is not a name",
             hint="name a backbone with letters, digits, '.', '_', '+' or '-' "
@@ -197,7 +197,7 @@ class Benchmark:
         for key in ("split", "attributes", "labels", "val_classes", "features"):
             value = getattr(self, key)
             if (value is not None or key == "split") and not (
-                isinstance(value, str) and _HEX64.match(value)
+                isinstance(value, str) and _HEX64.fullmatch(value)
             ):
                 raise ValueError(
                     f"Benchmark {self.name!r}: {key} must be a sha256 hex digest "
