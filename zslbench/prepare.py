@@ -287,7 +287,11 @@ def _effective(
                 for k, ps in current.params.items()
             }
             trial = Overrides({k: v for k, v in params.items() if v}, dict(current.swaps))
-        if prepare_method(registry, name, trial).config_id() == target:
+        try:
+            same = prepare_method(registry, name, trial).config_id() == target
+        except ConfigError:  # the method cannot run without it (clip-text's class names)
+            same = False
+        if same:
             current = trial
     kept = {
         key: value
