@@ -123,12 +123,15 @@ def test_every_python_example_runs(page, scratch):
 @pytest.fixture
 def planning_only(monkeypatch):
     """``zslbench run`` resolves and checks its whole grid (methods, datasets, configs, --set,
-    --sweep, seeds, executor), then runs nothing: what a command would do, in milliseconds."""
+    --sweep, seeds, executor; every hyperparameter, as a run does before loading data), then runs
+    nothing: what a command would do, in milliseconds."""
     from zslbench import api
+    from zslbench.prepare import prepare_grid
 
     planned = []
 
     def no_runs(request, registry, executor=None, on_event=None):
+        prepare_grid(request, registry)  # an unknown or bad hyperparameter is refused here
         planned.append(request)
         return iter(())
 
