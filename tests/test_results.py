@@ -72,29 +72,29 @@ def test_a_missing_folder_is_a_user_error(tmp_path: Path) -> None:
         zslbench.load_results(tmp_path / "nope")
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
 
 
-def _block_after(marker: str, language: str) -> str:
-    text = README.read_text(encoding="utf-8")
+def _block_after(page: str, marker: str, language: str) -> str:
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
     return text.split(marker, 1)[1].split(f"```{language}\n", 1)[1].split("\n```", 1)[0]
 
 
-def test_the_readme_examples_run_as_written(monkeypatch) -> None:
-    """The README's load_results example and its compare command, on the committed records."""
+def test_the_docs_examples_run_as_written(monkeypatch) -> None:
+    """The docs' load_results example and compare command, on the committed records."""
     import shlex
 
     from tests.cli_helpers import invoke_main
 
-    monkeypatch.chdir(README.parent)
+    monkeypatch.chdir(REPO)
     namespace: dict = {}
-    code = _block_after("**From Python**", "python")
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
+    code = _block_after("records.md", "## Records from Python", "python")
+    exec(compile(code, "records.md", "exec"), namespace)  # noqa: S102 - the docs' own example
     runs = namespace["runs"]
     assert isinstance(runs, pd.DataFrame) and len(runs) > 100 and runs.attrs["refused"] == []
     summary = runs.groupby(["dataset", "method"])["H"].agg(["mean", "std", "count"])
     assert summary.loc[("synth-apy", "bt-gp"), "count"] >= 3  # three seeds, and its sweep
-    (command,) = _block_after("Two methods on one dataset:", "bash").splitlines()
+    (command,) = _block_after("leaderboards.md", "Two methods on one dataset:", "bash").splitlines()
     words = shlex.split(command)
     assert words[0] == "zslbench"
     result = invoke_main(*words[1:])
