@@ -42,6 +42,8 @@ _KIND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 #: Kinds whose names become part of a record's file name (``<dataset>__<method>__...``): a name
 #: must be a safe file-name part (``zslbench.data.dataset.name_problem``).
 FILE_NAMED = ("dataset", "method")
+#: What :meth:`Registry.call_hook` gives for a plugin's hook that raised.
+FAILED: Any = object()
 #: The distribution whose entry points are the built-ins: on a name clash they win.
 BUILTIN_DISTRIBUTION = "zslbench"
 
@@ -76,6 +78,8 @@ class Registry:
     kinds: dict[str, str] = field(default_factory=lambda: dict(KINDS))
     #: kind -> the plugin that added it (absent for the core's own kinds) and its declaration.
     added_kinds: dict[str, tuple[str, hookspecs.Kind]] = field(default_factory=dict)
+    #: ``--strict-plugins``: a plugin problem is an error rather than a warning.
+    strict: bool = False
 
     def component_kinds(self) -> list[str]:
         """The kinds of component (every kind but datasets and methods), core ones first."""
@@ -93,13 +97,58 @@ class Registry:
 
     def open_dataset(self, location: str) -> Provided | None:
         """A dataset named by a location (``path/to/mine.npz``), from the first plugin that reads
-        it; None when no plugin does."""
+        it; None when no plugin does.
+
+        Each plugin's hook is called alone, in pluggy's order, so that one that raises (other than
+        a ``UserError``: its answer about this file) or returns something other than a
+        ``DatasetSpec`` is reported by name and the next plugin is asked."""
+        from zslbench.data.dataset import DatasetSpec
+
         if self.pm is None:
             return None
-        spec = self.pm.hook.zslbench_open_dataset(location=location)
-        if spec is None:
-            return None
-        return Provided("dataset", spec.name, spec, "open_dataset", None)
+        # pluggy calls the implementations last-registered first (tryfirst/trylast respected).
+        for impl in reversed(self.pm.hook.zslbench_open_dataset.get_hookimpls()):
+            plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
+            spec = self.call_hook(
+                plugin_name, "zslbench_open_dataset", impl.function, location=location
+            )
+            if spec is None or spec is FAILED:
+                continue
+            if not isinstance(spec, DatasetSpec) or not isinstance(spec.name, str):
+                self.report(
+                    f"plugin {plugin_name!r} returned {printable(repr(spec))[:80]} from "
+                    f"zslbench_open_dataset({location!r}), not a DatasetSpec: ignoring it"
+                )
+                continue
+            return Provided("dataset", spec.name, spec, "open_dataset", None)
+        return None
+
+    def call_hook(self, plugin_name: str, hook_name: str, function: Any, **kwargs: Any) -> Any:
+        """One plugin's implementation of a hook that takes arguments, called outside pluggy so
+        that a plugin that fails is reported by name (:meth:`report`) and gives :data:`FAILED`; a
+        ``UserError`` it raises is its answer to the user's input and goes through."""
+        from zslbench.errors import UserError
+
+        try:
+            return function(**kwargs)
+        except UserError:
+            raise
+        except Exception as exc:
+            self.report(
+                f"plugin {plugin_name!r} failed in {hook_name}: "
+                f"{type(exc).__name__}: {printable(str(exc))}"
+            )
+            return FAILED
+
+    def report(self, line: str) -> None:
+        """A plugin problem found after loading: a ``zslbench: warning:`` line (or, with
+        ``strict``, a ``PluginError``), as the loading problems are."""
+        import logging
+
+        if self.strict:
+            raise PluginError(line, hint="fix or uninstall the plugin, or drop --strict-plugins")
+        self.problems.append(line)
+        logging.getLogger("zslbench.registry").warning(line)
 
 
 def _add_kinds(registry: Registry, pm: pluggy.PluginManager, problem: Any) -> None:
@@ -214,7 +263,7 @@ def load_registry(
         autoload = not os.environ.get(DISABLE_AUTOLOAD_ENV)
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    registry = Registry(pm=pm)
+    registry = Registry(pm=pm, strict=strict)
 
     def problem(line: str) -> None:
         if strict:
