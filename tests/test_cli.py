@@ -174,10 +174,12 @@ def test_missing_real_data_is_one_line_naming_every_file_and_pointing_to_synth_a
         for f in ("res101.mat", "att_splits.mat")
     )
     assert lines == [
-        f"zslbench: error: 10 data files are missing under {root} ({files}); for the first: run "
-        f"`zslbench data download --dataset awa1 --data-dir {root}` to fetch the xlsa17 benchmark "
-        "(about 879 MB for all five), or use `--dataset synth-awa1` / `--dataset synth-all` for the "
-        "embedded SYNTHETIC stand-ins (not the real benchmark)"
+        f"zslbench: error: 10 data files are missing under {root} ({files}); run "
+        "`zslbench data download --dataset awa1,awa2,apy,cub,sun "
+        f"--data-dir {root}` to fetch the xlsa17 benchmark "
+        "(about 879 MB for all five), or use `--dataset synth-awa1,synth-awa2,synth-apy,synth-cub,"
+        "synth-sun` / `--dataset synth-all` for the embedded SYNTHETIC stand-ins (not the real "
+        "benchmark)"
     ]
     assert not (tmp_path / "res").exists()
 
