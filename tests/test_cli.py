@@ -140,6 +140,10 @@ def test_set_override_is_recorded_and_changes_the_key(tmp_path):
             ("unknown preprocessor 'nonesuch'",),
         ),
         (("--method", "krr", "--dataset", "toy", "--set", "decoder=none"), ("no role 'decoder'",)),
+        (
+            ("--method", "krr", "--dataset", "toy", "--set", "foo.bar=1"),
+            ("--set foo.bar: no selected method uses a component 'foo'",),
+        ),
     ],
 )
 def test_bad_command_lines_get_one_line(tmp_path, args, needles):
