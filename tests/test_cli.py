@@ -451,10 +451,12 @@ def test_list_method_shows_its_hyperparameters_and_their_defaults():
     assert rows["optimizer"] == ["'newton'", "(same)"] and rows["clip"] == ["7.0", "(same)"]
     assert cells[0][:2] == ["preprocessor", "clip"]
     out = invoke_main("list", "--method", "eszsl")
-    assert out.stdout.splitlines()[1] == (
-        "citation: B. Romera-Paredes and P. H. S. Torr, An embarrassingly simple "
-        "approach to zero-shot learning, ICML 2015"
-    )
+    assert out.stdout.splitlines()[1:3] == [
+        "citation: Bernardino Romera-Paredes, Philip H. S. Torr. An embarrassingly simple "
+        "approach to zero-shot learning. ICML 2015. "
+        "https://proceedings.mlr.press/v37/romera-paredes15.html",
+        "code: https://github.com/bernard24/Embarrassingly-simple-ZSL",
+    ]
     out = invoke_main("list", "--method", "nope")
     assert out.exit_code == 2 and out.stderr.startswith("zslbench: error: unknown method 'nope'")
 

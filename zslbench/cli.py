@@ -29,7 +29,7 @@ from zslbench.console import (
 )
 from zslbench.data.dataset import DATA_ENV
 from zslbench.errors import UserError, blamed
-from zslbench.registry import FAILED, Registry, load_registry
+from zslbench.registry import Registry, load_registry
 from zslbench.request import missing_data_line
 
 _registries: dict[tuple[tuple[str, ...], bool, bool], Registry] = {}
@@ -91,31 +91,8 @@ def _add_plugin_commands(args: list[str]) -> None:
         return
     # The top-level help lists subcommands only: it imports no built-in that adds none (torch).
     reg = registry_for(*_global_options(args), commands_only=_top_level_help(args))
-    if reg.pm is None:
-        return
-    # Only zslbench's own commands are there before the plugins add theirs (an earlier main()
-    # in this process, a test's, may have added others).
-    cli.commands.clear()
-    cli.commands.update(_CORE_COMMANDS)
-    # Each plugin alone, built-ins first: one that raises is named and the others' commands (and
-    # every built-in one) still work; none may replace a command that is already there.
-    for impl in reg.pm.hook.zslbench_commands.get_hookimpls():
-        plugin_name = reg.pm.get_name(impl.plugin) or repr(impl.plugin)
-        before = dict(cli.commands)
-        failed = reg.call_hook(plugin_name, "zslbench_commands", impl.function, cli=cli)
-        added = {n: c for n, c in cli.commands.items() if before.get(n) is not c}
-        cli.commands.clear()
-        cli.commands.update(before)
-        if failed is FAILED:
-            continue  # what it added before failing may be half-built
-        for name, command in added.items():
-            if name in before:
-                reg.report(
-                    f"plugin {plugin_name!r} adds a command {name!r}, which zslbench or an "
-                    "earlier plugin already provides: ignoring the plugin's (rename it)"
-                )
-            else:
-                cli.commands[name] = command
+    cli.commands = dict(_CORE_COMMANDS)  # an earlier main() here (a test's) added others
+    reg.add_commands(cli)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

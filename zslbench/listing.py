@@ -58,8 +58,16 @@ def method_parameters(reg: Registry, name: str) -> None:
         markup=False,
         highlight=False,
     )
-    if spec.citation:
-        out_console.print(f"citation: {spec.citation}", markup=False, highlight=False)
+    cited = reg.items.get("citation", {}).get(name)
+    if cited is not None:
+        first, *rest = cited.obj.lines()
+        for line in [f"citation: {first}", *rest]:  # soft-wrapped: links stay whole to copy
+            out_console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if spec.citation:  # the method's own note: which code and script its defaults follow
+        label = "sources" if cited is not None else "citation"
+        out_console.print(
+            f"{label}: {spec.citation}", markup=False, highlight=False, soft_wrap=True
+        )
     t = Table(
         title=f"Hyperparameters of {name} (set one with --set ROLE.PARAM=VALUE)",
         title_justify="left",

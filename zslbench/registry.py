@@ -36,7 +36,10 @@ KINDS = {
     "zslbench_calibrators": "calibrator",
     "zslbench_models": "model",
     "zslbench_methods": "method",
+    "zslbench_citations": "citation",
 }
+#: The kinds that are not components of a method.
+NOT_COMPONENTS = ("dataset", "method", "citation")
 #: A kind's name and its hook's name: lower-case identifiers.
 _KIND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 #: Kinds whose names become part of a record's file name (``<dataset>__<method>__...``): a name
@@ -82,8 +85,9 @@ class Registry:
     strict: bool = False
 
     def component_kinds(self) -> list[str]:
-        """The kinds of component (every kind but datasets and methods), core ones first."""
-        return [k for k in self.kinds.values() if k not in ("dataset", "method")]
+        """The kinds of component (every kind but datasets, methods and citations), core ones
+        first."""
+        return [k for k in self.kinds.values() if k not in NOT_COMPONENTS]
 
     def get(self, kind: str, name: str) -> Provided:
         """Look a name up; an unknown name raises a ConfigError that suggests the closest one."""
@@ -97,11 +101,8 @@ class Registry:
 
     def open_dataset(self, location: str) -> Provided | None:
         """A dataset named by a location (``path/to/mine.npz``), from the first plugin that reads
-        it; None when no plugin does.
-
-        Each plugin's hook is called alone, in pluggy's order, so that one that raises (other than
-        a ``UserError``: its answer about this file) or returns something other than a
-        ``DatasetSpec`` is reported by name and the next plugin is asked."""
+        it; None when no plugin does. Each plugin's hook is called alone, in pluggy's order: one
+        that raises or returns no ``DatasetSpec`` is named and the next one asked."""
         from zslbench.data.dataset import DatasetSpec
 
         if self.pm is None:
@@ -122,6 +123,24 @@ class Registry:
                 continue
             return Provided("dataset", spec.name, spec, "open_dataset", None)
         return None
+
+    def add_commands(self, group: Any) -> None:
+        """Each plugin's ``zslbench_commands`` alone, built-ins first: one that raises is named
+        and the others' commands still work; none may replace a command already in ``group``."""
+        for impl in self.pm.hook.zslbench_commands.get_hookimpls() if self.pm else []:
+            plugin = self.pm.get_name(impl.plugin) or repr(impl.plugin)  # type: ignore[union-attr]
+            before = dict(group.commands)
+            failed = self.call_hook(plugin, "zslbench_commands", impl.function, cli=group)
+            added = {n: c for n, c in group.commands.items() if before.get(n) is not c}
+            group.commands = before  # what a plugin that failed added may be half-built
+            for name in added if failed is not FAILED else []:
+                if name in before:
+                    self.report(
+                        f"plugin {plugin!r} adds a command {name!r}, which zslbench or an "
+                        "earlier plugin already provides: ignoring the plugin's (rename it)"
+                    )
+                else:
+                    group.commands[name] = added[name]
 
     def call_hook(self, plugin_name: str, hook_name: str, function: Any, **kwargs: Any) -> Any:
         """One plugin's implementation of a hook that takes arguments, called outside pluggy so
