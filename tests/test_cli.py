@@ -490,3 +490,55 @@ def test_device_cuda_without_a_gpu_names_the_option_as_typed(tmp_path):
         ConfigError, match=r"^gp\.device='cuda': this torch build sees no CUDA device"
     ):
         torch_device("gp", "cuda")
+
+
+# -- `zslbench list` from the built-ins' catalog, without importing them (issue 44 item 4) -------
+def test_the_listing_catalog_is_what_the_builtins_register():
+    """plugins/listing.json must be regenerated (`python -m zslbench.listing`) whenever a built-in
+    plugin changes: `zslbench list` reads it instead of importing the built-ins (torch)."""
+    import json
+
+    from zslbench.listing import CATALOG, _builtin_folder, catalog_sources, table_rows
+    from zslbench.registry import BUILTIN_DISTRIBUTION, load_registry
+
+    data = json.loads((_builtin_folder() / CATALOG).read_text())
+    fix = "run `python -m zslbench.listing` and commit plugins/listing.json"
+    assert data["sources"] == catalog_sources(), f"the catalog is stale: {fix}"
+    rows = table_rows(load_registry(), BUILTIN_DISTRIBUTION)
+    assert {k: data[k] for k in rows} == rows, f"the catalog differs from the registry: {fix}"
+
+
+def test_list_imports_no_builtin_plugin_and_no_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom zslbench.cli import main\ntry:\n    main(['list'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'matplotlib', 'gpytorch',"
+        " 'zslbench_plugins.krr') if m in sys.modules), file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
+    assert "bt-gp" in proc.stdout and "synth-cub" in proc.stdout and "Components" in proc.stdout
+
+
+def test_list_loads_the_plugins_when_the_catalog_cannot_stand_in(tmp_path, monkeypatch):
+    """A -p module (or a third-party plugin, or edited built-ins) is listed from the registry."""
+    (tmp_path / "zsl_listed_extra.py").write_text(
+        "from zslbench.hookspecs import hookimpl\n"
+        "from zslbench.methods import MethodSpec\n\n"
+        "@hookimpl\n"
+        "def zslbench_methods():\n"
+        "    return [MethodSpec('listed-extra', model='prototype',"
+        " components={'embedder': 'identity', 'regressor': 'krr'})]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from zslbench import listing
+
+    assert listing.cached_rows(()) is not None
+    assert listing.cached_rows(("zsl_listed_extra",)) is None
+    out = invoke_main("-p", "zsl_listed_extra", "list")
+    assert out.exit_code == 0 and "listed-extra" in out.stdout and "bt-gp" in out.stdout
+    monkeypatch.setattr(listing, "catalog_sources", lambda: "edited")
+    assert listing.cached_rows(()) is None

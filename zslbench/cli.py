@@ -36,12 +36,15 @@ _registries: dict[tuple[tuple[str, ...], bool, bool], Registry] = {}
 
 
 def registry_for(plugins: tuple[str, ...], strict: bool, commands_only: bool = False) -> Registry:
-    """The registry for these ``-p`` modules, loaded once per process (its warnings once too)."""
+    """The registry for these ``-p`` modules, loaded once per process (its warnings once too: a
+    broken plugin found by the commands-only registry is not named again by the full one)."""
     key = (tuple(plugins), bool(strict), commands_only)
     if key not in _registries:
         reg = load_registry(plugins, strict=strict, commands_only=commands_only)
+        said = {line for r in _registries.values() for line in r.problems}
         for line in reg.problems:
-            say_error(line, prefix="zslbench: warning: ")
+            if line not in said:
+                say_error(line, prefix="zslbench: warning: ")
         _registries[key] = reg
     return _registries[key]
 
@@ -53,17 +56,6 @@ class State:
 
     def registry(self) -> Registry:
         return registry_for(self.plugins, self.strict)
-
-
-def _top_level_help(args: list[str]) -> bool:
-    """Whether the command line asks for the top-level help (no subcommand, or ``--help``/``-h``
-    before any subcommand)."""
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        if args[i] in ("-h", "--help"):
-            return True
-        i += 2 if args[i] in ("-p", "--plugin") else 1
-    return i >= len(args)
 
 
 def _global_options(args: list[str]) -> tuple[tuple[str, ...], bool]:
@@ -89,8 +81,10 @@ def _add_plugin_commands(args: list[str]) -> None:
     """Let plugins add subcommands (``zslbench_commands``) before click parses the line."""
     if any(a in ("--version",) for a in args[:1]):
         return
-    # The top-level help lists subcommands only: it imports no built-in that adds none (torch).
-    reg = registry_for(*_global_options(args), commands_only=_top_level_help(args))
+    # Only the plugins that may add a command (every third-party one, and of the built-ins those
+    # that do): the built-ins that add none import torch, seconds that `run --help` need not
+    # wait; a command loads the whole registry when it needs it (State.registry).
+    reg = registry_for(*_global_options(args), commands_only=True)
     cli.commands = dict(_CORE_COMMANDS)  # an earlier main() here (a test's) added others
     reg.add_commands(cli)
 

@@ -10,6 +10,7 @@ rest keep working. ``strict=True`` (``--strict-plugins``) turns such problems in
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
 import sys
@@ -23,7 +24,7 @@ import pluggy
 
 from zslbench import hookspecs
 from zslbench.data.dataset import name_problem, printable
-from zslbench.errors import ConfigError, PluginError
+from zslbench.errors import ConfigError, PluginError, UserError
 
 ENTRY_POINT_GROUP = "zslbench"
 DISABLE_AUTOLOAD_ENV = "ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD"
@@ -105,23 +106,17 @@ class Registry:
         that raises or returns no ``DatasetSpec`` is named and the next one asked."""
         from zslbench.data.dataset import DatasetSpec
 
-        if self.pm is None:
-            return None
         # pluggy calls the implementations last-registered first (tryfirst/trylast respected).
-        for impl in reversed(self.pm.hook.zslbench_open_dataset.get_hookimpls()):
-            plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-            spec = self.call_hook(
-                plugin_name, "zslbench_open_dataset", impl.function, location=location
-            )
-            if spec is None or spec is FAILED:
-                continue
-            if not isinstance(spec, DatasetSpec) or not isinstance(spec.name, str):
+        for impl in reversed(self.pm.hook.zslbench_open_dataset.get_hookimpls() if self.pm else []):
+            plugin = self.pm.get_name(impl.plugin) or repr(impl.plugin)  # type: ignore[union-attr]
+            spec = self.call_hook(plugin, "zslbench_open_dataset", impl.function, location=location)
+            if isinstance(spec, DatasetSpec) and isinstance(spec.name, str):
+                return Provided("dataset", spec.name, spec, "open_dataset", None)
+            if spec is not None and spec is not FAILED:
                 self.report(
-                    f"plugin {plugin_name!r} returned {printable(repr(spec))[:80]} from "
+                    f"plugin {plugin!r} returned {printable(repr(spec))[:80]} from "
                     f"zslbench_open_dataset({location!r}), not a DatasetSpec: ignoring it"
                 )
-                continue
-            return Provided("dataset", spec.name, spec, "open_dataset", None)
         return None
 
     def add_commands(self, group: Any) -> None:
@@ -146,8 +141,6 @@ class Registry:
         """One plugin's implementation of a hook that takes arguments, called outside pluggy so
         that a plugin that fails is reported by name (:meth:`report`) and gives :data:`FAILED`; a
         ``UserError`` it raises is its answer to the user's input and goes through."""
-        from zslbench.errors import UserError
-
         try:
             return function(**kwargs)
         except UserError:
@@ -162,8 +155,6 @@ class Registry:
     def report(self, line: str) -> None:
         """A plugin problem found after loading: a ``zslbench: warning:`` line (or, with
         ``strict``, a ``PluginError``), as the loading problems are."""
-        import logging
-
         if self.strict:
             raise PluginError(line, hint="fix or uninstall the plugin, or drop --strict-plugins")
         self.problems.append(line)
@@ -248,8 +239,17 @@ def suggestion(name: str, choices: list[str], kind: str) -> str:
     return f"known {kind}s: {listing} (see `zslbench list`)"
 
 
-def _dist_name(ep: Any) -> str | None:
-    return ep.dist.name if getattr(ep, "dist", None) is not None else None
+_DIST_NAMES: dict[str, str | None] = {}
+
+
+def dist_name(ep: Any) -> str | None:
+    """The distribution that installed entry point ``ep`` (its metadata parsed once, not once per
+    entry point: 50 parses were a fifth of ``zslbench --help``)."""
+    dist = getattr(ep, "dist", None)
+    key = str(getattr(dist, "_path", id(dist)))
+    if key not in _DIST_NAMES:
+        _DIST_NAMES[key] = dist.name if dist is not None else None
+    return _DIST_NAMES[key]
 
 
 def _item_name(kind: str, obj: Any) -> str:
@@ -294,10 +294,10 @@ def load_registry(
         # the one ignored (and named), whatever the alphabetical order of the entry points.
         eps = sorted(
             entry_points(group=ENTRY_POINT_GROUP),
-            key=lambda e: (_dist_name(e) != BUILTIN_DISTRIBUTION, e.name),
+            key=lambda e: (dist_name(e) != BUILTIN_DISTRIBUTION, e.name),
         )
         for ep in eps:
-            dist = _dist_name(ep)
+            dist = dist_name(ep)
             if (
                 commands_only
                 and dist == BUILTIN_DISTRIBUTION
