@@ -381,7 +381,7 @@ def test_warnings_logged_by_a_plugin_are_one_prefixed_line(monkeypatch):
 def test_top_level_help_lists_plugin_commands_without_importing_torch_scipy_or_pandas():
     """``zslbench --help`` imports no built-in that adds no command (they import torch), and the
     leaderboard commands import scipy.stats, pandas and matplotlib only when they run (issue 30;
-    its time is measured by benchmarks/help_time.py, not here)."""
+    its time is measured by benchmarks/cli_latency.py, not here)."""
     import subprocess
     import sys
 
