@@ -327,9 +327,17 @@ def run(
     print_results(outcomes, dev)
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
+        # A dataset that could not be loaded fails its runs without a note: name only notes written.
+        noted = sum(o.note is not None for o in failed)
+        where = f"{request.results_dir}/<run_id>.failed"
+        where = (
+            f", also in {where}"
+            if noted == len(failed)
+            else (f"; {noted} of them also in {where}" if noted else "")
+        )
         say_error(
-            f"{len(failed)} of {len(outcomes)} run(s) failed (reasons above, one line each, "
-            f"also in {request.results_dir}/<run_id>.failed); every other run is recorded — "
+            f"{len(failed)} of {len(outcomes)} run(s) failed (reasons above, one line each"
+            f"{where}); every other run is recorded — "
             "fix the cause and re-run the same command: recorded runs are cached.",
             prefix="zslbench: ",
         )
