@@ -378,6 +378,23 @@ def test_warnings_logged_by_a_plugin_are_one_prefixed_line(monkeypatch):
     assert said == ["zslbench: warning: entry: bad; rebuilding it"]
 
 
+@pytest.mark.parametrize("argv", [["run", "--help"], ["leaderboard", "--help"], ["data", "--help"]])
+def test_a_command_help_imports_no_torch_scipy_or_pandas(argv):
+    """Every command's help loads only the plugins that may add a command (issue 44 item 4)."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys\nfrom zslbench.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'matplotlib', 'gpytorch') if m in sys.modules),"
+        " file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
+    assert "Usage: zslbench " + argv[0] in proc.stdout
+
+
 def test_top_level_help_lists_plugin_commands_without_importing_torch_scipy_or_pandas():
     """``zslbench --help`` imports no built-in that adds no command (they import torch), and the
     leaderboard commands import scipy.stats, pandas and matplotlib only when they run (issue 30;
