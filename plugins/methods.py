@@ -15,7 +15,8 @@ the paper. Component defaults live with the components (``plugins/embedders.py``
 from __future__ import annotations
 
 from zslbench.hookspecs import hookimpl
-from zslbench.methods import MethodSpec
+from zslbench.methods import Citation, MethodSpec
+from zslbench_plugins.citations import CITATIONS
 
 METHODS = [
     MethodSpec(
@@ -59,3 +60,9 @@ METHODS = [
 @hookimpl
 def zslbench_methods() -> list[MethodSpec]:
     return list(METHODS)
+
+
+@hookimpl
+def zslbench_citations() -> list[Citation]:
+    """Every built-in method's citation (``plugins/citations.py`` says why they live apart)."""
+    return list(CITATIONS)

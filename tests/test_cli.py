@@ -140,6 +140,10 @@ def test_set_override_is_recorded_and_changes_the_key(tmp_path):
             ("unknown preprocessor 'nonesuch'",),
         ),
         (("--method", "krr", "--dataset", "toy", "--set", "decoder=none"), ("no role 'decoder'",)),
+        (
+            ("--method", "krr", "--dataset", "toy", "--set", "foo.bar=1"),
+            ("--set foo.bar: no selected method uses a component 'foo'",),
+        ),
     ],
 )
 def test_bad_command_lines_get_one_line(tmp_path, args, needles):
@@ -174,10 +178,12 @@ def test_missing_real_data_is_one_line_naming_every_file_and_pointing_to_synth_a
         for f in ("res101.mat", "att_splits.mat")
     )
     assert lines == [
-        f"zslbench: error: 10 data files are missing under {root} ({files}); for the first: run "
-        f"`zslbench data download --dataset awa1 --data-dir {root}` to fetch the xlsa17 benchmark "
-        "(about 879 MB for all five), or use `--dataset synth-awa1` / `--dataset synth-all` for the "
-        "embedded SYNTHETIC stand-ins (not the real benchmark)"
+        f"zslbench: error: 10 data files are missing under {root} ({files}); run "
+        "`zslbench data download --dataset awa1,awa2,apy,cub,sun "
+        f"--data-dir {root}` to fetch the xlsa17 benchmark "
+        "(about 879 MB for all five), or use `--dataset synth-awa1,synth-awa2,synth-apy,synth-cub,"
+        "synth-sun` / `--dataset synth-all` for the embedded SYNTHETIC stand-ins (not the real "
+        "benchmark)"
     ]
     assert not (tmp_path / "res").exists()
 
@@ -372,10 +378,27 @@ def test_warnings_logged_by_a_plugin_are_one_prefixed_line(monkeypatch):
     assert said == ["zslbench: warning: entry: bad; rebuilding it"]
 
 
+@pytest.mark.parametrize("argv", [["run", "--help"], ["leaderboard", "--help"], ["data", "--help"]])
+def test_a_command_help_imports_no_torch_scipy_or_pandas(argv):
+    """Every command's help loads only the plugins that may add a command (issue 44 item 4)."""
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys\nfrom zslbench.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'matplotlib', 'gpytorch') if m in sys.modules),"
+        " file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
+    assert "Usage: zslbench " + argv[0] in proc.stdout
+
+
 def test_top_level_help_lists_plugin_commands_without_importing_torch_scipy_or_pandas():
     """``zslbench --help`` imports no built-in that adds no command (they import torch), and the
     leaderboard commands import scipy.stats, pandas and matplotlib only when they run (issue 30;
-    its time is measured by benchmarks/help_time.py, not here)."""
+    its time is measured by benchmarks/cli_latency.py, not here)."""
     import subprocess
     import sys
 
@@ -445,10 +468,12 @@ def test_list_method_shows_its_hyperparameters_and_their_defaults():
     assert rows["optimizer"] == ["'newton'", "(same)"] and rows["clip"] == ["7.0", "(same)"]
     assert cells[0][:2] == ["preprocessor", "clip"]
     out = invoke_main("list", "--method", "eszsl")
-    assert out.stdout.splitlines()[1] == (
-        "citation: B. Romera-Paredes and P. H. S. Torr, An embarrassingly simple "
-        "approach to zero-shot learning, ICML 2015"
-    )
+    assert out.stdout.splitlines()[1:3] == [
+        "citation: Bernardino Romera-Paredes, Philip H. S. Torr. An embarrassingly simple "
+        "approach to zero-shot learning. ICML 2015. "
+        "https://proceedings.mlr.press/v37/romera-paredes15.html",
+        "code: https://github.com/bernard24/Embarrassingly-simple-ZSL",
+    ]
     out = invoke_main("list", "--method", "nope")
     assert out.exit_code == 2 and out.stderr.startswith("zslbench: error: unknown method 'nope'")
 
@@ -482,3 +507,55 @@ def test_device_cuda_without_a_gpu_names_the_option_as_typed(tmp_path):
         ConfigError, match=r"^gp\.device='cuda': this torch build sees no CUDA device"
     ):
         torch_device("gp", "cuda")
+
+
+# -- `zslbench list` from the built-ins' catalog, without importing them (issue 44 item 4) -------
+def test_the_listing_catalog_is_what_the_builtins_register():
+    """plugins/listing.json must be regenerated (`python -m zslbench.listing`) whenever a built-in
+    plugin changes: `zslbench list` reads it instead of importing the built-ins (torch)."""
+    import json
+
+    from zslbench.listing import CATALOG, _builtin_folder, catalog_sources, table_rows
+    from zslbench.registry import BUILTIN_DISTRIBUTION, load_registry
+
+    data = json.loads((_builtin_folder() / CATALOG).read_text())
+    fix = "run `python -m zslbench.listing` and commit plugins/listing.json"
+    assert data["sources"] == catalog_sources(), f"the catalog is stale: {fix}"
+    rows = table_rows(load_registry(), BUILTIN_DISTRIBUTION)
+    assert {k: data[k] for k in rows} == rows, f"the catalog differs from the registry: {fix}"
+
+
+def test_list_imports_no_builtin_plugin_and_no_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom zslbench.cli import main\ntry:\n    main(['list'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'pandas', 'scipy', 'matplotlib', 'gpytorch',"
+        " 'zslbench_plugins.krr') if m in sys.modules), file=sys.stderr)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
+    assert "bt-gp" in proc.stdout and "synth-cub" in proc.stdout and "Components" in proc.stdout
+
+
+def test_list_loads_the_plugins_when_the_catalog_cannot_stand_in(tmp_path, monkeypatch):
+    """A -p module (or a third-party plugin, or edited built-ins) is listed from the registry."""
+    (tmp_path / "zsl_listed_extra.py").write_text(
+        "from zslbench.hookspecs import hookimpl\n"
+        "from zslbench.methods import MethodSpec\n\n"
+        "@hookimpl\n"
+        "def zslbench_methods():\n"
+        "    return [MethodSpec('listed-extra', model='prototype',"
+        " components={'embedder': 'identity', 'regressor': 'krr'})]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from zslbench import listing
+
+    assert listing.cached_rows(()) is not None
+    assert listing.cached_rows(("zsl_listed_extra",)) is None
+    out = invoke_main("-p", "zsl_listed_extra", "list")
+    assert out.exit_code == 0 and "listed-extra" in out.stdout and "bt-gp" in out.stdout
+    monkeypatch.setattr(listing, "catalog_sources", lambda: "edited")
+    assert listing.cached_rows(()) is None

@@ -90,6 +90,18 @@ def test_the_results_table_fits_80_columns_without_cutting_values():
         assert value in text
 
 
+def test_a_long_label_wraps_between_settings_never_inside_one():
+    """``krr krr.alpha=0.1 krr.width=1.0`` used to wrap as ``krr.width=1`` / ``.0``."""
+    run = _outcome(method="krr")
+    run.record.config = {"overrides": {"krr.alpha": 0.1, "krr.width": 1.0}}
+    lines = results_lines([run])  # 80 columns
+    assert max(len(line) for line in lines) <= 80
+    start = lines[0].index("method")
+    chunks = [line[start:].split("  ")[0].strip() for line in lines[2:]]
+    assert len(chunks) > 1  # it did wrap
+    assert " ".join(chunks) == "krr krr.alpha=0.1 krr.width=1.0"
+
+
 # -- escape sequences (issue 27 item 7) ----------------------------------------------------------
 
 

@@ -274,3 +274,20 @@ def test_a_data_problem_is_said_once_and_its_notes_go_when_another_configuration
     assert not any(n.exists() for n in notes)
     assert sorted(p.name for p in res.glob("*.failed")) == sorted(["mine.failed", other.name])
     assert len(list(res.glob("*.json"))) == 3
+
+
+def test_a_dataset_that_cannot_load_fails_its_runs_without_naming_a_note_never_written(tmp_path):
+    """Issue 42 item 24: the summary named `<run_id>.failed` files for a dataset whose load
+    failed, and none is written for those runs (only a run that started leaves a note)."""
+    a = arrays()
+    a["features"] = a["features"].copy()
+    a["features"][0, 0] = np.nan
+    path = write_raw(tmp_path / "nan.npz", a)
+    res = tmp_path / "res"
+    out = invoke_main(
+        "run", "--method", "krr", "--dataset", f"toy,{path}", *KRR, "--results-dir", str(res)
+    )
+    assert out.exit_code == 1, out.stderr
+    assert set(_records(res)) == {"krr"} and not list(res.glob("*.failed"))
+    summary = [line for line in out.stderr.splitlines() if "run(s) failed" in line]
+    assert len(summary) == 1 and ".failed" not in summary[0], out.stderr

@@ -191,3 +191,103 @@ def test_unknown_names_suggest_the_closest():
     with pytest.raises(ConfigError) as exc:
         reg.get("method", "bt-gpp")
     assert "did you mean 'bt-gp'" in exc.value.one_line()
+
+
+# -- hooks that take arguments go through the same isolation (issue 42 item 21) -----------------
+OPENERS = """
+    import click
+
+    from zslbench.hookspecs import hookimpl
+
+
+    @hookimpl
+    def zslbench_open_dataset(location):
+        if location.endswith(".raise"):
+            raise RuntimeError("opener exploded")
+        if location.endswith(".str"):
+            return "not a spec"
+        return None
+"""
+
+
+@pytest.mark.parametrize("suffix, needle", [(".raise", "opener exploded"), (".str", "not a spec")])
+def test_an_open_dataset_hook_that_fails_is_named_and_the_tool_goes_on(
+    tmp_path, monkeypatch, suffix, needle
+):
+    from tests.cli_helpers import invoke_main
+
+    name = write_plugin(tmp_path, monkeypatch, "zsl_bad_opener", OPENERS)
+    out = invoke_main(
+        "-p",
+        name,
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        f"x{suffix}",
+        "--dry-run",
+        "--results-dir",
+        str(tmp_path / "res"),
+    )
+    assert out.exit_code != 0
+    assert "internal error" not in out.stderr, out.stderr
+    warning = [line for line in out.stderr.splitlines() if "zsl_bad_opener" in line]
+    assert len(warning) == 1 and needle in warning[0], out.stderr
+    assert "zslbench_open_dataset" in warning[0]
+    with pytest.raises(PluginError, match="zsl_bad_opener"):
+        load_registry([name], strict=True).open_dataset(f"x{suffix}")
+
+
+def test_a_commands_hook_that_raises_is_named_and_every_command_still_works(tmp_path, monkeypatch):
+    from tests.cli_helpers import invoke_main
+
+    name = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_bad_commands",
+        """
+        from zslbench.hookspecs import hookimpl
+
+        @hookimpl
+        def zslbench_commands(cli):
+            raise RuntimeError("commands exploded")
+        """,
+    )
+    out = invoke_main("-p", name, "list")
+    assert out.exit_code == 0, out.stderr
+    assert "krr" in out.stdout
+    warning = [line for line in out.stderr.splitlines() if "zsl_bad_commands" in line]
+    assert len(warning) == 1 and "commands exploded" in warning[0], out.stderr
+
+
+def test_a_plugin_command_cannot_replace_a_builtin_one(tmp_path, monkeypatch):
+    from tests.cli_helpers import invoke_main
+
+    name = write_plugin(
+        tmp_path,
+        monkeypatch,
+        "zsl_run_thief",
+        """
+        import click
+
+        from zslbench.hookspecs import hookimpl
+
+        @click.command("run")
+        def run():
+            click.echo("HIJACKED")
+
+        @click.command("hello")
+        def hello():
+            click.echo("hello from the plugin")
+
+        @hookimpl
+        def zslbench_commands(cli):
+            cli.add_command(run)
+            cli.add_command(hello)
+        """,
+    )
+    out = invoke_main("-p", name, "run", "--help")
+    assert out.exit_code == 0 and "HIJACKED" not in out.stdout and "--method" in out.stdout
+    warning = [line for line in out.stderr.splitlines() if "zsl_run_thief" in line]
+    assert len(warning) == 1 and "'run'" in warning[0] and "rename" in warning[0], out.stderr
+    assert invoke_main("-p", name, "hello").stdout.strip() == "hello from the plugin"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import invoke_main
 from zslbench import executors as executors_mod
 from zslbench import runner as runner_mod
 from zslbench import store as store_mod
@@ -253,3 +254,22 @@ def test_git_state_is_dirty_for_source_not_for_records(tmp_path: Path) -> None:
     (tmp_path / "zslbench" / "a.py").write_text("x = 2\n")
     state = provenance.git_state(tmp_path)
     assert state["dirty"] is True and state["dirty_paths"] == ["zslbench/a.py"]
+
+
+def test_a_search_warning_is_said_once_per_dataset_not_once_per_seed(tmp_path):
+    """krr's search picks an end of its width grid on toy at four of six seeds: said once."""
+    out = invoke_main(
+        "run",
+        "--method",
+        "krr",
+        "--dataset",
+        "toy",
+        "--seeds",
+        "6",
+        "--results-dir",
+        str(tmp_path),
+    )
+    assert out.exit_code == 0, out.stderr
+    edge = [line for line in out.stderr.splitlines() if "an end of its grid" in line]
+    # once per (parameter, end): width=8 at four seeds was four lines
+    assert edge and len(edge) == len(set(edge)), out.stderr

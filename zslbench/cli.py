@@ -36,12 +36,15 @@ _registries: dict[tuple[tuple[str, ...], bool, bool], Registry] = {}
 
 
 def registry_for(plugins: tuple[str, ...], strict: bool, commands_only: bool = False) -> Registry:
-    """The registry for these ``-p`` modules, loaded once per process (its warnings once too)."""
+    """The registry for these ``-p`` modules, loaded once per process (its warnings once too: a
+    broken plugin found by the commands-only registry is not named again by the full one)."""
     key = (tuple(plugins), bool(strict), commands_only)
     if key not in _registries:
         reg = load_registry(plugins, strict=strict, commands_only=commands_only)
+        said = {line for r in _registries.values() for line in r.problems}
         for line in reg.problems:
-            say_error(line, prefix="zslbench: warning: ")
+            if line not in said:
+                say_error(line, prefix="zslbench: warning: ")
         _registries[key] = reg
     return _registries[key]
 
@@ -53,17 +56,6 @@ class State:
 
     def registry(self) -> Registry:
         return registry_for(self.plugins, self.strict)
-
-
-def _top_level_help(args: list[str]) -> bool:
-    """Whether the command line asks for the top-level help (no subcommand, or ``--help``/``-h``
-    before any subcommand)."""
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        if args[i] in ("-h", "--help"):
-            return True
-        i += 2 if args[i] in ("-p", "--plugin") else 1
-    return i >= len(args)
 
 
 def _global_options(args: list[str]) -> tuple[tuple[str, ...], bool]:
@@ -89,10 +81,12 @@ def _add_plugin_commands(args: list[str]) -> None:
     """Let plugins add subcommands (``zslbench_commands``) before click parses the line."""
     if any(a in ("--version",) for a in args[:1]):
         return
-    # The top-level help lists subcommands only: it imports no built-in that adds none (torch).
-    reg = registry_for(*_global_options(args), commands_only=_top_level_help(args))
-    if reg.pm is not None:
-        reg.pm.hook.zslbench_commands(cli=cli)
+    # Only the plugins that may add a command (every third-party one, and of the built-ins those
+    # that do): the built-ins that add none import torch, seconds that `run --help` need not
+    # wait; a command loads the whole registry when it needs it (State.registry).
+    reg = registry_for(*_global_options(args), commands_only=True)
+    cli.commands = dict(_CORE_COMMANDS)  # an earlier main() here (a test's) added others
+    reg.add_commands(cli)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -333,9 +327,17 @@ def run(
     print_results(outcomes, dev)
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
+        # A dataset that could not be loaded fails its runs without a note: name only notes written.
+        noted = sum(o.note is not None for o in failed)
+        where = f"{request.results_dir}/<run_id>.failed"
+        where = (
+            f", also in {where}"
+            if noted == len(failed)
+            else (f"; {noted} of them also in {where}" if noted else "")
+        )
         say_error(
-            f"{len(failed)} of {len(outcomes)} run(s) failed (reasons above, one line each, "
-            f"also in {request.results_dir}/<run_id>.failed); every other run is recorded — "
+            f"{len(failed)} of {len(outcomes)} run(s) failed (reasons above, one line each"
+            f"{where}); every other run is recorded — "
             "fix the cause and re-run the same command: recorded runs are cached.",
             prefix="zslbench: ",
         )
@@ -355,6 +357,8 @@ def _add_core_commands() -> None:
 
 
 _add_core_commands()
+#: The commands zslbench itself defines: no plugin may replace one.
+_CORE_COMMANDS = dict(cli.commands)
 
 
 INTERRUPTED = "interrupted; re-run the same command to continue"

@@ -133,6 +133,11 @@ def parse_config_spec(text: str) -> ConfigSpec:
                 f"{text!r}: {item!r} is not of the form component.param=value or role=component",
                 hint=example,
             )
+        if key.strip() in settings:  # the last would win silently: say which to keep
+            raise UserError(
+                f"{text!r}: {key.strip()!r} is given twice",
+                hint="give each parameter once, e.g. 'krr[regressor.alpha=5]'",
+            )
         settings[key.strip()] = parse_value(value.strip()) if "." in key else value.strip()
     return ConfigSpec(text, method, settings)
 

@@ -271,10 +271,9 @@ def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
     widths[1] = max(len(COLUMNS[1]), min(widths[1], room))
 
     def fmt(cells: list[str]) -> list[str]:
-        label, out = cells[1], []
-        first = True
-        while first or label:
-            chunk, label = label[: widths[1]], label[widths[1] :]
+        out = []
+        for n, chunk in enumerate(_wrapped(cells[1], widths[1])):
+            first = n == 0
             parts = [(c if first or i == 1 else "") for i, c in enumerate(cells)]
             parts[1] = chunk
             out.append(
@@ -283,7 +282,6 @@ def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
                     for i, (p, w) in enumerate(zip(parts, widths, strict=True))
                 ).rstrip()
             )
-            first = False
         return out
 
     lines = fmt(list(COLUMNS))
@@ -291,6 +289,21 @@ def results_lines(outcomes: list[Any], width: int = TABLE_WIDTH) -> list[str]:
     for r in rows:
         lines += fmt(r)
     return lines
+
+
+def _wrapped(label: str, width: int) -> list[str]:
+    """A run label in lines of at most ``width`` characters, broken between its space-separated
+    settings (``krr.width=1.0`` stays whole); only a setting wider than the column is cut."""
+    lines: list[str] = []
+    for word in label.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+            continue
+        while len(word) > width:
+            lines.append(word[:width])
+            word = word[width:]
+        lines.append(word)
+    return lines or [""]
 
 
 def print_results(outcomes: list[Any], device: str, console: Console | None = None) -> None:

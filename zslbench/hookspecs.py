@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from zslbench.components import Calibrator, Preprocessor
     from zslbench.data.dataset import DatasetSpec
-    from zslbench.methods import MethodSpec
+    from zslbench.methods import Citation, MethodSpec
     from zslbench.model import Model
 
 PROJECT = "zslbench"
@@ -105,6 +105,13 @@ def zslbench_calibrators() -> list[type[Calibrator]]:
 def zslbench_methods() -> list[MethodSpec]:
     """Methods: ``MethodSpec`` objects naming a registered model (and, for a composite model, its
     components), a preprocessor and a calibrator, with default hyperparameters per role."""
+
+
+@hookspec
+def zslbench_citations() -> list[Citation]:
+    """Where methods come from: ``zslbench.methods.Citation`` objects, each naming a registered
+    method (``name``), its paper (authors, title, venue, year, DOI or arXiv id) and the authors'
+    code; ``zslbench list --method NAME`` prints it."""
 
 
 @hookspec

@@ -48,6 +48,49 @@ class MethodSpec:
         }
 
 
+@dataclass(frozen=True)
+class Citation:
+    """Where method ``name`` comes from: what a ``zslbench_citations`` hook returns, and what
+    ``zslbench list --method NAME`` prints.
+
+    ``authors`` as the paper lists them; ``venue`` and ``year`` of its published version; ``doi``
+    and/or ``arxiv`` (an arXiv id such as ``2210.06120``), or ``url`` of the proceedings page for
+    a paper that has neither; ``code`` the authors' official code, or a sentence starting "none"
+    saying what exists instead. Kept apart from :class:`MethodSpec` so that a citation can be
+    corrected without touching the module that defines a method's components (its code digest).
+    """
+
+    name: str
+    authors: str
+    title: str
+    venue: str
+    year: int
+    code: str
+    doi: str = ""
+    arxiv: str = ""
+    url: str = ""
+    note: str = ""
+
+    def missing(self) -> list[str]:
+        """The fields a citation must have and this one lacks (empty when complete)."""
+        out = [f for f in ("authors", "title", "venue", "code") if not getattr(self, f)]
+        if not isinstance(self.year, int) or not 1950 < self.year < 2100:
+            out.append("year")
+        if not (self.doi or self.arxiv or self.url):
+            out.append("doi, arxiv or url")
+        return out
+
+    def lines(self) -> list[str]:
+        """The citation as ``zslbench list --method`` prints it."""
+        ids = [f"doi:{self.doi}" if self.doi else "", f"arXiv:{self.arxiv}" if self.arxiv else ""]
+        where = ", ".join(i for i in ids if i) or self.url
+        out = [
+            f"{self.authors}. {self.title}. {self.venue} {self.year}. {where}",
+            f"code: {self.code}",
+        ]
+        return out + ([self.note] if self.note else [])
+
+
 def method_roles(
     registry: Any, name: str, swaps: dict[str, str] | None = None
 ) -> dict[str, tuple[str, str]]:

@@ -326,7 +326,10 @@ def plan(
             emit("dataset", {"dataset": dataset})
             signals = interrupts.user_signals()
             try:
-                data, kind, verdict, info = load_checked(request, registry, load, dataset)
+                # Counted, so that the user's Ctrl-C while a dataset loads stops the grid rather
+                # than failing that dataset's runs as plugin code raising KeyboardInterrupt would.
+                with interrupts.user_interrupts():
+                    data, kind, verdict, info = load_checked(request, registry, load, dataset)
             except BaseException as exc:  # its runs fail, the grid goes on (as a failed run)
                 if isinstance(exc, KeyboardInterrupt) and interrupts.user_signals() != signals:
                     raise  # the user's Ctrl-C: the grid stops

@@ -234,10 +234,11 @@ def check_override_targets(overrides: Overrides, prepared: list[PreparedMethod])
     used = {r for p in prepared for r in p.classes} | {
         p.classes[r].name for p in prepared for r in p.classes
     }
-    for target in overrides.params:
+    for target, params in overrides.params.items():
         if target not in used:
+            keys = ", ".join(f"--set {target}.{p}" for p in params)  # as the user typed them
             raise ConfigError(
-                f"--set {target}.…: no selected method uses a component {target!r}",
+                f"{keys}: no selected method uses a component {target!r}",
                 hint=suggestion(target, sorted(used), "component"),
             )
 

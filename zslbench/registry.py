@@ -10,6 +10,7 @@ rest keep working. ``strict=True`` (``--strict-plugins``) turns such problems in
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
 import sys
@@ -23,7 +24,7 @@ import pluggy
 
 from zslbench import hookspecs
 from zslbench.data.dataset import name_problem, printable
-from zslbench.errors import ConfigError, PluginError
+from zslbench.errors import ConfigError, PluginError, UserError
 
 ENTRY_POINT_GROUP = "zslbench"
 DISABLE_AUTOLOAD_ENV = "ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD"
@@ -36,12 +37,17 @@ KINDS = {
     "zslbench_calibrators": "calibrator",
     "zslbench_models": "model",
     "zslbench_methods": "method",
+    "zslbench_citations": "citation",
 }
+#: The kinds that are not components of a method.
+NOT_COMPONENTS = ("dataset", "method", "citation")
 #: A kind's name and its hook's name: lower-case identifiers.
 _KIND_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 #: Kinds whose names become part of a record's file name (``<dataset>__<method>__...``): a name
 #: must be a safe file-name part (``zslbench.data.dataset.name_problem``).
 FILE_NAMED = ("dataset", "method")
+#: What :meth:`Registry.call_hook` gives for a plugin's hook that raised.
+FAILED: Any = object()
 #: The distribution whose entry points are the built-ins: on a name clash they win.
 BUILTIN_DISTRIBUTION = "zslbench"
 
@@ -76,10 +82,13 @@ class Registry:
     kinds: dict[str, str] = field(default_factory=lambda: dict(KINDS))
     #: kind -> the plugin that added it (absent for the core's own kinds) and its declaration.
     added_kinds: dict[str, tuple[str, hookspecs.Kind]] = field(default_factory=dict)
+    #: ``--strict-plugins``: a plugin problem is an error rather than a warning.
+    strict: bool = False
 
     def component_kinds(self) -> list[str]:
-        """The kinds of component (every kind but datasets and methods), core ones first."""
-        return [k for k in self.kinds.values() if k not in ("dataset", "method")]
+        """The kinds of component (every kind but datasets, methods and citations), core ones
+        first."""
+        return [k for k in self.kinds.values() if k not in NOT_COMPONENTS]
 
     def get(self, kind: str, name: str) -> Provided:
         """Look a name up; an unknown name raises a ConfigError that suggests the closest one."""
@@ -93,13 +102,63 @@ class Registry:
 
     def open_dataset(self, location: str) -> Provided | None:
         """A dataset named by a location (``path/to/mine.npz``), from the first plugin that reads
-        it; None when no plugin does."""
-        if self.pm is None:
-            return None
-        spec = self.pm.hook.zslbench_open_dataset(location=location)
-        if spec is None:
-            return None
-        return Provided("dataset", spec.name, spec, "open_dataset", None)
+        it; None when no plugin does. Each plugin's hook is called alone, in pluggy's order: one
+        that raises or returns no ``DatasetSpec`` is named and the next one asked."""
+        from zslbench.data.dataset import DatasetSpec
+
+        # pluggy calls the implementations last-registered first (tryfirst/trylast respected).
+        for impl in reversed(self.pm.hook.zslbench_open_dataset.get_hookimpls() if self.pm else []):
+            plugin = self.pm.get_name(impl.plugin) or repr(impl.plugin)  # type: ignore[union-attr]
+            spec = self.call_hook(plugin, "zslbench_open_dataset", impl.function, location=location)
+            if isinstance(spec, DatasetSpec) and isinstance(spec.name, str):
+                return Provided("dataset", spec.name, spec, "open_dataset", None)
+            if spec is not None and spec is not FAILED:
+                self.report(
+                    f"plugin {plugin!r} returned {printable(repr(spec))[:80]} from "
+                    f"zslbench_open_dataset({location!r}), not a DatasetSpec: ignoring it"
+                )
+        return None
+
+    def add_commands(self, group: Any) -> None:
+        """Each plugin's ``zslbench_commands`` alone, built-ins first: one that raises is named
+        and the others' commands still work; none may replace a command already in ``group``."""
+        for impl in self.pm.hook.zslbench_commands.get_hookimpls() if self.pm else []:
+            plugin = self.pm.get_name(impl.plugin) or repr(impl.plugin)  # type: ignore[union-attr]
+            before = dict(group.commands)
+            failed = self.call_hook(plugin, "zslbench_commands", impl.function, cli=group)
+            added = {n: c for n, c in group.commands.items() if before.get(n) is not c}
+            group.commands = before  # what a plugin that failed added may be half-built
+            for name in added if failed is not FAILED else []:
+                if name in before:
+                    self.report(
+                        f"plugin {plugin!r} adds a command {name!r}, which zslbench or an "
+                        "earlier plugin already provides: ignoring the plugin's (rename it)"
+                    )
+                else:
+                    group.commands[name] = added[name]
+
+    def call_hook(self, plugin_name: str, hook_name: str, function: Any, **kwargs: Any) -> Any:
+        """One plugin's implementation of a hook that takes arguments, called outside pluggy so
+        that a plugin that fails is reported by name (:meth:`report`) and gives :data:`FAILED`; a
+        ``UserError`` it raises is its answer to the user's input and goes through."""
+        try:
+            return function(**kwargs)
+        except UserError:
+            raise
+        except Exception as exc:
+            self.report(
+                f"plugin {plugin_name!r} failed in {hook_name}: "
+                f"{type(exc).__name__}: {printable(str(exc))}"
+            )
+            return FAILED
+
+    def report(self, line: str) -> None:
+        """A plugin problem found after loading: a ``zslbench: warning:`` line (or, with
+        ``strict``, a ``PluginError``), as the loading problems are."""
+        if self.strict:
+            raise PluginError(line, hint="fix or uninstall the plugin, or drop --strict-plugins")
+        self.problems.append(line)
+        logging.getLogger("zslbench.registry").warning(line)
 
 
 def _add_kinds(registry: Registry, pm: pluggy.PluginManager, problem: Any) -> None:
@@ -185,8 +244,17 @@ def canonical_distribution(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _dist_name(ep: Any) -> str | None:
-    return ep.dist.name if getattr(ep, "dist", None) is not None else None
+_DIST_NAMES: dict[str, str | None] = {}
+
+
+def dist_name(ep: Any) -> str | None:
+    """The distribution that installed entry point ``ep`` (its metadata parsed once, not once per
+    entry point: 50 parses were a fifth of ``zslbench --help``)."""
+    dist = getattr(ep, "dist", None)
+    key = str(getattr(dist, "_path", id(dist)))
+    if key not in _DIST_NAMES:
+        _DIST_NAMES[key] = dist.name if dist is not None else None
+    return _DIST_NAMES[key]
 
 
 def _item_name(kind: str, obj: Any) -> str:
@@ -219,7 +287,7 @@ def load_registry(
         autoload = not os.environ.get(DISABLE_AUTOLOAD_ENV)
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    registry = Registry(pm=pm)
+    registry = Registry(pm=pm, strict=strict)
 
     def problem(line: str) -> None:
         if strict:
@@ -231,10 +299,10 @@ def load_registry(
         # the one ignored (and named), whatever the alphabetical order of the entry points.
         eps = sorted(
             entry_points(group=ENTRY_POINT_GROUP),
-            key=lambda e: (_dist_name(e) != BUILTIN_DISTRIBUTION, e.name),
+            key=lambda e: (dist_name(e) != BUILTIN_DISTRIBUTION, e.name),
         )
         for ep in eps:
-            dist = _dist_name(ep)
+            dist = dist_name(ep)
             if (
                 commands_only
                 and dist == BUILTIN_DISTRIBUTION

@@ -387,9 +387,9 @@ def missing_data(registry: Registry, datasets: list[str], data_dir: Path | None)
 
 
 def missing_data_line(lines: list[str]) -> str:
-    """Missing data files as one line: each file (relative to the folder they share), then the
-    first file's fix (one line per file would make ``--dataset all`` without the data ten lines of
-    300 characters)."""
+    """Missing data files as one line: each file (relative to the folder they share), then one fix
+    for all of them (one line per file would make ``--dataset all`` without the data ten lines of
+    300 characters; the first file's fix alone reads as if only its dataset were missing)."""
     if len(lines) == 1:
         return lines[0]
     parts = [line.partition(" is missing") for line in lines]
@@ -402,5 +402,27 @@ def missing_data_line(lines: list[str]) -> str:
         root = ""
     shown = [os.path.relpath(p, root) if root else p for p in paths]
     where = f" under {root}" if root else ""
-    fix = parts[0][2].lstrip(": ")
-    return f"{len(lines)} data files are missing{where} ({', '.join(shown)}); for the first: {fix}"
+    fix = merged_fix([rest.lstrip(": ") for _, _, rest in parts])
+    return f"{len(lines)} data files are missing{where} ({', '.join(shown)}); {fix}"
+
+
+def merged_fix(fixes: list[str]) -> str:
+    """One fix for several files: fixes that differ only in some words (the dataset's name, as in
+    ``--dataset awa1`` and ``--dataset cub``) become one with those words joined by commas
+    (``--dataset awa1,cub``), which ``zslbench run`` and ``zslbench data`` both read; fixes that
+    differ otherwise are the first one, said to be for the first file."""
+    import re
+
+    unique = list(dict.fromkeys(fixes))
+    if len(unique) == 1:
+        return unique[0]
+    words = [re.findall(r"[\w.-]+|[^\w.-]+", fix) for fix in unique]
+    if len({len(w) for w in words}) != 1:
+        return f"for the first: {unique[0]}"
+    merged = []
+    for column in zip(*words, strict=True):
+        values = list(dict.fromkeys(column))
+        if len(values) > 1 and not all(re.fullmatch(r"[\w.-]+", v) for v in values):
+            return f"for the first: {unique[0]}"
+        merged.append(",".join(values))
+    return "".join(merged)

@@ -85,7 +85,7 @@ def run_grid(
     ``"stage_start"``/``"stage_end"``, ``"step"``, ``"warning"``, ``"info"`` (for every run not
     taken from the cache, the reason, before the dataset's first fit).
     """
-    emit = on_event or (lambda kind, info: None)
+    emit = _each_warning_once(on_event or (lambda kind, info: None))
     executor = executor or LocalExecutor()
     grid = plan(request, registry, load, on_event=emit, keep_going=len(request.datasets) > 1)
     git = provenance.git_state()
@@ -96,6 +96,25 @@ def run_grid(
             yield from _known(item.planned, grid.configs, request)
             continue
         yield _finish(item, planned[item.plan.dataset], request, git, emit)
+
+
+def _each_warning_once(emit: Emit) -> Emit:
+    """``emit`` that passes a warning once per dataset: the same line for every seed (the search
+    chose an end of its grid on each of five seeds) says nothing new after the first."""
+    said: set[tuple[Any, str]] = set()
+    dataset: list[Any] = [None]
+
+    def once(kind: str, info: dict[str, Any]) -> None:
+        if kind in ("dataset", "run"):
+            dataset[0] = info.get("dataset")
+        elif kind == "warning":
+            key = (dataset[0], str(info.get("message")))
+            if key in said:
+                return
+            said.add(key)
+        emit(kind, info)
+
+    return once
 
 
 def _batches(

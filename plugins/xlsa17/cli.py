@@ -27,6 +27,7 @@ from rich.table import Table
 
 from zslbench.console import say_error
 from zslbench.errors import ConfigError, UserError
+from zslbench.request import missing_data_line
 from zslbench_plugins.xlsa17 import cache as _cache
 from zslbench_plugins.xlsa17 import checks as _checks
 from zslbench_plugins.xlsa17 import download as _dl
@@ -249,6 +250,7 @@ def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> 
         table.add_column(col, no_wrap=True)
     table.add_column("status", overflow="fold")
     problems: list[str] = []
+    missing_lines: list[str] = []  # every dataset's missing files: one line at the end
     notes: list[str] = []
     for name in names:
         rep = _x.inspect_xlsa17(name, root, rehash_sources=full)
@@ -270,7 +272,8 @@ def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> 
         ]
         if rep.error is not None:
             missing = _x.missing_files(name, root)
-            lines = missing if missing else [rep.error.one_line()]
+            missing_lines += missing
+            lines = [] if missing else [rep.error.one_line()]
             status = "missing" if missing else "FAIL: unreadable"
         else:
             # The files' own checks, then exactly the checks `zslbench run` makes on the dataset.
@@ -309,6 +312,8 @@ def verify_cmd(datasets: tuple[str, ...], data_dir: Path | None, full: bool) -> 
     out.print(table)
     for line in notes:
         out.print(line, markup=False, soft_wrap=True)
+    if missing_lines:
+        problems.append(missing_data_line(missing_lines))
     for line in problems:
         say_error(line)
     if problems:

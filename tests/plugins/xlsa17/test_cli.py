@@ -31,8 +31,10 @@ def test_verify_all_reports_every_missing_file(mini: Mini) -> None:
     res = data_cli(["verify", "--data-dir", str(mini.data_dir)])
     assert res.exit_code == 1
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 8  # 4 absent datasets x 2 files; awa2 is fine
-    assert all("is missing: run `zslbench data download --dataset" in line for line in lines)
+    # 4 absent datasets x 2 files (awa2 is fine), grouped in one line with one fix for all four
+    assert len(lines) == 1, lines
+    assert f"8 data files are missing under {mini.data_dir} (AWA1/res101.mat" in lines[0]
+    assert "`zslbench data download --dataset awa1,apy,cub,sun --data-dir" in lines[0]
     assert "awa1" in res.stdout and "missing" in res.stdout
 
 
