@@ -197,7 +197,7 @@ def test_csv_has_best_flags_and_keeps_sources_apart(rendered: Path) -> None:
 
 
 def test_html_is_self_contained(rendered: Path) -> None:
-    for page in ("index.html", "real.html", "synthetic.html"):
+    for page in ("real.html", "synthetic.html"):
         text = (rendered / page).read_text()
         assert "<style>" in text and "<script>" in text
         assert not re.search(r"""(src|href)=["']https?:""", text)

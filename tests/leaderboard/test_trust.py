@@ -258,38 +258,3 @@ def test_a_board_inside_the_results_dir_still_refuses_foreign_files(tmp_path: Pa
     assert _render(same, same).stdout.startswith(f"{same.as_posix()}: 0 of ")
     (same / "notes.txt").write_text("mine")
     assert "(notes.txt)" in _errors(_render(same, same))[0]
-
-
-def test_temporaries_of_a_render_killed_mid_write_are_removed_by_the_next(tmp_path: Path) -> None:
-    """Issue 27 item 8: ``.NAME.<hex>.tmp`` files stayed forever."""
-    import os
-    import subprocess
-    import sys
-    import time
-
-    results, out = _rendered_board(tmp_path)
-    gone = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    dead = int(gone.stdout)  # a process that has exited: its temporaries are stale
-    stale = [
-        out / f".synthetic.md.zslbench-{dead}-0123456789abcdef.tmp",
-        out / f".manifest.json.zslbench-{dead}-fedcba9876543210.tmp",
-        out / ".synthetic.md.00112233445566ff.tmp",
-    ]  # as named before the tag, an hour old
-    kept = [
-        out / f".synthetic.md.zslbench-{os.getpid()}-0123456789abcdef.tmp",  # a live render's
-        out / ".synthetic.md.aabbccddeeff0011.tmp",  # too recent to be a dead render's
-        out / ".notes.0123456789abcdef.tmp",  # not beside a file the board writes
-        out / ".synthetic.md.mine.tmp",
-    ]
-    for path in stale + kept:
-        path.write_text("partial")
-    hour_ago = time.time() - 3700
-    os.utime(stale[2], (hour_ago, hour_ago))
-    assert _render(results, out).exit_code == 0  # nothing changed: the temporaries go all the same
-    assert [p for p in stale if p.exists()] == []
-    assert [p for p in kept if not p.exists()] == []

@@ -34,7 +34,7 @@ PAGE_FILES = {
     "synthetic": ("synthetic.md", "synthetic.html", "synthetic stand-ins"),
     "custom": ("custom.md", "custom.html", "custom datasets"),
 }
-#: The HTML file a browser opens first: a copy of the landing page (:func:`landing_kind`).
+#: The HTML file a browser opens first: a redirect to the landing page (:func:`landing_kind`).
 LANDING = "index.html"
 #: Per-class tables longer than this start folded in HTML (CUB has 50 unseen classes, SUN 72).
 FOLD_ROWS = 15
