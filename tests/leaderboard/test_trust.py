@@ -79,7 +79,7 @@ def test_json_that_is_not_a_record_is_skipped_with_one_warning_each(tmp_path: Pa
         )
     # The two valid runs are on the board.
     assert "2 records" in result.stdout
-    assert "toy__gp__" in (tmp_path / "lb" / "synthetic.md").read_text()
+    assert "toy__gp__" in (tmp_path / "lb" / "synthetic.html").read_text()
 
 
 # -- item 4: records edited by hand ------------------------------------------------------------
@@ -122,7 +122,7 @@ def test_edited_record_is_never_published_and_fails_check(
         f"warning: {shown}: skipped, not a valid zslbench record: {reason}"
         in result.stderr.splitlines()
     )
-    page = (out / "synthetic.md").read_text()
+    page = (out / "synthetic.html").read_text()
     assert paths[0].name in page and paths[1].name not in page and "99.0" not in page
 
     # The board is now exactly what the valid records render, yet --check must not pass it.

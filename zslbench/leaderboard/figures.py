@@ -118,12 +118,12 @@ class FigureSpec:
 
     @property
     def canvas(self) -> tuple[float, float]:
-        """The canvas drawn on, in inches (the saved image is then cut tight around it)."""
+        """The canvas drawn on, in inches, before a legend grows it (the saved image is then cut
+        tight around what is drawn)."""
         if self.figure == "cd":
             k = len(self.data["methods"])
             return WIDE[0], 1.4 + 0.1 * len(self.data["cliques"]) + 0.3 * math.ceil(k / 2)
-        w, h = WIDE if self.figure == "sweep" else SIZE
-        return w, h + _legend_layout(tuple(legend_labels(self)), w)[2]
+        return WIDE if self.figure == "sweep" else SIZE
 
     @property
     def wide(self) -> bool:
@@ -358,24 +358,6 @@ def _curve_label(s: dict[str, Any]) -> str:
     )
 
 
-def legend_labels(spec: FigureSpec) -> list[str]:
-    """The legend's entries of a figure, in the order its drawing adds them."""
-    return FIGURES[spec.figure].legend(spec.data)
-
-
-def _curve_legend(data: dict[str, Any]) -> list[str]:
-    return [_curve_label(s) for s in data["series"]] + [OPERATING_POINT_LABEL]
-
-
-def _time_legend(data: dict[str, Any]) -> list[str]:
-    labels = list(dict.fromkeys(p["label"] for p in data["points"])) + list(data["datasets"])
-    return labels + ([BUSY_LABEL] if any(p["busy"] for p in data["points"]) else [])
-
-
-def _series_legend(data: dict[str, Any]) -> list[str]:
-    return [s["label"] for s in data["series"]]
-
-
 @functools.lru_cache(maxsize=256)
 def _legend_layout(labels: tuple[str, ...], width_in: float) -> tuple[list[str], int, float]:
     """How a legend of ``labels`` fits under the axes of a canvas ``width_in`` wide: the labels
@@ -394,24 +376,21 @@ def _legend_layout(labels: tuple[str, ...], width_in: float) -> tuple[list[str],
     return wrapped, ncols, round((lines * 1.3 * LEGEND_FONT + 16.0) / 72.0, 2)
 
 
-def _legend_below(fig: Any, ax: Any, spec: FigureSpec) -> None:
-    """The legend under the axes, outside them: it never covers a curve or a point, and never
-    leaves the saved image (:func:`_legend_layout`)."""
-    handles, labels = ax.get_legend_handles_labels()
-    if not handles:
+def _legend_below(fig: Any, ax: Any) -> None:
+    """The legend under the axes, outside them: it never covers a curve or a point; the canvas
+    grows by about its height (:func:`_legend_layout`), and the saved image is cut tight."""
+    from matplotlib.container import ErrorbarContainer
+
+    pairs = list(zip(*ax.get_legend_handles_labels(), strict=True))
+    if not pairs:
         return
-    wanted = legend_labels(spec)
-    # legend_labels out of step with the drawing: a bug here, never a user's error
-    if sorted(wanted) != sorted(labels):  # pragma: no cover
-        raise AssertionError(f"{spec.name}: legend entries {labels} differ from {wanted}")
-    # In legend_labels' order (matplotlib lists plain lines before error bars).
-    pool = list(zip(labels, handles, strict=True))
-    ordered = []
-    for label in wanted:
-        i = next(i for i, (x, _) in enumerate(pool) if x == label)
-        ordered.append(pool.pop(i)[1])
-    wrapped, ncols, _ = _legend_layout(tuple(wanted), spec.canvas[0])
-    fig.legend(ordered, wrapped, loc="outside lower center", ncols=ncols, columnspacing=1.5)
+    # Methods (error bars) before the keys of markers (plain lines), as they were drawn.
+    pairs.sort(key=lambda pair: not isinstance(pair[0], ErrorbarContainer))
+    width, height = fig.get_size_inches()
+    wrapped, ncols, extra = _legend_layout(tuple(label for _, label in pairs), float(width))
+    fig.set_size_inches(width, height + extra)
+    handles = [handle for handle, _ in pairs]
+    fig.legend(handles, wrapped, loc="outside lower center", ncols=ncols, columnspacing=1.5)
 
 
 # --- drawing ----------------------------------------------------------------------------------
@@ -427,7 +406,7 @@ def draw(spec: FigureSpec) -> Any:
         fig = Figure(
             figsize=spec.canvas, dpi=DPI, layout=None if spec.figure == "cd" else "constrained"
         )
-        FIGURES[spec.figure].draw(fig, spec)
+        FIGURES[spec.figure](fig, spec)
         title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
         color = "black" if spec.kind == "real" else TAG_COLOR
         fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, color=color)
@@ -473,7 +452,7 @@ def _draw_curves(fig: Any, spec: FigureSpec) -> None:
     ax.set_ylabel("seen-class accuracy A_S (%)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    _legend_below(fig, ax, spec)
+    _legend_below(fig, ax)
 
 
 def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
@@ -501,7 +480,7 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     _plain_log_axis(ax)
     ax.set_xlabel("median training time per run, train (s, log scale)")
     ax.set_ylabel("harmonic mean H (%)")
-    _legend_below(fig, ax, spec)
+    _legend_below(fig, ax)
 
 
 def _plain_log_axis(ax: Any, which: str = "x", subs: tuple[float, ...] = (1.0, 2.0, 5.0)) -> None:
@@ -535,7 +514,7 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
         ys = [p["acc"][0] for p in pts]
         ax.errorbar(xs, ys, yerr=yerr, **style, alpha=0.85, label=s["label"], **look)
     _class_axis(ax, order, named)
-    _legend_below(fig, ax, spec)
+    _legend_below(fig, ax)
 
 
 def _first_shares(series: list[dict[str, Any]]) -> dict[str, float]:
@@ -604,7 +583,7 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
             ax.errorbar(xs, ys, yerr=yerr, **style, **bars, label=s["label"])
         _sweep_panel(ax, metric, spec.data["param"], axis)
     axes[0].set_ylabel("%")
-    _legend_below(fig, axes[0], spec)
+    _legend_below(fig, axes[0])
 
 
 def _sweep_panel(ax: Any, metric: str, param: str, axis: _SweepAxis) -> None:
@@ -674,21 +653,13 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
         ax.plot(xs, [y, y], color="black", lw=3.0, solid_capstyle="butt")
 
 
-@dataclass(frozen=True)
-class _Figure:
-    """How a figure is drawn, and its legend's entries (from its data) in the order drawn."""
-
-    draw: Callable[[Any, FigureSpec], None]
-    legend: Callable[[dict[str, Any]], list[str]]
-
-
-#: Every figure a board draws, by :attr:`FigureSpec.figure`.
-FIGURES = {
-    "curves": _Figure(_draw_curves, _curve_legend),
-    "h_vs_time": _Figure(_draw_h_vs_time, _time_legend),
-    "per_class": _Figure(_draw_per_class, _series_legend),
-    "sweep": _Figure(_draw_sweep, _series_legend),
-    "cd": _Figure(_draw_cd, lambda _data: []),
+#: How each figure a board draws (:attr:`FigureSpec.figure`) is drawn.
+FIGURES: dict[str, Callable[[Any, FigureSpec], None]] = {
+    "curves": _draw_curves,
+    "h_vs_time": _draw_h_vs_time,
+    "per_class": _draw_per_class,
+    "sweep": _draw_sweep,
+    "cd": _draw_cd,
 }
 
 

@@ -68,8 +68,6 @@ class MarkdownFormat(_Format):
     def link(self, label: Any, href: str) -> Markup:
         return Markup(f"[{md_finalize(label)}]({safe_href(href)})")
 
-    def image(self, alt: Any, href: str) -> Markup:
-        return Markup(f"![{md_finalize(alt)}]({safe_href(href)})")
 
 
 class HtmlFormat(_Format):
