@@ -116,7 +116,7 @@ class Facts:
 
 @dataclass
 class Page:
-    """Everything one page (Markdown and HTML alike) shows."""
+    """Everything one page shows (its HTML report all of it, its Markdown page the tables)."""
 
     kind: str
     facts: Facts

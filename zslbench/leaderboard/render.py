@@ -10,7 +10,9 @@ Two environments share the templates in ``templates/``:
 
 The prose a page says is written once, in ``prose.j2``, whose macros both formats import; they
 mark code, links and emphasis through ``fmt`` (:class:`MarkdownFormat` or :class:`HtmlFormat`),
-so the two formats say the same things. Links pass :func:`~zslbench.leaderboard.markup.safe_href`:
+so that what both formats say is said alike. The HTML report of a page holds everything; its
+Markdown page (what GitHub shows) is the compact one: the commands and the tables, each row linked
+to its provenance in the HTML report. Links pass :func:`~zslbench.leaderboard.markup.safe_href`:
 relative paths, anchors and http(s) only.
 """
 
