@@ -71,7 +71,6 @@ class MarkdownFormat(_Format):
         return Markup(f"[{md_finalize(label)}]({safe_href(href)})")
 
 
-
 class HtmlFormat(_Format):
     """Inline marks in HTML; every name is escaped by ``markupsafe``."""
 
