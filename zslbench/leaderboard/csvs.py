@@ -108,20 +108,38 @@ def to_csv(lines: list[dict[str, Any]], first: tuple[str, ...] = FIRST) -> str:
     return buf.getvalue()
 
 
-def _columns(e: Any) -> dict[str, Any]:
-    """An aggregated row's one-value columns, renamed, its intervals spread out."""
-    out: dict[str, Any] = {}
-    for key, value in e._asdict().items():
-        name = RENAMED.get(key, key)
-        if key in LEFT_OUT or key.endswith("_samples"):
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def csv_columns(agg: pd.DataFrame) -> dict[str, str]:
+    """The aggregated columns a CSV shows, each as ``"interval"``, ``"texts"`` (joined by ``;``)
+    or ``"value"``: those whose every value is one of these; the rest (per-class lists, curves,
+    values by seed) have CSV files or pages of their own."""
+    out = {}
+    for key in agg.columns:
+        values = list(agg[key])
+        if key in LEFT_OUT or not values:
             continue
-        if isinstance(value, stats.Interval):
+        if all(isinstance(v, stats.Interval) for v in values):
+            out[key] = "interval"
+        elif all(_is_texts(v) for v in values):
+            out[key] = "texts"
+        elif not any(isinstance(v, (dict, list, tuple, stats.Interval)) for v in values):
+            out[key] = "value"
+    return out
+
+
+def _columns(e: Any, columns: dict[str, str]) -> dict[str, Any]:
+    """An aggregated row's :func:`csv_columns`, renamed, its intervals spread out."""
+    out: dict[str, Any] = {}
+    for key, how in columns.items():
+        value, name = getattr(e, key), RENAMED.get(key, key)
+        if how == "interval":
             spread = (value.mean, value.std, value.n, value.low, value.high)
             out.update({f"{name}_{s}": num(v) for s, v in zip(SPREAD, spread, strict=True)})
-        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            out[name] = ";".join(value)
-        elif not isinstance(value, (dict, list, tuple)):
-            out[name] = num(value)
+        else:
+            out[name] = ";".join(value) if how == "texts" else num(value)
     return out
 
 
@@ -138,9 +156,11 @@ def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
     return out
 
 
-def _measured_line(kind: str, e: Any, marks: dict[tuple[str, str, str], Cell]) -> dict[str, Any]:
+def _measured_line(
+    kind: str, e: Any, columns: dict[str, str], marks: dict[tuple[str, str, str], Cell]
+) -> dict[str, Any]:
     ds = dataset_label(e.dataset, kind)
-    line = {"source": "measured", "table": "sweep" if e.sweep else "main", **_columns(e)}
+    line = {"source": "measured", "table": "sweep" if e.sweep else "main", **_columns(e, columns)}
     line.update(dataset=ds, comparable=flag(e.standard and e.compared))
     for m in TESTED_METRICS:
         cell, name = marks.get((e.label, ds, m)), RENAMED.get(m, m)
@@ -153,9 +173,13 @@ def _measured_line(kind: str, e: Any, marks: dict[tuple[str, str, str], Cell]) -
 def main_csv(page: Page, agg: pd.DataFrame) -> str:
     """Tidy: one line per (row, dataset). Measured lines (sweep runs included, with their values)
     come from ``agg``; reported lines from the tables. Never a line of both."""
-    marks = _marked_cells(page.tables + page.sweep_tables)
+    marks, columns = _marked_cells(page.tables + page.sweep_tables), csv_columns(agg)
+    # Every page's CSV has the same columns: those of the board's whole table.
+    first = next(agg.itertuples(index=False), None)
+    header = [*_measured_line(page.kind, first, columns, {})] if first is not None else []
     rows = (agg[agg["kind"] == page.kind] if not agg.empty else agg).itertuples(index=False)
-    return to_csv([_measured_line(page.kind, e, marks) for e in rows] + _reported_lines(page))
+    lines = [_measured_line(page.kind, e, columns, marks) for e in rows]
+    return to_csv(lines + _reported_lines(page), (*FIRST, *header, "devices", "citation"))
 
 
 def _cited(row: Any) -> dict[str, str]:
@@ -245,7 +269,9 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
             for column in table.columns
             if not column.descriptive and not (cell := table.cell(row, column)).missing
         ]
-    return to_csv(lines, ("kind", "source", "row", "method", "dataset", "device"))
+    # Measured and reported columns alike on every page, whichever lines it has.
+    first = ("kind", "source", "row", "method", "dataset", "device", "runs", *TIME_NAMES.values())
+    return to_csv(lines, (*first, "busy_only", "reported_min", "best", "records", "citation"))
 
 
 def per_class_csv(page: Page) -> str:
