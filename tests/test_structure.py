@@ -94,3 +94,11 @@ def test_leaderboard_code_lines_cover_its_templates_and_board(structure):
     assert "zslbench/leaderboard/templates/page.html.j2" in counted
     assert "zslbench/leaderboard/report.css" in counted
     assert all(n > 0 for path, n in counted.items() if not path.endswith("__init__.py"))
+
+
+def test_compare_imports_nothing_of_the_leaderboard_for_its_options(structure):
+    """Issue 41 item 3: ``compare`` took ``--results-dir`` and ``echo`` from ``leaderboard.cli``;
+    both now live in ``zslbench.console``, below the two commands."""
+    graph = structure.import_graph()
+    assert "zslbench.leaderboard.cli" not in graph["zslbench.compare"]
+    assert "zslbench.console" in graph["zslbench.compare"]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from zslbench.console import RESULTS_DIR, echo
 from zslbench.errors import UserError
-from zslbench.leaderboard.cli import RESULTS_DIR, echo
 
 if TYPE_CHECKING:  # pandas, scipy and the records are imported when the command runs
     import pandas as pd

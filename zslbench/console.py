@@ -15,9 +15,11 @@ import os
 import re
 import sys
 import time
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -46,6 +48,16 @@ _ESCAPE = re.compile(
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
+#: The option every command that reads records takes (``compare``, ``leaderboard``): defined
+#: here, below both, so that neither imports the other for it.
+RESULTS_DIR = click.option(
+    "--results-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("results"),
+    show_default=True,
+    help="Directory of result records (searched recursively).",
+)
+
 
 def terminal_text(text: str) -> str:
     """``text`` without terminal escape sequences, its other control characters shown escaped
@@ -53,6 +65,11 @@ def terminal_text(text: str) -> str:
     or cursor, in a terminal or in a log read later with ``cat``. Newlines and tabs stay."""
     text = _ESCAPE.sub("", text)
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def echo(text: str, err: bool = False) -> None:
+    """``click.echo`` of text that may quote a record's fields: never an escape sequence."""
+    click.echo(terminal_text(text), err=err)
 
 
 def say_error(text: str, prefix: str = "zslbench: error: ") -> None:

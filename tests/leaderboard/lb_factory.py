@@ -70,8 +70,8 @@ def make_record(
     config: dict[str, Any] = {
         "method": method,
         "components": {
-            "embedder": {"name": "bt", "plugin": "test", "params": params},
-            "regressor": {"name": "gp", "plugin": "test", "params": {}},
+            "embedder": {"name": "bt", "plugin": "embedders", "params": params},
+            "regressor": {"name": "gp", "plugin": "gp", "params": {}},
         },
         "overrides": overrides or {},
     }

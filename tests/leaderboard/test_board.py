@@ -69,8 +69,8 @@ def test_runs_on_another_data_version_are_a_marked_row_and_a_warning(tmp_path: P
     assert (
         "**40" not in md.split("### Zero-shot")[0] or "**41.0" in md
     )  # the compared bt-gp is the best
-    assert "Only fingerprint `aaaaaaaa` (6 records) is compared" in md
     html = (out / "synthetic.html").read_text()
+    assert "Only fingerprint <code>aaaaaaaa</code> (6 records) is compared" in html
     assert 'class="badge nonstd" title="other data version: shown, never compared"' in html
     rows = list(csv.DictReader(io.StringIO((out / "synthetic.csv").read_text())))
     other = next(r for r in rows if r["data_fingerprint"] == "bbbbbbbb22")

@@ -1,5 +1,6 @@
 """Figure legends never leave the canvas: long names wrap, as many columns as fit, and the canvas
-grows by the legend's height, with 80 methods as with 3 (issue 27 item 12, issue 30 item 2)."""
+grows by about the legend's height, with 80 methods as with 3 (issue 27 item 12, issue 30 item 2);
+the saved image is cut tight around what is drawn, and the pages leave its size to the browser."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 
-from zslbench.leaderboard.figures import DPI, FigureSpec, draw, legend_labels, method_colors
+from zslbench.leaderboard.figures import DPI, FigureSpec, draw, method_colors
 
 LONG = (
     "L_BT + GP (ours) · gp.optimizer=adam, embedder.latent_dim=512 · cfg 0123abcd · data 89abcdef, "
@@ -114,7 +115,6 @@ def test_the_legend_and_every_name_in_it_lie_inside_the_canvas(figure: str, n: i
     canvas = FigureCanvasAgg(fig)
     fig.savefig(io.BytesIO(), format="png", dpi=DPI)  # lays the figure out as a render does
     renderer = canvas.get_renderer()
-    assert (round(fig.bbox.width), round(fig.bbox.height)) == spec.size
     (legend,) = fig.legends
     box = legend.get_window_extent(renderer)
     assert (
@@ -126,9 +126,10 @@ def test_the_legend_and_every_name_in_it_lie_inside_the_canvas(figure: str, n: i
     texts = legend.get_texts()
     # Every name is there in full: wrapped (line breaks where spaces were, or inside a word too
     # long for a line), never cut; and each inside the canvas.
-    assert [t.get_text().replace("\n", "").replace(" ", "") for t in texts] == [
-        label.replace(" ", "") for label in legend_labels(spec)
-    ]
+    shown = [t.get_text().replace("\n", "").replace(" ", "") for t in texts]
+    for name in _names(n):
+        squeezed = name.replace(" ", "")
+        assert sum(t in (squeezed, squeezed + "(AUSUC31.2±0.4)") for t in shown) == 1, name
     assert any("\n" in t.get_text() for t in texts)  # the long names did need wrapping
     for t in texts:
         tb = t.get_window_extent(renderer)
@@ -201,21 +202,3 @@ def test_critical_difference_names_lie_inside_the_canvas(n: int) -> None:
     for t in texts:
         tb = t.get_window_extent(renderer)
         assert fig.bbox.x0 <= tb.x0 and tb.x1 <= fig.bbox.x1, (t.get_text(), tb, fig.bbox)
-
-
-def test_a_figures_size_follows_from_its_labels_without_matplotlib() -> None:
-    """The pages give each figure's size (``--check`` compares them by their bytes), so the legend
-    layout is measured from a fixed table of the font's advances, not by whatever FreeType this
-    machine has: computing it imports no matplotlib."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\nfrom zslbench.leaderboard.figures import FigureSpec\n"
-        "s = FigureSpec(name='x', kind='synthetic', figure='per_class', title='t', data={'dataset': 'toy', "
-        "'series': [{'label': 'L_BT + GP (ours) · ' * 9, 'color': '#000000', 'ls': '-', 'marker': 'o', "
-        "'points': []}]})\nprint(s.size, 'matplotlib' in sys.modules)"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split(")")[1].strip() == "False" and proc.stdout.startswith("(720, ")

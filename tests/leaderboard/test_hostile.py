@@ -151,7 +151,7 @@ def test_hostile_names_make_no_link_and_no_markup_in_html_or_markdown(
         for target in _MD_LINK.findall(text):
             _assert_safe_target(target)
         assert not re.search(r"(?<!\\)<(img|script|u>)", text), page  # only escaped: \<img
-    assert "\\<script\\>alert(4)\\</script\\>" in (out / "custom.md").read_text()  # shown, escaped
+    assert "\\[c\\](javascript:alert\\`1\\`)" in (out / "custom.md").read_text()  # shown, escaped
 
 
 def test_a_record_file_named_javascript_links_as_a_relative_file(
@@ -179,9 +179,9 @@ def test_a_hash_in_a_dataset_name_keeps_every_provenance_link_working(
     results, out = tmp_path / "res", tmp_path / "lb"
     write_records(results, [make_record("mine#1", "gp", rep, kind="custom") for rep in range(2)])
     assert _render(results, out).exit_code == 0
-    for page in ("custom.html", "custom.md"):
+    for page in ("custom.html",):  # the Markdown page links to the HTML report's provenance
         text = (out / page).read_text()
-        targets = _html_links(text).targets if page.endswith(".html") else _MD_LINK.findall(text)
+        targets = _html_links(text).targets
         records = [t for t in targets if t.endswith(".json")]
         assert len(records) == 2
         for target in records:
@@ -547,3 +547,50 @@ def test_a_read_only_output_folder_is_one_line(tmp_path: Path, no_drawing) -> No
             folder.chmod(0o755)
     assert result.exit_code == 2 and "cannot write the leaderboard" in result.stderr
     assert _snapshot(out) == before
+
+
+# -- formulas in CSV files ------------------------------------------------------------------------
+
+
+def test_names_that_start_a_formula_are_text_in_every_csv(tmp_path: Path, no_drawing) -> None:
+    """Issue 42 item 4: a name starting with =, +, - or @ was written raw into every CSV, where a
+    spreadsheet runs it (``=HYPERLINK(...)``); it gets a leading ``'``, numbers stay numbers."""
+    import csv
+    import io
+
+    link = '=HYPERLINK("http://evil.example","click")'
+    results, out = tmp_path / "res", tmp_path / "lb"
+    records = [
+        make_record(
+            "+mine",
+            method,
+            rep,
+            kind="custom",
+            metrics={"H": 20.0 + rep + (5 if method == "gp" else 0)},
+            class_names=[link, "@sum(A1)", "-2+3"],
+            config_file="-cfg.toml",
+        )
+        for method in ("gp", "krr")
+        for rep in range(2)
+    ]
+    write_records(results, records)
+    assert _render(results, out).exit_code == 0
+    cells = [
+        cell
+        for path in sorted(out.glob("*.csv"))
+        for row in csv.reader(io.StringIO(path.read_text()))
+        for cell in row
+    ]
+    assert "'" + link in cells and "'@sum(A1)" in cells and "'-2+3" in cells
+    assert "'+mine" in cells and "'-cfg.toml" in cells
+    assert not [
+        c for c in cells if c.startswith(("=", "+", "@")) or (c[:1] == "-" and not _number(c))
+    ]
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -197,9 +197,28 @@ def test_csv_has_best_flags_and_keeps_sources_apart(rendered: Path) -> None:
 
 
 def test_html_is_self_contained(rendered: Path) -> None:
-    for page in ("index.html", "real.html", "synthetic.html"):
+    for page in ("real.html", "synthetic.html"):
         text = (rendered / page).read_text()
         assert "<style>" in text and "<script>" in text
         assert not re.search(r"""(src|href)=["']https?:""", text)
         for src in re.findall(r'<img src="([^"]+)"', text):
             assert (rendered / src).is_file()
+
+
+def test_the_csv_columns_are_the_aggregated_tables_the_same_on_every_page(rendered: Path) -> None:
+    """A page's CSV shows every one-value column of the board's aggregated table (each interval
+    spread out), so real.csv, holding one measured row, has the columns synthetic.csv has."""
+    from zslbench.leaderboard import collect, csvs
+
+    headers = {
+        name: next(csv.reader(io.StringIO((rendered / name).read_text())))
+        for name in ("real.csv", "synthetic.csv")
+    }
+    assert headers["real.csv"] == headers["synthetic.csv"]
+    agg = collect.aggregate(collect.dedupe(collect.load_runs(rendered / "records", rendered)[0])[0])
+    for key, how in csvs.csv_columns(agg).items():
+        name = csvs.RENAMED.get(key, key)
+        assert (f"{name}_ci_high" if how == "interval" else name) in headers["real.csv"], key
+    assert {"H_ci_high", "AUSUC_per_image_mean", "data_fingerprint", "citation"} <= set(
+        headers["real.csv"]
+    )

@@ -82,3 +82,48 @@ def test_every_reproduce_line_of_a_board_finds_its_runs_cached(project: Path) ->
         assert lines[-1] == f"{len(runs)} run(s): {len(runs)} cached, 0 to run"
         planned += len(runs)
     assert planned == 2 + 2 + 1 + 2
+
+
+METHOD_PLUGIN = """
+from zslbench.hookspecs import hookimpl
+from zslbench.methods import MethodSpec
+from zslbench_plugins.krr import KRRRegressor
+
+
+class Ridge(KRRRegressor):
+    name = "myridge"
+
+
+@hookimpl
+def zslbench_regressors():
+    return [Ridge]
+
+
+@hookimpl
+def zslbench_methods():
+    return [MethodSpec("ridge", model="prototype", components={"embedder": "identity", "regressor": "myridge"})]
+"""
+
+
+def test_the_reproduce_line_of_a_p_method_carries_p_and_runs_as_printed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 41: a method a ``-p`` module registers got a line without ``-p`` (``unknown method``)."""
+    (tmp_path / "my_zsl.py").write_text(METHOD_PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("zslbench.leaderboard.build.render_figure", fake_render_figure)
+    try:
+        args = ["-p", "my_zsl", "run", "--method", "krr,ridge", "--dataset", "toy"]
+        result = invoke_main(*args, "--results-dir", "res")
+        assert result.exit_code == 0, result.output
+        result = invoke_main("leaderboard", "--results-dir", "res", "--out", "lb")
+        assert result.exit_code == 0, result.output
+        commands = _commands((tmp_path / "lb" / "synthetic.md").read_text())
+        ridge = next(words for words in commands if "ridge" in words[words.index("--method") + 1])
+        assert ridge[:4] == ["zslbench", "-p", "my_zsl", "run"]
+        result = invoke_main(*ridge[1:], "--dry-run")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[-1].endswith("cached, 0 to run"), result.stdout
+        assert "ridge" in result.stdout
+    finally:
+        sys.modules.pop("my_zsl", None)

@@ -7,11 +7,12 @@ output directory, bytes), so that writing it and checking it against a committed
 Layout of the output directory::
 
     README.md                 index: what was measured, on what, how, how it compares
-    index.html                the landing page: a copy of the first HTML page with measured rows
-                              (real, else synthetic, else custom)
+    index.html                the landing page: a redirect to the first HTML page with measured
+                              rows (real, else synthetic, else custom)
     real.md, real.html        real benchmarks: measured rows (if any) + the reported rows
     synthetic.md, synthetic.html   embedded synthetic stand-ins only, titled as such
     custom.md, custom.html    the user's own datasets (only when there are such runs)
+                              (each HTML report holds everything, its Markdown page the tables)
     {kind}.csv, {kind}-train-time.csv, {kind}-per-class.csv, ({kind}-selection-audit.csv)
     reproducibility.md        per method, the runs made again on another machine and how far they moved
     figures/*.png, figures/*.svg
@@ -66,7 +67,7 @@ def texts(b: Board) -> dict[str, str]:
         out[html_name] = render.render("page.html.j2", page=page)
         for suffix, text in csvs.page_csvs(page, b.agg).items():
             out[f"{kind}{suffix}.csv"] = text
-    out[render.LANDING] = out[render.PAGE_FILES[render.landing_kind(b)][1]]
+    out[render.LANDING] = render.render("index.html.j2", target=render.landing_kind(b))
     return out
 
 

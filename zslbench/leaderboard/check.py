@@ -11,10 +11,10 @@ reported-numbers file, when they lie inside the output directory, as in the comm
 
 **It never writes or deletes through a link, and never leaves a board half-written.** A symbolic
 link at the output directory, or at any path the render writes or deletes (a file, or a folder on
-the way to it), is refused before anything is written. Every file is first written in full to an
-exclusive temporary file (``O_EXCL``, a random name) in its own folder, opened through folder
-handles that refuse links (``O_NOFOLLOW``); only when all of them are written are they renamed
-into place. A full disk or a read-only folder therefore fails with one line and changes nothing.
+the way to it), is refused before anything is written. Every file is first written in full into a
+hidden temporary folder inside the output directory; only when all of them are written are they
+moved into place with ``os.replace``. A full disk therefore fails with one line and changes
+nothing.
 
 How strict ``--check`` is, and why:
 
@@ -32,12 +32,8 @@ How strict ``--check`` is, and why:
 
 from __future__ import annotations
 
-import errno
 import os
-import re
-import secrets
-import stat
-import time
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -258,7 +254,6 @@ def write(
     produced = frozenset(a.path for a in site.artefacts)
     owned = owned_in(out_dir)
     refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign=overwrite_foreign)
-    clear_stale_temps(out_dir, produced | owned)
     stale = sorted(owned - produced)
     changed = [a for a in site.artefacts if not _same(out_dir / a.path, a.data)]
     if not changed and not stale:
@@ -267,17 +262,30 @@ def write(
     # First a manifest that lists every file this render may leave behind, so that a render killed
     # half-way still owns what it wrote; the complete manifest comes last.
     interim = manifest_bytes(site.artefacts, site.board.runs, site.board.superseded, extra=owned)
-    files = [(a.path, a.data) for a in changed if a.path != MANIFEST]
-    with Staging(out_dir) as staging:
-        first = staging.stage(MANIFEST, interim)
-        staged = [staging.stage(path, data) for path, data in files]
-        last = staging.stage(MANIFEST, final.data)
-        staging.commit(first)
-        for item in staged:
-            staging.commit(item)
-        for path in stale:
-            staging.delete(path)
-        staging.commit(last)
+    files = [(MANIFEST, interim)] + [(a.path, a.data) for a in changed if a.path != MANIFEST]
+    files.append((MANIFEST, final.data))
+    replaced = False
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        # Hidden, so never a file in the way; gone when this block ends, whatever happens.
+        with tempfile.TemporaryDirectory(prefix=".zslbench-render-", dir=out_dir) as tmp:
+            temps = [Path(tmp) / str(i) for i in range(len(files))]
+            for temp, (_, data) in zip(temps, files, strict=True):
+                temp.write_bytes(data)
+            for temp, (path, _) in zip(temps[:-1], files[:-1], strict=True):
+                (out_dir / path).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(temp, out_dir / path)  # replaces a link itself, never its target
+                replaced = True
+            for path in stale:
+                if (out_dir / path).is_file() and not (out_dir / path).is_symlink():
+                    (out_dir / path).unlink()
+            os.replace(temps[-1], out_dir / MANIFEST)
+    except OSError as exc:
+        changed_text = "some files were already replaced" if replaced else "nothing was changed"
+        raise UserError(
+            f"{out_dir.as_posix()}: cannot write the leaderboard ({exc.strerror or exc}); {changed_text}",
+            hint="free disk space, make the folder writable, or choose another --out",
+        ) from None
     return [a.path for a in changed]
 
 
@@ -301,167 +309,3 @@ def refuse_unsafe(
 
 def _same(target: Path, data: bytes) -> bool:
     return target.is_file() and not target.is_symlink() and target.read_bytes() == data
-
-
-class Staging:
-    """Exclusive temporary files in the output directory, renamed into place on commit.
-
-    Folders are opened with ``O_NOFOLLOW`` from the output directory down, so no write, rename or
-    delete goes through a link, whatever appears meanwhile. An ``OSError`` while staging (a full
-    disk, a read-only folder) removes every temporary file and raises a :class:`UserError` saying
-    that nothing was changed.
-    """
-
-    def __init__(self, out_dir: Path) -> None:
-        self.out_dir = Path(out_dir)
-        self._dirs: dict[str, int] = {}
-        self._temps: list[tuple[int, str]] = []
-        self._committed = False
-
-    def __enter__(self) -> Staging:
-        try:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._dirs[""] = os.open(self.out_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except OSError as exc:
-            raise self._failed(exc, "") from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for fd, name in self._temps:
-            try:
-                os.unlink(name, dir_fd=fd)
-            except OSError:
-                pass
-        for fd in self._dirs.values():
-            os.close(fd)
-
-    def _failed(self, exc: OSError, path: str) -> UserError:
-        where = (self.out_dir / path).as_posix() if path else self.out_dir.as_posix()
-        if exc.errno == errno.ELOOP:
-            return refuse_links([where])
-        changed = "some files were already replaced" if self._committed else "nothing was changed"
-        return UserError(
-            f"{where}: cannot write the leaderboard ({exc.strerror or exc}); {changed}",
-            hint="free disk space, make the folder writable, or choose another --out",
-        )
-
-    def _folder(self, rel: str) -> int:
-        """The handle of the folder ``rel`` (created if missing), never through a link."""
-        if rel in self._dirs:
-            return self._dirs[rel]
-        parent, _, name = rel.rpartition("/")
-        fd = self._folder(parent)
-        try:
-            os.mkdir(name, dir_fd=fd)
-        except FileExistsError:
-            pass
-        self._dirs[rel] = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-        return self._dirs[rel]
-
-    def stage(self, path: str, data: bytes) -> tuple[int, str, str]:
-        """Write ``data`` to a new temporary file beside ``path``; return what :meth:`commit` needs."""
-        folder, _, name = path.rpartition("/")
-        try:
-            fd = self._folder(folder)
-            if _is_link(name, fd):
-                raise OSError(errno.ELOOP, "a symbolic link", path)
-            temp = f".{name}.{TEMP_TAG}{os.getpid()}-{secrets.token_hex(8)}.tmp"
-            handle = os.open(
-                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=fd
-            )
-            self._temps.append((fd, temp))
-            with os.fdopen(handle, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:
-            raise self._failed(exc, path) from None
-        return fd, temp, name
-
-    def commit(self, item: tuple[int, str, str]) -> None:
-        fd, temp, name = item
-        try:
-            os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
-        except OSError as exc:
-            raise self._failed(exc, name) from None
-        self._temps.remove((fd, temp))
-        self._committed = True
-
-    def delete(self, path: str) -> None:
-        """Remove a file this board wrote; a link or a missing file is left alone."""
-        folder, _, name = path.rpartition("/")
-        try:
-            fd = (
-                self._folder(folder)
-                if folder in self._dirs or (self.out_dir / folder).is_dir()
-                else None
-            )
-        except OSError:
-            return
-        if fd is None or _is_link(name, fd):
-            return
-        try:
-            os.unlink(name, dir_fd=fd)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise self._failed(exc, path) from None
-
-
-#: Marks the temporary files of a render (``.NAME.zslbench-PID-HEX.tmp``), so that the next render
-#: can tell its own stale ones.
-TEMP_TAG = "zslbench-"
-_TEMP = re.compile(r"\.(?P<name>.+)\.(?:zslbench-(?P<pid>\d+)-)?[0-9a-f]{16}\.tmp")
-
-
-def clear_stale_temps(out_dir: Path, paths: frozenset[str] | set[str]) -> list[Path]:
-    """Remove the temporary files that a render killed mid-write left beside the files it writes
-    (``paths``, relative to ``out_dir``): only its own, ``.NAME.zslbench-PID-HEX.tmp`` of a
-    process that is gone, or ``.NAME.HEX.tmp`` (as written before 0.2) an hour old. Returns them."""
-    names: dict[Path, set[str]] = {}
-    for rel in paths:
-        sub, _, name = rel.rpartition("/")
-        names.setdefault(Path(out_dir) / sub, set()).add(name)
-    removed = []
-    for folder, wanted in sorted(names.items()):
-        if folder.is_symlink() or not folder.is_dir():
-            continue
-        for entry in os.scandir(folder):
-            match = _TEMP.fullmatch(entry.name)
-            if (
-                match is None
-                or match["name"] not in wanted
-                or not entry.is_file(follow_symlinks=False)
-            ):
-                continue
-            try:
-                if _abandoned(entry, match["pid"]):
-                    os.unlink(entry.path)
-                    removed.append(Path(entry.path))
-            except OSError:
-                continue
-    return removed
-
-
-def _abandoned(entry: os.DirEntry[str], pid: str | None) -> bool:
-    """A temporary file of a process that is gone, or (no pid) one an hour old."""
-    if pid is not None:
-        return int(pid) != os.getpid() and not _alive(int(pid))
-    return time.time() - entry.stat(follow_symlinks=False).st_mtime >= 3600
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process
-        return True
-    return True
-
-
-def _is_link(name: str, dir_fd: int) -> bool:
-    try:
-        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
-    except FileNotFoundError:
-        return False

@@ -7,25 +7,10 @@ from typing import Any
 
 import click
 
-from zslbench.console import terminal_text
+from zslbench.console import RESULTS_DIR, echo
 
 # scipy.stats, pandas and matplotlib are imported inside the commands, so that `zslbench --help`
 # stays fast (it imports this module to list the commands).
-
-
-#: The option every command here reads its records from.
-RESULTS_DIR = click.option(
-    "--results-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("results"),
-    show_default=True,
-    help="Directory of result records (searched recursively).",
-)
-
-
-def echo(text: str, err: bool = False) -> None:
-    """``click.echo`` of text that may quote a record's fields: never an escape sequence."""
-    click.echo(terminal_text(text), err=err)
 
 
 @click.group("leaderboard", invoke_without_command=True)

@@ -1,8 +1,15 @@
 """CSV files of a page, for analysis: one line per (row, dataset), full precision.
 
+The measured lines are the aggregated table (:func:`zslbench.leaderboard.collect.aggregate`) as it
+is: every column that holds one value (a text, a number, a flag, a list of texts) under its own
+name (a few renamed, :data:`RENAMED`), and each metric's interval as ``{metric}_mean``, ``_std``,
+``_n``, ``_ci_low``, ``_ci_high``; a metric added to the table is a column here too. Each tested
+metric adds its bold flag (``best_*``), its Holm-adjusted p-value against the column's best and the
+test's name, as the page's tables marked them.
+
 Numbers are rounded to 6 decimals (p-values to 4 significant digits) so that the bytes do not
-depend on the last bit of a float sum or a library's numerics. Each tested metric has its bold
-flag (``best_*``), its Holm-adjusted p-value against the column's best and the test's name.
+depend on the last bit of a float sum or a library's numerics. Every CSV passes :func:`to_csv`,
+which neutralises a text that a spreadsheet would run as a formula.
 """
 
 from __future__ import annotations
@@ -14,48 +21,46 @@ from typing import Any
 
 import pandas as pd
 
-from zslbench.leaderboard.collect import (
-    EXTRA_METRICS,
-    METRICS,
-    TESTED_METRICS,
-    dataset_label,
-    measured,
-)
+from zslbench import stats
+from zslbench.leaderboard.collect import TESTED_METRICS, dataset_label, measured
 from zslbench.leaderboard.model import Page
-from zslbench.leaderboard.tables import Cell, Column, Row, Table
+from zslbench.leaderboard.tables import Cell, Table
 
-#: CSV column stem of each metric: the headline AUSUC (per class, Chao et al.) and the per-image
-#: variant say which they are.
-CSV_METRIC = {m: m for m in ("A_T", "A_U", "A_S", "H", "AUSUC_per_image")} | {
-    "AUSUC": "AUSUC_per_class"
+#: Aggregated columns under another name in the CSV: what a reader of the file looks for (the
+#: headline AUSUC, per class as Chao et al. define it, says so beside the per-image variant).
+RENAMED = {
+    "label": "row",
+    "standard": "split_standard",
+    "data_fp": "data_fingerprint",
+    "versions": "zslbench_versions",
+    "commits": "git_commits",
+    "links": "records",
+    "AUSUC": "AUSUC_per_class",
 }
-#: The columns of a mean over seeds, in order.
+#: Aggregated columns left out: the row's identity within the board (the row label says it).
+LEFT_OUT = {"config_id", "method_rank", "row_key", "overrides"}
+#: The columns of an interval, in order.
 SPREAD = ("mean", "std", "n", "ci_low", "ci_high")
-PROVENANCE = "zslbench_versions git_commits date_first date_last devices records citation".split()
-MAIN_HEADER = (
-    "kind source table row method paper_name dataset comparable split_standard data_fingerprint schedule sweep config_files n".split()
-    + [f"{CSV_METRIC[m]}_{s}" for m in (*METRICS, *EXTRA_METRICS) for s in SPREAD]
-    + [f"{x}_{CSV_METRIC[m]}" for m in TESTED_METRICS for x in ("best", "p_vs_best", "test")]
-    + PROVENANCE
-)
-TIME_HEADER = (
-    "kind source row method dataset device runs train_s_median train_s_min "
-    "train_s_max train_runs_timed train_runs_busy busy_only train_runs_load_unknown "
-    "reported_min best records citation"
-).split()
-PER_CLASS_HEADER = (
-    "kind source dataset class share_of_unseen_pct n_test row accuracy_mean "
-    "accuracy_std n ci_low ci_high best p_vs_best test citation"
-).split()
-AUDIT_HEADER = (
-    "kind row method dataset seed clean_H test_selected_H inflation_H "
-    "test_selected_epoch rule records"
-).split()
+#: The first columns of every CSV, in this order; the others follow as the lines give them.
+FIRST = ("kind", "source", "table", "row", "method", "paper_name", "dataset")
+#: A training time's fields (``collect._times``) as the CSV names them.
+TIME_NAMES = {
+    "median": "train_s_median",
+    "min": "train_s_min",
+    "max": "train_s_max",
+    "n": "train_runs_timed",
+    "busy": "train_runs_busy",
+    "unknown": "train_runs_load_unknown",
+}
+#: Leading characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def num(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, (bool, str)):
+        return flag(value) if isinstance(value, bool) else value
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -66,26 +71,76 @@ def num(value: Any) -> str:
     return repr(int(value)) if value == int(value) and abs(value) < 1e15 else repr(value)
 
 
-def _spread(value: Any) -> tuple[Any, ...]:
-    """The :data:`SPREAD` columns of an interval or a cell: mean, std, n, 95% interval."""
-    return (num(value.mean), num(value.std), value.n, num(value.low), num(value.high))
-
-
 def p_text(value: float | None) -> str:
     return "" if value is None or not math.isfinite(value) else f"{value:.4g}"
 
 
-def flag(value: bool) -> str:
+def flag(value: Any) -> str:
     return str(bool(value)).lower()
 
 
-def to_csv(header: list[str], lines: list[dict[str, Any]]) -> str:
-    """The lines under ``header``; a column a line lacks, or holds None, is empty."""
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def cell_text(value: Any) -> str:
+    """A CSV cell: a name from a record (a method, a dataset, a class) that a spreadsheet would run
+    as a formula (``=HYPERLINK(...)``) gets a leading ``'``, so it is shown as the text it is; a
+    number (``-0.5``) is left as it is."""
+    text = "" if value is None else str(value)
+    if text.startswith(FORMULA_START) and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def to_csv(lines: list[dict[str, Any]], first: tuple[str, ...] = FIRST) -> str:
+    """The lines under one header: ``first``, then every other column in the order the lines
+    first name it; a column a line lacks is empty."""
+    header = list(dict.fromkeys([*first, *(k for line in lines for k in line)]))
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, header, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(lines)
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([cell_text(h) for h in header])
+    writer.writerows([cell_text(line.get(h)) for h in header] for line in lines)
     return buf.getvalue()
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def csv_columns(agg: pd.DataFrame) -> dict[str, str]:
+    """The aggregated columns a CSV shows, each as ``"interval"``, ``"texts"`` (joined by ``;``)
+    or ``"value"``: those whose every value is one of these; the rest (per-class lists, curves,
+    values by seed) have CSV files or pages of their own."""
+    out = {}
+    for key in agg.columns:
+        values = list(agg[key])
+        if key in LEFT_OUT or not values:
+            continue
+        if all(isinstance(v, stats.Interval) for v in values):
+            out[key] = "interval"
+        elif all(_is_texts(v) for v in values):
+            out[key] = "texts"
+        elif not any(isinstance(v, (dict, list, tuple, stats.Interval)) for v in values):
+            out[key] = "value"
+    return out
+
+
+def _columns(e: Any, columns: dict[str, str]) -> dict[str, Any]:
+    """An aggregated row's :func:`csv_columns`, renamed, its intervals spread out."""
+    out: dict[str, Any] = {}
+    for key, how in columns.items():
+        value, name = getattr(e, key), RENAMED.get(key, key)
+        if how == "interval":
+            spread = (value.mean, value.std, value.n, value.low, value.high)
+            out.update({f"{name}_{s}": num(v) for s, v in zip(SPREAD, spread, strict=True)})
+        else:
+            out[name] = ";".join(value) if how == "texts" else num(value)
+    return out
 
 
 def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
@@ -101,65 +156,39 @@ def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
     return out
 
 
-def _entry_fields(kind: str, e: Any) -> dict[str, Any]:
-    """What every measured line of an aggregated row says: its page kind, row, method, dataset and
-    records."""
-    return {
-        "kind": kind,
-        "row": e.label,
-        "method": e.method,
-        "dataset": dataset_label(e.dataset, kind),
-        "records": ";".join(e.links),
-    }
-
-
-def _cited(row: Row) -> dict[str, str]:
-    """A reported row's devices and citation (empty without provenance)."""
-    return {
-        "devices": ", ".join(row.prov.devices) if row.prov else "",
-        "citation": row.prov.citation if row.prov else "",
-    }
+def _measured_line(
+    kind: str, e: Any, columns: dict[str, str], marks: dict[tuple[str, str, str], Cell]
+) -> dict[str, Any]:
+    ds = dataset_label(e.dataset, kind)
+    line = {"source": "measured", "table": "sweep" if e.sweep else "main", **_columns(e, columns)}
+    line.update(dataset=ds, comparable=flag(e.standard and e.compared))
+    for m in TESTED_METRICS:
+        cell, name = marks.get((e.label, ds, m)), RENAMED.get(m, m)
+        line[f"best_{name}"] = flag(cell is not None and cell.best)
+        line[f"p_vs_best_{name}"] = p_text(cell.p) if cell else ""
+        line[f"test_{name}"] = cell.test if cell else ""
+    return line
 
 
 def main_csv(page: Page, agg: pd.DataFrame) -> str:
     """Tidy: one line per (row, dataset). Measured lines (sweep runs included, with their values)
     come from ``agg``; reported lines from the tables. Never a line of both."""
-    marks = _marked_cells(page.tables + page.sweep_tables)
+    marks, columns = _marked_cells(page.tables + page.sweep_tables), csv_columns(agg)
+    # Every page's CSV has the same columns: those of the board's whole table.
+    first = next(agg.itertuples(index=False), None)
+    header = [*_measured_line(page.kind, first, columns, {})] if first is not None else []
     rows = (agg[agg["kind"] == page.kind] if not agg.empty else agg).itertuples(index=False)
-    lines = [_measured_line(page.kind, e, marks) for e in rows]
-    return to_csv(MAIN_HEADER, lines + _reported_lines(page))
+    lines = [_measured_line(page.kind, e, columns, marks) for e in rows]
+    return to_csv(lines + _reported_lines(page), (*FIRST, *header, "devices", "citation"))
 
 
-def _measured_line(kind: str, e: Any, marks: dict[tuple[str, str, str], Cell]) -> dict[str, Any]:
-    line = {
-        **_entry_fields(kind, e),
-        "source": "measured",
-        "table": "sweep" if e.sweep else "main",
-        "paper_name": e.paper_name,
-        "comparable": flag(bool(e.standard) and bool(e.compared)),
-        "split_standard": flag(e.standard),
-        "data_fingerprint": e.data_fp,
-        "schedule": e.schedule,
-        "sweep": e.sweep,
-        "config_files": ";".join(e.config_files),
-        "n": e.n,
-        "zslbench_versions": ";".join(e.versions),
-        "git_commits": ";".join(e.commits),
-        "date_first": e.date_first,
-        "date_last": e.date_last,
-        "devices": ";".join(e.devices),
+def _cited(row: Any) -> dict[str, str]:
+    """A reported row's devices and citation (empty without provenance)."""
+    prov = row.prov
+    return {
+        "devices": ", ".join(prov.devices) if prov else "",
+        "citation": prov.citation if prov else "",
     }
-    ds = line["dataset"]
-    for m in (*METRICS, *EXTRA_METRICS):
-        line |= {
-            f"{CSV_METRIC[m]}_{s}": v for s, v in zip(SPREAD, _spread(getattr(e, m)), strict=True)
-        }
-    for m in TESTED_METRICS:
-        cell = marks.get((e.label, ds, m))
-        line[f"best_{CSV_METRIC[m]}"] = flag(cell is not None and cell.best)
-        line[f"p_vs_best_{CSV_METRIC[m]}"] = p_text(cell.p) if cell else ""
-        line[f"test_{CSV_METRIC[m]}"] = cell.test if cell else ""
-    return line
 
 
 def _reported_lines(page: Page) -> list[dict[str, Any]]:
@@ -181,18 +210,29 @@ def _reported_lines(page: Page) -> list[dict[str, Any]]:
                     "paper_name": row.name,
                     "dataset": ds,
                     "comparable": "true",
-                    **{f"best_{CSV_METRIC[m]}": "false" for m in TESTED_METRICS},
+                    **{f"best_{RENAMED.get(m, m)}": "false" for m in TESTED_METRICS},
                     **_cited(row),
                 },
             )
-            line[f"{CSV_METRIC[metric]}_mean"] = num(table.cell(row, column).mean)
+            line[f"{RENAMED.get(metric, metric)}_mean"] = num(table.cell(row, column).mean)
     return list(emitted.values())
+
+
+def _entry_fields(kind: str, e: Any) -> dict[str, Any]:
+    """Who a line of a measured row is: its page kind, row, method, dataset and records."""
+    ds = dataset_label(e.dataset, kind)
+    return {
+        "kind": kind,
+        "row": e.label,
+        "method": e.method,
+        "dataset": ds,
+        "records": ";".join(e.links),
+    }
 
 
 def time_csv(page: Page, agg: pd.DataFrame) -> str:
     """Median training times per device model (busy runs left out where quiet ones exist, and
     counted), and the reported minutes."""
-    kind = page.kind
     best = {
         (t.params["device"], r.prov.label, key): c.best
         for t in page.time_tables
@@ -200,86 +240,79 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
         if r.prov
         for key, c in r.cells.items()
     }
-    lines: list[dict[str, Any]] = []
-    for e in measured(agg, kind).itertuples(index=False):
-        ds = dataset_label(e.dataset, kind)
+    lines = [
+        {
+            **_entry_fields(page.kind, e),
+            "source": "measured",
+            "device": device,
+            **{TIME_NAMES.get(k, k): num(v) for k, v in t.items()},
+            "best": flag(best.get((device, e.label, dataset_label(e.dataset, page.kind)))),
+        }
+        for e in measured(agg, page.kind).itertuples(index=False)
+        for device, t in e.times.items()
+    ]
+    table = page.reported_time
+    if table is not None:
         lines += [
             {
-                **_entry_fields(kind, e),
-                "source": "measured",
-                "device": device,
-                "runs": t["runs"],
-                "train_s_median": num(t["median"]),
-                "train_s_min": num(t["min"]),
-                "train_s_max": num(t["max"]),
-                "train_runs_timed": t["n"],
-                "train_runs_busy": t["busy"],
-                "busy_only": flag(t["busy_only"]),
-                "train_runs_load_unknown": t["unknown"],
-                "best": flag(bool(best.get((device, e.label, ds)))),
+                "kind": page.kind,
+                "source": "reported",
+                "row": row.label,
+                "method": row.method,
+                "dataset": column.key,
+                "device": _cited(row)["devices"],
+                "reported_min": num((cell.sort_value or 0.0) / 60.0),
+                "best": "false",
+                "citation": _cited(row)["citation"],
             }
-            for device, t in e.times.items()
+            for row in table.rows
+            for column in table.columns
+            if not column.descriptive and not (cell := table.cell(row, column)).missing
         ]
-    return to_csv(TIME_HEADER, lines + _reported_time_lines(page))
-
-
-def _reported_time_lines(page: Page) -> list[dict[str, Any]]:
-    table = page.reported_time
-    if table is None:
-        return []
-    return [
-        {
-            "kind": page.kind,
-            "source": "reported",
-            "row": row.label,
-            "method": row.method,
-            "dataset": column.key,
-            "device": _cited(row)["devices"],
-            "reported_min": num((cell.sort_value or 0.0) / 60.0),
-            "best": "false",
-            "citation": _cited(row)["citation"],
-        }
-        for row in table.rows
-        for column in table.columns
-        if not column.descriptive
-        if not (cell := table.cell(row, column)).missing
-    ]
+    # Measured and reported columns alike on every page, whichever lines it has.
+    first = ("kind", "source", "row", "method", "dataset", "device", "runs", *TIME_NAMES.values())
+    return to_csv(lines, (*first, "busy_only", "reported_min", "best", "records", "citation"))
 
 
 def per_class_csv(page: Page) -> str:
+    """One line per (class, row) of the page's per-class tables, measured and reported."""
     lines = []
-    for source, group in (
+    for source, tables in (
         ("measured", page.per_class_tables),
         ("reported", page.reported_per_class),
     ):
-        for table in group:
+        for table in tables:
             for row in table.rows:
-                lines += [
-                    _per_class_line(page.kind, source, table, row, column)
-                    for column in table.columns
-                    if column.key.startswith("m:") and not table.cell(row, column).missing
-                ]
-    return to_csv(PER_CLASS_HEADER, lines)
-
-
-def _per_class_line(
-    kind: str, source: str, table: Table, row: Row, column: Column
-) -> dict[str, Any]:
-    share, n_test, cell = row.cells.get("share"), row.cells.get("n_test"), table.cell(row, column)
-    return {
-        "kind": kind,
-        "source": source,
-        "dataset": table.dataset,
-        "class": row.label,
-        "share_of_unseen_pct": num(share.mean if share else None),
-        "n_test": n_test.text() if n_test and not n_test.missing else "",
-        "row": column.title,
-        **dict(zip(("accuracy_mean", "accuracy_std", *SPREAD[2:]), _spread(cell), strict=True)),
-        "best": flag(cell.best),
-        "p_vs_best": p_text(cell.p),
-        "test": cell.test,
-        "citation": row.prov.citation if (row.prov and source == "reported") else "",
-    }
+                share, n_test = row.cells.get("share"), row.cells.get("n_test")
+                for column in table.columns:
+                    cell = table.cell(row, column)
+                    if not column.key.startswith("m:") or cell.missing:
+                        continue
+                    lines.append(
+                        {
+                            "kind": page.kind,
+                            "source": source,
+                            "dataset": table.dataset,
+                            "class": row.label,
+                            "share_of_unseen_pct": num(share.mean if share else None),
+                            "n_test": n_test.text() if n_test and not n_test.missing else "",
+                            "row": column.title,
+                            "accuracy_mean": num(cell.mean),
+                            "accuracy_std": num(cell.std),
+                            **dict(
+                                zip(
+                                    SPREAD[2:], map(num, (cell.n, cell.low, cell.high)), strict=True
+                                )
+                            ),
+                            "best": flag(cell.best),
+                            "p_vs_best": p_text(cell.p),
+                            "test": cell.test,
+                            "citation": row.prov.citation
+                            if (row.prov and source == "reported")
+                            else "",
+                        }
+                    )
+    return to_csv(lines, ("kind", "source", "dataset", "class"))
 
 
 def audit_csv(page: Page, agg: pd.DataFrame) -> str:
@@ -287,17 +320,13 @@ def audit_csv(page: Page, agg: pd.DataFrame) -> str:
     lines = [
         {
             **_entry_fields(page.kind, e),
-            "seed": a["seed"],
-            "clean_H": num(a["clean_H"]),
-            "test_selected_H": num(a["test_selected_H"]),
+            **{k: num(v) for k, v in a.items()},
             "inflation_H": num(a["test_selected_H"] - a["clean_H"]),
-            "test_selected_epoch": a["test_selected_epoch"],
-            "rule": a["rule"],
         }
         for e in measured(agg, page.kind).itertuples(index=False)
         for a in e.audits
     ]
-    return to_csv(AUDIT_HEADER, lines)
+    return to_csv(lines, ("kind", "row", "method", "dataset", "seed"))
 
 
 def page_csvs(page: Page, agg: pd.DataFrame) -> dict[str, str]:

@@ -8,15 +8,15 @@ not when another matplotlib or FreeType version rasterises the same data to diff
 
 Byte-for-byte determinism with one matplotlib: no dates in the SVG (``Date: None``), a fixed
 ``svg.hashsalt``, no software/time chunks in the PNG, the Agg backend, fonts from matplotlib's own
-DejaVu Sans, and a fixed canvas size (no ``bbox_inches="tight"``). Names are drawn as plain text
+DejaVu Sans, and a canvas cut tight around what is drawn (``bbox_inches="tight"``). Names are drawn as plain text
 (``text.parse_math`` off: a ``$`` in a name is a dollar sign, not mathtext).
 
 Every method has one colour in every figure of the board (:func:`method_colors`); rows of one
 method (other configurations) share it and differ by line style and marker. Legends sit below
-the axes, never clipped: long names are wrapped to the canvas width, the columns are as many as
-fit, and the canvas grows downwards by the legend's height (:func:`legend_layout`, measured from a
-fixed table of the font's advance widths, so that a page knows each figure's size without drawing,
-the same on every machine). A figure of a synthetic or custom dataset says so in a line of its own above the
+the axes, never clipped: long names are wrapped to their column, the columns are as many as fit,
+the canvas grows downwards by about the legend's height (:func:`_legend_layout`, from character
+counts), and the saved image is cut tight around what is drawn; the pages give no image size (the
+browser takes it from the file). A figure of a synthetic or custom dataset says so in a line of its own above the
 title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard.markup.unique_slugs`).
 """
 
@@ -29,11 +29,11 @@ import io
 import json
 import math
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from zslbench.leaderboard.collect import (
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
-STYLE_VERSION = 5
+STYLE_VERSION = 6
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
 SIZE = (
@@ -61,15 +61,11 @@ SIZE = (
 )  # inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px
 WIDE = (12.0, 3.7)  # one panel per metric (sweeps), the full width of the report
 LEGEND_FONT = 8.0  # points (RC's legend.fontsize)
-#: Legend spacing in font sizes (matplotlib's defaults, except a narrower column gap).
-HANDLE = 2.0 + 0.8  # handlelength + handletextpad
-COLUMN_GAP = 1.5
-LINE = 1.3  # height of one text line, generous
-ROW_GAP = 0.5  # labelspacing
-PAD = 0.4  # borderpad
+#: A character's width in em, generous for DejaVu Sans (most of its advances are 0.5-0.65 em):
+#: how legend and diagram labels are wrapped; the tight cut of the saved image covers the rest.
+CHAR_EM = 0.62
 MAX_COLUMNS = 6
 CD_FONT = 8.5  # points, the critical-difference diagram's labels
-MARGIN = 8.0  # points either side of the legend: constrained layout's pads and a safety margin
 #: Up to this many classes, the per-class figure names each class on its axis.
 NAMED_CLASSES = 24
 #: Distinct colours, one per method in the board's method order; more methods than this get
@@ -121,18 +117,17 @@ class FigureSpec:
         return (f"figures/{self.name}.png", f"figures/{self.name}.svg")
 
     @property
-    def size(self) -> tuple[int, int]:
+    def canvas(self) -> tuple[float, float]:
+        """The canvas drawn on, in inches, before a legend grows it (the saved image is then cut
+        tight around what is drawn)."""
         if self.figure == "cd":
             k = len(self.data["methods"])
-            w, h = WIDE[0], 1.4 + 0.1 * len(self.data["cliques"]) + 0.3 * math.ceil(k / 2)
-        else:
-            w, h = WIDE if self.figure == "sweep" else SIZE
-            h += legend_layout(tuple(legend_labels(self)), w).height
-        return int(w * DPI), int(round(h * DPI))
+            return WIDE[0], 1.4 + 0.1 * len(self.data["cliques"]) + 0.3 * math.ceil(k / 2)
+        return WIDE if self.figure == "sweep" else SIZE
 
     @property
     def wide(self) -> bool:
-        return self.size[0] > 900
+        return self.figure in ("sweep", "cd")
 
 
 def _r(value: Any, digits: int = 4) -> float | None:
@@ -363,132 +358,39 @@ def _curve_label(s: dict[str, Any]) -> str:
     )
 
 
-def legend_labels(spec: FigureSpec) -> list[str]:
-    """The legend's entries of a figure, in the order its drawing adds them."""
-    return FIGURES[spec.figure].legend(spec.data)
-
-
-def _curve_legend(data: dict[str, Any]) -> list[str]:
-    return [_curve_label(s) for s in data["series"]] + [OPERATING_POINT_LABEL]
-
-
-def _time_legend(data: dict[str, Any]) -> list[str]:
-    labels = list(dict.fromkeys(p["label"] for p in data["points"])) + list(data["datasets"])
-    return labels + ([BUSY_LABEL] if any(p["busy"] for p in data["points"]) else [])
-
-
-def _series_legend(data: dict[str, Any]) -> list[str]:
-    return [s["label"] for s in data["series"]]
-
-
-@dataclass(frozen=True)
-class LegendLayout:
-    labels: tuple[str, ...]  # wrapped to the canvas width
-    ncols: int
-    height: float  # inches the legend adds below the axes
-
-
-#: Advance widths of DejaVu Sans (the figures' font, shipped with matplotlib), in 1/2048 em, of
-#: the characters below: a legend's layout, and so a figure's size on the page, follows from its
-#: labels alone, the same with any matplotlib or FreeType version (``--check`` compares pages by
-#: their bytes). Any other character counts as 1 em, the widest.
-_GLYPHS = (
-    " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
-    "·±–—×≥≤…‡†αγΔ"
-)
-_WIDTHS = (
-    "651 821 942 1716 1303 1946 1597 563 799 799 1024 1716 651 739 651 690 1303 1303 "
-    "1303 1303 1303 1303 1303 1303 1303 1303 690 690 1716 1716 1716 1087 2048 1401 1405 1430 "
-    "1577 1294 1178 1587 1540 604 604 1343 1141 1767 1532 1612 1235 1612 1423 1300 1251 1499 "
-    "1401 2025 1403 1251 1403 799 690 799 1716 1024 1024 1255 1300 1126 1300 1260 721 1300 "
-    "1298 569 569 1186 569 1995 1298 1253 1300 1300 842 1067 803 1298 1212 1675 1212 1212 "
-    "1075 1303 690 1303 1716 651 1716 1024 2048 1716 1716 1716 2048 1024 1024 1350 1212 1401"
-)
-_ADVANCES = dict(zip(_GLYPHS, map(int, _WIDTHS.split()), strict=True))
-
-
-@functools.lru_cache(maxsize=65536)
-def _text_width(text: str) -> float:
-    """Width in points of one line of legend text as the PNG draws it: each glyph's advance
-    rounded up to whole pixels at :data:`DPI` (hinting rounds them), plus 2% to spare."""
-    px = LEGEND_FONT * DPI / 72.0
-    return sum(math.ceil(_ADVANCES.get(ch, 2048) / 2048 * px) for ch in text) * 72.0 / DPI * 1.02
-
-
-def _wrap_counted(label: str, width: float) -> tuple[str, int]:
-    """``label`` broken into lines of at most ``width`` points, after a space, ``=`` or ``,``
-    where it can, and inside a word longer than a line; with the number of such cuts."""
-    lines: list[str] = []
-    cuts = 0
-    for paragraph in label.split("\n"):
-        line = ""
-        for word in re.split(r"(?<=[ =,])", paragraph):
-            if _text_width(line + word) <= width:
-                line += word
-                continue
-            if line.strip():
-                lines.append(line.rstrip())
-            while _text_width(word) > width and len(word) > 1:  # a word longer than a line
-                cut = max([1, *(i for i in range(1, len(word)) if _text_width(word[:i]) <= width)])
-                lines.append(word[:cut])
-                word = word[cut:]
-                cuts += 1
-            line = word
-        lines.append(line.rstrip())
-    return "\n".join(lines), cuts
-
-
 @functools.lru_cache(maxsize=256)
-def legend_layout(labels: tuple[str, ...], width_in: float) -> LegendLayout:
-    """How a legend of ``labels`` fits under the axes of a canvas ``width_in`` wide: in the
-    number of columns (up to :data:`MAX_COLUMNS`) that cuts the fewest words and then makes it
-    shortest, each label wrapped to its column's width, and the height it takes."""
+def _legend_layout(labels: tuple[str, ...], width_in: float) -> tuple[list[str], int, float]:
+    """How a legend of ``labels`` fits under the axes of a canvas ``width_in`` wide: the labels
+    wrapped to their column, as many columns as fit (up to :data:`MAX_COLUMNS`), and about the
+    height in inches it adds (matplotlib fills columns first, the first ones one entry longer)."""
     if not labels:
-        return LegendLayout((), 1, 0.0)
-    f = LEGEND_FONT
-    room = width_in * 72.0 - 2 * MARGIN - 2 * PAD * f
-    best: LegendLayout | None = None
-    best_key = (0, 0.0)
-    for ncols in range(1, min(MAX_COLUMNS, len(labels)) + 1):
-        column = (room - (ncols - 1) * COLUMN_GAP * f) / ncols - HANDLE * f
-        if column < 6 * f:
-            break
-        counted = [_wrap_counted(label, column) for label in labels]
-        wrapped = tuple(text for text, _ in counted)
-        cuts = sum(n for _, n in counted)
-        heights = [(w.count("\n") + 1) * LINE * f for w in wrapped]
-        # matplotlib fills a legend column by column, the first columns one entry longer
-        tallest = max(
-            sum(heights[i] for i in c) + (len(c) - 1) * ROW_GAP * f
-            for c in np.array_split(range(len(labels)), ncols)
-        )
-        layout = LegendLayout(wrapped, ncols, round((tallest + 2 * PAD * f + MARGIN) / 72.0, 2))
-        if best is None or (cuts, layout.height) < best_key:
-            best, best_key = layout, (cuts, layout.height)
-    assert best is not None
-    return best
+        return [], 1, 0.0
+    room = int((width_in * 72.0 - 24.0) / (LEGEND_FONT * CHAR_EM))  # characters across
+    longest = max(len(label) for label in labels)
+    ncols = max(1, min(MAX_COLUMNS, len(labels), room // (min(longest, 40) + 5)))
+    wrapped = [textwrap.fill(label, room // ncols - 5) for label in labels]
+    per = math.ceil(len(labels) / ncols)
+    lines = max(
+        sum(w.count("\n") + 1.4 for w in wrapped[c : c + per]) for c in range(0, len(wrapped), per)
+    )
+    return wrapped, ncols, round((lines * 1.3 * LEGEND_FONT + 16.0) / 72.0, 2)
 
 
-def _legend_below(fig: Any, ax: Any, spec: FigureSpec) -> None:
-    """The legend under the axes, outside them: it never covers a curve or a point, and never
-    leaves the canvas (:func:`legend_layout`)."""
-    handles, labels = ax.get_legend_handles_labels()
-    if not handles:
+def _legend_below(fig: Any, ax: Any) -> None:
+    """The legend under the axes, outside them: it never covers a curve or a point; the canvas
+    grows by about its height (:func:`_legend_layout`), and the saved image is cut tight."""
+    from matplotlib.container import ErrorbarContainer
+
+    pairs = list(zip(*ax.get_legend_handles_labels(), strict=True))
+    if not pairs:
         return
-    wanted = legend_labels(spec)
-    # legend_labels out of step with the drawing: a bug here, never a user's error
-    if sorted(wanted) != sorted(labels):  # pragma: no cover
-        raise AssertionError(f"{spec.name}: legend entries {labels} differ from {wanted}")
-    # In legend_labels' order (matplotlib lists plain lines before error bars).
-    pool = list(zip(labels, handles, strict=True))
-    ordered = []
-    for label in wanted:
-        i = next(i for i, (x, _) in enumerate(pool) if x == label)
-        ordered.append(pool.pop(i)[1])
-    layout = legend_layout(tuple(wanted), spec.size[0] / DPI)
-    kw = dict(handlelength=2.0, handletextpad=0.8, columnspacing=COLUMN_GAP, labelspacing=ROW_GAP)
-    where = {"loc": "outside lower center", "ncols": layout.ncols, "borderpad": PAD}
-    fig.legend(ordered, list(layout.labels), **where, **kw)
+    # Methods (error bars) before the keys of markers (plain lines), as they were drawn.
+    pairs.sort(key=lambda pair: not isinstance(pair[0], ErrorbarContainer))
+    width, height = fig.get_size_inches()
+    wrapped, ncols, extra = _legend_layout(tuple(label for _, label in pairs), float(width))
+    fig.set_size_inches(width, height + extra)
+    handles = [handle for handle, _ in pairs]
+    fig.legend(handles, wrapped, loc="outside lower center", ncols=ncols, columnspacing=1.5)
 
 
 # --- drawing ----------------------------------------------------------------------------------
@@ -500,11 +402,11 @@ def draw(spec: FigureSpec) -> Any:
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(RC):
-        w, h = spec.size
         # The critical-difference diagram places its one axes itself.
-        size = (w / DPI, h / DPI)
-        fig = Figure(figsize=size, dpi=DPI, layout=None if spec.figure == "cd" else "constrained")
-        FIGURES[spec.figure].draw(fig, spec)
+        fig = Figure(
+            figsize=spec.canvas, dpi=DPI, layout=None if spec.figure == "cd" else "constrained"
+        )
+        FIGURES[spec.figure](fig, spec)
         title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
         color = "black" if spec.kind == "real" else TAG_COLOR
         fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, color=color)
@@ -519,7 +421,8 @@ def render_figure(spec: FigureSpec) -> dict[str, bytes]:
     with matplotlib.rc_context(RC):
         png, svg = io.BytesIO(), io.BytesIO()
         sha = spec.data_sha256
-        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: sha})
+        tight = {"bbox_inches": "tight", "pad_inches": 0.05}
+        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: sha}, **tight)
         if spec.figure != "cd":
             fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
         about = {
@@ -527,7 +430,7 @@ def render_figure(spec: FigureSpec) -> dict[str, bytes]:
             "Creator": "zslbench leaderboard",
             "Description": f"{HASH_KEY}={sha}",
         }
-        fig.savefig(svg, format="svg", metadata=about)
+        fig.savefig(svg, format="svg", metadata=about, **tight)
     png_name, svg_name = spec.files
     return {png_name: png.getvalue(), svg_name: svg.getvalue()}
 
@@ -549,7 +452,7 @@ def _draw_curves(fig: Any, spec: FigureSpec) -> None:
     ax.set_ylabel("seen-class accuracy A_S (%)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    _legend_below(fig, ax, spec)
+    _legend_below(fig, ax)
 
 
 def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
@@ -577,7 +480,7 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     _plain_log_axis(ax)
     ax.set_xlabel("median training time per run, train (s, log scale)")
     ax.set_ylabel("harmonic mean H (%)")
-    _legend_below(fig, ax, spec)
+    _legend_below(fig, ax)
 
 
 def _plain_log_axis(ax: Any, which: str = "x", subs: tuple[float, ...] = (1.0, 2.0, 5.0)) -> None:
@@ -611,7 +514,7 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
         ys = [p["acc"][0] for p in pts]
         ax.errorbar(xs, ys, yerr=yerr, **style, alpha=0.85, label=s["label"], **look)
     _class_axis(ax, order, named)
-    _legend_below(fig, ax, spec)
+    _legend_below(fig, ax)
 
 
 def _first_shares(series: list[dict[str, Any]]) -> dict[str, float]:
@@ -680,7 +583,7 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
             ax.errorbar(xs, ys, yerr=yerr, **style, **bars, label=s["label"])
         _sweep_panel(ax, metric, spec.data["param"], axis)
     axes[0].set_ylabel("%")
-    _legend_below(fig, axes[0], spec)
+    _legend_below(fig, axes[0])
 
 
 def _sweep_panel(ax: Any, metric: str, param: str, axis: _SweepAxis) -> None:
@@ -712,16 +615,13 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     lo, hi = 1.0, float(max(k, 2))
     # The rank axis takes the middle; the labels the sides, as wide as the widest label needs
     # (at most 45% of the canvas each, labels wrapped to 40%), so that no name leaves the canvas.
-    width = fig.get_figwidth() * 72.0
-    scale = CD_FONT / LEGEND_FONT
+    width, char = fig.get_figwidth() * 72.0, CD_FONT * CHAR_EM
     labels = [
-        _wrap_counted(f"{m['label']} ({m['rank']:.2f})", (0.40 * width - 2 * MARGIN) / scale)[0]
+        textwrap.fill(f"{m['label']} ({m['rank']:.2f})", int((0.40 * width - 16) / char))
         for m in methods
     ]
-    widest = max(
-        (_text_width(line) * scale for text in labels for line in text.split("\n")), default=0.0
-    )
-    side = max(0.25, min(0.45, (widest + 2 * MARGIN) / width + 0.04))
+    widest = max((len(line) * char for text in labels for line in text.split("\n")), default=0.0)
+    side = max(0.25, min(0.45, (widest + 16) / width + 0.04))
     span = (hi - lo) / (1.0 - 2 * side)
     ax.set_xlim(lo - side * span, hi + side * span)
     half = math.ceil(k / 2)
@@ -753,21 +653,13 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
         ax.plot(xs, [y, y], color="black", lw=3.0, solid_capstyle="butt")
 
 
-@dataclass(frozen=True)
-class _Figure:
-    """How a figure is drawn, and its legend's entries (from its data) in the order drawn."""
-
-    draw: Callable[[Any, FigureSpec], None]
-    legend: Callable[[dict[str, Any]], list[str]]
-
-
-#: Every figure a board draws, by :attr:`FigureSpec.figure`.
-FIGURES = {
-    "curves": _Figure(_draw_curves, _curve_legend),
-    "h_vs_time": _Figure(_draw_h_vs_time, _time_legend),
-    "per_class": _Figure(_draw_per_class, _series_legend),
-    "sweep": _Figure(_draw_sweep, _series_legend),
-    "cd": _Figure(_draw_cd, lambda _data: []),
+#: How each figure a board draws (:attr:`FigureSpec.figure`) is drawn.
+FIGURES: dict[str, Callable[[Any, FigureSpec], None]] = {
+    "curves": _draw_curves,
+    "h_vs_time": _draw_h_vs_time,
+    "per_class": _draw_per_class,
+    "sweep": _draw_sweep,
+    "cd": _draw_cd,
 }
 
 

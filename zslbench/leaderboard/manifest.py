@@ -16,18 +16,13 @@ MANIFEST = "manifest.json"
 #: reads past it as an input, never as a file in the way.
 PLUGINS_NAME = "plugins.toml"
 GENERATOR = "zslbench leaderboard"
-#: How manifests began before the ``generator`` field (the committed board's, until it is
-#: re-rendered): they are ours too.
-LEGACY_ABOUT = "Rendered by `zslbench leaderboard` from result records"
 
 
 def is_own_manifest(doc: Any) -> bool:
     """Whether a parsed manifest.json was written by ``zslbench leaderboard``."""
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
         return False
-    return doc.get("generator") == GENERATOR or (
-        doc.get("schema") == 1 and str(doc.get("about", "")).startswith(LEGACY_ABOUT)
-    )
+    return doc.get("generator") == GENERATOR
 
 
 def owned_files(manifest: Path) -> set[str] | None:

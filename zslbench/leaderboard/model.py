@@ -116,7 +116,7 @@ class Facts:
 
 @dataclass
 class Page:
-    """Everything one page (Markdown and HTML alike) shows."""
+    """Everything one page shows (its HTML report all of it, its Markdown page the tables)."""
 
     kind: str
     facts: Facts
@@ -278,8 +278,40 @@ def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
     )
     by_name = by_plugin_name(e)
     dataset = _arg(e.data_path, root) if e.data_path and not by_name else e.dataset
-    plugins: tuple[str, ...] = (e.data_plugin,) if by_name and e.data_plugin_p else ()
-    return (e.method, dataset, opts, e.sweep_params, e.folder, plugins)
+    plugins = ({e.data_plugin} if by_name and e.data_plugin_p else set()) | _p_components(e.config)
+    return (e.method, dataset, opts, e.sweep_params, e.folder, tuple(sorted(plugins)))
+
+
+def _p_components(config: Any) -> set[str]:
+    """The ``-p`` modules that provided a run's components: a record names each component's plugin
+    and, for an installed third-party one, its distribution; a plugin with neither a distribution
+    nor a built-in's name was a ``-p`` module (a qualified ``dist:name`` never is). A method a
+    ``-p`` module registers from built-in components alone is not told apart: the record does not
+    name the method's plugin."""
+    comps = config.get("components") if isinstance(config, dict) else None
+    return {
+        c["plugin"]
+        for c in (comps.values() if isinstance(comps, dict) else ())
+        if isinstance(c, dict)
+        and isinstance(c.get("plugin"), str)
+        and "distribution" not in c
+        and ":" not in c["plugin"]
+        and c["plugin"] not in _builtin_plugins()
+    }
+
+
+@functools.cache
+def _builtin_plugins() -> frozenset[str]:
+    """The plugin names of zslbench's own entry points."""
+    from importlib.metadata import entry_points
+
+    from zslbench.registry import BUILTIN_DISTRIBUTION, ENTRY_POINT_GROUP
+
+    return frozenset(
+        ep.name
+        for ep in entry_points(group=ENTRY_POINT_GROUP)
+        if ep.dist is not None and ep.dist.name == BUILTIN_DISTRIBUTION
+    )
 
 
 def _sweep_options(sweep: dict[str, dict[str, Any]]) -> tuple[str, ...]:

@@ -10,7 +10,9 @@ Two environments share the templates in ``templates/``:
 
 The prose a page says is written once, in ``prose.j2``, whose macros both formats import; they
 mark code, links and emphasis through ``fmt`` (:class:`MarkdownFormat` or :class:`HtmlFormat`),
-so the two formats say the same things. Links pass :func:`~zslbench.leaderboard.markup.safe_href`:
+so that what both formats say is said alike. The HTML report of a page holds everything; its
+Markdown page (what GitHub shows) is the compact one: the commands and the tables, each row linked
+to its provenance in the HTML report. Links pass :func:`~zslbench.leaderboard.markup.safe_href`:
 relative paths, anchors and http(s) only.
 """
 
@@ -34,7 +36,7 @@ PAGE_FILES = {
     "synthetic": ("synthetic.md", "synthetic.html", "synthetic stand-ins"),
     "custom": ("custom.md", "custom.html", "custom datasets"),
 }
-#: The HTML file a browser opens first: a copy of the landing page (:func:`landing_kind`).
+#: The HTML file a browser opens first: a redirect to the landing page (:func:`landing_kind`).
 LANDING = "index.html"
 #: Per-class tables longer than this start folded in HTML (CUB has 50 unseen classes, SUN 72).
 FOLD_ROWS = 15
@@ -67,9 +69,6 @@ class MarkdownFormat(_Format):
 
     def link(self, label: Any, href: str) -> Markup:
         return Markup(f"[{md_finalize(label)}]({safe_href(href)})")
-
-    def image(self, alt: Any, href: str) -> Markup:
-        return Markup(f"![{md_finalize(alt)}]({safe_href(href)})")
 
 
 class HtmlFormat(_Format):
