@@ -6,11 +6,11 @@ them is chosen by the test, which makes the expected medians, means, spreads and
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
+from zslbench import identity as ident
+from zslbench import records
 from zslbench.records import Record, write_record
 
 PAPER_NAMES = {
@@ -57,7 +57,6 @@ def make_record(
     class_names: list[str] | None = None,
     with_curve: bool = True,
     data_fp: str = "datafp",
-    config_id: str | None = None,
     selection_audit: dict[str, Any] | None = None,
 ) -> Record:
     """A complete record. Unspecified metrics derive from fixed defaults; ``oversubscribed=None``
@@ -67,25 +66,41 @@ def make_record(
     m = {"A_T": 50.0, "A_U": 40.0, "A_S": 60.0, "H": 48.0, "AUSUC": 30.0}
     m.update(metrics or {})
     params = dict(params or {"latent_dim": 64})
+    regressor: dict[str, Any] = {}
+    # what the run set, as the resolved hyperparameters it ran with (the configuration id is
+    # computed from those, as zslbench.prepare does)
+    for key, value in {**(overrides or {}), **(sweep or {})}.items():
+        target, _, param = key.partition(".")
+        (regressor if target in ("regressor", "gp") else params)[param or key] = value
     config: dict[str, Any] = {
         "method": method,
         "components": {
             "embedder": {"name": "bt", "plugin": "embedders", "params": params},
-            "regressor": {"name": "gp", "plugin": "gp", "params": {}},
+            "regressor": {"name": "gp", "plugin": "gp", "params": regressor},
         },
+        "search": {},
         "overrides": overrides or {},
     }
     if sweep is not None:
         config["sweep"] = sweep
     if config_file is not None:
         config["config_file"] = config_file
-    cid = (
-        config_id
-        or hashlib.sha256(
-            json.dumps([method, params, overrides or {}, sweep or {}], sort_keys=True).encode()
-        ).hexdigest()
+    cid = records.config_id(
+        method,
+        {role: (c["name"], c["params"]) for role, c in config["components"].items()},
+        config["search"],
     )
-    key = hashlib.sha256(f"{cid}|{data_fp}|{seed}|{device_type}".encode()).hexdigest()
+    components = {
+        role: {
+            "component": c["name"],
+            "module": f"zslbench_plugins.{c['plugin']}",
+            "digest": "0" * 16,
+            "modules": {},
+        }
+        for role, c in config["components"].items()
+    }
+    identity = ident.run_identity(cid, data_fp, seed, device_type, components)
+    key = ident.run_key(identity, records.SCHEMA_VERSION)
     gammas = [0.0, 0.5, 1.0, 2.0]
     curve = (
         {
@@ -123,7 +138,7 @@ def make_record(
         }
     )
     return Record(
-        run_id=f"{dataset}__{method}__{cid[:8]}__{data_fp[:8]}__{device_type}__s{seed}",
+        run_id=records.run_name(dataset, method, cid, data_fp, device_type, seed),
         key=key,
         config_id=cid,
         code_fingerprint="code",
@@ -167,6 +182,7 @@ def make_record(
         started_at=finished_at,
         finished_at=finished_at,
         selection_audit=selection_audit,
+        identity=identity,
     )
 
 

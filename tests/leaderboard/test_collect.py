@@ -113,7 +113,6 @@ def test_groups_split_on_method_config_and_split_standardness(tmp_path: Path) ->
         make_record(method="bt-gp", repetition=0, params={"latent_dim": 32}),
         make_record(method="bt-gp", repetition=0, standard=False, data_fp="other"),
     ]
-    records[-1].run_id += "-nonstandard"  # another file (the runner names runs without the split)
     agg, _ = _agg(tmp_path, records)
     assert sorted(agg["n"]) == [1, 1, 1, 2]
     labels = set(agg["label"])
@@ -127,8 +126,10 @@ def test_groups_split_on_method_config_and_split_standardness(tmp_path: Path) ->
 def test_newest_record_per_seed_wins(tmp_path: Path) -> None:
     old = make_record(repetition=0, metrics={"H": 10.0}, finished_at="2025-01-01T00:00:00+00:00")
     new = make_record(repetition=0, metrics={"H": 30.0}, finished_at="2025-02-01T00:00:00+00:00")
-    old.run_id += "-old"
-    agg, superseded = _agg(tmp_path, [old, new])
+    folder = tmp_path / "r"
+    write_records(folder, [old])
+    (folder / f"{old.run_id}.json").rename(folder / f"{old.run_id}-old.json")  # another file
+    agg, superseded = _agg(tmp_path, [new])
     assert agg.iloc[0]["n"] == 1 and agg.iloc[0]["H"].mean == 30.0
     assert len(superseded) == 1 and superseded.iloc[0]["H"] == 10.0
 

@@ -102,7 +102,7 @@ def _edit_schema(raw: dict) -> None:
     [
         (_edit_metrics, "its content does not match its digest (edited or damaged)"),
         (_edit_standard, "its content does not match its digest (edited or damaged)"),
-        (_edit_schema, "schema version 1, this zslbench reads 2"),
+        (_edit_schema, "schema version 1, this zslbench reads 3"),
     ],
 )
 def test_edited_record_is_never_published_and_fails_check(
