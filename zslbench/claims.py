@@ -8,6 +8,8 @@ naming what disagrees (:func:`check`):
 - its ``key`` is the key of its ``identity`` (:func:`zslbench.identity.run_key`);
 - its ``config_id`` is the id of its own ``config`` (method, components and hyperparameters), and
   the identity's; its method is its configuration's;
+- its seed is the one its base seed, dataset and repetition derive
+  (:func:`zslbench.identity.derive_seed`);
 - its data fingerprint, seed and device type are the identity's, and the fingerprint is the one
   its split's content parts give;
 - its ``run_id`` is one of the two names of such a run (:func:`zslbench.records.run_name`);
@@ -95,6 +97,12 @@ def _check_identity(record: Record, data_fp: Any, dev_type: Any) -> None:
         raise RecordError(
             f"its config_id {_short(record.config_id)} is not the id of its own "
             f"configuration ({_short(own)}): the record claims another configuration"
+        )
+    seed = ident.derive_seed(record.base_seed, record.dataset, record.repetition)
+    if record.seed != seed:
+        raise RecordError(
+            f"its seed {record.seed} is not the seed of repetition {record.repetition} of base "
+            f"seed {record.base_seed} on {record.dataset!r} ({seed})"
         )
     for name, claimed, own_value in (
         ("config_id", idn.get("config_id"), record.config_id),

@@ -12,12 +12,15 @@ how far the others moved.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from zslbench.files import atomic_write_text
+from zslbench.files import atomic_write_text, read_folder_file
+from zslbench.records import is_finite
 
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
 SUFFIX = ".rechecks"
@@ -62,34 +65,96 @@ def path_for(record_path: Path) -> Path:
     return Path(record_path).with_suffix(SUFFIX)
 
 
+class RechecksError(Exception):
+    """A ``.rechecks`` file that is not a list of recheck entries (the message says why)."""
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``folder`` itself while a ``.rechecks`` file is read,
+    extended and replaced: two ``--recheck`` runs of one record then append in turn instead of
+    each replacing the file with its own copy (which lost half of 400 entries). The lock is on
+    the folder, so no lock file is left behind, and the kernel releases it if the run dies; one
+    file per entry would have changed the format of the committed files and of every reader."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no flock; appends are then unserialised
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def append(record_path: Path, entry: dict[str, Any]) -> Path:
-    """Add ``entry`` to the record's ``.rechecks`` file (written whole, atomically)."""
+    """Add ``entry`` to the record's ``.rechecks`` file (written whole, atomically, under a lock
+    on the folder so that concurrent appends all land)."""
     path = path_for(record_path)
-    entries = read(path)
-    entries.append(entry)
-    atomic_write_text(path, json.dumps(entries, indent=1, sort_keys=True) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _folder_lock(path.parent):
+        try:
+            entries = read(path) if path.exists() else []
+        except RechecksError:
+            entries = []  # not ours to keep: the record's rechecks start again
+        entries.append(entry)
+        atomic_write_text(path, json.dumps(entries, indent=1, sort_keys=True) + "\n")
     return path
 
 
+def _check_entry(entry: Any) -> str | None:
+    """Why ``entry`` is not a recheck entry the summary can read, or None."""
+    if not isinstance(entry, dict):
+        return "holds an entry that is not an object"
+    delta = entry.get("delta")
+    if not isinstance(delta, dict) or not all(is_finite(v) for v in delta.values()):
+        return "holds a delta that is not an object of finite numbers"
+    for side in ("recorded", "again"):
+        if not isinstance(entry.get(side), dict):
+            return f"holds a {side!r} that is not an object"
+        if not is_finite(entry[side].get("gamma", 0.0)):
+            return f"holds a {side}.gamma that is not a finite number"
+    if not isinstance(entry.get("bit_identical", False), bool):
+        return "holds a bit_identical that is not true or false"
+    return None
+
+
 def read(path: Path) -> list[dict[str, Any]]:
-    """The entries of one ``.rechecks`` file ([] when absent or unreadable)."""
+    """The entries of one ``.rechecks`` file; ``RechecksError`` (saying why) when it cannot be
+    read or any entry is malformed: the file's content is untrusted."""
     try:
-        body = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return (
-        [e for e in body if isinstance(e, dict) and isinstance(e.get("delta"), dict)]
-        if isinstance(body, list)
-        else []
-    )
+        body = json.loads(read_folder_file(Path(path)).decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RechecksError(f"cannot be read ({exc})") from None
+    except (ValueError, RecursionError):
+        raise RechecksError("is not JSON") from None
+    if not isinstance(body, list):
+        raise RechecksError("is not a JSON list of recheck entries")
+    for entry in body:
+        why = _check_entry(entry)
+        if why is not None:
+            raise RechecksError(why)
+    return body
 
 
-def read_all(results_dir: Path) -> list[dict[str, Any]]:
-    """Every recheck under ``results_dir``."""
-    out: list[dict[str, Any]] = []
+def read_all(results_dir: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, str]]]:
+    """Every recheck under ``results_dir``, and ``(path, why)`` for each ``.rechecks`` file
+    skipped as malformed. A file without its record beside it (an orphan: the record was removed
+    or renamed) is ignored: it says nothing about any run on the board."""
+    entries: list[dict[str, Any]] = []
+    refused: list[tuple[Path, str]] = []
     for path in sorted(Path(results_dir).rglob(f"*{SUFFIX}")):
-        out += read(path)
-    return out
+        if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
+            continue
+        if not path.with_suffix(".json").is_file():
+            continue
+        try:
+            entries += read(path)
+        except RechecksError as exc:
+            refused.append((path, str(exc)))
+    return entries, refused
 
 
 def summary(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -114,7 +179,9 @@ def summary(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "bit_identical": sum(bool(e.get("bit_identical")) for e in group),
                 "metrics_identical": sum(not any(e["delta"].values()) for e in group),
                 "max_abs_dH": max(abs(float(e["delta"].get("H", 0.0))) for e in group),
-                "max_abs_d": max(abs(float(v)) for e in group for v in e["delta"].values()),
+                "max_abs_d": max(
+                    (abs(float(v)) for e in group for v in e["delta"].values()), default=0.0
+                ),
                 "machines": machines,
             }
         )

@@ -20,7 +20,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from zslbench.files import atomic_write_text
+from zslbench.files import atomic_write_text, read_folder_file
 
 SCHEMA_VERSION = 2
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
@@ -209,6 +209,8 @@ def _check_names(raw: dict[str, Any]) -> None:
     for name in ("repetition", "base_seed", "seed"):
         if not isinstance(raw.get(name), int) or isinstance(raw[name], bool):
             raise RecordError(f"field {name!r} is not an integer")
+    if raw["repetition"] < 0:
+        raise RecordError(f"repetition {raw['repetition']} is negative")
 
 
 def _check_metrics(raw: dict[str, Any]) -> None:
@@ -313,7 +315,7 @@ def read_record(path: Path) -> Record:
     """Read one record; ``RecordError`` when the file is unreadable, not JSON, or not a valid,
     intact record."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_folder_file(Path(path)).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"cannot be read ({exc})") from None
     try:

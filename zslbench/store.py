@@ -22,7 +22,7 @@ from typing import Any
 
 from zslbench import records
 from zslbench.errors import ConfigError
-from zslbench.files import atomic_write_text
+from zslbench.files import atomic_write_text, read_folder_file
 from zslbench.records import Record, RecordError
 
 #: Below this much free space the results dir is refused up front (records are ~100 KiB each).
@@ -120,9 +120,9 @@ def clear_failure_note(path: Path, *, other_configs: bool = False) -> None:
         ):
             continue
         try:
-            if note.is_symlink() or not note.is_file() or note.stat().st_size > 4096:
+            if note.is_symlink():
                 continue
-            if note.read_text(encoding="utf-8", errors="replace").count("\n") != 1:
+            if read_folder_file(note, 4096).decode("utf-8", "replace").count("\n") != 1:
                 continue
             note.unlink()
         except OSError:
@@ -133,7 +133,8 @@ def failure_note(path: Path) -> str | None:
     """The one-line reason of this run's last failure: the ``<run_id>.failed`` note beside its
     record's path (written by the runner when a run fails, removed when it succeeds)."""
     try:
-        text = failure_note_path(path).read_text(encoding="utf-8", errors="replace").strip()
+        raw = read_folder_file(failure_note_path(path))
+        text = raw.decode("utf-8", errors="replace").strip()
     except OSError:
         return None
     first = text.splitlines()[0] if text else "no reason kept"

@@ -77,7 +77,7 @@ def build(
     out_dir = Path(out_dir)
     b = board(Path(results_dir), out_dir, reported_path)
     pages = texts(b)
-    rechecked = reproducibility.page(Path(results_dir))
+    rechecked = reproducibility.page(Path(results_dir), b.warnings)
     if rechecked is not None:
         pages[reproducibility.FILE] = rechecked
     artefacts = [Artefact(path, text.encode("utf-8")) for path, text in sorted(pages.items())]

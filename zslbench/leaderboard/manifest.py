@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from zslbench.files import read_folder_file
+
 MANIFEST = "manifest.json"
 #: The board's list of third-party plugins (``zslbench board``), beside the pages: the render
 #: reads past it as an input, never as a file in the way.
@@ -37,7 +39,7 @@ def owned_files(manifest: Path) -> set[str] | None:
     if Path(manifest).is_symlink():
         return None
     try:
-        doc = json.loads(Path(manifest).read_text(encoding="utf-8"))
+        doc = json.loads(read_folder_file(Path(manifest)).decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not is_own_manifest(doc):

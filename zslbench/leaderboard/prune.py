@@ -6,20 +6,31 @@ it from the cache: its code, data, protocol or resolved configuration has change
 written. Such a record still shows on the board (an old row beside the new one, or the only row,
 with numbers that the code no longer produces); pruning removes it.
 
-Only files that are valid, intact zslbench records (their digest checks) are ever removed, never
-through a symbolic link and never outside the results folder; any other file is left alone. A
-record that cannot be planned here (its plugin is not installed, its data is missing, it ran on a
-GPU and this machine has none) is kept, and said so.
+Each record is checked alone: a record that cannot be planned here (its plugin is not installed,
+its data is missing, it ran on a GPU and this machine has none) is kept, and said so, and says
+nothing about the other records of its configuration. Listing writes nothing, so a read-only
+results folder can be listed. Only files that are valid, intact zslbench records (their digest
+checks) are ever removed, never through a symbolic link and never outside the results folder,
+with the files the harness wrote beside each (its ``.rechecks`` and ``.failed``); any other file
+is left alone.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from zslbench.errors import UserError
+
+#: ``expected(row) -> identity``: what the current code would run for the record of this row
+#: (a row of :func:`zslbench.results.read_runs`); raises :class:`CannotPlan` saying why not.
+Planner = Callable[[Any], dict[str, Any]]
+
+
+class CannotPlan(Exception):
+    """A record that cannot be planned on this machine (the message says why): it is kept."""
 
 
 @dataclass
@@ -31,18 +42,40 @@ class PruneReport:
     current: int = 0
 
 
-def _group_key(row: Any) -> tuple[Any, ...]:
-    """Records that one ``zslbench run`` request can plan together."""
-    overrides = tuple(sorted((k, repr(v)) for k, v in row.overrides_map.items()))
-    sweep = tuple(sorted((k, repr(v)) for k, v in row.sweep_map.items()))
-    return (overrides, sweep, int(row.base_seed), row.device_type, row.config_file)
+def stale_records(results_dir: Path, registry: Any, data_dir: Path | None = None) -> PruneReport:
+    """Compare every record's key with the key the current code plans for it (see the module)."""
+    from zslbench.results import board_files, read_runs
+
+    runs, _refused = read_runs(Path(results_dir), skip=board_files(Path(results_dir)))
+    return compare_keys(runs, planner(registry, Path(results_dir), data_dir))
 
 
-def _dataset_arg(row: Any) -> str:
-    """How ``--dataset`` names the record's dataset (as the Reproduce line does)."""
-    from zslbench.leaderboard.collect import by_plugin_name
+def compare_keys(runs: Any, expected: Planner) -> PruneReport:
+    """Count each record whose key is the planned one as current, list the others as stale (with
+    why) and those that cannot be planned as unknown (with why)."""
+    from zslbench import identity as ident
+    from zslbench.records import SCHEMA_VERSION
+    from zslbench.results import valid_record
 
-    return row.data_path if row.data_path and not by_plugin_name(row) else row.dataset
+    report = PruneReport()
+    for row in runs.itertuples(index=False):
+        path = Path(row.path)
+        try:
+            identity = expected(row)
+        except CannotPlan as exc:
+            report.unknown.append((path, str(exc)))
+            continue
+        record = valid_record(path)
+        if isinstance(record, Exception):  # changed since it was read: leave it alone
+            continue
+        if record.key == ident.run_key(identity, SCHEMA_VERSION):
+            report.current += 1
+            continue
+        why = ident.difference(ident.recorded_identity(record), identity)
+        report.stale.append((path, why))
+    report.stale.sort()
+    report.unknown.sort()
+    return report
 
 
 def _config_path(config_file: str, results_dir: Path) -> Path:
@@ -57,96 +90,117 @@ def _config_path(config_file: str, results_dir: Path) -> Path:
     return path
 
 
-def stale_records(results_dir: Path, registry: Any, data_dir: Path | None = None) -> PruneReport:
-    """Plan every record's run with the current code and compare keys (see the module)."""
-    from zslbench.leaderboard.collect import load_runs
-
-    runs, _refused = load_runs(results_dir, link_base=results_dir)
-    report = PruneReport()
-    groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
-    for row in runs.itertuples(index=False):
-        groups[_group_key(row)].append(row)
-    for key, rows in sorted(groups.items(), key=lambda kv: repr(kv[0])):
-        planned = _plan(key, rows, results_dir, registry, data_dir, report)
-        if planned is not None:
-            _compare_keys(rows, planned, report)
-    report.stale.sort()
-    report.unknown.sort()
-    return report
-
-
-def _plan(
-    key: tuple[Any, ...],
-    rows: list[Any],
-    results_dir: Path,
-    registry: Any,
-    data_dir: Path | None,
-    report: PruneReport,
-) -> list[Any] | None:
-    """The runs the current code plans for one group of records, or None (each record then listed
-    in ``report.unknown`` with why)."""
+def planner(registry: Any, results_dir: Path, data_dir: Path | None) -> Planner:
+    """What the current code would run for a record: its configuration planned as repetition 0
+    (as ``zslbench run --dry-run`` plans it, without the check that the folder is writable), and
+    the record's own seed put in, so that no repetition it claims costs anything. A plan and a
+    loaded dataset are reused by every record that shares them."""
     import torch
 
-    from zslbench import api
-    from zslbench.planning import plan_grid
+    from zslbench import claims, identity, provenance
+    from zslbench.api import MissingData, loader
+    from zslbench.planning import load_checked, plan_dataset
+    from zslbench.prepare import prepare_grid
+    from zslbench.request import grid_request
+    from zslbench.store import RecordIndex
 
-    _, _, base_seed, device_type, config_file = key
-    why = ""
-    if device_type == "cuda" and not torch.cuda.is_available():
-        why = "ran on a GPU; this machine has none to plan it on"
-    else:
-        first = rows[0]
+    load = loader(registry, data_dir)
+    index: list[Any] = []  # read once, on the first record planned
+    loaded: dict[tuple[str, bool], Any] = {}
+    plans: dict[tuple[Any, ...], tuple[str, dict[str, Any]] | CannotPlan] = {}
+
+    def plan_one(key: tuple[Any, ...], row: Any) -> tuple[str, dict[str, Any]]:
+        sets, sweeps, base_seed, device_type, config_file, method, dataset, standard = key
+        if device_type == "cuda" and not torch.cuda.is_available():
+            raise CannotPlan("ran on a GPU; this machine has none to plan it on")
         config = _config_path(config_file, results_dir) if config_file else None
         try:
-            request, _ = api.grid_request(
+            request, _ = grid_request(
                 registry,
-                methods=sorted({r.method for r in rows}),
-                datasets=sorted({_dataset_arg(r) for r in rows}),
+                methods=[method],
+                datasets=[dataset],
                 config=config,
-                seeds=max(int(r.repetition) for r in rows) + 1,
+                seeds=1,
                 base_seed=base_seed,
                 device=device_type,
                 results_dir=results_dir,
                 data_dir=data_dir,
-                sets=dict(first.overrides_map),
-                sweeps={k: [v] for k, v in first.sweep_map.items()},
-                allow_nonstandard_split=not all(bool(r.standard) for r in rows),
+                sets=dict(row.overrides_map),
+                sweeps={k: [v] for k, v in row.sweep_map.items()},
+                allow_nonstandard_split=not standard,
             )
-            return list(plan_grid(request, registry, api.loader(registry, request.data_dir)))
-        except api.MissingData as exc:
-            why = f"cannot plan it: {exc.lines[0]}"
+            configs = prepare_grid(request, registry)
+            (name,) = request.datasets  # a file's path resolved to the name it registers
+            if (name, standard) not in loaded:
+                loaded[name, standard] = load_checked(request, registry, load, name)
+            _data, kind, verdict, _info = loaded[name, standard]
+            if not index:
+                index.append(RecordIndex.read(results_dir, claims.declared_datasets(registry)))
+            runs = plan_dataset(
+                configs,
+                dataset=name,
+                data_fingerprint=verdict.fingerprint,
+                results_dir=request.results_dir,
+                seeds=1,
+                base_seed=request.base_seed,
+                device=request.device,
+                device_name=str(provenance.device_info(request.device)["name"]),
+                force=False,
+                index=index[0],
+                config_file=request.config_file,
+                schedule=request.schedule,
+                kind=kind,
+            )
+        except MissingData as exc:
+            raise CannotPlan(f"cannot plan it: {exc.lines[0]}") from None
         except UserError as exc:
-            why = f"cannot plan it: {exc.one_line()}"
-    report.unknown += [(Path(r.path), why) for r in rows]
-    return None
+            raise CannotPlan(f"cannot plan it: {exc.one_line()}") from None
+        if len(runs) != 1:
+            raise CannotPlan("its own configuration no longer plans it")
+        return runs[0].dataset, runs[0].identity
 
-
-def _compare_keys(rows: list[Any], planned: list[Any], report: PruneReport) -> None:
-    """Count each record whose key the plan gives as current, list the others as stale, with why."""
-    from zslbench import identity as ident
-    from zslbench.results import valid_record
-
-    keys = {p.key for p in planned}
-    by_slot = {(p.dataset, p.method, p.repetition): p for p in planned}
-    for row in rows:
-        record = valid_record(Path(row.path))
-        if isinstance(record, Exception):  # changed since it was read: leave it alone
-            continue
-        if record.key in keys:
-            report.current += 1
-            continue
-        plan = by_slot.get((row.dataset, row.method, int(row.repetition)))
-        why = (
-            ident.difference(ident.recorded_identity(record), plan.identity)
-            if plan is not None
-            else "its own configuration no longer plans it"
+    def expected(row: Any) -> dict[str, Any]:
+        # a dataset opened from its file is named by its path, as the Reproduce line does
+        by_name = row.data_plugin not in ("", "open_dataset")
+        dataset = row.data_path if row.data_path and not by_name else row.dataset
+        key = (
+            tuple(sorted((k, repr(v)) for k, v in row.overrides_map.items())),
+            tuple(sorted((k, repr(v)) for k, v in row.sweep_map.items())),
+            int(row.base_seed),
+            row.device_type,
+            row.config_file,
+            row.method,
+            dataset,
+            bool(row.standard),
         )
-        report.stale.append((Path(row.path), why))
+        if key not in plans:
+            try:
+                plans[key] = plan_one(key, row)
+            except CannotPlan as exc:
+                plans[key] = exc
+        found = plans[key]
+        if isinstance(found, CannotPlan):
+            raise found
+        planned_name, planned = found
+        seed = identity.derive_seed(int(row.base_seed), planned_name, int(row.repetition))
+        return {**planned, "seed": seed}
+
+    return expected
+
+
+def companions(path: Path) -> list[Path]:
+    """The files the harness wrote beside the record at ``path``, named after it: its rechecks
+    and its failure note."""
+    from zslbench.rechecks import path_for
+    from zslbench.store import failure_note_path
+
+    return [path_for(path), failure_note_path(path)]
 
 
 def remove(results_dir: Path, paths: list[Path]) -> list[Path]:
     """Delete these record files: each must be a valid record (checked again now), a plain file
-    inside ``results_dir``, not reached through a link. Returns the files removed."""
+    inside ``results_dir``, not reached through a link; its companions (:func:`companions`) go
+    with it, when they are plain files. Returns the records removed."""
     from zslbench.results import valid_record
 
     root = Path(results_dir).resolve()
@@ -158,4 +212,7 @@ def remove(results_dir: Path, paths: list[Path]) -> list[Path]:
             continue
         path.unlink()
         removed.append(path)
+        for other in companions(path):
+            if not other.is_symlink() and other.is_file():
+                other.unlink()
     return removed

@@ -12,9 +12,14 @@ from zslbench.leaderboard.markup import md_escape
 FILE = "reproducibility.md"
 
 
-def page(results_dir: Path) -> str | None:
-    """The page's Markdown, or None when no run under ``results_dir`` was rechecked."""
-    rows = rechecks.summary(rechecks.read_all(Path(results_dir)))
+def page(results_dir: Path, warnings: list[str] | None = None) -> str | None:
+    """The page's Markdown, or None when no run under ``results_dir`` was rechecked; a malformed
+    ``.rechecks`` file is skipped, with a line naming it added to ``warnings``."""
+    entries, refused = rechecks.read_all(Path(results_dir))
+    for path, why in refused:
+        if warnings is not None:
+            warnings.append(f"{path.as_posix()}: skipped, not a valid rechecks file: {why}")
+    rows = rechecks.summary(entries)
     if not rows:
         return None
     lines = [
