@@ -18,10 +18,17 @@ from tests.leaderboard.lb_factory import make_record, write_records
 from tests.test_cli import THIRD_PARTY
 from tests.test_rechecks import _record
 from zslbench import identity as ident
-from zslbench import rechecks, results
 from zslbench.data.synthetic import generate
 from zslbench.leaderboard import reproducibility
-from zslbench.records import SCHEMA_VERSION, Record, RecordError, read_record
+from zslbench.records import (
+    SCHEMA_VERSION,
+    Record,
+    RecordError,
+    read_record,
+    rechecks,
+    results,
+    valid_record,
+)
 from zslbench_plugins import npz
 from zslbench_plugins.synthetic import SHAPES
 
@@ -129,7 +136,7 @@ def _write(res: Path, raw: dict) -> Path:
 def test_a_record_whose_seed_is_not_its_repetitions_is_refused(tmp_path, krr_record):
     raw = dict(krr_record, repetition=10**8)
     path = _write(tmp_path / "res", raw)
-    found = results.valid_record(path)
+    found = valid_record(path)
     assert isinstance(found, RecordError)
     assert str(found).startswith("its seed ") and "repetition 100000000" in str(found)
 

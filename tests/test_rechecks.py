@@ -7,7 +7,7 @@ import json
 from types import SimpleNamespace
 
 from tests.cli_helpers import invoke_main
-from zslbench import rechecks
+from zslbench.records import rechecks
 
 
 def _record(device: str, h: float, gamma: float = 0.5) -> SimpleNamespace:

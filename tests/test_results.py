@@ -12,7 +12,7 @@ import pytest
 
 import zslbench
 from tests.leaderboard.lb_factory import make_record, write_records
-from zslbench import results
+from zslbench.records import results
 
 
 def test_load_results_is_one_row_per_record_with_the_documented_columns(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ Every path is relative to the board folder, ``zslbench board --dir DIR`` (defaul
 rendered pages; ``--plugins``, ``--results-dir`` and ``--out`` name another file or folder.
 
 ``accept`` (:func:`accept`) takes a record only when it is valid and its claims agree
-(:mod:`zslbench.claims`), it is a run of a listed method from the listed distribution on a
+(:mod:`zslbench.records.validation`), it is a run of a listed method from the listed distribution on a
 synthetic stand-in, and it replaces no other method's record.
 
 ``run`` goes through ``zslbench.run`` (the command line's own path: caching, records, failure
@@ -230,12 +230,12 @@ def accept(
     artifact: untrusted) into ``results_dir``: (the files written, one line per file refused).
 
     A record is taken only when it is a valid, intact record whose claims agree
-    (:func:`zslbench.results.valid_record`, :mod:`zslbench.claims`), is named by its run id, is a
+    (:func:`zslbench.records.valid_record`), is named by its run id, is a
     run of a method that ``plugins.toml`` lists and of the distribution listed for it, on a
     synthetic stand-in, and does not replace another method's record. Nothing else of the
     artifact is ever read as code or written."""
-    from zslbench.claims import declared_datasets
     from zslbench.files import atomic_write_text
+    from zslbench.records.validation import declared_datasets
 
     owner = {m: p for p in plugins for m in p.methods}
     datasets = declared_datasets()
@@ -266,8 +266,7 @@ def _acceptable(
     path: Path, target: Path, owner: dict[str, BoardPlugin], datasets: Any
 ) -> tuple[Any, str]:
     """(the record, "") when ``path`` may be taken onto the board as ``target``, else (None, why)."""
-    from zslbench.records import Record
-    from zslbench.results import valid_record
+    from zslbench.records import Record, valid_record
 
     rec = valid_record(path, datasets) if path.suffix == ".json" and _plain_file(path) else None
     if not isinstance(rec, Record):

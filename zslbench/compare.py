@@ -88,7 +88,7 @@ def _split_top(text: str) -> list[str]:
 
 def parse_config_spec(text: str) -> ConfigSpec:
     """``bt-gp`` or ``bt-gp[embedder.margin=1,gp.optimizer=adam]`` -> :class:`ConfigSpec`."""
-    from zslbench.runner import parse_value  # the values are read as --set reads them
+    from zslbench.request import parse_value  # the values are read as --set reads them
 
     text = text.strip()
     method, bracket, rest = text.partition("[")
@@ -112,7 +112,7 @@ def parse_config_spec(text: str) -> ConfigSpec:
 
 def spec_text(method: str, settings: dict[str, Any]) -> str:
     """How to name a run's configuration for ``zslbench compare`` (:func:`parse_config_spec`)."""
-    from zslbench.results import value_text
+    from zslbench.records.rows import value_text
 
     return method + (
         f"[{','.join(f'{k}={value_text(v)}' for k, v in sorted(settings.items()))}]"

@@ -24,8 +24,8 @@ PAPER_NAMES = {
 
 def _split_fingerprint(dataset: str, kind: str) -> str:
     """The official split fingerprint of a declared benchmark (``apy``), which a record claiming
-    its standard split must hold (``zslbench.claims``); a made-up one for any other dataset."""
-    from zslbench.claims import declared_datasets
+    its standard split must hold (``zslbench.records.validation``); a made-up one for any other dataset."""
+    from zslbench.records.validation import declared_datasets
 
     spec = declared_datasets().get(dataset)
     bench = getattr(spec, "benchmark", None)

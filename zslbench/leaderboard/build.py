@@ -28,8 +28,9 @@ from typing import Any
 
 from zslbench.leaderboard import csvs, render, reproducibility
 from zslbench.leaderboard.figures import FigureSpec, embedded_hash, render_figure
-from zslbench.leaderboard.manifest import GENERATOR, MANIFEST, owned_in
+from zslbench.leaderboard.manifest import owned_in
 from zslbench.leaderboard.model import Board, board
+from zslbench.records.store import GENERATOR, MANIFEST
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """``reproducibility.md``: which methods gave the same numbers when their runs were made again on
-another machine (``zslbench run --recheck``, :mod:`zslbench.rechecks`), and how far the others
+another machine (``zslbench run --recheck``, :mod:`zslbench.records.rechecks`), and how far the others
 moved. Written only when the results dir holds rechecks."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from zslbench import rechecks
 from zslbench.leaderboard.markup import md_escape
+from zslbench.records import rechecks
 
 FILE = "reproducibility.md"
 

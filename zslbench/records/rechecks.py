@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from zslbench.files import atomic_write_text, read_folder_file
-from zslbench.records import is_finite
+from zslbench.records.schema import is_finite
 
 METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
 SUFFIX = ".rechecks"

@@ -1,0 +1,160 @@
+"""Result records: the one type (:class:`Record`) that every number zslbench prints comes from.
+
+One JSON file per run (dataset, method, configuration, seed), written atomically by
+:func:`write_record` and read back only through :func:`read_record`, which checks the schema
+version, the types of the fields that leaderboards and the cache rely on, and the record's digest
+of its own content. A record that fails any of these is refused with the reason: ``run`` re-runs
+it, ``leaderboard`` skips it with a warning naming the file.
+
+The digest (``sha256`` of the canonical JSON of every other field) detects accidental edits and
+damage; it is integrity, not security: anyone can recompute it after editing a record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+SCHEMA_VERSION = 2
+METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
+#: Extra metrics a record may carry (not in schema 1): AUSUC averaged per image, as CNZSL's code
+#: computes it; zslbench's headline AUSUC averages per class (Chao et al.).
+EXTRA_METRICS = ("AUSUC_per_image",)
+KINDS = ("real", "synthetic", "custom")
+
+
+class RecordError(Exception):
+    """A file that is not a valid, intact zslbench record (the message says why)."""
+
+
+def config_id(method: str, components: dict[str, tuple[str, Any]]) -> str:
+    """The configuration id: sha256 of the method and, per role, its component's name and
+    hyperparameters (``{"model": ("krr", {"alpha": 0.1})}``), as JSON data."""
+    body = {role: [name, params] for role, (name, params) in components.items()}
+    return hashlib.sha256(json.dumps([method, body], sort_keys=True).encode()).hexdigest()
+
+
+def run_name(
+    dataset: str,
+    method: str,
+    config_id: str,
+    data_fingerprint: str,
+    device_type: str,
+    seed: int,
+    *,
+    full: bool = False,
+) -> str:
+    """A run's id, its record's file name without ``.json``.
+
+    The short form keeps 8 hex digits of the configuration id and of the data fingerprint, as
+    every record made before 0.2 is named. Two configurations can share those 8 digits; the
+    planner then names the second run in the full form (the whole configuration id, 16 digits of
+    the data fingerprint), so that no run ever replaces the record of another configuration
+    (``zslbench.planning``).
+    """
+    cid, fp = (config_id, data_fingerprint[:16]) if full else (config_id[:8], data_fingerprint[:8])
+    return f"{dataset}__{method}__{cid}__{fp}__{device_type}__s{seed}"
+
+
+@dataclass
+class Record:
+    """One run. Every field is JSON data; see the README ("Records") for their meaning."""
+
+    run_id: str
+    key: str
+    config_id: str
+    code_fingerprint: str
+    dataset: str
+    dataset_kind: str
+    method: str
+    repetition: int
+    base_seed: int
+    seed: int
+    metrics: dict[str, float]
+    gamma: float
+    timings: dict[str, float]
+    config: dict[str, Any]
+    split: dict[str, Any]
+    data: dict[str, Any]
+    device: dict[str, Any]
+    environment: dict[str, Any]
+    git: dict[str, Any]
+    zslbench_version: str
+    started_at: str
+    finished_at: str
+    paper_name: str = ""
+    load: dict[str, Any] = field(default_factory=dict)
+    curve: dict[str, Any] | None = None
+    operating_point: dict[str, Any] | None = None
+    per_class: dict[str, Any] | None = None
+    search: dict[str, Any] | None = None
+    validation: dict[str, Any] = field(default_factory=dict)
+    #: What the run's key covers, per component (:mod:`zslbench.identity`); empty in records made
+    #: before it was stored, which then digest as they did (the field is left out of ``body``).
+    identity: dict[str, Any] = field(default_factory=dict)
+    #: What the official code's selection on test would have reported
+    #: (``zslbench.protocol.selection_audit``); None for a method that has no such rule, and then
+    #: left out of ``body``, so that records made before the field existed keep their digest.
+    selection_audit: dict[str, Any] | None = None
+    schema: int = SCHEMA_VERSION
+    digest: str = ""
+
+    # -- integrity -------------------------------------------------------------------------------
+    def body(self) -> dict[str, Any]:
+        """The fields the digest covers, as a new top-level dict that shares the record's values
+        (do not mutate them). Not ``dataclasses.asdict``: its deep copy of every curve and
+        per-class list was most of the time of reading a results folder, and the fields already
+        hold plain JSON values, so the digest is the same."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.pop("digest")
+        if not out["identity"]:
+            out.pop("identity")
+        if out["selection_audit"] is None:
+            out.pop("selection_audit")
+        return out
+
+    def compute_digest(self) -> str:
+        text = json.dumps(self.body(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def sealed(self) -> Record:
+        self.digest = self.compute_digest()
+        return self
+
+    def to_json(self) -> str:
+        out = self.body()
+        out["digest"] = self.digest
+        return json.dumps(out, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+    @property
+    def standard(self) -> bool:
+        return bool(self.split.get("standard"))
+
+
+def is_finite(value: Any) -> bool:
+    """Whether ``value`` is a finite JSON number (an int or a float, not a bool): the one test
+    of a number in a record, used by the schema checks here and by :mod:`zslbench.records.results`."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON data for a record: NumPy arrays and scalars as lists and numbers,
+    tuples as lists, a non-finite float as its text (``"nan"``), anything else as its repr."""
+    import numpy as np  # only when a record is made: reading records needs no NumPy
+
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not np.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
