@@ -24,7 +24,7 @@ from zslbench.executors import Batch, LocalExecutor, RunResult
 from zslbench.identity import derive_seed
 from zslbench.planning import DatasetPlan, Emit, Loader, PlannedRun, dry_run_lines, plan
 from zslbench.prepare import PreparedMethod
-from zslbench.records import Record, jsonable, rechecks, store
+from zslbench.records import METRIC_SPECS, Record, jsonable, rechecks, store
 from zslbench.records.store import write_record
 from zslbench.registry import Registry
 from zslbench.request import GridRequest
@@ -211,9 +211,9 @@ def make_record(
     result = res.result
     assert result is not None and plan.prepared is not None, "a finished run has its result"
     ev = result.evaluation
-    metrics = {k: float(ev[k]) for k in ("A_T", "A_U", "A_S", "H", "AUSUC")}
-    if "AUSUC_per_image" in ev:
-        metrics["AUSUC_per_image"] = float(ev["AUSUC_per_image"])
+    # every declared metric the evaluation gives (an optional one may be absent)
+    measured = {m.name: m.measure(ev) for m in METRIC_SPECS}
+    metrics = {name: value for name, value in measured.items() if value is not None}
     return Record(
         run_id=plan.run_id,
         key=plan.key,

@@ -18,13 +18,17 @@ from zslbench.records.rows import valid_record
 from zslbench.records.schema import (
     EXTRA_METRICS,
     KINDS,
+    METRIC_SPECS,
     METRICS,
     SCHEMA_VERSION,
+    MetricSpec,
     Record,
     RecordError,
     config_id,
     is_finite,
     jsonable,
+    metric_names,
+    metric_spec,
     run_name,
 )
 from zslbench.records.store import (
@@ -51,9 +55,11 @@ from zslbench.records.validation import (
 __all__ = [
     "EXTRA_METRICS",
     "KINDS",
+    "METRIC_SPECS",
     "METRICS",
     "SCHEMA_VERSION",
     "CannotPlan",
+    "MetricSpec",
     "Declarations",
     "Planner",
     "PruneReport",
@@ -70,6 +76,8 @@ __all__ = [
     "failure_note_path",
     "is_finite",
     "jsonable",
+    "metric_names",
+    "metric_spec",
     "parse",
     "read_record",
     "record_files",

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from zslbench.files import atomic_write_text, read_folder_file
-from zslbench.records.schema import is_finite
+from zslbench.records.schema import is_finite, metric_names
 
-METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
 SUFFIX = ".rechecks"
 
 
@@ -39,9 +38,10 @@ def _machine(record: Any) -> dict[str, Any]:
 
 def compare(recorded: Any, again: Any) -> dict[str, Any]:
     """One recheck: the recorded run's and the new run's machines and numbers, and the moves."""
-    delta = {k: again.metrics[k] - recorded.metrics[k] for k in METRICS}
+    metrics = metric_names(required=True)
+    delta = {k: again.metrics[k] - recorded.metrics[k] for k in metrics}
     identical = (
-        all(again.metrics[k] == recorded.metrics[k] for k in METRICS)
+        all(again.metrics[k] == recorded.metrics[k] for k in metrics)
         and again.gamma == recorded.gamma
     )
     return {
@@ -198,7 +198,7 @@ def line(entry: dict[str, Any]) -> str:
         dg = entry["again"]["gamma"] - entry["recorded"]["gamma"]
         moved = f"metrics bit-identical, gamma {dg:+.2g}"
     else:
-        moved = ", ".join(f"{k} {_signed(d[k])}" for k in METRICS)
+        moved = ", ".join(f"{k} {_signed(v)}" for k, v in d.items())
     return (
         f"recheck {entry['dataset']} · {entry['method']} (seed {entry['seed']}): {moved} "
         f"(recorded on {rec.get('device')}, {rec.get('threads')} thread(s); again on "

@@ -17,13 +17,13 @@ from typing import Any
 import pandas as pd
 
 from zslbench.errors import UserError
-from zslbench.records.rows import ROW_FIELDS, run_row
-from zslbench.records.schema import EXTRA_METRICS, METRICS, RecordError
+from zslbench.records.rows import row_fields, run_row
+from zslbench.records.schema import RecordError, metric_names
 from zslbench.records.store import board_files, record_files
 from zslbench.records.validation import read_one
 
-#: The columns of :func:`load_results`, in order.
-COLUMNS = [
+#: The columns of :func:`load_results` before the metrics, and after them (:func:`columns`).
+RUN_COLUMNS = (
     "dataset",
     "dataset_kind",
     "method",
@@ -32,8 +32,8 @@ COLUMNS = [
     "seed",
     "repetition",
     "base_seed",
-    *METRICS,
-    *EXTRA_METRICS,
+)
+AFTER_METRICS = (
     "train_seconds",
     "device_type",
     "device_name",
@@ -44,7 +44,13 @@ COLUMNS = [
     "schedule",
     "finished_at",
     "path",
-]
+)
+
+
+def columns() -> list[str]:
+    """The columns of :func:`load_results`, in order: every declared metric
+    (:data:`zslbench.records.METRIC_SPECS`) between the run's fields and its provenance."""
+    return [*RUN_COLUMNS, *metric_names(), *AFTER_METRICS]
 
 
 def load_results(results_dir: str | Path) -> pd.DataFrame:
@@ -69,7 +75,7 @@ def load_results(results_dir: str | Path) -> pd.DataFrame:
     out = frame.rename(
         columns={"train": "train_seconds", "data_fp": "data_fingerprint", "kind": "dataset_kind"}
     )
-    out = out[COLUMNS].reset_index(drop=True)
+    out = out[columns()].reset_index(drop=True)
     out.attrs["refused"] = list(refused)
     return out
 
@@ -112,7 +118,7 @@ def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Rows from :func:`run_row` as a frame in a canonical order (never the disk's)."""
     frame = pd.DataFrame(list(rows))
     if frame.empty:
-        frame = pd.DataFrame(columns=[*ROW_FIELDS])
+        frame = pd.DataFrame(columns=[*row_fields()])
     return frame.sort_values(
         ["kind", "dataset", "method", "config_id", "seed", "finished_at", "path"], kind="mergesort"
     ).reset_index(drop=True)

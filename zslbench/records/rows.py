@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from zslbench.records.schema import EXTRA_METRICS, METRICS, Record, RecordError, is_finite
+from zslbench.records.schema import Record, RecordError, is_finite, metric_names
 from zslbench.records.validation import Declarations, declared_datasets, read_one
 
 # -- typed reads of the free-form fields ---------------------------------------------------------
@@ -195,7 +195,7 @@ def _link(path: Path, link_base: Path) -> str:
 
 
 def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
-    """Flatten one record into plain, checked values (the columns in :data:`ROW_FIELDS`).
+    """Flatten one record into plain, checked values (the columns of :func:`row_fields`).
 
     Fields the schema guarantees (``read_record`` checked them) are read directly; the free-form
     objects (``config``, ``device``, ``data``, ``git``, ``load``) may lack a key, which reads as
@@ -271,15 +271,15 @@ def run_row(path: Path, record: Record, link_base: Path) -> dict[str, Any]:
         ),
         "selection_audit": selection_audit(record),
     }
-    for metric in METRICS:
+    for metric in metric_names(required=True):
         row[metric] = float(record.metrics[metric])
-    for metric in EXTRA_METRICS:  # optional: absent means not measured
+    for metric in metric_names(required=False):  # optional: absent means not measured
         row[metric] = number(record.metrics.get(metric), f"metrics.{metric}")
     return row
 
 
-#: The columns of :func:`read_runs`' frame.
-ROW_FIELDS = (
+#: The columns of :func:`read_runs`' frame before the metrics (:func:`row_fields`).
+RECORD_FIELDS = (
     "kind",
     "dataset",
     "method",
@@ -321,6 +321,10 @@ ROW_FIELDS = (
     "curve",
     "op",
     "selection_audit",
-    *METRICS,
-    *EXTRA_METRICS,
 )
+
+
+def row_fields() -> tuple[str, ...]:
+    """The columns of :func:`zslbench.records.results.read_runs`' frame: the record's fields,
+    then every declared metric."""
+    return (*RECORD_FIELDS, *metric_names())

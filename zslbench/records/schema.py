@@ -15,15 +15,88 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 SCHEMA_VERSION = 2
-METRICS = ("A_T", "A_U", "A_S", "H", "AUSUC")
-#: Extra metrics a record may carry (not in schema 1): AUSUC averaged per image, as CNZSL's code
-#: computes it; zslbench's headline AUSUC averages per class (Chao et al.).
-EXTRA_METRICS = ("AUSUC_per_image",)
 KINDS = ("real", "synthetic", "custom")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric of a record, declared once: the record's check, the run that measures it,
+    :func:`zslbench.load_results`' columns and ``compare`` all derive from its declaration in
+    :data:`METRIC_SPECS` (MTEB's ``TaskMetadata`` declares its scores the same way)."""
+
+    name: str
+    #: What it measures, in one line (percent unless said otherwise).
+    about: str
+    higher_is_better: bool = True
+    #: Compared across seeds by paired tests (``compare``, the board's significance marks).
+    tested: bool = False
+    #: Where the board shows it: ``main`` (the per-dataset tables), ``sweep``, ``cite``, ``csv``.
+    shown: tuple[str, ...] = ("csv",)
+    #: In every record; an optional one may be absent (not measured: NaN in the table).
+    required: bool = True
+    #: How a run computes it from its evaluation (``zslbench.metrics.evaluate``'s dict); None
+    #: takes the evaluation's entry of the same name.
+    compute: Callable[[Mapping[str, Any]], float] | None = None
+
+    def measure(self, evaluation: Mapping[str, Any]) -> float | None:
+        """Its value in ``evaluation``, or None when the evaluation does not give it."""
+        if self.compute is not None:
+            return float(self.compute(evaluation))
+        value = evaluation.get(self.name)
+        return None if value is None else float(value)
+
+
+#: Every metric a record carries, declared once (a new metric is its function and one entry here).
+METRIC_SPECS: list[MetricSpec] = [
+    MetricSpec(
+        "A_T",
+        "unseen accuracy, conventional ZSL",
+        tested=True,
+        shown=("main", "cite", "sweep", "csv"),
+    ),
+    MetricSpec("A_U", "unseen accuracy in GZSL", shown=("main", "sweep", "csv")),
+    MetricSpec("A_S", "seen accuracy in GZSL", shown=("main", "sweep", "csv")),
+    MetricSpec(
+        "H", "harmonic mean of A_U and A_S", tested=True, shown=("main", "cite", "sweep", "csv")
+    ),
+    MetricSpec(
+        "AUSUC",
+        "area under the seen-unseen curve, per-class accuracies (Chao et al.)",
+        tested=True,
+        shown=("main", "cite", "sweep", "csv"),
+    ),
+    # not in schema 1: AUSUC averaged per image, as CNZSL's code computes it
+    MetricSpec("AUSUC_per_image", "AUSUC with per-image accuracies (CNZSL)", required=False),
+]
+
+
+def metric_names(*, required: bool | None = None, tested: bool | None = None) -> tuple[str, ...]:
+    """The names of the declared metrics (:data:`METRIC_SPECS`, read now), in order; only the
+    required (or optional) ones, only the tested (or untested) ones when asked."""
+    return tuple(
+        m.name
+        for m in METRIC_SPECS
+        if (required is None or m.required == required) and (tested is None or m.tested == tested)
+    )
+
+
+def metric_spec(name: str) -> MetricSpec:
+    """The declaration of metric ``name`` (``KeyError`` when none)."""
+    for m in METRIC_SPECS:
+        if m.name == name:
+            return m
+    raise KeyError(name)
+
+
+#: The metrics every record carries, and the optional ones, as first declared (the board's
+#: modules read these; the core's readers call :func:`metric_names`).
+METRICS = metric_names(required=True)
+EXTRA_METRICS = metric_names(required=False)
 
 
 class RecordError(Exception):

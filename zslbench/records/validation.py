@@ -38,14 +38,13 @@ from typing import Any
 from zslbench import identity as ident
 from zslbench.files import read_folder_file
 from zslbench.records.schema import (
-    EXTRA_METRICS,
     KINDS,
-    METRICS,
     SCHEMA_VERSION,
     Record,
     RecordError,
     config_id,
     is_finite,
+    metric_names,
     run_name,
 )
 from zslbench.registry import installed_datasets
@@ -263,11 +262,11 @@ def _check_metrics(raw: dict[str, Any]) -> None:
     metrics = raw.get("metrics")
     if not isinstance(metrics, dict):
         raise RecordError("field 'metrics' is not an object")
-    for m in METRICS:
+    for m in metric_names(required=True):
         if not is_finite(metrics.get(m)):
             raise RecordError(f"metric {m} is {metrics.get(m)!r}, not a finite number")
     for m, v in metrics.items():
-        if m not in METRICS + EXTRA_METRICS or not is_finite(v):
+        if m not in metric_names() or not is_finite(v):
             raise RecordError(f"metric {m}={v!r} is unknown or not a finite number")
     if not is_finite(raw.get("gamma")):
         raise RecordError("field 'gamma' is not a finite number")
