@@ -21,6 +21,7 @@ from typing import Any
 
 from zslbench.files import atomic_write_text, read_folder_file
 from zslbench.records.schema import is_finite, metric_names
+from zslbench.records.store import folder_files
 
 SUFFIX = ".rechecks"
 
@@ -145,9 +146,7 @@ def read_all(results_dir: Path) -> tuple[list[dict[str, Any]], list[tuple[Path, 
     or renamed) is ignored: it says nothing about any run on the board."""
     entries: list[dict[str, Any]] = []
     refused: list[tuple[Path, str]] = []
-    for path in sorted(Path(results_dir).rglob(f"*{SUFFIX}")):
-        if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
-            continue
+    for path in folder_files(Path(results_dir), SUFFIX):
         if not path.with_suffix(".json").is_file():
             continue
         try:

@@ -43,14 +43,19 @@ def write_record(results_dir: Path, record: Record) -> Path:
     return target
 
 
-def record_files(results_dir: Path) -> list[Path]:
-    """Every ``*.json`` under ``results_dir``, sorted, without hidden files or folders (the
+def folder_files(results_dir: Path, suffix: str) -> list[Path]:
+    """Every ``*<suffix>`` under ``results_dir``, sorted, without hidden files or folders (the
     temporaries of atomic writes): the one walk of a results folder."""
     return [
         path
-        for path in sorted(Path(results_dir).rglob("*.json"))
+        for path in sorted(Path(results_dir).rglob(f"*{suffix}"))
         if not any(part.startswith(".") for part in path.relative_to(results_dir).parts)
     ]
+
+
+def record_files(results_dir: Path) -> list[Path]:
+    """Every record file (``*.json``) under ``results_dir`` (:func:`folder_files`)."""
+    return folder_files(results_dir, ".json")
 
 
 #: The file in which ``zslbench leaderboard`` lists what it wrote (a board can be rendered inside
