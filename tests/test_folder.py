@@ -217,3 +217,16 @@ def test_prune_yes_removes_the_records_rechecks_and_failure_note(tmp_path, monke
     out = invoke_main("leaderboard", "prune", "--results-dir", "res", "--yes")
     assert out.exit_code == 0, out.output
     assert sorted(p.name for p in (tmp_path / "res").iterdir()) == ["notes.txt"]
+
+
+def test_recheck_leaves_a_malformed_rechecks_file_as_it_is_and_says_so(tmp_path):
+    args = ("run", "--method", "krr", "--dataset", "toy", "--results-dir", str(tmp_path))
+    assert invoke_main(*args).exit_code == 0
+    (record,) = tmp_path.glob("*.json")
+    planted = record.with_suffix(".rechecks")
+    planted.write_text('{"not": "a list"}')
+    out = invoke_main(*args, "--recheck")
+    assert out.exit_code == 0, out.output
+    assert "internal error" not in out.output
+    assert f"{planted}: not extended, is not a JSON list of recheck entries" in out.stderr
+    assert planted.read_text() == '{"not": "a list"}'

@@ -177,14 +177,17 @@ def _finish(
     if request.recheck and plan.record is not None:  # the recorded run stays as it is
         entry = rechecks.compare(plan.record, record)
         emit("info", {"message": rechecks.line(entry)})
+        try:
+            kept: Path | None = rechecks.append(plan.path, entry)
+        except rechecks.RechecksError as exc:
+            kept = None
+            where = rechecks.path_for(plan.path)
+            emit(
+                "warning",
+                {"message": f"{where}: not extended, {exc}; move it away to keep rechecks"},
+            )
         return RunOutcome(
-            plan.dataset,
-            plan.method,
-            plan.repetition,
-            plan.seed,
-            "rechecked",
-            record,
-            rechecks.append(plan.path, entry),
+            plan.dataset, plan.method, plan.repetition, plan.seed, "rechecked", record, kept
         )
     try:
         written = write_record(request.results_dir, record)

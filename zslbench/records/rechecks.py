@@ -92,14 +92,13 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 def append(record_path: Path, entry: dict[str, Any]) -> Path:
     """Add ``entry`` to the record's ``.rechecks`` file (written whole, atomically, under a lock
-    on the folder so that concurrent appends all land)."""
+    on the folder so that concurrent appends all land). ``RechecksError`` when the file there is
+    not a valid rechecks file: it is left as it is (the harness never overwrites a file it may
+    not have written)."""
     path = path_for(record_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _folder_lock(path.parent):
-        try:
-            entries = read(path) if path.exists() else []
-        except RechecksError:
-            entries = []  # not ours to keep: the record's rechecks start again
+        entries = read(path) if path.exists() or path.is_symlink() else []
         entries.append(entry)
         atomic_write_text(path, json.dumps(entries, indent=1, sort_keys=True) + "\n")
     return path
