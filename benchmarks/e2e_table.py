@@ -32,7 +32,8 @@ STAGES = ("embedder_fit", "regressor_fit", "calibration", "preprocess", "evaluat
 
 def one(dataset: str, method: str, device: str, results: Path, sets: list[str]) -> None:
     from zslbench.registry import load_registry
-    from zslbench.runner import GridRequest, parse_overrides, run_grid
+    from zslbench.request import GridRequest, parse_overrides
+    from zslbench.runner import run_grid
 
     reg = load_registry()
     req = GridRequest(

@@ -20,7 +20,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from zslbench.records import Record, iter_records
+from zslbench.records import Record, record_files, valid_record
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = ("synth-awa1", "synth-awa2", "synth-apy", "synth-cub", "synth-sun")
@@ -28,7 +28,8 @@ DATASETS = ("synth-awa1", "synth-awa2", "synth-apy", "synth-cub", "synth-sun")
 
 def collect(results_dir: Path, device: str | None) -> dict[tuple[str, str, str], list[Record]]:
     cells: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
-    for _, rec in iter_records(results_dir):
+    for path in record_files(results_dir):
+        rec = valid_record(path)
         if not isinstance(rec, Record) or rec.config.get("sweep"):
             continue
         dev = str(rec.device.get("type", "cpu"))

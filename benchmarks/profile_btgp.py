@@ -40,10 +40,11 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils.flop_counter import flop_registry  # noqa: E402
 
+from zslbench.prepare import prepare_method  # noqa: E402
 from zslbench.protocol import run_protocol  # noqa: E402
 from zslbench.provenance import cpu_name  # noqa: E402
 from zslbench.registry import load_registry  # noqa: E402
-from zslbench.runner import parse_overrides, prepare_method  # noqa: E402
+from zslbench.request import parse_overrides  # noqa: E402
 
 SHAPES = ("synth-apy", "synth-awa1", "synth-awa2", "synth-cub", "synth-sun")
 

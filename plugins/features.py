@@ -437,7 +437,7 @@ def _like(name: str, data_dir: Path | None, plugins: tuple[str, ...]) -> tuple[Z
     """The dataset whose labels, classes and split the feature set takes (``--like``), and its
     kind (a feature set of a real benchmark stays ``real``: matched with it by its split)."""
     from zslbench.registry import load_registry
-    from zslbench.runner import expand_datasets
+    from zslbench.request import expand_datasets
 
     registry = load_registry(plugins)
     resolved = expand_datasets([name], registry)

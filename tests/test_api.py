@@ -106,7 +106,7 @@ def test_a_reduced_schedule_config_marks_every_record_and_the_board(tmp_path):
     """``schedule = "reduced"`` (configs/generative-reduced.toml) reaches each record's config,
     and the leaderboard badges the row as reduced."""
     from zslbench.records import read_record
-    from zslbench.results import run_row
+    from zslbench.records.rows import run_row
 
     conf = tmp_path / "reduced.toml"
     conf.write_text(
@@ -136,7 +136,7 @@ def test_narrowing_a_config_file_keeps_only_the_chosen_methods_settings(tmp_path
     the board shows only that."""
     from tests.leaderboard.lb_factory import make_record
     from zslbench.records import read_record
-    from zslbench.results import run_row
+    from zslbench.records.rows import run_row
 
     conf = tmp_path / "two.toml"
     conf.write_text(

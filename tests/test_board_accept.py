@@ -156,7 +156,8 @@ def test_a_record_on_a_real_benchmark_is_refused(tmp_path, good):
     """Item 25: a record claiming the real APY (standard split, H 99.9) never reaches the real
     page through the write job, whatever it claims (it runs only on the stand-ins)."""
 
-    from zslbench.claims import _content_fingerprint, declared_datasets
+    from zslbench.data.fingerprints import content_fingerprint
+    from zslbench.records.validation import declared_datasets
 
     bench = declared_datasets()["apy"].benchmark
 
@@ -166,7 +167,7 @@ def test_a_record_on_a_real_benchmark_is_refused(tmp_path, good):
         parts = raw["split"]["parts"]
         parts.update(split=bench.split, attributes=bench.attributes)
         raw["split"].update(standard=True, fingerprint=bench.split)
-        fp = _content_fingerprint(parts, raw["data"]["features_hash"])
+        fp = content_fingerprint(parts, raw["data"]["features_hash"])
         raw["data"]["fingerprint"] = raw["identity"]["data"] = fp
 
     line = refused_for(tmp_path, forge(good, apy))
@@ -182,12 +183,12 @@ def test_a_record_of_a_built_in_method_is_refused_even_when_listed(tmp_path, goo
 def test_a_record_over_the_size_cap_is_refused_unread(tmp_path, good, monkeypatch):
     """Item 14: a valid 11 MB record was taken (one over 100 MB blocks every board update)."""
     rec = forge(good, lambda raw: raw["environment"].update(pad="x" * (MAX_RECORD_BYTES + 1)))
-    import zslbench.results
+    import zslbench.records
 
     def never(path: Path, *args: Any) -> Any:
         raise AssertionError(f"{path} was read")
 
-    monkeypatch.setattr(zslbench.results, "valid_record", never)
+    monkeypatch.setattr(zslbench.records, "valid_record", never)
     line = refused_for(tmp_path, rec)
     assert f"over the {MAX_RECORD_BYTES} bytes a board record may have" in line
 

@@ -1,5 +1,5 @@
 """Issue 27: one record per configuration, and records checked against their own claims
-(``zslbench.claims``) by ``run`` (the cache), ``leaderboard`` and ``compare``."""
+(``zslbench.records.validation``) by ``run`` (the cache), ``leaderboard`` and ``compare``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import invoke_main
-from zslbench.records import Record, write_record
+from zslbench.records import Record, parse, write_record
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -95,7 +95,7 @@ def test_a_forged_record_is_refused_by_run_leaderboard_and_compare(tmp_path, krr
     res.mkdir()
     forged = res / f"{raw['run_id']}.json"
     _reseal(forged, raw)
-    Record.from_dict(json.loads(forged.read_text()))  # the digest alone accepts it
+    parse(json.loads(forged.read_text()))  # the digest alone accepts it
 
     alpha = "1.0" if how in ("key", "config") else "0.1"
     out = _run(res, "--set", f"regressor.alpha={alpha}", "--dry-run")
@@ -145,7 +145,7 @@ def test_a_record_without_an_identity_is_never_served_from_the_cache(tmp_path):
 
 
 def test_the_committed_records_all_pass_their_own_claims():
-    from zslbench.results import read_one
+    from zslbench.records.validation import read_one
 
     board = Path(__file__).resolve().parents[1] / "leaderboards" / "records"
     paths = sorted(board.rglob("*.json"))

@@ -275,7 +275,7 @@ def test_the_boards_reproduce_lines_plan_exactly_the_runs_on_the_page(
 ):
     """Each Reproduce command resolves as written, and together they cover every (dataset,
     method) that has records on the page's board, and nothing else."""
-    from zslbench.results import load_results
+    from zslbench.records.results import load_results
 
     text = (REPO / "leaderboards" / page).read_text(encoding="utf-8")
     section = text.split("## Reproduce", 1)

@@ -63,9 +63,10 @@ from typing import Any
 
 import pytest
 
+from zslbench.prepare import prepare_method
 from zslbench.protocol import run_protocol
 from zslbench.registry import load_registry
-from zslbench.runner import parse_overrides, prepare_method
+from zslbench.request import parse_overrides
 
 GOLDEN = Path(__file__).parent / "golden" / "toy.json"
 SEED = 0

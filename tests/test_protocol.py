@@ -7,9 +7,10 @@ import pytest
 import scipy.io
 
 from zslbench.data.dataset import ZSLData
+from zslbench.prepare import prepare_method
 from zslbench.protocol import leak_free_validation, run_protocol
 from zslbench.registry import load_registry
-from zslbench.runner import parse_overrides, prepare_method
+from zslbench.request import parse_overrides
 
 
 class AccessLog:

@@ -7,7 +7,7 @@ import json
 from types import SimpleNamespace
 
 from tests.cli_helpers import invoke_main
-from zslbench import rechecks
+from zslbench.records import rechecks
 
 
 def _record(device: str, h: float, gamma: float = 0.5) -> SimpleNamespace:
@@ -45,10 +45,14 @@ def test_summary_counts_per_method(tmp_path):
         rechecks.compare(_record("A", 30.0), _record("C", 29.5)),
         rechecks.compare(_record("A", 30.0), _record("B", 30.7)),
     ]
+    for name in ("r0", "r1", "broken"):
+        (tmp_path / f"{name}.json").write_text("{}")  # the records (orphans are not read)
     for i, e in enumerate(entries):
         rechecks.append(tmp_path / f"r{i % 2}.json", e)
     (tmp_path / "broken.rechecks").write_text("{not json")
-    (row,) = rechecks.summary(rechecks.read_all(tmp_path))
+    found, refused = rechecks.read_all(tmp_path)
+    assert refused == [(tmp_path / "broken.rechecks", "is not JSON")]
+    (row,) = rechecks.summary(found)
     assert (row["method"], row["rechecks"], row["bit_identical"]) == ("t-gp", 3, 1)
     assert row["metrics_identical"] == 1
     assert round(row["max_abs_dH"], 6) == 0.7 and row["machines"] == ["A", "B", "C"]
@@ -85,6 +89,8 @@ def test_the_leaderboard_lists_rechecks_per_method_with_names_escaped(tmp_path):
     assert reproducibility.page(tmp_path) is None  # no rechecks, no page
     moved = rechecks.compare(_record("AMD EPYC", 30.91), _record("Intel | Xeon", 29.83))
     moved["method"] = "t-gp|<b>"
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / "b.json").write_text("{}")
     rechecks.append(tmp_path / "a.json", moved)
     rechecks.append(tmp_path / "b.json", rechecks.compare(_record("A", 1.0), _record("B", 1.0)))
     text = reproducibility.page(tmp_path)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 from tests.test_protocol import FAST
+from zslbench.prepare import prepare_method
 from zslbench.registry import load_registry
-from zslbench.runner import parse_overrides, prepare_method
+from zslbench.request import parse_overrides
 from zslbench.testing import check_model, toy_problem
 
 #: Tiny tensors: one thread avoids OpenMP barriers on a shared machine (tests/conftest.py).

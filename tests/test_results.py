@@ -12,7 +12,7 @@ import pytest
 
 import zslbench
 from tests.leaderboard.lb_factory import make_record, write_records
-from zslbench import results
+from zslbench.records import results
 
 
 def test_load_results_is_one_row_per_record_with_the_documented_columns(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ def test_load_results_is_one_row_per_record_with_the_documented_columns(tmp_path
         ],
     )
     frame = zslbench.load_results(tmp_path / "res")
-    assert isinstance(frame, pd.DataFrame) and list(frame.columns) == results.COLUMNS
+    assert isinstance(frame, pd.DataFrame) and list(frame.columns) == results.columns()
     assert len(frame) == 3 and frame.attrs["refused"] == []
     row = frame[(frame["method"] == "bt-gp") & (frame["seed"] == 1000)].iloc[0]
     assert (row["dataset"], row["dataset_kind"], row["H"], row["AUSUC_per_image"]) == (

@@ -11,20 +11,15 @@ import pytest
 from tests.cli_helpers import invoke_main
 from zslbench import executors as executors_mod
 from zslbench import runner as runner_mod
-from zslbench import store as store_mod
 from zslbench.errors import ConfigError, UserError
+from zslbench.identity import derive_seed
+from zslbench.prepare import prepare_method
 from zslbench.protocol import run_protocol
-from zslbench.records import read_record
+from zslbench.records import check_results_dir, read_record
+from zslbench.records import store as store_mod
 from zslbench.registry import load_registry
-from zslbench.runner import (
-    GridRequest,
-    check_results_dir,
-    derive_seed,
-    parse_overrides,
-    prepare_method,
-    run_grid,
-    split_names,
-)
+from zslbench.request import GridRequest, parse_overrides, split_names
+from zslbench.runner import run_grid
 
 
 def test_seed_depends_only_on_base_dataset_and_repetition():

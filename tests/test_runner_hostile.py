@@ -155,7 +155,8 @@ def test_a_damaged_record_is_re_run_with_a_warning_naming_it(tmp_path, how):
     assert "internal error" not in out.output
     assert f"{path}" in out.stderr and "re-running it" in out.stderr, out.stderr
     assert "done toy · krr" in out.stderr  # run again, not taken from the cache
-    from zslbench.results import read_one, run_row
+    from zslbench.records.rows import run_row
+    from zslbench.records.validation import read_one
 
     run_row(path, read_one(path), res)  # the new record is whole
 

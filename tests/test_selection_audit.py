@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from tests.leaderboard.lb_factory import make_record
+from zslbench.prepare import prepare_method
 from zslbench.protocol import run_protocol
-from zslbench.records import Record, RecordError
+from zslbench.records import Record, RecordError, parse
 from zslbench.registry import load_registry
-from zslbench.runner import parse_overrides, prepare_method
+from zslbench.request import parse_overrides
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -87,7 +88,7 @@ def _audit(h: float = 48.0, hs: list[float] | None = None, epoch: int = 2) -> di
 
 
 def _reread(record: Record) -> Record:
-    return Record.from_dict(json.loads(record.sealed().to_json()))
+    return parse(json.loads(record.sealed().to_json()))
 
 
 def test_a_valid_audit_round_trips_through_a_record():
@@ -112,7 +113,7 @@ def test_a_damaged_audit_is_refused_when_the_record_is_read(audit, message):
     raw = make_record(metrics={"H": 48.0}, selection_audit=audit).body()
     raw["digest"] = "not checked first"
     with pytest.raises(RecordError, match=message):
-        Record.from_dict(raw)
+        parse(raw)
 
 
 def test_h_by_epoch_matches_a_direct_computation(toy):

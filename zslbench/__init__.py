@@ -15,7 +15,7 @@ __all__ = ["__version__", "hookimpl", "load_results", "run"]
 def __getattr__(name: str):
     """The Python API, imported on first use (``import zslbench`` stays light for plugins)."""
     if name == "load_results":
-        from zslbench.results import load_results
+        from zslbench.records.results import load_results
 
         return load_results
     if name == "run":

@@ -41,7 +41,7 @@ class Admission:
     builtins: frozenset[str]
     #: the synthetic stand-ins the board runs, the only datasets it takes records of
     datasets: frozenset[str]
-    #: every installed dataset's declaration (:mod:`zslbench.claims`)
+    #: every installed dataset's declaration (:mod:`zslbench.records.validation`)
     declarations: Any
 
 
@@ -50,7 +50,7 @@ def admission(owner: Mapping[str, str]) -> Admission:
     stand-ins are read from the registry (the write job installs no plugin, so only zslbench's are
     registered there; the distribution is checked anyway, so that an installed plugin can declare
     neither)."""
-    from zslbench.claims import declared_datasets
+    from zslbench.records.validation import declared_datasets
     from zslbench.registry import load_registry
 
     registry = load_registry()
@@ -84,8 +84,8 @@ class Candidate:
 
     @cached_property
     def read(self) -> Record | RecordError:
-        """The record, or the error that refuses it (:func:`zslbench.results.valid_record`)."""
-        from zslbench.results import valid_record
+        """The record, or the error that refuses it (:func:`zslbench.records.valid_record`)."""
+        from zslbench.records import valid_record
 
         return valid_record(self.path, self.admits.declarations)
 
@@ -124,7 +124,7 @@ def _is_the_only_one_of_its_name(c: Candidate) -> str:
 
 
 def _is_a_valid_record(c: Candidate) -> str:
-    """Valid, intact, and its claims agree (:mod:`zslbench.claims`)."""
+    """Valid, intact, and its claims agree (:mod:`zslbench.records.validation`)."""
     from zslbench.records import Record
 
     return "" if isinstance(c.read, Record) else f"not a valid zslbench record: {c.read}"
@@ -140,7 +140,7 @@ def _has_an_identity(c: Candidate) -> str:
 
 def _has_its_content_parts(c: Candidate) -> str:
     """Without its split's content parts and features hash, its data fingerprint cannot be
-    recomputed (:func:`zslbench.claims.check` skips that claim for such records)."""
+    recomputed (:func:`zslbench.records.validation.check` skips that claim for such records)."""
     parts, fhash = c.rec.split.get("parts"), c.rec.data.get("features_hash")
     if isinstance(parts, dict) and parts and isinstance(fhash, str) and fhash:
         return ""

@@ -27,7 +27,7 @@ from zslbench.data.dataset import ZSLData
 from zslbench.errors import ConfigError, UserError, blame
 from zslbench.executors import RayExecutor
 from zslbench.planning import Emit, Loader
-from zslbench.records import Record
+from zslbench.records import Planner, Record
 from zslbench.registry import Registry, load_registry
 from zslbench.request import GridRequest, MissingData, grid_request, missing_data
 from zslbench.runner import RunOutcome, run_grid
@@ -206,3 +206,112 @@ def run(
     if failures:
         raise RunsFailed(records, failures, request.results_dir)
     return records
+
+
+def _config_path(config_file: str, results_dir: Path) -> Path:
+    """A record's configuration file, as given on its command line: relative to the directory the
+    run started in, which is the results folder's project (``configs/x.toml`` of the clone)."""
+    path = Path(config_file)
+    if path.is_absolute() or path.is_file():
+        return path
+    for folder in Path(results_dir).resolve().parents:
+        if (folder / path).is_file():
+            return folder / path
+    return path
+
+
+def record_planner(registry: Registry, results_dir: Path, data_dir: Path | None) -> Planner:
+    """What the current code would run for a record (``zslbench leaderboard prune``,
+    :func:`zslbench.records.prune.stale_records`): its configuration planned as repetition 0
+    (as ``zslbench run --dry-run`` plans it, without the check that the folder is writable), and
+    the record's own seed put in, so that no repetition it claims costs anything. A plan and a
+    loaded dataset are reused by every record that shares them."""
+    import torch
+
+    from zslbench import identity, provenance
+    from zslbench.planning import load_checked, plan_dataset
+    from zslbench.prepare import prepare_grid
+    from zslbench.records import CannotPlan, RecordIndex, declared_datasets
+
+    load = loader(registry, data_dir)
+    index: list[Any] = []  # read once, on the first record planned
+    loaded: dict[tuple[str, bool], Any] = {}
+    plans: dict[tuple[Any, ...], tuple[str, dict[str, Any]] | CannotPlan] = {}
+
+    def plan_one(key: tuple[Any, ...], row: Any) -> tuple[str, dict[str, Any]]:
+        sets, sweeps, base_seed, device_type, config_file, method, dataset, standard = key
+        if device_type == "cuda" and not torch.cuda.is_available():
+            raise CannotPlan("ran on a GPU; this machine has none to plan it on")
+        config = _config_path(config_file, results_dir) if config_file else None
+        try:
+            request, _ = grid_request(
+                registry,
+                methods=[method],
+                datasets=[dataset],
+                config=config,
+                seeds=1,
+                base_seed=base_seed,
+                device=device_type,
+                results_dir=results_dir,
+                data_dir=data_dir,
+                sets=dict(row.overrides_map),
+                sweeps={k: [v] for k, v in row.sweep_map.items()},
+                allow_nonstandard_split=not standard,
+            )
+            configs = prepare_grid(request, registry)
+            (name,) = request.datasets  # a file's path resolved to the name it registers
+            if (name, standard) not in loaded:
+                loaded[name, standard] = load_checked(request, registry, load, name)
+            _data, kind, verdict, _info = loaded[name, standard]
+            if not index:
+                index.append(RecordIndex.read(results_dir, declared_datasets(registry)))
+            runs = plan_dataset(
+                configs,
+                dataset=name,
+                data_fingerprint=verdict.fingerprint,
+                results_dir=request.results_dir,
+                seeds=1,
+                base_seed=request.base_seed,
+                device=request.device,
+                device_name=str(provenance.device_info(request.device)["name"]),
+                force=False,
+                index=index[0],
+                config_file=request.config_file,
+                schedule=request.schedule,
+                kind=kind,
+            )
+        except MissingData as exc:
+            raise CannotPlan(f"cannot plan it: {exc.lines[0]}") from None
+        except UserError as exc:
+            raise CannotPlan(f"cannot plan it: {exc.one_line()}") from None
+        if len(runs) != 1:
+            raise CannotPlan("its own configuration no longer plans it")
+        return runs[0].dataset, runs[0].identity
+
+    def expected(row: Any) -> dict[str, Any]:
+        # a dataset opened from its file is named by its path, as the Reproduce line does
+        by_name = row.data_plugin not in ("", "open_dataset")
+        dataset = row.data_path if row.data_path and not by_name else row.dataset
+        key = (
+            tuple(sorted((k, repr(v)) for k, v in row.overrides_map.items())),
+            tuple(sorted((k, repr(v)) for k, v in row.sweep_map.items())),
+            int(row.base_seed),
+            row.device_type,
+            row.config_file,
+            row.method,
+            dataset,
+            bool(row.standard),
+        )
+        if key not in plans:
+            try:
+                plans[key] = plan_one(key, row)
+            except CannotPlan as exc:
+                plans[key] = exc
+        found = plans[key]
+        if isinstance(found, CannotPlan):
+            raise found
+        planned_name, planned = found
+        seed = identity.derive_seed(int(row.base_seed), planned_name, int(row.repetition))
+        return {**planned, "seed": seed}
+
+    return expected

@@ -28,7 +28,7 @@ rendered pages; ``--plugins``, ``--results-dir`` and ``--out`` name another file
 
 ``accept`` (:func:`accept`) takes a record only when it meets every entry of
 :data:`zslbench.admission.REQUIREMENTS`: a plain file under a size cap, the only record of its
-run in the artifact, valid with claims that agree (:mod:`zslbench.claims`), with an identity and content parts so that
+run in the artifact, valid with claims that agree (:mod:`zslbench.records.validation`), with an identity and content parts so that
 every claim was recomputed, named by its run id, a run of a listed third-party (not built-in)
 method from the listed distribution, on one of the board's synthetic stand-ins, and replacing no
 other method's record.

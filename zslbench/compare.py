@@ -115,7 +115,7 @@ def _split_top(text: str) -> list[str]:
 
 def parse_config_spec(text: str) -> ConfigSpec:
     """``bt-gp`` or ``bt-gp[embedder.margin=1,gp.optimizer=adam]`` -> :class:`ConfigSpec`."""
-    from zslbench.runner import parse_value  # the values are read as --set reads them
+    from zslbench.request import parse_value  # the values are read as --set reads them
 
     text = text.strip()
     method, bracket, rest = text.partition("[")
@@ -144,7 +144,7 @@ def parse_config_spec(text: str) -> ConfigSpec:
 
 def spec_text(method: str, settings: dict[str, Any]) -> str:
     """How to name a run's configuration for ``zslbench compare`` (:func:`parse_config_spec`)."""
-    from zslbench.results import value_text
+    from zslbench.records.rows import value_text
 
     return method + (
         f"[{','.join(f'{k}={value_text(v)}' for k, v in sorted(settings.items()))}]"
@@ -263,7 +263,8 @@ def _never_paired(
 
 def _side(spec: ConfigSpec, runs_of: pd.DataFrame, sub: pd.DataFrame, fp: str) -> Side:
     """One side of a comparison: the full schedule first, then the configuration with most runs."""
-    from zslbench.leaderboard.collect import TESTED_METRICS, samples_by_seed
+    from zslbench.leaderboard.collect import samples_by_seed
+    from zslbench.records.schema import metric_names
 
     mine = runs_of[runs_of["data_fp"] == fp]
     configs = list(mine.groupby(["config_id", "device_type", "schedule"], sort=True))
@@ -280,7 +281,7 @@ def _side(spec: ConfigSpec, runs_of: pd.DataFrame, sub: pd.DataFrame, fp: str) -
         overrides,
         device,
         schedule,
-        {m: samples_by_seed(group, m) for m in TESTED_METRICS},
+        {m: samples_by_seed(group, m) for m in metric_names(tested=True)},
         n_configs - 1,
     )
 
@@ -305,7 +306,8 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
       zslbench compare 'bt-gp[embedder.margin=1]' 'bt-gp[embedder.margin=4]' --dataset toy
     When nothing matches, it lists the configurations with records there."""
     from zslbench import stats
-    from zslbench.leaderboard.collect import TESTED_METRICS, dedupe, load_runs
+    from zslbench.leaderboard.collect import dedupe, load_runs
+    from zslbench.records.schema import metric_names
 
     runs, refused = load_runs(results_dir, link_base=results_dir)
     for path, reason in refused:
@@ -317,7 +319,8 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     )
     for side in (a, b):
         echo(_side_line(side))
-    diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in TESTED_METRICS}
+    tested = metric_names(tested=True)
+    diffs = {m: stats.compare_runs(a.samples[m], b.samples[m]) for m in tested}
     test = next((d.test for d in diffs.values() if d is not None), "no test possible")
     echo(f"  seeds: {stats.pairing(a.samples['H'], b.samples['H'])[1]}; {test}")
     width = max(len(method_a), len(method_b), 14) + 13
@@ -328,7 +331,7 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
     seeds, _ = stats.pairing(a.samples["H"], b.samples["H"])
     if seeds and len(seeds) < max(len(a.seeds), len(b.seeds)):
         echo(f"  means over the {len(seeds)} paired seeds, as A - B")
-    for m in TESTED_METRICS:
+    for m in tested:
         echo(_metric_line(m, a.samples[m], b.samples[m], diffs[m], width))
     h = diffs["H"]
     if h is not None:

@@ -5,7 +5,7 @@ A run fails alone, whatever failed in it: its data (the ``clip``
 preprocessor refusing negative features), a component, the model, or plugin code calling
 ``sys.exit(0)`` or raising ``KeyboardInterrupt``. :func:`zslbench.errors.failure_reason` turns any
 of these into the one line that the driver keeps in ``<run_id>.failed`` next to where the record
-would go (:func:`zslbench.store.write_failure_note`); the grid goes on and exits non-zero at the
+would go (:func:`zslbench.records.store.write_failure_note`); the grid goes on and exits non-zero at the
 end. Only a real Ctrl-C (SIGINT) or ``kill`` (SIGTERM, which the CLI turns into
 ``KeyboardInterrupt``) stops a grid (:mod:`zslbench.interrupts`).
 

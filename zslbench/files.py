@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,39 @@ from typing import Any
 
 #: Files are hashed in chunks of this size.
 READ_CHUNK = 4 * 2**20
+#: The largest file read from a results folder. The largest committed record is 161 KB (SUN's
+#: per-class lists and curves) and a recheck entry ~1 KB, so 16 MB is a hundred times what a
+#: real file needs while a link to ``/dev/zero`` or a planted huge file costs 16 MB, not the RAM.
+MAX_FOLDER_FILE = 16 * 2**20
+
+
+def read_folder_file(path: Path, limit: int = MAX_FOLDER_FILE) -> bytes:
+    """The bytes of a regular file of a results folder, refused (``OSError`` saying why) when it
+    is not a regular file (a FIFO, a device, a folder, or a link to one) or exceeds ``limit``.
+
+    The one reader of folder content: every file there is untrusted. The file is opened with
+    ``O_NONBLOCK`` (opening a FIFO never waits for a writer) and checked on the open descriptor
+    (no race between a check and the read), and at most ``limit + 1`` bytes are ever read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if info.st_size > limit:
+            raise OSError(f"{path} is {info.st_size} bytes, over the {limit}-byte limit")
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, READ_CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:  # it grew while read
+        raise OSError(f"{path} is over the {limit}-byte limit")
+    return data
 
 
 def atomic_write(path: Path, write: Callable[[Any], None], mode: str = "wb") -> None:

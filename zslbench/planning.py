@@ -18,17 +18,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zslbench import claims, interrupts, provenance
 from zslbench import identity as ident
+from zslbench import interrupts, provenance
 from zslbench.data import backbones
 from zslbench.data.checks import check_dataset, declared_benchmarks
 from zslbench.data.dataset import ZSLData, check_backbone
 from zslbench.errors import ConfigError, UserError, failure_reason
 from zslbench.prepare import PreparedMethod, prepare_grid
-from zslbench.records import SCHEMA_VERSION, Record, RecordError, jsonable, run_name
-from zslbench.registry import Registry
-from zslbench.request import GridRequest, Overrides
-from zslbench.store import (
+from zslbench.records import (
+    SCHEMA_VERSION,
+    Record,
+    RecordError,
+    declared_datasets,
+    jsonable,
+    run_name,
+)
+from zslbench.records.store import (
     RecordIndex,
     check_results_dir,
     device_type,
@@ -36,6 +41,8 @@ from zslbench.store import (
     record_path,
     run_slot,
 )
+from zslbench.registry import Registry
+from zslbench.request import GridRequest, Overrides
 
 derive_seed = ident.derive_seed
 #: ``load(name) -> (data, kind)``: how the grid reads a dataset (``zslbench.api.loader``).
@@ -126,7 +133,7 @@ def plan_dataset(
         eta = index.eta(dataset, prep.spec.name, device_name)
         approximate = eta is None
         if approximate:  # earlier runs only on a busy machine: their time, marked approximate
-            eta = index.busy_eta(dataset, prep.spec.name, device_name)
+            eta = index.eta(dataset, prep.spec.name, device_name, busy=True)
         for rep in range(seeds):
             seed = derive_seed(base_seed, dataset, rep)
             run_id = _free_name(
@@ -317,7 +324,7 @@ def plan(
     """
     configs = prepare_grid(request, registry)
     check_results_dir(request.results_dir)
-    index = RecordIndex.read(request.results_dir, claims.declared_datasets(registry))
+    index = RecordIndex.read(request.results_dir, declared_datasets(registry))
     device_name = str(provenance.device_info(request.device)["name"])
     emit = on_event or (lambda kind, info: None)
 

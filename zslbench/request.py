@@ -191,7 +191,7 @@ class GridRequest:
     sweeps: dict[str, list[Any]] = field(default_factory=dict)
     force: bool = False
     #: Re-run cached runs, keep their records, and write what moved beside each record
-    #: (:mod:`zslbench.rechecks`).
+    #: (:mod:`zslbench.records.rechecks`).
     recheck: bool = False
     allow_nonstandard: bool = False
     #: The TOML config file the request came from, recorded in every record.

@@ -3,11 +3,11 @@
 The driver of a grid: :func:`run_grid` takes the plan (:func:`zslbench.planning.plan`, the one
 the dry run prints), hands the runs to do to an executor (:mod:`zslbench.executors`), and writes
 each finished run's record (:func:`make_record`) or failure note through the results store
-(:mod:`zslbench.store`). Seeds follow benchopt: each run's seed is a hash of (base seed, dataset,
+(:mod:`zslbench.records.store`). Seeds follow benchopt: each run's seed is a hash of (base seed, dataset,
 repetition), so adding a method never changes another's seeds, and methods pair up by seed.
 
 The request (:mod:`zslbench.request`) and the resolved methods (:mod:`zslbench.prepare`) have
-their own modules; their public names are importable from here too.
+their own modules.
 """
 
 from __future__ import annotations
@@ -17,28 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from zslbench import identity, provenance, rechecks, store
+from zslbench import identity, provenance
 from zslbench._version import __version__
 from zslbench.errors import UserError
 from zslbench.executors import Batch, LocalExecutor, RunResult
+from zslbench.identity import derive_seed
 from zslbench.planning import DatasetPlan, Emit, Loader, PlannedRun, dry_run_lines, plan
-from zslbench.planning import derive_seed as derive_seed
-from zslbench.prepare import PreparedMethod as PreparedMethod
-from zslbench.prepare import canonical_number as canonical_number
-from zslbench.prepare import check_override_targets as check_override_targets
-from zslbench.prepare import prepare_grid as prepare_grid
-from zslbench.prepare import prepare_method as prepare_method
-from zslbench.records import Record, jsonable
+from zslbench.prepare import PreparedMethod
+from zslbench.records import METRIC_SPECS, Record, jsonable, rechecks, store
+from zslbench.records.store import write_record
 from zslbench.registry import Registry
-from zslbench.request import GridRequest as GridRequest
-from zslbench.request import Overrides as Overrides
-from zslbench.request import expand_datasets as expand_datasets
-from zslbench.request import parse_overrides as parse_overrides
-from zslbench.request import parse_sweeps as parse_sweeps
-from zslbench.request import parse_value as parse_value
-from zslbench.request import split_names as split_names
-from zslbench.store import check_results_dir as check_results_dir
-from zslbench.store import write_record
+from zslbench.request import GridRequest
 
 
 class Executor(Protocol):
@@ -207,14 +196,17 @@ def _finish(
     if request.recheck and plan.record is not None:  # the recorded run stays as it is
         entry = rechecks.compare(plan.record, record)
         emit("info", {"message": rechecks.line(entry)})
+        try:
+            kept: Path | None = rechecks.append(plan.path, entry)
+        except rechecks.RechecksError as exc:
+            kept = None
+            where = rechecks.path_for(plan.path)
+            emit(
+                "warning",
+                {"message": f"{where}: not extended, {exc}; move it away to keep rechecks"},
+            )
         return RunOutcome(
-            plan.dataset,
-            plan.method,
-            plan.repetition,
-            plan.seed,
-            "rechecked",
-            record,
-            rechecks.append(plan.path, entry),
+            plan.dataset, plan.method, plan.repetition, plan.seed, "rechecked", record, kept
         )
     try:
         written = write_record(request.results_dir, record)
@@ -241,9 +233,9 @@ def make_record(
     result = res.result
     assert result is not None and plan.prepared is not None, "a finished run has its result"
     ev = result.evaluation
-    metrics = {k: float(ev[k]) for k in ("A_T", "A_U", "A_S", "H", "AUSUC")}
-    if "AUSUC_per_image" in ev:
-        metrics["AUSUC_per_image"] = float(ev["AUSUC_per_image"])
+    # every declared metric the evaluation gives (an optional one may be absent)
+    measured = {m.name: m.measure(ev) for m in METRIC_SPECS}
+    metrics = {name: value for name, value in measured.items() if value is not None}
     return Record(
         run_id=plan.run_id,
         key=plan.key,

@@ -14,6 +14,7 @@ from tests.plugins.test_npz import arrays
 from zslbench.data import backbones
 from zslbench.data.checks import check_dataset
 from zslbench.data.dataset import Benchmark
+from zslbench.data.fingerprints import content_fingerprint
 from zslbench.leaderboard.collect import dataset_label, dataset_order
 from zslbench_plugins import npz
 from zslbench_plugins.xlsa17.loader import benchmark
@@ -49,10 +50,8 @@ def test_the_benchmarks_own_backbone_keeps_the_fingerprint_another_enters_it(
         verdict.fingerprint,
         backbones.named(verdict, "dino_vitb16", None).fingerprint,
     )
-    # the same formula as check_dataset's, so that zslbench.claims recomputes it
-    assert (
-        backbones.content_fingerprint(verdict.parts, verdict.features_hash) == verdict.fingerprint
-    )
+    # the same formula as check_dataset's, so that zslbench.records.validation recomputes it
+    assert content_fingerprint(verdict.parts, verdict.features_hash) == verdict.fingerprint
 
 
 def test_another_backbone_is_compared_with_every_pin_but_the_features() -> None:

@@ -24,8 +24,8 @@ PAPER_NAMES = {
 
 def _split_fingerprint(dataset: str, kind: str) -> str:
     """The official split fingerprint of a declared benchmark (``apy``), which a record claiming
-    its standard split must hold (``zslbench.claims``); a made-up one for any other dataset."""
-    from zslbench.claims import declared_datasets
+    its standard split must hold (``zslbench.records.validation``); a made-up one for any other dataset."""
+    from zslbench.records.validation import declared_datasets
 
     spec = declared_datasets().get(dataset)
     bench = getattr(spec, "benchmark", None)
@@ -61,7 +61,7 @@ def make_record(
 ) -> Record:
     """A complete record. Unspecified metrics derive from fixed defaults; ``oversubscribed=None``
     gives a record without a ``load`` report (load unknown)."""
-    seed = seed if seed is not None else 1000 + repetition
+    seed = seed if seed is not None else ident.derive_seed(0, dataset, repetition)
     kind = kind or ("synthetic" if dataset == "toy" or dataset.startswith("synth-") else "real")
     m = {"A_T": 50.0, "A_U": 40.0, "A_S": 60.0, "H": 48.0, "AUSUC": 30.0}
     m.update(metrics or {})

@@ -294,7 +294,7 @@ def test_the_committed_boards_reproduce_lines_name_what_they_ran() -> None:
     exists, methods and datasets the registry knows, and the records folder as --results-dir.
     (The coordinator also executes them with ``zslbench run --dry-run`` after the merge.)"""
     from zslbench.cli import State
-    from zslbench.runner import expand_datasets, split_names
+    from zslbench.request import expand_datasets, split_names
 
     registry = State().registry()
     checked = 0

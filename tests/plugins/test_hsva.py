@@ -12,9 +12,10 @@ import pytest
 import torch
 
 from zslbench.errors import ConfigError
+from zslbench.prepare import prepare_method
 from zslbench.protocol import run_protocol
 from zslbench.registry import load_registry
-from zslbench.runner import parse_overrides, prepare_method
+from zslbench.request import parse_overrides
 from zslbench.testing import check_model
 from zslbench_plugins.generative import GenerativeModel
 from zslbench_plugins.hsva import (

@@ -33,9 +33,10 @@ import scipy.linalg
 
 from tests.plugins.xlsa17.helpers import plausible_labels, require_shared
 from zslbench.data.dataset import ZSLData
+from zslbench.prepare import prepare_method
 from zslbench.protocol import run_protocol
 from zslbench.registry import load_registry
-from zslbench.runner import parse_overrides, prepare_method
+from zslbench.request import parse_overrides
 from zslbench_plugins.eszsl import ESZSL
 from zslbench_plugins.sae import SAE
 

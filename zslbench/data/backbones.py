@@ -17,27 +17,15 @@ feature set (:mod:`zslbench.data.checks`); this module decides what the backbone
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import replace
 
-from zslbench.data.checks import CONTENT_SCHEME, DataCheck
+from zslbench.data.checks import DataCheck
 from zslbench.data.dataset import Benchmark
+from zslbench.data.fingerprints import content_fingerprint
 
 #: The content part that holds a backbone in the data fingerprint.
 PART = "backbone"
-
-
-def content_fingerprint(parts: Mapping[str, str], features_hash: str) -> str:
-    """The data fingerprint of content ``parts`` and a features hash, as ``check_dataset`` forms
-    it (and ``zslbench.claims`` recomputes it)."""
-    text = (
-        CONTENT_SCHEME
-        + "\n"
-        + "\n".join(f"{k}:{v}" for k, v in sorted(parts.items()))
-        + f"\nfeatures:{features_hash}\n"
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def is_foreign(backbone: str | None, benchmark: Benchmark | None) -> bool:

@@ -43,11 +43,10 @@ import numpy as np
 
 from zslbench.data.dataset import Benchmark, DatasetSpec, ZSLData
 from zslbench.data.fingerprints import (  # CONTENT_SCHEME and the two below: also read from here
-    CONTENT_SCHEME,
     HASH_BLOCK,
+    content_fingerprint,
     content_parts,
     features_hash,
-    sha_hex,
 )
 from zslbench.data.splits import (
     DATASET_NAMING,
@@ -264,14 +263,7 @@ def check_dataset(
         )
     parts = content_parts(data)
     fhash = features_hash(data.features)
-    fingerprint = sha_hex(
-        (
-            CONTENT_SCHEME
-            + "\n"
-            + "\n".join(f"{k}:{v}" for k, v in sorted(parts.items()))
-            + f"\nfeatures:{fhash}\n"
-        ).encode()
-    )
+    fingerprint = content_fingerprint(parts, fhash)
     matched: Benchmark | None = None
     unverified: list[str] = []
     if kind == "real":

@@ -6,6 +6,7 @@ and matches them against a declared benchmark's pins."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -20,6 +21,15 @@ HASH_BLOCK = 64 * 2**20
 
 def sha_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def content_fingerprint(parts: Mapping[str, str], features_hash: str) -> str:
+    """A dataset's fingerprint: its content ``parts`` (:func:`content_parts`, with a backbone's
+    part where one is named) and its features hash, under :data:`CONTENT_SCHEME`. The one
+    formula: ``check_dataset`` forms it, a named backbone re-forms it and a record's claims
+    recompute it."""
+    lines = "\n".join(f"{k}:{v}" for k, v in sorted(parts.items()))
+    return sha_hex(f"{CONTENT_SCHEME}\n{lines}\nfeatures:{features_hash}\n".encode())
 
 
 def attributes_fingerprint(attributes: np.ndarray) -> str:

@@ -1,6 +1,6 @@
 """Leaderboards rendered from result records.
 
-The data path, module by module: :mod:`zslbench.results` (records -> one row per run, checked),
+The data path, module by module: :mod:`zslbench.records.results` (records -> one row per run, checked),
 ``collect`` (-> one row per configuration and dataset: mean, std, 95% interval, values by seed,
 times per device model, data versions), ``reported`` (the curated numbers quoted from papers),
 ``tables`` (the table model and its statistical marks, :mod:`zslbench.stats`), ``ranks``

@@ -29,8 +29,9 @@ from typing import Any
 
 from zslbench.leaderboard import csvs, render, reproducibility
 from zslbench.leaderboard.figures import FigureSpec, embedded_hash, render_figure
-from zslbench.leaderboard.manifest import GENERATOR, MANIFEST, owned_in
+from zslbench.leaderboard.manifest import owned_in
 from zslbench.leaderboard.model import Board, board
+from zslbench.records.store import GENERATOR, MANIFEST
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def build(
     out_dir = Path(out_dir)
     b = board(Path(results_dir), out_dir, reported_path)
     pages = texts(b)
-    rechecked = reproducibility.page(Path(results_dir))
+    rechecked = reproducibility.page(Path(results_dir), b.warnings)
     if rechecked is not None:
         pages[reproducibility.FILE] = rechecked
     artefacts = [Artefact(path, text.encode("utf-8")) for path, text in sorted(pages.items())]

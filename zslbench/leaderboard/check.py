@@ -41,7 +41,8 @@ from typing import Any
 from zslbench.errors import UserError
 from zslbench.leaderboard.build import Site, manifest_bytes
 from zslbench.leaderboard.figures import embedded_hash
-from zslbench.leaderboard.manifest import MANIFEST, owned_in
+from zslbench.leaderboard.manifest import owned_in
+from zslbench.records.store import MANIFEST
 
 
 def _inside(path: Path, parent: Path) -> bool:

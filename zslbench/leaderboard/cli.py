@@ -178,12 +178,13 @@ def prune(ctx: click.Context, results_dir: Path, data_dir: Path | None, yes: boo
     through a link; a record that cannot be planned here (plugin not installed, data missing, a
     GPU run on a machine without one) is kept and listed. Re-render the board afterwards.
     """
-    from zslbench.leaderboard import prune as prune_mod
+    from zslbench.api import record_planner
+    from zslbench.records import prune as prune_mod
 
     if not results_dir.is_dir():
         raise click.ClickException(f"--results-dir {results_dir.as_posix()} is not a folder")
     registry = ctx.find_root().obj.registry()
-    report = prune_mod.stale_records(results_dir, registry, data_dir)
+    report = prune_mod.stale_records(results_dir, record_planner(registry, results_dir, data_dir))
     kept: dict[str, list[Path]] = {}
     for path, why in report.unknown:
         kept.setdefault(why, []).append(path)

@@ -1,4 +1,4 @@
-"""Runs (one row per record, :mod:`zslbench.results`) -> one row per configuration and dataset.
+"""Runs (one row per record, :mod:`zslbench.records.results`) -> one row per configuration and dataset.
 
 Everything a leaderboard shows comes from here, so the grouping rules live in one place:
 
@@ -36,8 +36,11 @@ from typing import Any
 import pandas as pd
 
 from zslbench import stats
+from zslbench.records import EXTRA_METRICS, METRICS
+from zslbench.records.results import read_runs
+from zslbench.records.rows import value_text
+from zslbench.records.store import board_files
 from zslbench.registry import dataset_order as declared_dataset_order
-from zslbench.results import EXTRA_METRICS, METRICS, board_files, read_runs, value_text
 
 #: The metrics a sweep table and figure show, in this order.
 SWEEP_METRICS = ("H", "A_U", "A_S", "AUSUC", "A_T")
@@ -108,7 +111,7 @@ def by_plugin_name(run: Any) -> bool:
 
 
 def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """The runs under ``results_dir`` (:func:`zslbench.results.read_runs`), skipping a board
+    """The runs under ``results_dir`` (:func:`zslbench.records.results.read_runs`), skipping a board
     rendered inside it: every file its manifest lists, and the manifest itself."""
     return read_runs(Path(results_dir), link_base=link_base, skip=board_files(Path(results_dir)))
 

@@ -46,7 +46,7 @@ from zslbench.leaderboard.collect import (
     value_sort_key,
 )
 from zslbench.leaderboard.markup import unique_slugs
-from zslbench.results import value_text
+from zslbench.records.rows import value_text
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType

@@ -7,40 +7,13 @@ results directory (``collect.load_runs``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
-MANIFEST = "manifest.json"
+from zslbench.records.store import MANIFEST, owned_files
+
 #: The board's list of third-party plugins (``zslbench board``), beside the pages: the render
 #: reads past it as an input, never as a file in the way.
 PLUGINS_NAME = "plugins.toml"
-GENERATOR = "zslbench leaderboard"
-
-
-def is_own_manifest(doc: Any) -> bool:
-    """Whether a parsed manifest.json was written by ``zslbench leaderboard``."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
-        return False
-    return doc.get("generator") == GENERATOR
-
-
-def owned_files(manifest: Path) -> set[str] | None:
-    """The files (relative to its folder, the manifest itself included) that the manifest at
-    ``manifest`` says zslbench leaderboard wrote; None when it is absent, unreadable, foreign or
-    a link (never followed)."""
-    if Path(manifest).is_symlink():
-        return None
-    try:
-        doc = json.loads(Path(manifest).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not is_own_manifest(doc):
-        return None
-    names = {str(p) for p in doc["files"]}
-    return {n for n in names if ".." not in Path(n).parts and not Path(n).is_absolute()} | {
-        MANIFEST
-    }
 
 
 def owned_in(out_dir: Path) -> set[str]:

@@ -52,7 +52,7 @@ from zslbench.leaderboard.tables import (
     sweep_tables,
     time_tables,
 )
-from zslbench.results import value_text
+from zslbench.records.rows import value_text
 
 #: Dataset kinds in page order. Real and synthetic pages always exist (the committed board links
 #: them); a custom page only when there are runs on custom datasets.

@@ -1,20 +1,25 @@
 """``reproducibility.md``: which methods gave the same numbers when their runs were made again on
-another machine (``zslbench run --recheck``, :mod:`zslbench.rechecks`), and how far the others
+another machine (``zslbench run --recheck``, :mod:`zslbench.records.rechecks`), and how far the others
 moved. Written only when the results dir holds rechecks."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from zslbench import rechecks
 from zslbench.leaderboard.markup import md_escape
+from zslbench.records import rechecks
 
 FILE = "reproducibility.md"
 
 
-def page(results_dir: Path) -> str | None:
-    """The page's Markdown, or None when no run under ``results_dir`` was rechecked."""
-    rows = rechecks.summary(rechecks.read_all(Path(results_dir)))
+def page(results_dir: Path, warnings: list[str] | None = None) -> str | None:
+    """The page's Markdown, or None when no run under ``results_dir`` was rechecked; a malformed
+    ``.rechecks`` file is skipped, with a line naming it added to ``warnings``."""
+    entries, refused = rechecks.read_all(Path(results_dir))
+    for path, why in refused:
+        if warnings is not None:
+            warnings.append(f"{path.as_posix()}: skipped, not a valid rechecks file: {why}")
+    rows = rechecks.summary(entries)
     if not rows:
         return None
     lines = [

@@ -6,12 +6,13 @@ A results folder holds one ``<run_id>.json`` record per run (:func:`record_path`
 last attempt failed (:func:`write_failure_note`, :func:`failure_note`,
 :func:`clear_failure_note`). :func:`check_results_dir` refuses, before any training, a folder that
 cannot take records. :class:`RecordIndex` reads the folder once per grid, every record checked as
-the board checks it (:func:`zslbench.results.valid_record`), so a damaged one is re-run rather than
+the board checks it (:func:`zslbench.records.rows.valid_record`), so a damaged one is re-run rather than
 served from the cache; :func:`write_record` writes a record atomically.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zslbench import records
 from zslbench.errors import ConfigError
-from zslbench.files import atomic_write_text
-from zslbench.records import Record, RecordError
+from zslbench.files import atomic_write_text, read_folder_file
+from zslbench.records.rows import valid_record
+from zslbench.records.schema import Record, RecordError
 
 #: Below this much free space the results dir is refused up front (records are ~100 KiB each).
 MIN_FREE_BYTES = 4 * 2**20
@@ -37,7 +38,68 @@ def record_path(results_dir: Path, run_id: str) -> Path:
 def write_record(results_dir: Path, record: Record) -> Path:
     """Seal ``record`` and write it to :func:`record_path` atomically (a reader or a killed run
     only ever sees the old file or the complete new one)."""
-    return records.write_record(results_dir, record)
+    target = record_path(results_dir, record.run_id)
+    atomic_write_text(target, record.sealed().to_json())
+    return target
+
+
+def folder_files(results_dir: Path, suffix: str) -> list[Path]:
+    """Every ``*<suffix>`` under ``results_dir``, sorted, without hidden files or folders (the
+    temporaries of atomic writes): the one walk of a results folder."""
+    return [
+        path
+        for path in sorted(Path(results_dir).rglob(f"*{suffix}"))
+        if not any(part.startswith(".") for part in path.relative_to(results_dir).parts)
+    ]
+
+
+def record_files(results_dir: Path) -> list[Path]:
+    """Every record file (``*.json``) under ``results_dir`` (:func:`folder_files`)."""
+    return folder_files(results_dir, ".json")
+
+
+#: The file in which ``zslbench leaderboard`` lists what it wrote (a board can be rendered inside
+#: the results folder, its default ``--out``): those files are not records.
+MANIFEST = "manifest.json"
+GENERATOR = "zslbench leaderboard"
+
+
+def is_own_manifest(doc: Any) -> bool:
+    """Whether a parsed manifest.json was written by ``zslbench leaderboard``."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+        return False
+    return doc.get("generator") == GENERATOR
+
+
+def owned_files(manifest: Path) -> set[str] | None:
+    """The files (relative to its folder, the manifest itself included) that the manifest at
+    ``manifest`` says zslbench leaderboard wrote; None when it is absent, unreadable, foreign or
+    a link (never followed)."""
+    if Path(manifest).is_symlink():
+        return None
+    try:
+        doc = json.loads(read_folder_file(Path(manifest)).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not is_own_manifest(doc):
+        return None
+    names = {str(p) for p in doc["files"]}
+    return {n for n in names if ".." not in Path(n).parts and not Path(n).is_absolute()} | {
+        MANIFEST
+    }
+
+
+def board_files(results_dir: Path) -> set[Path]:
+    """The files of a leaderboard rendered inside ``results_dir``: every file its manifest lists,
+    and the manifest itself. They are not records, and reading them is no reason to warn."""
+    own: set[Path] = set()
+    if Path(results_dir).is_dir():
+        for path in record_files(Path(results_dir)):
+            if path.name == MANIFEST:
+                listed = owned_files(path)
+                if listed is not None:
+                    own.update(path.parent / name for name in listed)
+    return own
 
 
 def device_type(device: str) -> str:
@@ -120,9 +182,9 @@ def clear_failure_note(path: Path, *, other_configs: bool = False) -> None:
         ):
             continue
         try:
-            if note.is_symlink() or not note.is_file() or note.stat().st_size > 4096:
+            if note.is_symlink():
                 continue
-            if note.read_text(encoding="utf-8", errors="replace").count("\n") != 1:
+            if read_folder_file(note, 4096).decode("utf-8", "replace").count("\n") != 1:
                 continue
             note.unlink()
         except OSError:
@@ -133,7 +195,8 @@ def failure_note(path: Path) -> str | None:
     """The one-line reason of this run's last failure: the ``<run_id>.failed`` note beside its
     record's path (written by the runner when a run fails, removed when it succeeds)."""
     try:
-        text = failure_note_path(path).read_text(encoding="utf-8", errors="replace").strip()
+        raw = read_folder_file(failure_note_path(path))
+        text = raw.decode("utf-8", errors="replace").strip()
     except OSError:
         return None
     first = text.splitlines()[0] if text else "no reason kept"
@@ -148,15 +211,6 @@ def run_slot(
     return (dataset, method, dev_type, base_seed, repetition, repr(sorted((sweep or {}).items())))
 
 
-def read_checked(path: Path, datasets: Any = None) -> Record | RecordError:
-    """The record at ``path`` when the board would take it, else why not
-    (:func:`zslbench.results.valid_record`): any file of the results dir is untrusted content,
-    and one that cannot be read is a refusal, never a crash of the grid's planning."""
-    from zslbench.results import valid_record  # pandas: only once there are records to read
-
-    return valid_record(path, datasets)
-
-
 @dataclass
 class RecordIndex:
     """The records of a results dir, read once per grid: by file, and by run slot (dataset,
@@ -168,14 +222,13 @@ class RecordIndex:
     @classmethod
     def read(cls, results_dir: Path, datasets: Any = None) -> RecordIndex:
         """``datasets``: the declarations records are checked against
-        (:func:`zslbench.claims.declared_datasets`)."""
+        (:func:`zslbench.records.validation.declared_datasets`)."""
         index = cls()
         if not Path(results_dir).is_dir():
             return index
-        for path in sorted(Path(results_dir).rglob("*.json")):
-            if any(part.startswith(".") for part in path.relative_to(results_dir).parts):
-                continue  # temporaries of atomic writes
-            rec = read_checked(path, datasets)
+        for path in record_files(results_dir):
+            # checked as the board checks it: a damaged record is re-run, never served
+            rec = valid_record(path, datasets)
             index.by_path[path.resolve()] = rec
             if isinstance(rec, Record):
                 slot = run_slot(
@@ -205,9 +258,12 @@ class RecordIndex:
 
         return max(found, key=rank)
 
-    def eta(self, dataset: str, method: str, device_name: str) -> float | None:
+    def eta(
+        self, dataset: str, method: str, device_name: str, *, busy: bool = False
+    ) -> float | None:
         """Median wall seconds of earlier runs of (dataset, method) on this device model, None
-        without any; runs on an oversubscribed machine are left out."""
+        without any. Runs on an oversubscribed machine are left out, or with ``busy`` only they
+        count: an approximate ETA where the plain one has none."""
         times = [
             float(rec.load.get("wall_seconds") or rec.timings["train"])
             for recs in self.by_slot.values()
@@ -215,20 +271,6 @@ class RecordIndex:
             if rec.dataset == dataset
             and rec.method == method
             and rec.device.get("name") == device_name
-            and rec.load.get("oversubscribed") is not True
-        ]
-        return statistics.median(times) if times else None
-
-    def busy_eta(self, dataset: str, method: str, device_name: str) -> float | None:
-        """Median wall seconds of earlier runs of (dataset, method) on this device model taken on
-        an oversubscribed machine: an approximate ETA where :meth:`eta` has none."""
-        times = [
-            float(rec.load.get("wall_seconds") or rec.timings["train"])
-            for recs in self.by_slot.values()
-            for rec in recs
-            if rec.dataset == dataset
-            and rec.method == method
-            and rec.device.get("name") == device_name
-            and rec.load.get("oversubscribed") is True
+            and (rec.load.get("oversubscribed") is True) == busy
         ]
         return statistics.median(times) if times else None
