@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from zslbench.admission import MAX_RECORD_BYTES
 from zslbench.board import BoardPlugin, accept
 from zslbench.cli import main
 from zslbench.identity import run_key
+from zslbench.leaderboard.admission import MAX_RECORD_BYTES
 from zslbench.records import Record, config_id, run_name
 
 DEMO = Path(__file__).resolve().parent / "board_plugin"

@@ -27,7 +27,7 @@ Every path is relative to the board folder, ``zslbench board --dir DIR`` (defaul
 rendered pages; ``--plugins``, ``--results-dir`` and ``--out`` name another file or folder.
 
 ``accept`` (:func:`accept`) takes a record only when it meets every entry of
-:data:`zslbench.admission.REQUIREMENTS`: a plain file under a size cap, the only record of its
+:data:`zslbench.leaderboard.admission.REQUIREMENTS`: a plain file under a size cap, the only record of its
 run in the artifact, valid with claims that agree (:mod:`zslbench.records.validation`), with an identity and content parts so that
 every claim was recomputed, named by its run id, a run of a listed third-party (not built-in)
 method from the listed distribution, on one of the board's synthetic stand-ins, and replacing no
@@ -228,8 +228,8 @@ def accept(
 ) -> tuple[list[Path], list[str]]:
     """Take the records that the job running third-party code handed on (``source``, an
     artifact: untrusted) into ``results_dir``: (the files written, one line per file refused).
-    What a record must be is :data:`zslbench.admission.REQUIREMENTS`."""
-    from zslbench.admission import admit
+    What a record must be is :data:`zslbench.leaderboard.admission.REQUIREMENTS`."""
+    from zslbench.leaderboard.admission import admit
 
     return admit({m: p.name for p in plugins for m in p.methods}, source, results_dir)
 
