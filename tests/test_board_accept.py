@@ -19,7 +19,7 @@ import pytest
 
 from zslbench.board import BoardPlugin, accept
 from zslbench.cli import main
-from zslbench.identity import run_key
+from zslbench.identity import derive_seed, run_key
 from zslbench.leaderboard.admission import MAX_RECORD_BYTES
 from zslbench.records import Record, config_id, run_name
 
@@ -52,6 +52,9 @@ def forge(rec: Record, edit: Callable[[dict[str, Any]], None], *, recompute: boo
     raw.pop("digest")
     edit(raw)
     if recompute:
+        raw["seed"] = derive_seed(raw["base_seed"], raw["dataset"], raw["repetition"])
+        if raw.get("identity"):
+            raw["identity"]["seed"] = raw["seed"]
         comps = raw["config"]["components"]
         raw["config"]["method"] = raw["method"]
         raw["config_id"] = config_id(

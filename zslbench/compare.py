@@ -263,7 +263,7 @@ def _never_paired(
 
 def _side(spec: ConfigSpec, runs_of: pd.DataFrame, sub: pd.DataFrame, fp: str) -> Side:
     """One side of a comparison: the full schedule first, then the configuration with most runs."""
-    from zslbench.leaderboard.collect import samples_by_seed
+    from zslbench.records.results import samples_by_seed
     from zslbench.records.schema import metric_names
 
     mine = runs_of[runs_of["data_fp"] == fp]
@@ -306,13 +306,12 @@ def compare(method_a: str, method_b: str, dataset: str, results_dir: Path) -> No
       zslbench compare 'bt-gp[embedder.margin=1]' 'bt-gp[embedder.margin=4]' --dataset toy
     When nothing matches, it lists the configurations with records there."""
     from zslbench import stats
-    from zslbench.leaderboard.collect import dedupe, load_runs
+    from zslbench.records.results import newest_runs
     from zslbench.records.schema import metric_names
 
-    runs, refused = load_runs(results_dir, link_base=results_dir)
+    kept, _, refused = newest_runs(results_dir, link_base=results_dir)
     for path, reason in refused:
         echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
-    kept, _ = dedupe(runs)
     a, b, fp = comparison_sides(kept, method_a, method_b, dataset)
     echo(
         f"{method_a} vs {method_b} on {dataset} (data {fp[:8]}; records in {results_dir.as_posix()})"

@@ -92,3 +92,14 @@ def failure_reason(exc: BaseException) -> str:
         what = f"{type(exc).__name__}: {exc}"
     text = (f"{where}: " if where else "") + what
     return " ".join(text.split())
+
+
+def suggestion(name: str, choices: list[str], kind: str) -> str:
+    """'did you mean X?' plus the valid names, for one-line errors."""
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
+    listing = ", ".join(sorted(choices)) or "none registered"
+    if close:
+        return f"did you mean {close[0]!r}? (known {kind}s: {listing})"
+    return f"known {kind}s: {listing} (see `zslbench list`)"

@@ -18,11 +18,11 @@ from typing import Any
 
 from zslbench import records
 from zslbench.components import Component
-from zslbench.errors import ConfigError, blame
+from zslbench.errors import ConfigError, blame, suggestion
 from zslbench.methods import MethodSpec, method_roles
 from zslbench.protocol import Method
 from zslbench.records import jsonable
-from zslbench.registry import BUILTIN_DISTRIBUTION, Registry, suggestion
+from zslbench.registry import BUILTIN_DISTRIBUTION, Registry
 from zslbench.request import GridRequest, Overrides, same_value
 
 INJECTED = ("random_state", "device")

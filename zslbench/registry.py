@@ -24,7 +24,7 @@ import pluggy
 
 from zslbench import hookspecs
 from zslbench.data.dataset import name_problem, printable
-from zslbench.errors import ConfigError, PluginError, UserError
+from zslbench.errors import ConfigError, PluginError, UserError, suggestion
 
 ENTRY_POINT_GROUP = "zslbench"
 DISABLE_AUTOLOAD_ENV = "ZSLBENCH_DISABLE_PLUGIN_AUTOLOAD"
@@ -226,17 +226,6 @@ def _hook_namespace(kind: hookspecs.Kind) -> Any:
     spec.__name__ = spec.__qualname__ = kind.hook
     spec.__doc__ = kind.doc or f"{kind.name} classes (a kind added by a plugin)."
     return type(f"{kind.name}_hookspec", (), {kind.hook: staticmethod(hookspecs.hookspec(spec))})
-
-
-def suggestion(name: str, choices: list[str], kind: str) -> str:
-    """'did you mean X?' plus the valid names, for one-line errors."""
-    import difflib
-
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
-    listing = ", ".join(sorted(choices)) or "none registered"
-    if close:
-        return f"did you mean {close[0]!r}? (known {kind}s: {listing})"
-    return f"known {kind}s: {listing} (see `zslbench list`)"
 
 
 def canonical_distribution(name: str) -> str:

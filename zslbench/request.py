@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from zslbench.config import EXECUTORS, load_config
-from zslbench.errors import ConfigError, DataError
+from zslbench.errors import ConfigError, DataError, suggestion
 from zslbench.methods import method_roles
-from zslbench.registry import Registry, suggestion
+from zslbench.registry import Registry
 
 
 def split_names(values: tuple[str, ...] | list[str] | str) -> list[str]:

@@ -15,6 +15,7 @@ from lb_factory import fake_render_figure, make_record, write_records
 
 from tests.cli_helpers import invoke_main
 from zslbench import stats
+from zslbench.identity import derive_seed
 from zslbench.leaderboard import model
 from zslbench.leaderboard.figures import draw
 
@@ -148,11 +149,10 @@ def test_selection_audit_is_its_own_table_never_ranked_or_mixed(tmp_path: Path) 
     # The clean H is what every other table shows.
     assert "42.0 ± 2.0" in md.split("### Generalized ZSL: H and AUSUC", 1)[1].split("###", 1)[0]
     audit = list(csv.DictReader(io.StringIO((out / "synthetic-selection-audit.csv").read_text())))
-    assert [(r["seed"], r["inflation_H"], r["test_selected_epoch"]) for r in audit] == [
-        ("100", "3", "7"),
-        ("101", "4", "8"),
-        ("102", "5", "9"),
-    ]
+    seeds = [str(derive_seed(100 + r, "synth-apy", r)) for r in range(3)]  # lb_factory's
+    assert sorted((r["seed"], r["inflation_H"], r["test_selected_epoch"]) for r in audit) == sorted(
+        zip(seeds, ("3", "4", "5"), ("7", "8", "9"), strict=True)
+    )
 
 
 # -- ranks across datasets ------------------------------------------------------------------------------
@@ -372,9 +372,10 @@ def test_compare_takes_two_sweep_values_of_one_method(tmp_path: Path) -> None:
     )
     assert "seeds: paired by seed (3 seeds); paired t-test" in result.stdout
     lines = result.stdout.splitlines()
+    seeds = [derive_seed(100 + r, "toy", r) for r in range(3)]  # lb_factory's
     assert (
         lines[1].startswith("  bt-gp[embedder.margin=1]: config ")
-        and "3 run(s), seeds 100, 101, 102" in lines[1]
+        and f"3 run(s), seeds {', '.join(map(str, sorted(seeds)))}" in lines[1]
     )
     assert "(overrides embedder.margin=4; 2 other configuration(s) not compared)" in lines[2]
 

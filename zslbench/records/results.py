@@ -9,6 +9,7 @@ is returned (leaderboard) or warned about (``load_results``) with the reason, na
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -122,3 +123,30 @@ def runs_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return frame.sort_values(
         ["kind", "dataset", "method", "config_id", "seed", "finished_at", "path"], kind="mergesort"
     ).reset_index(drop=True)
+
+
+#: What makes records the same run (with its ``seed``): of such records only the newest counts.
+RUN_KEYS = "kind dataset method config_id standard device_type data_fp schedule".split()
+
+
+def newest_runs(
+    results_dir: Path, link_base: Path | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
+    """The runs of ``results_dir`` that count: (kept, superseded, refused). Files of a board
+    rendered inside the folder are not read; of several records of one run (:data:`RUN_KEYS`
+    and seed), the newest is kept. ``compare`` and the leaderboard both read this table."""
+    results_dir = Path(results_dir)
+    runs, refused = read_runs(results_dir, link_base=link_base, skip=board_files(results_dir))
+    if runs.empty:
+        return runs, runs, refused
+    ordered = runs.sort_values([*RUN_KEYS, "seed", "finished_at", "path"], kind="mergesort")
+    newest = ~ordered.duplicated([*RUN_KEYS, "seed"], keep="last")
+    kept, superseded = ordered[newest], ordered[~newest]
+    return kept.reset_index(drop=True), superseded.reset_index(drop=True), refused
+
+
+def samples_by_seed(group: pd.DataFrame, column: str) -> dict[int, float]:
+    """``{seed: value}`` of a metric over a configuration's runs (non-finite values left out),
+    the samples that the paired tests of :mod:`zslbench.stats` pair by seed."""
+    pairs = zip(group["seed"], group[column], strict=True)
+    return {int(s): float(v) for s, v in pairs if math.isfinite(v)}
