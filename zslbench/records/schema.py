@@ -131,7 +131,7 @@ def run_name(
 
 @dataclass
 class Record:
-    """One run. Every field is JSON data; see the README ("Records") for their meaning."""
+    """One run. Every field is JSON data; docs/records.md says what they mean."""
 
     run_id: str
     key: str
