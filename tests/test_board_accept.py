@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from zslbench.board import BoardPlugin, accept
-from zslbench.cli import main
 from zslbench.identity import derive_seed, run_key
 from zslbench.leaderboard.admission import MAX_RECORD_BYTES
 from zslbench.records import Record, config_id, run_name
@@ -224,11 +223,12 @@ def test_a_file_name_cannot_split_a_log_line(tmp_path, name):
 
 
 def _accept_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(["board", "accept", *args])
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return int(info.value.code or 0), out, err
+    """``zslbench board accept ARGS`` through main's error handler, its streams captured (the
+    rich console rebound, whatever test ran before)."""
+    from tests.cli_helpers import invoke_main
+
+    result = invoke_main("board", "accept", *args)
+    return int(result.exit_code), result.stdout, result.stderr
 
 
 def _plugins_toml(tmp_path: Path) -> Path:

@@ -86,6 +86,7 @@ def test_the_core_declares_only_family_neutral_kinds():
         "calibrator",
         "model",
         "method",
+        "citation",
     }
     reg = load_registry()  # the prototype pipeline's kinds come from its own plugin
     assert reg.added_kinds["embedder"][0] == "prototype_kinds"

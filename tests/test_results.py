@@ -16,22 +16,18 @@ from zslbench.records import results
 
 
 def test_load_results_is_one_row_per_record_with_the_documented_columns(tmp_path: Path) -> None:
-    paths = write_records(
-        tmp_path / "res",
-        [
-            make_record(
-                "synth-apy", "bt-gp", 0, metrics={"H": 40.0, "AUSUC_per_image": 33.0}, train=2.5
-            ),
-            make_record("synth-apy", "bt-gp", 1, metrics={"H": 44.0}, oversubscribed=True),
-            make_record(
-                "apy", "gp", 0, device_name="Some GPU", device_type="cuda", data_fp="fp-apy"
-            ),
-        ],
-    )
+    made = [
+        make_record(
+            "synth-apy", "bt-gp", 0, metrics={"H": 40.0, "AUSUC_per_image": 33.0}, train=2.5
+        ),
+        make_record("synth-apy", "bt-gp", 1, metrics={"H": 44.0}, oversubscribed=True),
+        make_record("apy", "gp", 0, device_name="Some GPU", device_type="cuda", data_fp="fp-apy"),
+    ]
+    paths = write_records(tmp_path / "res", made)
     frame = zslbench.load_results(tmp_path / "res")
     assert isinstance(frame, pd.DataFrame) and list(frame.columns) == results.columns()
     assert len(frame) == 3 and frame.attrs["refused"] == []
-    row = frame[(frame["method"] == "bt-gp") & (frame["seed"] == 1000)].iloc[0]
+    row = frame[(frame["method"] == "bt-gp") & (frame["seed"] == made[0].seed)].iloc[0]
     assert (row["dataset"], row["dataset_kind"], row["H"], row["AUSUC_per_image"]) == (
         "synth-apy",
         "synthetic",
@@ -45,7 +41,7 @@ def test_load_results_is_one_row_per_record_with_the_documented_columns(tmp_path
     )
     assert row["config"]["components"]["embedder"]["params"] == {"latent_dim": 64}
     assert row["path"] == paths[0].as_posix()
-    other = frame[frame["seed"] == 1001].iloc[0]
+    other = frame[frame["seed"] == made[1].seed].iloc[0]
     assert other["oversubscribed"] and math.isnan(other["AUSUC_per_image"])
     gpu = frame[frame["method"] == "gp"].iloc[0]
     assert (gpu["device_type"], gpu["data_fingerprint"], gpu["dataset_kind"]) == (
