@@ -78,6 +78,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def threads_per_worker():
+    """Under ``pytest -n N`` each worker's torch and BLAS get their share of the cores (one each
+    for ``-n 2`` on two cores), restored after the test. torch's default is one thread per core in
+    every worker: ``-n 2`` on two cores ran four threads that wait on each other, and a test file
+    of torch fits (test_golden.py with test_device_discipline.py) took 31-65 s instead of 15-19 s.
+    A test pinned to the machine's default thread count overrides this fixture
+    (tests/test_golden.py)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers < 2:  # one process: the default threads are its own
+        yield
+        return
+    import threadpoolctl
+    import torch
+
+    share = max(1, (os.cpu_count() or 1) // workers)
+    before = torch.get_num_threads()
+    torch.set_num_threads(min(before, share))
+    with threadpoolctl.threadpool_limits(share):
+        yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def one_thread():
     """One torch thread for tests on tiny tensors (OpenMP barriers cost more than they give on a

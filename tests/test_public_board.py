@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import invoke_main
 from zslbench.board import BOARD_DIR, load_plugins
 from zslbench.errors import ConfigError
 from zslbench.leaderboard.manifest import PLUGINS_NAME
@@ -29,6 +30,15 @@ def board(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
         text=True,
         timeout=600,
         env={**os.environ, **(env or {})},
+    )
+
+
+def board_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """``zslbench board ARGS`` in this process (``tests/cli_helpers.py``), for the steps that need
+    no plugin installed: a console-script process pays some 2-4 s of imports each time."""
+    res = invoke_main("board", *args)
+    return subprocess.CompletedProcess(
+        ["zslbench", "board", *args], res.exit_code, res.stdout, res.stderr
     )
 
 
@@ -74,7 +84,7 @@ def test_a_plugins_file_that_is_not_utf8_is_one_line(tmp_path):
     with pytest.raises(ConfigError, match="not UTF-8 text") as info:
         load_plugins(path)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
-    proc = board("run", "--plugins", str(path))
+    proc = board_here("run", "--plugins", str(path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"zslbench: error: {path}: not UTF-8 text (byte 22) — save it as UTF-8"
@@ -118,7 +128,7 @@ def test_board_run_names_the_registry_problem_of_a_refused_method(tmp_path, monk
     assert "whose name contains a path separator" in message and "\n" not in message
 
 
-def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
+def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path, monkeypatch):
     site, records = tmp_path / "site", tmp_path / "records"
     demo = shutil.copytree(DEMO, tmp_path / "demo")  # a build leaves files beside the source
     listing = tmp_path / "plugins.toml"
@@ -133,7 +143,9 @@ def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
         "PIP_NO_BUILD_ISOLATION": "0",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     }
-    proc = board("install", "--plugins", str(listing), env=pip_env)
+    for name, value in pip_env.items():
+        monkeypatch.setenv(name, value)
+    proc = board_here("install", "--plugins", str(listing))
     assert proc.returncode == 0, proc.stderr
     assert (site / "zsl_board_demo").is_dir()
 
@@ -162,7 +174,7 @@ def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
 
     # the job that may write takes them on as data, without the plugin installed
     taken = tmp_path / "board" / "synthetic"
-    proc = board(
+    proc = board_here(
         "accept",
         "--plugins",
         str(listing),
@@ -175,7 +187,7 @@ def test_a_listed_plugin_goes_from_pip_install_to_the_rendered_board(tmp_path):
     assert proc.stdout.strip() == f"1 record(s) taken into {taken}, 0 refused"
     assert (taken / path.name).read_bytes() == path.read_bytes()
 
-    proc = board("render", "--results-dir", str(records), "--out", str(tmp_path / "lb"))
+    proc = board_here("render", "--results-dir", str(records), "--out", str(tmp_path / "lb"))
     assert proc.returncode == 0, proc.stderr
     assert "board-demo" in (tmp_path / "lb" / "synthetic.md").read_text()
 
@@ -256,7 +268,7 @@ def test_accept_takes_only_valid_records_of_listed_methods_and_replaces_no_other
     assert not (tmp_path / "empty").exists()
 
 
-def test_board_paths_come_from_the_board_folder(tmp_path):
+def test_board_paths_come_from_the_board_folder(tmp_path, monkeypatch):
     """``zslbench board --dir DIR``: DIR/plugins.toml and DIR/records/synthetic, nothing of the
     repository's; without --dir, ./leaderboards of the current directory."""
     board_dir, artifact = tmp_path / "b", tmp_path / "artifact"
@@ -265,19 +277,14 @@ def test_board_paths_come_from_the_board_folder(tmp_path):
     (board_dir / PLUGINS_NAME).write_text(
         '[[plugin]]\nname = "zsl-x"\nrequirement = "zsl-x==1"\nmethods = ["m"]\n'
     )
-    proc = board("--dir", str(board_dir), "accept", "--from", str(artifact))
+    proc = board_here("--dir", str(board_dir), "accept", "--from", str(artifact))
     assert proc.returncode == 0, proc.stderr
     assert (
         proc.stdout.strip()
         == f"0 record(s) taken into {board_dir / 'records' / 'synthetic'}, 0 refused"
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "zslbench", "board", "install"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    monkeypatch.chdir(tmp_path)
+    proc = board_here("install")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"zslbench: error: {Path('leaderboards') / PLUGINS_NAME}: no such file — see zslbench/board.py for "

@@ -44,6 +44,11 @@ def _run(tmp_path: Path, env_extra: dict[str, str]) -> dict:
         "krr",
         "--dataset",
         "toy",
+        # fixed settings: the record's load block is what is checked, not krr's search (1-2 s)
+        "--set",
+        "krr.alpha=0.1",
+        "--set",
+        "krr.width=1.0",
         "--results-dir",
         str(results),
     ]
