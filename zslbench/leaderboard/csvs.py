@@ -152,7 +152,8 @@ def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
                 continue
             for key, cell in row.cells.items():
                 ds, _, metric = key.rpartition(":") if ":" in key else (table.dataset, "", key)
-                out[(row.prov.label or row.label, ds, metric)] = cell
+                # the main tables first: a default configuration is also a sweep's point
+                out.setdefault((row.prov.label or row.label, ds, metric), cell)
     return out
 
 
