@@ -145,7 +145,7 @@ def _columns(e: Any, columns: dict[str, str]) -> dict[str, Any]:
 
 def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
     """(full row label, dataset label, metric) -> the cell as marked in the page's tables."""
-    out = {}
+    out: dict[tuple[str, str, str], Cell] = {}
     for table in tables:
         for row in table.rows:
             if row.source != "measured" or not row.prov:
