@@ -387,3 +387,23 @@ def test_a_searched_default_is_no_point_of_a_sweep(tmp_path: Path) -> None:
     agg, anchors = _agg(tmp_path, [*records, default])
     (table,) = sweep_tables(agg, "synthetic", anchors)
     assert len(table.rows) == 2
+
+
+def test_a_default_that_is_a_sweep_point_has_one_provenance_entry(tmp_path: Path) -> None:
+    """Its main row and its sweep row share an anchor: the page lists it once (no duplicate id)."""
+    from zslbench.leaderboard.model import board
+
+    records = [
+        make_record("synth-apy", "bt-gp", rep, sweep={"embedder.margin": m})
+        for m in (1.0, 2.0)
+        for rep in range(2)
+    ]
+    records += [
+        make_record("synth-apy", "bt-gp", rep, params={"latent_dim": 64, "margin": 4.0})
+        for rep in range(2)
+    ]
+    write_records(tmp_path / "r", records)
+    page = board(tmp_path / "r", tmp_path / "out", None).pages["synthetic"]
+    assert len(page.sweep_tables[0].rows) == 3
+    anchors = [r.prov.anchor for r in page.provenance_rows if r.prov]
+    assert len(anchors) == len(set(anchors)) == 3

@@ -387,7 +387,12 @@ def _of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 
 def _measured_rows(tables: list[Table]) -> list[Row]:
-    return [r for t in tables for r in t.rows if r.source == "measured" and r.prov]
+    """The measured rows of ``tables``, one per provenance anchor (a default configuration is
+    also a point of a sweep: the first, its main row, says where all of its runs are)."""
+    rows: dict[str, Row] = {}
+    for row in (r for t in tables for r in t.rows if r.source == "measured" and r.prov):
+        rows.setdefault(row.prov.anchor if row.prov else "", row)
+    return list(rows.values())
 
 
 def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
