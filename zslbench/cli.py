@@ -349,6 +349,9 @@ def _add_core_commands() -> None:
     from zslbench.compare import compare
     from zslbench.leaderboard.cli import leaderboard
     from zslbench.listing import list_cmd
+    from zslbench.prune_command import prune
+
+    leaderboard.add_command(prune)  # an operation on the results folder, listed with the board
 
     cli.add_command(list_cmd)
     cli.add_command(leaderboard)

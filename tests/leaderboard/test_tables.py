@@ -336,3 +336,74 @@ def test_page_intervals_are_clipped_to_0_100(tmp_path: Path) -> None:
         and cell.high > 9.0
         and cell.ci_text().startswith("0.0–")
     )
+
+
+def test_a_sweep_takes_the_default_configuration_as_its_point_at_the_default_value(
+    tmp_path: Path,
+) -> None:
+    """A swept value equal to an unsearched default runs the default itself (the harness records
+    it as plain bt-gp): the sweep table and figure show it at its resolved margin, and the main
+    tables still show it as bt-gp."""
+    from zslbench.leaderboard.figures import figure_specs
+    from zslbench.leaderboard.tables import sweep_groups
+
+    records = [
+        make_record("synth-apy", "bt-gp", rep, sweep={"embedder.margin": m}, metrics={"H": m})
+        for m in (1.0, 2.0)
+        for rep in range(2)
+    ]
+    default = {"latent_dim": 64, "margin": 4.0}
+    records += [
+        make_record("synth-apy", "bt-gp", rep, params=default, metrics={"H": 4.0})
+        for rep in range(2)
+    ]
+    agg, anchors = _agg(tmp_path, records)
+    (table,) = sweep_tables(agg, "synthetic", anchors)
+    assert [r.label for r in table.rows] == [
+        "embedder.margin=1.0",
+        "embedder.margin=2.0",
+        "embedder.margin=4.0",
+    ]
+    assert table.rows[2].cells["H"].mean == 4.0 and table.rows[2].prov.label == "bt-gp"
+    (spec,) = [
+        s
+        for s in figure_specs(agg, "synthetic", sweep_groups(agg, "synthetic"), {"bt-gp": "#000"})
+        if s.figure == "sweep"
+    ]
+    assert [p["x"] for p in spec.data["series"][0]["points"]] == [1.0, 2.0, 4.0]
+    gzsl = setting_tables(agg, "synthetic", None, anchors)[0]
+    assert [r.label for r in gzsl.rows] == ["bt-gp"]
+
+
+def test_a_searched_default_is_no_point_of_a_sweep(tmp_path: Path) -> None:
+    """A searched parameter has no single value: its default configuration is no sweep point."""
+    records = [
+        make_record("synth-apy", "bt-gp", rep, sweep={"embedder.margin": m})
+        for m in (1.0, 2.0)
+        for rep in range(2)
+    ]
+    default = make_record("synth-apy", "bt-gp", 0, params={"latent_dim": 64, "margin": 4.0})
+    default.config["search"] = {"embedder.margin": [1.0, 4.0]}
+    agg, anchors = _agg(tmp_path, [*records, default])
+    (table,) = sweep_tables(agg, "synthetic", anchors)
+    assert len(table.rows) == 2
+
+
+def test_a_default_that_is_a_sweep_point_has_one_provenance_entry(tmp_path: Path) -> None:
+    """Its main row and its sweep row share an anchor: the page lists it once (no duplicate id)."""
+    from zslbench.leaderboard.model import board
+
+    records = [
+        make_record("synth-apy", "bt-gp", rep, sweep={"embedder.margin": m})
+        for m in (1.0, 2.0)
+        for rep in range(2)
+    ]
+    records += [
+        make_record("synth-apy", "bt-gp", rep, params={"latent_dim": 64, "margin": 4.0})
+        for rep in range(2)
+    ]
+    write_records(tmp_path / "r", records)
+    page = board(tmp_path / "r", tmp_path / "out", None).pages["synthetic"]
+    assert len(page.sweep_tables[0].rows) == 3
+    anchors = [r.prov.anchor for r in page.provenance_rows if r.prov]
+    assert len(anchors) == len(set(anchors)) == 3

@@ -124,18 +124,12 @@ def _is_the_only_one_of_its_name(c: Candidate) -> str:
 
 
 def _is_a_valid_record(c: Candidate) -> str:
-    """Valid, intact, and its claims agree (:mod:`zslbench.records.validation`)."""
+    """Valid, intact, and its claims agree (:mod:`zslbench.records.validation`, which also
+    refuses a record without an identity: it would have no key, configuration id or run id to
+    recompute)."""
     from zslbench.records import Record
 
     return "" if isinstance(c.read, Record) else f"not a valid zslbench record: {c.read}"
-
-
-def _has_an_identity(c: Candidate) -> str:
-    """Without ``identity`` the claims check has no key, configuration id or run id to recompute:
-    the board reads such old records, the write job takes none."""
-    if c.rec.identity:
-        return ""
-    return "has no identity, so its key, configuration id and run id cannot be recomputed"
 
 
 def _has_its_content_parts(c: Candidate) -> str:
@@ -229,7 +223,6 @@ REQUIREMENTS: tuple[Callable[[Candidate], str], ...] = (
     _is_within_the_size_cap,
     _is_the_only_one_of_its_name,
     _is_a_valid_record,
-    _has_an_identity,
     _has_its_content_parts,
     _identity_names_its_components,
     _h_is_the_harmonic_mean,

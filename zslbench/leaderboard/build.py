@@ -6,7 +6,7 @@ output directory, bytes), so that writing it and checking it against a committed
 
 Layout of the output directory::
 
-    README.md                 index: what was measured, on what, how, how it compares
+    README.md                 index: what was measured, on what, how
     index.html                the landing page: a redirect to the first HTML page with measured
                               rows (real, else synthetic, else custom)
     real.md, real.html        real benchmarks: measured rows (if any) + the reported rows

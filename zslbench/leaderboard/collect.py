@@ -22,7 +22,11 @@ Everything a leaderboard shows comes from here, so the grouping rules live in on
   (``load.oversubscribed``); a cell whose runs were all on a busy machine shows their median,
   marked, rather than nothing. A record without a ``load`` report counts as unknown and is kept.
 * A run of a **sweep** (``config["sweep"]``) is a configuration of its own, shown in the sweep
-  tables and figures.
+  tables and figures. A swept value equal to an unsearched default runs the default configuration
+  itself, so the harness records it as the plain method (no sweep, :func:`zslbench.prepare._effective`).
+  The sweep of method M over parameters P (other overrides O) therefore takes M's configuration
+  with overrides exactly O and no sweep as one more point (:func:`default_point`), each parameter's
+  value read from its resolved hyperparameters; the main tables still show it as plain M.
 """
 
 from __future__ import annotations
@@ -285,7 +289,7 @@ def _settings(group: pd.DataFrame) -> dict[str, Any]:
         "paper_name": next((p for p in group["paper_name"] if p), ""),
         **{
             c: first[c]
-            for c in "overrides overrides_map sweep sweep_params sweep_map base_seed".split()
+            for c in "config overrides overrides_map sweep sweep_params sweep_map base_seed".split()
         },
         "config_files": sorted({f for f in group["config_file"] if f}),
         "split_reason": "; ".join(sorted({r for r in group["split_reason"] if r})),
@@ -335,6 +339,23 @@ def _curves_and_audits(group: pd.DataFrame) -> dict[str, Any]:
             if a is not None
         ],
     }
+
+
+def default_point(config: dict[str, Any], params: Iterable[str]) -> dict[str, Any] | None:
+    """The values of swept ``params`` (``X.param``, X a role or a component's name) that a
+    configuration ran with, from its resolved hyperparameters; None when one is searched (it has
+    no single value) or the configuration has no such parameter."""
+    components, search = config.get("components") or {}, config.get("search") or {}
+    out = {}
+    for key in params:
+        target, _, param = key.partition(".")
+        role = next((r for r, c in components.items() if target in (r, c.get("name"))), None)
+        values = components[role].get("params") or {} if role is not None else {}
+        searched = param if role == "model" else f"{role}.{param}"
+        if param not in values or key in search or searched in search:
+            return None
+        out[key] = values[param]
+    return out
 
 
 def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFrame:

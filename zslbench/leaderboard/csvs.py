@@ -24,7 +24,7 @@ import pandas as pd
 from zslbench import stats
 from zslbench.leaderboard.collect import TESTED_METRICS, dataset_label, measured
 from zslbench.leaderboard.model import Page
-from zslbench.leaderboard.tables import Cell, Table
+from zslbench.leaderboard.tables import Cell, Row, Table
 
 #: Aggregated columns under another name in the CSV: what a reader of the file looks for (the
 #: headline AUSUC, per class as Chao et al. define it, says so beside the per-image variant).
@@ -60,7 +60,7 @@ def num(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, (bool, str)):
-        return flag(value) if isinstance(value, bool) else value
+        return str(value).lower() if isinstance(value, bool) else value
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -73,10 +73,6 @@ def num(value: Any) -> str:
 
 def p_text(value: float | None) -> str:
     return "" if value is None or not math.isfinite(value) else f"{value:.4g}"
-
-
-def flag(value: Any) -> str:
-    return str(bool(value)).lower()
 
 
 def _is_number(text: str) -> bool:
@@ -145,28 +141,39 @@ def _columns(e: Any, columns: dict[str, str]) -> dict[str, Any]:
 
 def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
     """(full row label, dataset label, metric) -> the cell as marked in the page's tables."""
-    out = {}
+    out: dict[tuple[str, str, str], Cell] = {}
     for table in tables:
         for row in table.rows:
             if row.source != "measured" or not row.prov:
                 continue
             for key, cell in row.cells.items():
                 ds, _, metric = key.rpartition(":") if ":" in key else (table.dataset, "", key)
-                out[(row.prov.label or row.label, ds, metric)] = cell
+                # the main tables first: a default configuration is also a sweep's point
+                out.setdefault((row.prov.label or row.label, ds, metric), cell)
     return out
 
 
-def _measured_line(
-    kind: str, e: Any, columns: dict[str, str], marks: dict[tuple[str, str, str], Cell]
-) -> dict[str, Any]:
+def _marks(metric: str, cell: Cell | None) -> dict[str, str]:
+    """A tested metric's bold flag, p-value against the column's best and test, as marked."""
+    name = RENAMED.get(metric, metric)
+    return {
+        f"best_{name}": num(cell is not None and cell.best),
+        f"p_vs_best_{name}": p_text(cell.p) if cell else "",
+        f"test_{name}": cell.test if cell else "",
+    }
+
+
+def _who(kind: str, row: str, method: str, dataset: str) -> dict[str, str]:
+    """Which page, row, method and dataset a line is of."""
+    return {"kind": kind, "row": row, "method": method, "dataset": dataset}
+
+
+def _measured_line(kind: str, e: Any, columns: dict[str, str], marks: dict[Any, Cell]) -> dict:
     ds = dataset_label(e.dataset, kind)
     line = {"source": "measured", "table": "sweep" if e.sweep else "main", **_columns(e, columns)}
-    line.update(dataset=ds, comparable=flag(e.standard and e.compared))
+    line.update(dataset=ds, comparable=num(bool(e.standard and e.compared)))
     for m in TESTED_METRICS:
-        cell, name = marks.get((e.label, ds, m)), RENAMED.get(m, m)
-        line[f"best_{name}"] = flag(cell is not None and cell.best)
-        line[f"p_vs_best_{name}"] = p_text(cell.p) if cell else ""
-        line[f"test_{name}"] = cell.test if cell else ""
+        line.update(_marks(m, marks.get((e.label, ds, m))))
     return line
 
 
@@ -182,7 +189,7 @@ def main_csv(page: Page, agg: pd.DataFrame) -> str:
     return to_csv(lines + _reported_lines(page), (*FIRST, *header, "devices", "citation"))
 
 
-def _cited(row: Any) -> dict[str, str]:
+def _cited(row: Row) -> dict[str, str]:
     """A reported row's devices and citation (empty without provenance)."""
     prov = row.prov
     return {
@@ -194,40 +201,26 @@ def _cited(row: Any) -> dict[str, str]:
 def _reported_lines(page: Page) -> list[dict[str, Any]]:
     emitted: dict[tuple[str, str, str], dict[str, Any]] = {}
     for table in page.tables:
-        tname = "ablation" if table.kind.startswith("ablation") else "main"
-        for row, column in (
-            (r, c) for r in table.rows if r.source == "reported" for c in table.columns
-        ):
-            ds, metric = column.key.split(":")
-            line = emitted.setdefault(
-                (tname, row.label, ds),
-                {
-                    "kind": page.kind,
-                    "source": "reported",
-                    "table": tname,
-                    "row": row.label,
-                    "method": row.method,
-                    "paper_name": row.name,
-                    "dataset": ds,
-                    "comparable": "true",
-                    **{f"best_{RENAMED.get(m, m)}": "false" for m in TESTED_METRICS},
-                    **_cited(row),
-                },
-            )
-            line[f"{RENAMED.get(metric, metric)}_mean"] = num(table.cell(row, column).mean)
+        name = "ablation" if table.kind.startswith("ablation") else "main"
+        for row in (r for r in table.rows if r.source == "reported"):
+            for column in table.columns:
+                ds, metric = column.key.split(":")
+                line = emitted.setdefault(
+                    (name, row.label, ds),
+                    {
+                        **_who(page.kind, row.label, row.method, ds),
+                        **{
+                            "source": "reported",
+                            "table": name,
+                            "paper_name": row.name,
+                            "comparable": "true",
+                        },
+                        **{k: v for m in TESTED_METRICS for k, v in _marks(m, None).items()},
+                        **_cited(row),
+                    },
+                )
+                line[f"{RENAMED.get(metric, metric)}_mean"] = num(table.cell(row, column).mean)
     return list(emitted.values())
-
-
-def _entry_fields(kind: str, e: Any) -> dict[str, Any]:
-    """Who a line of a measured row is: its page kind, row, method, dataset and records."""
-    ds = dataset_label(e.dataset, kind)
-    return {
-        "kind": kind,
-        "row": e.label,
-        "method": e.method,
-        "dataset": ds,
-        "records": ";".join(e.links),
-    }
 
 
 def time_csv(page: Page, agg: pd.DataFrame) -> str:
@@ -240,35 +233,24 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
         if r.prov
         for key, c in r.cells.items()
     }
-    lines = [
-        {
-            **_entry_fields(page.kind, e),
-            "source": "measured",
-            "device": device,
-            **{TIME_NAMES.get(k, k): num(v) for k, v in t.items()},
-            "best": flag(best.get((device, e.label, dataset_label(e.dataset, page.kind)))),
-        }
-        for e in measured(agg, page.kind).itertuples(index=False)
-        for device, t in e.times.items()
-    ]
-    table = page.reported_time
-    if table is not None:
-        lines += [
-            {
-                "kind": page.kind,
-                "source": "reported",
-                "row": row.label,
-                "method": row.method,
-                "dataset": column.key,
-                "device": _cited(row)["devices"],
-                "reported_min": num((cell.sort_value or 0.0) / 60.0),
-                "best": "false",
-                "citation": _cited(row)["citation"],
-            }
-            for row in table.rows
-            for column in table.columns
-            if not column.descriptive and not (cell := table.cell(row, column)).missing
-        ]
+    lines = []
+    for e in measured(agg, page.kind).itertuples(index=False):
+        ds = dataset_label(e.dataset, page.kind)
+        for device, t in e.times.items():
+            times = {TIME_NAMES.get(k, k): num(v) for k, v in t.items()}
+            line = {**_who(page.kind, e.label, e.method, ds), "source": "measured"}
+            line["device"] = device
+            best_here = num(bool(best.get((device, e.label, ds))))
+            lines.append({**line, **times, "best": best_here, "records": ";".join(e.links)})
+    table = page.reported_time or Table("", "", "", [], [])
+    for row in table.rows:
+        for column in (c for c in table.columns if not c.descriptive):
+            if not (cell := table.cell(row, column)).missing:
+                line = {**_who(page.kind, row.label, row.method, column.key), "source": "reported"}
+                minutes = num((cell.sort_value or 0.0) / 60.0)
+                cited = _cited(row)
+                line |= {"device": cited["devices"], "reported_min": minutes, "best": "false"}
+                lines.append({**line, "citation": cited["citation"]})
     # Measured and reported columns alike on every page, whichever lines it has.
     first = ("kind", "source", "row", "method", "dataset", "device", "runs", *TIME_NAMES.values())
     return to_csv(lines, (*first, "busy_only", "reported_min", "best", "records", "citation"))
@@ -277,41 +259,34 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
 def per_class_csv(page: Page) -> str:
     """One line per (class, row) of the page's per-class tables, measured and reported."""
     lines = []
-    for source, tables in (
-        ("measured", page.per_class_tables),
-        ("reported", page.reported_per_class),
-    ):
-        for table in tables:
-            for row in table.rows:
-                share, n_test = row.cells.get("share"), row.cells.get("n_test")
-                for column in table.columns:
-                    cell = table.cell(row, column)
-                    if not column.key.startswith("m:") or cell.missing:
-                        continue
-                    lines.append(
-                        {
-                            "kind": page.kind,
-                            "source": source,
-                            "dataset": table.dataset,
-                            "class": row.label,
-                            "share_of_unseen_pct": num(share.mean if share else None),
-                            "n_test": n_test.text() if n_test and not n_test.missing else "",
-                            "row": column.title,
-                            "accuracy_mean": num(cell.mean),
-                            "accuracy_std": num(cell.std),
-                            **dict(
-                                zip(
-                                    SPREAD[2:], map(num, (cell.n, cell.low, cell.high)), strict=True
-                                )
-                            ),
-                            "best": flag(cell.best),
-                            "p_vs_best": p_text(cell.p),
-                            "test": cell.test,
-                            "citation": row.prov.citation
-                            if (row.prov and source == "reported")
-                            else "",
-                        }
-                    )
+    for table in page.per_class_tables + page.reported_per_class:
+        for row in table.rows:
+            share, n_test = row.cells.get("share"), row.cells.get("n_test")
+            about = {
+                "kind": page.kind,
+                "source": row.source,
+                "dataset": table.dataset,
+                "class": row.label,
+                "share_of_unseen_pct": num(share.mean if share else None),
+                "n_test": n_test.text() if n_test and not n_test.missing else "",
+            }
+            for column in (c for c in table.columns if c.key.startswith("m:")):
+                cell = table.cell(row, column)
+                if cell.missing:
+                    continue
+                spread = (cell.mean, cell.std, cell.n, cell.low, cell.high)
+                names = ("accuracy_mean", "accuracy_std", *SPREAD[2:])
+                lines.append(
+                    {
+                        **about,
+                        "row": column.title,
+                        **{k: num(v) for k, v in zip(names, spread, strict=True)},
+                        **{"best": num(cell.best), "p_vs_best": p_text(cell.p), "test": cell.test},
+                        "citation": row.prov.citation
+                        if row.prov and row.source == "reported"
+                        else "",
+                    }
+                )
     return to_csv(lines, ("kind", "source", "dataset", "class"))
 
 
@@ -319,7 +294,8 @@ def audit_csv(page: Page, agg: pd.DataFrame) -> str:
     """Every selection audit, one line per record (seed): never beside the clean numbers."""
     lines = [
         {
-            **_entry_fields(page.kind, e),
+            **_who(page.kind, e.label, e.method, dataset_label(e.dataset, page.kind)),
+            "records": ";".join(e.links),
             **{k: num(v) for k, v in a.items()},
             "inflation_H": num(a["test_selected_H"] - a["clean_H"]),
         }

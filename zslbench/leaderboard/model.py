@@ -166,40 +166,11 @@ class Page:
         cells = [c for t in self.time_tables for r in t.rows for c in r.cells.values()]
         return sum(1 for c in cells if c.flag == "busy")
 
-    def comparison(self) -> list[dict[str, Any]]:
-        """Measured H beside the reported H of the same method (real pages): each comparable
-        measured row and dataset once, as ``{"row", "dataset", "measured", "reported"}``."""
-        out: list[dict[str, Any]] = []
-        seen: set[tuple[str, str]] = set()
-        for table in (t for t in self.tables if t.kind in ("h", "ablation-h")):
-            out += _beside_reported(table, seen)
-        return out
-
     @property
     def excluded_rows(self) -> list[Row]:
         """Measured rows shown but never compared (non-standard split, other data version)."""
         rows = self.tables[0].rows if self.tables else []
         return [r for r in rows if r.source == "measured" and r.excluded]
-
-
-def _beside_reported(table: Table, seen: set[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Each comparable measured H of ``table`` not in ``seen`` beside its method's reported H."""
-    reported = {r.method: r for r in table.rows if r.source == "reported" and r.method}
-    pairs = [
-        (row, column)
-        for row in table.rows
-        if row.comparable and row.method in reported
-        for column in table.columns
-        if column.title == "H"
-    ]
-    out = []
-    for row, column in pairs:
-        cell = table.cell(row, column)
-        if not (cell.missing or (row.label, column.group) in seen):
-            seen.add((row.label, column.group))
-            quoted = table.cell(reported[row.method], column)
-            out.append({"row": row, "dataset": column.group, "measured": cell, "reported": quoted})
-    return out
 
 
 @dataclass
@@ -416,7 +387,12 @@ def _of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
 
 
 def _measured_rows(tables: list[Table]) -> list[Row]:
-    return [r for t in tables for r in t.rows if r.source == "measured" and r.prov]
+    """The measured rows of ``tables``, one per provenance anchor (a default configuration is
+    also a point of a sweep: the first, its main row, says where all of its runs are)."""
+    rows: dict[str, Row] = {}
+    for row in (r for t in tables for r in t.rows if r.source == "measured" and r.prov):
+        rows.setdefault(row.prov.anchor if row.prov else "", row)
+    return list(rows.values())
 
 
 def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:

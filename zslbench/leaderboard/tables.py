@@ -38,12 +38,14 @@ from zslbench.leaderboard.collect import (
     TESTED_METRICS,
     dataset_label,
     dataset_order,
+    default_point,
     finite,
     measured,
     value_sort_key,
 )
 from zslbench.leaderboard.markup import unique_slugs
 from zslbench.leaderboard.reported import Reported, ReportedRow
+from zslbench.records.rows import assignments
 
 MISSING = "–"
 SIGNIFICANCE = "significance"
@@ -623,6 +625,7 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
     sub = measured(agg, kind, sweeps=True)
     if sub.empty:
         return []
+    sub = pd.concat([sub, *_default_points(measured(agg, kind), sub)], ignore_index=True)
     keys = (
         "method_rank method sweep_params overrides standard device_type schedule compared".split()
     )
@@ -637,6 +640,26 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
             device if sub["device_type"].nunique() > 1 else "",
         ]
         out.append((" · ".join(p for p in parts if p), group))
+    return out
+
+
+def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFrame]:
+    """The plain configurations that are a point of a sweep (:func:`collect.default_point`): one
+    row per (sweep, default), with the sweep's columns filled in from its hyperparameters."""
+    keys = "method overrides standard device_type schedule compared".split()
+    out = []
+    for key, group in sweeps.groupby([*keys, "sweep_params"], sort=True):
+        params = sorted(group["sweep_map"].iloc[0])
+        same = plain[(plain[keys] == pd.Series(key[:-1], index=keys)).all(axis=1)]
+        for _, entry in same.iterrows():
+            point = default_point(entry["config"], params)
+            taken = group["sweep"][group["dataset"] == entry["dataset"]]
+            if point is None or assignments(point) in set(taken):
+                continue
+            entry = entry.copy()
+            entry["sweep"], entry["sweep_params"] = assignments(point), key[-1]
+            entry["sweep_map"] = point
+            out.append(entry.to_frame().T)
     return out
 
 
