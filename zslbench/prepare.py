@@ -294,12 +294,24 @@ def _effective(
             same = False
         if same:
             current = trial
+    prep = prepare_method(registry, name, current)
+    # the values as the hyperparameters hold them (``--sweep margin=1`` is 1.0), so that a
+    # configuration's overrides, swept values and resolved hyperparameters read alike
+    roles = {t: r for r, cls in prep.classes.items() for t in (r, cls.name)}
+    canonical = Overrides(
+        {
+            t: {q: prep.params[roles[t]].get(q, v) if t in roles else v for q, v in ps.items()}
+            for t, ps in current.params.items()
+        },
+        dict(current.swaps),
+    )
     kept = {
-        key: value
-        for key, value in combo.items()
-        if key.partition(".")[2] in current.params.get(key.partition(".")[0], {})
+        key: canonical.params[t][q]
+        for key in combo
+        for t, _, q in [key.partition(".")]
+        if q in canonical.params.get(t, {})
     }
-    return prepare_method(registry, name, current), kept, current
+    return prep, kept, canonical
 
 
 def prepare_grid(

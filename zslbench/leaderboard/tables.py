@@ -654,7 +654,8 @@ def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFr
         for _, entry in same.iterrows():
             point = default_point(entry["config"], params)
             taken = group["sweep"][group["dataset"] == entry["dataset"]]
-            if point is None or assignments(point) in set(taken):
+            # only where the sweep ran: a default on another dataset is no sweep of one point
+            if point is None or taken.empty or assignments(point) in set(taken):
                 continue
             entry = entry.copy()
             entry["sweep"], entry["sweep_params"] = assignments(point), key[-1]
