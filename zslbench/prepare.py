@@ -264,6 +264,30 @@ def _merge(overrides: Overrides, combo: dict[str, Any]) -> Overrides:
     return merged
 
 
+def _without(overrides: Overrides, target: str, param: str | None) -> Overrides:
+    """``overrides`` less one ``--set target.param`` (or, ``param`` None, the swap of role
+    ``target``)."""
+    if param is None:
+        swaps = {r: c for r, c in overrides.swaps.items() if r != target}
+        return Overrides({k: dict(v) for k, v in overrides.params.items()}, swaps)
+    params = {
+        k: {q: v for q, v in ps.items() if (k, q) != (target, param)}
+        for k, ps in overrides.params.items()
+    }
+    return Overrides({k: v for k, v in params.items() if v}, dict(overrides.swaps))
+
+
+def _as_held(prep: PreparedMethod, overrides: Overrides) -> Overrides:
+    """``overrides`` with each value as the hyperparameter holds it (``--sweep margin=1`` is
+    1.0), so that a configuration's overrides, swept values and resolved values read alike."""
+    roles = {t: r for r, cls in prep.classes.items() for t in (r, cls.name)}
+    params = {
+        t: {q: prep.params[roles[t]].get(q, v) if t in roles else v for q, v in ps.items()}
+        for t, ps in overrides.params.items()
+    }
+    return Overrides(params, dict(overrides.swaps))
+
+
 def _effective(
     registry: Registry, name: str, overrides: Overrides, combo: dict[str, Any]
 ) -> tuple[PreparedMethod, dict[str, Any], Overrides]:
@@ -277,41 +301,22 @@ def _effective(
     target = prepare_method(registry, name, overrides).config_id()
     current = overrides
     keys: list[tuple[str, str | None]] = [(t, p) for t, ps in overrides.params.items() for p in ps]
-    keys += [(role, None) for role in overrides.swaps]
-    for t, p in keys:
-        if p is None:
-            swaps = {r: c for r, c in current.swaps.items() if r != t}
-            trial = Overrides({k: dict(v) for k, v in current.params.items()}, swaps)
-        else:
-            params = {
-                k: {q: v for q, v in ps.items() if (k, q) != (t, p)}
-                for k, ps in current.params.items()
-            }
-            trial = Overrides({k: v for k, v in params.items() if v}, dict(current.swaps))
+    for t, p in keys + [(role, None) for role in overrides.swaps]:
+        trial = _without(current, t, p)
         try:
-            same = prepare_method(registry, name, trial).config_id() == target
+            if prepare_method(registry, name, trial).config_id() == target:
+                current = trial
         except ConfigError:  # the method cannot run without it (clip-text's class names)
-            same = False
-        if same:
-            current = trial
+            continue
     prep = prepare_method(registry, name, current)
-    # the values as the hyperparameters hold them (``--sweep margin=1`` is 1.0), so that a
-    # configuration's overrides, swept values and resolved hyperparameters read alike
-    roles = {t: r for r, cls in prep.classes.items() for t in (r, cls.name)}
-    canonical = Overrides(
-        {
-            t: {q: prep.params[roles[t]].get(q, v) if t in roles else v for q, v in ps.items()}
-            for t, ps in current.params.items()
-        },
-        dict(current.swaps),
-    )
+    held = _as_held(prep, current)
     kept = {
-        key: canonical.params[t][q]
+        key: held.params[t][q]
         for key in combo
         for t, _, q in [key.partition(".")]
-        if q in canonical.params.get(t, {})
+        if q in held.params.get(t, {})
     }
-    return prep, kept, canonical
+    return prep, kept, held
 
 
 def prepare_grid(
