@@ -11,13 +11,14 @@ import pytest
 from lb_factory import make_record, write_records
 
 from zslbench.errors import UserError
-from zslbench.leaderboard.collect import aggregate, dedupe, load_runs
+from zslbench.leaderboard.collect import aggregate
 from zslbench.records import Record
+from zslbench.records.results import newest_runs
 
 
 def _agg(tmp_path: Path, records: list[Record], first: tuple[str, ...] | list[str] = ()):
     write_records(tmp_path / "r", records)
-    kept, superseded = dedupe(load_runs(tmp_path / "r", link_base=tmp_path)[0])
+    kept, superseded = newest_runs(tmp_path / "r", link_base=tmp_path)[:2]
     return aggregate(kept, first), superseded
 
 
@@ -145,7 +146,7 @@ def test_kinds_come_from_the_record_and_a_stand_in_claiming_real_is_refused(tmp_
         "cub": "real",
         "my-npz": "custom",
     }
-    _, refused = load_runs(tmp_path / "r", link_base=tmp_path)
+    _, _, refused = newest_runs(tmp_path / "r", link_base=tmp_path)
     assert sorted((Path(p).name.split("__")[0], reason) for p, reason in refused) == [
         (name, f"claims dataset_kind 'real', but dataset {name!r} is declared 'synthetic'")
         for name in ("synth-cub", "toy")
@@ -184,7 +185,7 @@ def test_other_data_versions_are_rows_of_their_own_never_compared(tmp_path: Path
 
 def test_record_links_are_relative_to_the_output(tmp_path: Path) -> None:
     write_records(tmp_path / "lb" / "records", [make_record()])
-    runs, _ = load_runs(tmp_path / "lb" / "records", link_base=tmp_path / "lb")
+    runs, _, _ = newest_runs(tmp_path / "lb" / "records", link_base=tmp_path / "lb")
     assert (
         runs.iloc[0]["link"].startswith("records/")
         and (tmp_path / "lb" / runs.iloc[0]["link"]).is_file()
@@ -193,7 +194,7 @@ def test_record_links_are_relative_to_the_output(tmp_path: Path) -> None:
 
 def test_missing_results_dir_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such results directory"):
-        load_runs(tmp_path / "nope", link_base=tmp_path)
+        newest_runs(tmp_path / "nope", link_base=tmp_path)
 
 
 def test_per_class_mean_over_seeds_and_share_of_unseen(tmp_path: Path) -> None:

@@ -109,21 +109,22 @@ def test_the_reproduce_line_of_a_p_method_carries_p_and_runs_as_printed(
     tmp_path: Path, monkeypatch
 ) -> None:
     """Issue 41: a method a ``-p`` module registers got a line without ``-p`` (``unknown method``)."""
-    (tmp_path / "my_zsl.py").write_text(METHOD_PLUGIN)
+    # a name no other test imports: the docs' examples import a package ``my_zsl``
+    (tmp_path / "zsl_reproduce_demo.py").write_text(METHOD_PLUGIN)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("zslbench.leaderboard.build.render_figure", fake_render_figure)
     try:
-        args = ["-p", "my_zsl", "run", "--method", "krr,ridge", "--dataset", "toy"]
+        args = ["-p", "zsl_reproduce_demo", "run", "--method", "krr,ridge", "--dataset", "toy"]
         result = invoke_main(*args, "--results-dir", "res")
         assert result.exit_code == 0, result.output
         result = invoke_main("leaderboard", "--results-dir", "res", "--out", "lb")
         assert result.exit_code == 0, result.output
         commands = _commands((tmp_path / "lb" / "synthetic.md").read_text())
         ridge = next(words for words in commands if "ridge" in words[words.index("--method") + 1])
-        assert ridge[:4] == ["zslbench", "-p", "my_zsl", "run"]
+        assert ridge[:4] == ["zslbench", "-p", "zsl_reproduce_demo", "run"]
         result = invoke_main(*ridge[1:], "--dry-run")
         assert result.exit_code == 0, result.output
         assert result.stdout.splitlines()[-1].endswith("cached, 0 to run"), result.stdout
         assert "ridge" in result.stdout
     finally:
-        sys.modules.pop("my_zsl", None)
+        sys.modules.pop("zsl_reproduce_demo", None)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lb_factory import make_record, write_records
 
-from zslbench.leaderboard.collect import aggregate, dedupe, load_runs
+from zslbench.leaderboard.collect import aggregate
 from zslbench.leaderboard.reported import load_reported
 from zslbench.leaderboard.tables import (
     FASTEST,
@@ -24,6 +24,7 @@ from zslbench.leaderboard.tables import (
     time_tables,
 )
 from zslbench.records import Record
+from zslbench.records.results import newest_runs
 
 REPO = Path(__file__).resolve().parents[2]
 REPORTED = REPO / "leaderboards" / "reported" / "ye2022_icpr.json"
@@ -129,7 +130,7 @@ def test_fastest_time_is_marked_but_never_a_busy_one() -> None:
 
 def _agg(tmp_path: Path, records: list[Record]):
     write_records(tmp_path / "r", records)
-    kept, _ = dedupe(load_runs(tmp_path / "r", link_base=tmp_path)[0])
+    kept, _ = newest_runs(tmp_path / "r", link_base=tmp_path)[:2]
     agg = aggregate(kept)
     return agg, row_anchors(agg)
 

@@ -34,16 +34,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from zslbench import stats
 from zslbench.records import EXTRA_METRICS, METRICS
-from zslbench.records.results import read_runs
+from zslbench.records.results import RUN_KEYS, samples_by_seed
 from zslbench.records.rows import value_text
-from zslbench.records.store import board_files
 from zslbench.registry import dataset_order as declared_dataset_order
 
 #: The metrics a sweep table and figure show, in this order.
@@ -56,7 +54,7 @@ TESTED_METRICS = ("H", "A_T", "AUSUC")
 #: first use; other datasets follow alphabetically.
 PAPER_DATASET_ORDER = declared_dataset_order()
 
-CELL_KEYS = "kind dataset method config_id standard device_type data_fp schedule".split()
+CELL_KEYS = RUN_KEYS  # a cell group is one run: the records package says what that is
 ROW_KEYS = "kind method config_id standard device_type schedule".split()
 
 
@@ -114,21 +112,6 @@ def by_plugin_name(run: Any) -> bool:
     return run.data_plugin not in ("", "open_dataset")
 
 
-def load_runs(results_dir: Path, link_base: Path) -> tuple[pd.DataFrame, list[tuple[str, str]]]:
-    """The runs under ``results_dir`` (:func:`zslbench.records.results.read_runs`), skipping a board
-    rendered inside it: every file its manifest lists, and the manifest itself."""
-    return read_runs(Path(results_dir), link_base=link_base, skip=board_files(Path(results_dir)))
-
-
-def dedupe(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Keep the newest record per (cell group, seed); return (kept, superseded)."""
-    if runs.empty:
-        return runs, runs
-    ordered = runs.sort_values([*CELL_KEYS, "seed", "finished_at", "path"], kind="mergesort")
-    newest = ~ordered.duplicated([*CELL_KEYS, "seed"], keep="last")
-    return ordered[newest].reset_index(drop=True), ordered[~newest].reset_index(drop=True)
-
-
 @dataclass(frozen=True)
 class DataVersions:
     """The fingerprints of one dataset's records: which one is compared, and the others."""
@@ -174,11 +157,6 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
         )
         out[(kind, dataset)] = DataVersions(kind, dataset, order[0], counts, backbones)
     return out
-
-
-def samples_by_seed(group: pd.DataFrame, column: str) -> dict[int, float]:
-    pairs = zip(group["seed"], group[column], strict=True)
-    return {int(s): float(v) for s, v in pairs if math.isfinite(v)}
 
 
 def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -229,7 +207,7 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
     by seed (``{m}_samples``); training times per device model (``times``); per-class accuracy,
     curves and selection audits; and the group's provenance.
 
-    Call on de-duplicated runs (:func:`dedupe`). Row labels are unique per kind; rows are ordered
+    Call on the newest runs (:func:`zslbench.records.results.newest_runs`). Row labels are unique per kind; rows are ordered
     by method (:func:`method_ranks` with ``method_first``), label and dataset.
     """
     if runs.empty:

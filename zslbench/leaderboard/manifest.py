@@ -2,7 +2,7 @@
 
 The manifest is how the leaderboard knows what it may replace or delete in an output directory
 (``check.write``) and what it must not read back as a record when the output lies inside the
-results directory (``collect.load_runs``).
+results directory (``zslbench.records.results.newest_runs``).
 """
 
 from __future__ import annotations

@@ -28,8 +28,6 @@ from zslbench.leaderboard.collect import (
     by_plugin_name,
     dataset_label,
     dataset_order,
-    dedupe,
-    load_runs,
     run_summary,
     value_sort_key,
 )
@@ -52,6 +50,7 @@ from zslbench.leaderboard.tables import (
     sweep_tables,
     time_tables,
 )
+from zslbench.records.results import newest_runs
 from zslbench.records.rows import value_text
 
 #: Dataset kinds in page order. Real and synthetic pages always exist (the committed board links
@@ -332,8 +331,7 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
     board written to ``out_dir``."""
     out_dir, results_dir = Path(out_dir), Path(results_dir)
     reported = load_reported(reported_path) if reported_path else EMPTY
-    runs, refused = load_runs(results_dir, link_base=out_dir)
-    kept, superseded = dedupe(runs)
+    kept, superseded, refused = newest_runs(results_dir, link_base=out_dir)
     agg = aggregate(kept, reported.method_order())
     root = project_root(out_dir, results_dir)
     kinds = tuple(
