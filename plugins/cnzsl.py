@@ -76,7 +76,14 @@ Protocol differences from the official code (zslbench's protocol is the same for
 Speed: the features' normalisation does not depend on the parameters, so it is done once per fit
 instead of once per batch; batches are drawn by indexing one tensor instead of collating a list
 of arrays (nb:42-44); Adam runs fused (:func:`zslbench_plugins.optim.adam`). The number and
-content of the optimisation steps are the official ones.
+content of the optimisation steps are the official ones. The search's epochs grid costs its largest
+value once, not its sum (50 epochs, not 85): training is a stage that resumes on ``epochs``
+(:mod:`zslbench.stages`), so a refit with more epochs on the same arrays continues the last one,
+and returns bit for bit what a fresh fit of that count returns (the state it continues from holds
+the random stream, Adam's moments and step, the learning-rate schedule and the CN running
+statistics). Per epoch the cost is the prototype MLP over every seen class, forward and backward,
+at every step: ``C (k h + h^2 + h d) 6`` FLOPs per batch, 12.6 GFLOP on SUN (C = 645); see
+``benchmarks/profile_cnzsl.py``.
 All randomness (initialisation, shuffling) comes from one ``torch.Generator`` seeded by
 ``random_state``, drawn on the CPU so that a seed gives the same run on every device; the global
 RNG is never touched.
@@ -226,6 +233,9 @@ class CNZSLModel(StagedModel):
     ``classes_`` (in that order), computed once at the end of ``fit`` with the CN running
     statistics; ``seen_mask_``; ``loss_history_`` (mean training loss of each epoch);
     ``random_state_`` (the seed used).
+
+    One stage, ``cnzsl_train`` (its wall time is reported under that name), resumable on
+    ``epochs`` (module docstring, "Speed").
     """
 
     name = "cnzsl"
