@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 
@@ -153,6 +154,56 @@ def test_check_model():
 @pytest.mark.parametrize("class_norm", ["std", "none"])
 def test_check_model_other_class_norms(class_norm):
     check_model(CNZSLModel(**FAST, class_norm=class_norm))
+
+
+def test_more_epochs_continue_exactly(monkeypatch):
+    """The search's epochs grid walks up (10, 25, 50): a refit with more epochs continues the
+    cached training (``Stage(resumes="epochs")``), so 2 then 4 then 7 epochs run 7 epochs in all,
+    not 13, and each refit equals a fresh fit bit for bit: the learning rate steps inside the
+    resumed stretch (``lr_step=3``), so the schedule, Adam's moments, the random stream and the
+    CN running statistics must all carry over. Fewer epochs, or another lr, start over."""
+    p = toy_problem(1)
+    x, y = p["features"][p["train"]], p["labels"][p["train"]]
+    sem, cls = p["attributes"], p["classes"]
+    kw = dict(hid_dim=32, batch_size=16, lr_step=3, random_state=3)
+    ran: list[int] = []
+    real = torch.randperm  # one draw per epoch run
+    monkeypatch.setattr(torch, "randperm", lambda *a, **k: (ran.append(1), real(*a, **k))[1])
+    walked = CNZSLModel(**kw, epochs=2).fit(x, y, sem, cls)
+    fits = {}
+    for epochs in (4, 7, 5):
+        walked.set_params(epochs=epochs).fit(x, y, sem, cls)
+        fits[epochs] = (walked.prototypes_.copy(), walked.loss_history_.copy())
+    assert len(ran) == 7 + 5  # 2 -> 4 -> 7 resumed; 5 (fewer) from scratch
+    ran.clear()
+    for epochs, (protos, history) in fits.items():
+        fresh = CNZSLModel(**kw, epochs=epochs).fit(x, y, sem, cls)
+        np.testing.assert_array_equal(protos, fresh.prototypes_)
+        np.testing.assert_array_equal(history, fresh.loss_history_)
+        assert history.shape == (epochs,)
+    walked.set_params(lr=1e-3, epochs=7).fit(x, y, sem, cls)  # another lr: starts over
+    other = CNZSLModel(**{**kw, "lr": 1e-3}, epochs=7).fit(x, y, sem, cls)
+    np.testing.assert_array_equal(walked.prototypes_, other.prototypes_)
+
+
+def test_a_resumed_refit_leaves_the_cached_training_untouched():
+    """Resuming must not write into the state it resumes from (the stage contract,
+    ``zslbench.stages``): the weights, CN running statistics and Adam moments of the 3-epoch
+    output are unchanged after a refit continues it to 6 epochs."""
+    p = toy_problem(1)
+    x, y = p["features"][p["train"]], p["labels"][p["train"]]
+    m = CNZSLModel(hid_dim=32, batch_size=16, epochs=3, random_state=0)
+    m.fit(x, y, p["attributes"], p["classes"])
+    cached = m._stage_cache["cnzsl_train"][3]
+    before = copy.deepcopy((cached["net"].state_dict(), cached["optimiser"]["state"]))
+    m.set_params(epochs=6).fit(x, y, p["attributes"], p["classes"])
+    assert m._stage_cache["cnzsl_train"][3]["epochs"] == 6  # it did resume
+    after = (cached["net"].state_dict(), cached["optimiser"]["state"])
+    for name, value in before[0].items():
+        assert torch.equal(after[0][name], value), name
+    for i, state in before[1].items():
+        for key, value in state.items():
+            assert torch.equal(after[1][i][key], value), (i, key)
 
 
 def test_same_seed_same_model_other_seed_other_model():
