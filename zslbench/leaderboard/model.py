@@ -42,9 +42,9 @@ from zslbench.leaderboard.tables import (
     audit_table,
     cite_table,
     per_class_tables,
+    provenances,
     reported_per_class_tables,
     reported_time_table,
-    row_anchors,
     setting_tables,
     sweep_groups,
     sweep_tables,
@@ -367,8 +367,8 @@ class _Context:
     paths: Paths
 
     @functools.cached_property
-    def anchors(self) -> Any:
-        return row_anchors(self.agg)
+    def provs(self) -> Any:
+        return provenances(self.agg)
 
     @functools.cached_property
     def ranks(self) -> dict[str, int]:
@@ -402,13 +402,13 @@ def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
 
 def _page(ctx: _Context, kind: str) -> Page:
     """One page of the board."""
-    agg, reported, anchors = ctx.agg, ctx.reported, ctx.anchors
+    agg, reported, provs = ctx.agg, ctx.reported, ctx.provs
     real = kind == "real"
-    tables = setting_tables(agg, kind, reported if real else None, anchors)
+    tables = setting_tables(agg, kind, reported if real else None, provs)
     if real:
-        tables += ablation_tables(agg, reported, anchors)
+        tables += ablation_tables(agg, reported, provs)
     ranking, ranking_note = rank_methods(tables[0])
-    sweeps = sweep_tables(agg, kind, anchors)
+    sweeps = sweep_tables(agg, kind, provs)
     reported_pc = reported_per_class_tables(reported) if real else []
     reported_time = reported_time_table(reported) if real else None
     return Page(
@@ -416,13 +416,13 @@ def _page(ctx: _Context, kind: str) -> Page:
         facts=_facts(ctx, kind),
         paths=ctx.paths,
         tables=tables,
-        time_tables=time_tables(agg, kind, anchors),
+        time_tables=time_tables(agg, kind, provs),
         sweep_tables=sweeps,
         per_class_tables=per_class_tables(agg, kind),
-        cite=cite_table(agg, kind, anchors),
+        cite=cite_table(agg, kind, provs),
         ranking=ranking,
         ranking_note=ranking_note,
-        audit=audit_table(agg, kind, anchors),
+        audit=audit_table(agg, kind, provs),
         figures=figure_specs(agg, kind, sweep_groups(agg, kind), ctx.colors, ranking),
         provenance_rows=_measured_rows(tables[:1] + sweeps),
         references=_references(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
@@ -306,39 +306,37 @@ def _excluded(entry: Any) -> list[str]:
 
 
 def _row_of(
-    rows: dict[Any, Row],
-    key: Any,
-    entry: Any,
-    anchors: dict[Any, str],
-    ds: str,
-    label: str | None = None,
+    rows: dict[Any, Row], key: Any, entry: Any, provs: dict[Any, Provenance], label: str = ""
 ) -> Row:
-    """The row ``key`` of ``rows`` (made from ``entry`` when new), its provenance extended by
-    ``entry``'s runs on ``ds``."""
-    row = rows.setdefault(key, _measured_row(entry, anchors, label))
-    _extend_provenance(row.prov, entry, ds)
-    return row
+    """The row ``key`` of ``rows``, made from ``entry`` when new, with the provenance of its row key."""
+    name, prov = entry.paper_name or entry.method, provs[entry.row_key]
+    row = Row(label or entry.label, name, "measured", {}, prov, entry.method, _excluded(entry))
+    return rows.setdefault(key, replace(row, schedule=entry.schedule))
 
 
-def _measured_row(entry: Any, anchors: dict[Any, str], label: str | None = None) -> Row:
-    about = {"anchor": anchors[entry.row_key], "label": entry.label}
-    prov = Provenance("measured", bool(entry.standard), entry.split_reason, **about)
-    name, excluded = entry.paper_name or entry.method, _excluded(entry)
-    return Row(
-        label or entry.label, name, "measured", {}, prov, entry.method, excluded, entry.schedule
-    )
-
-
-def row_anchors(agg: pd.DataFrame) -> dict[Any, str]:
-    """One HTML anchor per row key, from its label (labels are unique per kind, and
+def provenances(agg: pd.DataFrame) -> dict[Any, Provenance]:
+    """One provenance per row key, shared by every table that shows the row: all of its runs, on
+    every dataset. Its HTML anchor comes from its label (labels are unique per kind, and
     :func:`unique_slugs` parts any two that slug alike)."""
-    out: dict[Any, str] = {}
-    if agg.empty:
-        return out
-    for _kind, sub in agg.groupby("kind", sort=True):
+    out: dict[Any, Provenance] = {}
+    anchors: dict[Any, str] = {}
+    for _kind, sub in agg.groupby("kind", sort=True) if not agg.empty else ():
         labels = dict(zip(sub["row_key"], sub["label"], strict=True))
         slugs = unique_slugs(labels.values(), prefix="prov-")
-        out.update({rk: slugs[label] for rk, label in labels.items()})
+        anchors.update({rk: slugs[label] for rk, label in labels.items()})
+    for e in agg.itertuples(index=False):
+        about = {"anchor": anchors[e.row_key], "label": e.label}
+        prov = out.setdefault(e.row_key, Provenance("measured", bool(e.standard), **about))
+        for name in ("versions", "commits", "devices"):
+            setattr(prov, name, sorted(set(getattr(prov, name)) | set(getattr(e, name))))
+        prov.dirty = prov.dirty or bool(e.dirty)
+        prov.date_first = min(filter(None, (prov.date_first, e.date_first)), default="")
+        prov.date_last = max(filter(None, (prov.date_last, e.date_last)), default="")
+        if e.split_reason and e.split_reason not in prov.split_reason:
+            prov.split_reason = "; ".join(x for x in (prov.split_reason, e.split_reason) if x)
+        prov.records.append((dataset_label(e.dataset, e.kind), list(e.links)))
+        prov.seed_of.update(e.seed_of)
+        prov.data.append((dataset_label(e.dataset, e.kind), e.data_fp))
     return out
 
 
@@ -362,13 +360,13 @@ def _metric_cell(entry: Any, metric: str) -> Cell:
 CITE_METRICS = ("H", "A_T", "AUSUC")
 
 
-def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table | None:
+def cite_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Table | None:
     """One row per compared measured configuration: its mean H, A_T and AUSUC over the page's
     datasets (:func:`zslbench.stats.mean_of_means`), the interval clipped to [0, 100]; a row that
     misses a dataset has no mean (a mean over other datasets would not compare). Never marked:
     whether one method beats another across datasets is the ranking's question."""
     datasets = datasets_for(agg, kind, None)
-    rows = [r for r in measured_rows(agg, kind, CITE_METRICS, anchors) if r.comparable]
+    rows = [r for r in measured_rows(agg, kind, CITE_METRICS, provs) if r.comparable]
     if not rows:
         return None
     for row in rows:
@@ -402,28 +400,14 @@ def _num(value: float | None) -> float:
     return math.nan if value is None else value
 
 
-def _extend_provenance(prov: Provenance | None, entry: Any, ds: str) -> None:
-    assert prov is not None, "a measured row has provenance"
-    for name in ("versions", "commits", "devices"):
-        setattr(prov, name, sorted(set(getattr(prov, name)) | set(getattr(entry, name))))
-    prov.dirty = prov.dirty or bool(entry.dirty)
-    prov.date_first = min(filter(None, (prov.date_first, entry.date_first)), default="")
-    prov.date_last = max(filter(None, (prov.date_last, entry.date_last)), default="")
-    if entry.split_reason and entry.split_reason not in prov.split_reason:
-        prov.split_reason = "; ".join(x for x in (prov.split_reason, entry.split_reason) if x)
-    prov.records.append((ds, list(entry.links)))
-    prov.seed_of.update(entry.seed_of)
-    prov.data.append((ds, entry.data_fp))
-
-
 def measured_rows(
-    agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], anchors: dict[Any, str]
+    agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], provs: dict[Any, Provenance]
 ) -> list[Row]:
     """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
     rows: dict[Any, Row] = {}
     for entry in measured(agg, kind).itertuples(index=False):
         ds = dataset_label(entry.dataset, kind)
-        row = _row_of(rows, entry.row_key, entry, anchors, ds)
+        row = _row_of(rows, entry.row_key, entry, provs)
         for metric in metrics:
             row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
     return list(rows.values())
@@ -512,7 +496,7 @@ def _paired_tables(
     rep_rows: list[ReportedRow],
     specs: tuple[tuple[str, str, tuple[str, ...]], ...],
     params: dict[str, Any],
-    anchors: dict[Any, str],
+    provs: dict[Any, Provenance],
     *,
     only_reported_methods: bool = False,
 ) -> list[Table]:
@@ -522,7 +506,7 @@ def _paired_tables(
     methods = {rep.zslbench_method for rep in rep_rows}
     tables = []
     for tkind, title, metrics in specs:
-        rows = paired(reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, anchors))
+        rows = paired(reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, provs))
         if only_reported_methods:
             rows = [r for r in rows if r.source == "reported" or r.method in methods]
         columns = metric_columns(datasets, metrics)
@@ -531,7 +515,7 @@ def _paired_tables(
 
 
 def setting_tables(
-    agg: pd.DataFrame, kind: str, reported: Reported | None, anchors: dict[Any, str]
+    agg: pd.DataFrame, kind: str, reported: Reported | None, provs: dict[Any, Provenance]
 ) -> list[Table]:
     """The methods × datasets tables. On the real page each of the paper's rows is followed by the
     measured rows of the same method."""
@@ -545,11 +529,13 @@ def setting_tables(
         "sweeps": not measured(agg, kind, sweeps=True).empty,
     }
     return _paired_tables(
-        agg, kind, reported, rep.rows_for("main") if rep else [], SETTING_TABLES, params, anchors
+        agg, kind, reported, rep.rows_for("main") if rep else [], SETTING_TABLES, params, provs
     )
 
 
-def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, str]) -> list[Table]:
+def ablation_tables(
+    agg: pd.DataFrame, reported: Reported, provs: dict[Any, Provenance]
+) -> list[Table]:
     """The paper's model-structure ablation, each reported row next to the measured runs of it."""
     rep_rows = reported.rows_for("ablation")
     if not rep_rows:
@@ -560,18 +546,18 @@ def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, st
     }
     tables = ABLATION_TABLES
     return _paired_tables(
-        agg, "real", reported, rep_rows, tables, params, anchors, only_reported_methods=True
+        agg, "real", reported, rep_rows, tables, params, provs, only_reported_methods=True
     )
 
 
-def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
+def time_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """Median ``train`` seconds per method × dataset, one table per device model."""
     datasets = datasets_for(agg, kind, None)
     by_device: dict[str, dict[Any, Row]] = {}
     for entry in measured(agg, kind).itertuples(index=False):
         ds = dataset_label(entry.dataset, kind)
         for device, t in entry.times.items():
-            row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, anchors, ds)
+            row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, provs)
             flag, decimals = "busy" if t["busy_only"] else "", time_decimals(t["median"])
             row.cells[ds] = Cell(t["median"], None, t["n"], decimals=decimals, unit=" s", flag=flag)
             if t["busy"]:
@@ -664,7 +650,7 @@ def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFr
     return out
 
 
-def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
+def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
     tables = []
     groups = sweep_groups(agg, kind)
@@ -680,7 +666,7 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
             rows: dict[str, Row] = {}
             values: dict[str, dict[str, Any]] = {}
             for entry in group[group["dataset"] == name].itertuples(index=False):
-                row = _row_of(rows, entry.sweep, entry, anchors, ds, label=entry.sweep)
+                row = _row_of(rows, entry.sweep, entry, provs, label=entry.sweep)
                 values[entry.sweep] = entry.sweep_map
                 for metric in SWEEP_METRICS:
                     row.cells[metric] = _metric_cell(entry, metric)
@@ -791,7 +777,7 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
     return tables
 
 
-def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table | None:
+def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Table | None:
     """Test-set selection inflation: per method and dataset, how much higher H would read had the
     model been selected on the test set (``test_selected_H - clean_H``), over the seeds whose
     records carry a selection audit. Never ranked, never marked: it is not a result."""
@@ -806,7 +792,7 @@ def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table 
             continue
         ds = dataset_label(entry.dataset, kind)
         datasets.append(entry.dataset)
-        row = _row_of(rows, entry.row_key, entry, anchors, ds)
+        row = _row_of(rows, entry.row_key, entry, provs)
         gaps = {a["seed"]: a["test_selected_H"] - a["clean_H"] for a in entry.audits}
         row.cells[ds] = Cell.of(stats.t_interval(list(gaps.values())))
         epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
