@@ -370,34 +370,23 @@ def cite_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Ta
     if not rows:
         return None
     for row in rows:
-        cells = {}
-        for metric in CITE_METRICS:
-            parts = [
-                c
-                for ds in datasets
-                if (c := row.cells.get(f"{ds}:{metric}")) is not None and not c.missing
-            ]
-            if len(parts) < len(datasets):
-                cells[metric] = Cell()
-                continue
-            interval = stats.mean_of_means(
-                [
-                    stats.Interval(_num(c.mean), _num(c.std), math.nan, math.nan, c.n or 0)
-                    for c in parts
-                ]
-            )
-            cells[metric] = _clipped(
-                Cell(interval.mean, None, len(datasets), interval.low, interval.high)
-            )
-        row.cells = cells
+        parts = {m: [row.cells.get(f"{ds}:{m}") or Cell() for ds in datasets] for m in CITE_METRICS}
+        row.cells = {m: _mean_of_means(cells) for m, cells in parts.items()}
     columns, params = [Column(m, m) for m in CITE_METRICS], {"datasets": datasets}
-    return Table(
-        f"{kind}-cite", "cite", "Cite this: mean over datasets", columns, rows, params=params
-    )
+    title = "Cite this: mean over datasets"
+    return Table(f"{kind}-cite", "cite", title, columns, rows, params=params)
 
 
-def _num(value: float | None) -> float:
-    return math.nan if value is None else value
+def _mean_of_means(parts: list[Cell]) -> Cell:
+    if any(c.missing for c in parts):
+        return Cell()
+    nan = math.nan
+    means = [
+        stats.Interval(c.mean or nan, nan if c.std is None else c.std, nan, nan, c.n or 0)
+        for c in parts
+    ]
+    interval = stats.mean_of_means(means)
+    return _clipped(Cell(interval.mean, None, len(parts), interval.low, interval.high))
 
 
 def measured_rows(
@@ -681,70 +670,57 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
 
 
 def _class_table(
-    head: tuple[str, str, str, list[Column]],
-    classes: list[tuple[str, float | None, dict[str, Cell]]],
+    head: tuple[str, str, str, str],
+    columns: list[Column],
+    classes: dict[Any, tuple[str, float | None, dict[str, Cell]]],
     source: str,
     prov: Provenance | None = None,
     **table: Any,
 ) -> Table:
-    """A per-class table (``head``: its id, kind, title and columns): one row per class, as
-    ``(name, share of the unseen images in %, cells)`` in the given order, its share in a column of
-    its own."""
-    rows = []
-    for name, share, cells in classes:
-        cells["share"] = Cell(share, unit=" %", decimals=2)
-        rows.append(Row(name, name, source, cells, prov))
-    return Table(*head, rows, "Class", "row", show_source=False, **table)
+    """A per-class table (``head``: its id, kind, title and dataset) of ``classes``, each ``key ->
+    (name, share of the unseen images in %, cells)``: one row per class, the most frequent first,
+    its share in a column of its own."""
+    tid, kind, title, ds = head
 
+    def order(key: Any) -> tuple[float, str, Any]:
+        name, share, _ = classes[key]
+        return (-(share if share is not None else -1.0), name, key)
 
-def _share_column() -> Column:
-    return Column(key="share", title="share of unseen images", descriptive=True)
+    rows = [
+        Row(name, name, source, {**cells, "share": Cell(share, unit=" %", decimals=2)}, prov)
+        for name, share, cells in (classes[key] for key in sorted(classes, key=order))
+    ]
+    columns = [Column("share", "share of unseen images", descriptive=True), *columns]
+    return Table(tid, kind, title, columns, rows, "Class", "row", False, ds, **table)
 
 
 def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
     """Per dataset: unseen classes (most frequent first) × methods, accuracy mean ± std."""
     sub = measured(agg, kind)
-    tables = []
     names = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
     ids = unique_slugs(names, prefix=f"{kind}-perclass-")
+    tables = []
     for name in names:
-        ds = dataset_label(name, kind)
-        groups = [g for g in sub.itertuples(index=False) if g.dataset == name and g.per_class]
-        if not groups:
-            continue
-        columns = [_share_column(), Column(key="n_test", title="test images", descriptive=True)]
-        classes: dict[int, dict[str, Any]] = {}
-        class_cells: dict[int, dict[str, Cell]] = {}
-        for g in groups:  # already in method order
+        columns = [Column("n_test", "test images", descriptive=True)]
+        classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
+        for g in sub[sub["dataset"] == name].itertuples(index=False):  # in method order
+            if not g.per_class:
+                continue
             key = f"m:{g.label}"
-            columns.append(
-                Column(key=key, title=g.label, mark=SIGNIFICANCE, comparable=not _excluded(g))
-            )
-            for entry in g.per_class:
-                classes.setdefault(entry["class"], entry)
-                class_cells.setdefault(entry["class"], {})[key] = Cell.of(
-                    entry["interval"], dict(entry["samples"])
+            columns.append(Column(key, g.label, mark=SIGNIFICANCE, comparable=not _excluded(g)))
+            for e in g.per_class:
+                n_test = MISSING if e["n_test"] is None else str(e["n_test"])
+                first = {"n_test": Cell(text_override=n_test, sort_value=finite(e["n_test"]))}
+                share = finite(e["share"])
+                about = (e["name"], None if share is None else 100 * share, first)
+                classes.setdefault(e["class"], about)[2][key] = Cell.of(
+                    e["interval"], dict(e["samples"])
                 )
-        for cls, entry in classes.items():
-            class_cells[cls]["n_test"] = Cell(
-                text_override=MISSING if entry["n_test"] is None else str(entry["n_test"]),
-                sort_value=finite(entry["n_test"]),
-            )
-        order = sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0]))
-        rows = [(entry["name"], _percent(entry["share"]), class_cells[cls]) for cls, entry in order]
-        head = (ids[name], "perclass", f"Per-class unseen accuracy: {ds}", columns)
-        tables.append(mark(_class_table(head, rows, "measured", dataset=ds)))
+        if classes:
+            ds = dataset_label(name, kind)
+            head = (ids[name], "perclass", f"Per-class unseen accuracy: {ds}", ds)
+            tables.append(mark(_class_table(head, columns, classes, "measured")))
     return tables
-
-
-def _percent(share: Any) -> float | None:
-    share = finite(share)
-    return None if share is None else 100 * share
-
-
-def _share(entry: dict[str, Any]) -> float:
-    share = finite(entry.get("share"))
-    return share if share is not None else -1.0
 
 
 def reported_per_class_tables(reported: Reported) -> list[Table]:
@@ -752,28 +728,19 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
     by_dataset: dict[str, list[ReportedRow]] = {}
     for row in reported.rows_for("per_class"):
         by_dataset.setdefault(row.dataset or "?", []).append(row)
-    tables = []
     ids = unique_slugs(by_dataset, prefix="real-perclass-reported-")
+    tables = []
     for ds, rows in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
-        columns = [_share_column()]
-        class_cells: dict[str, dict[str, Cell]] = {}
-        shares: dict[str, float | None] = {}
+        columns = [Column(f"m:{rep.method}", rep.method) for rep in rows]
+        classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
         for rep in rows:
-            key = f"m:{rep.method}"
-            columns.append(Column(key=key, title=rep.method))
-            for cls in rep.classes:
-                class_cells.setdefault(cls["name"], {})[key] = Cell(cls["accuracy"])
-                shares.setdefault(cls["name"], cls["share_of_unseen_pct"])
-        order = sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c))
-        head = (
-            ids[ds],
-            "reported-perclass",
-            f"Per-class unseen accuracy: {ds} (reported)",
-            columns,
-        )
-        classes = [(c, shares.get(c), class_cells[c]) for c in order]
-        prov, params = _reported_prov(rows[0]), {"citation": rows[0].citation}
-        tables.append(_class_table(head, classes, "reported", prov, dataset=ds, params=params))
+            for c in rep.classes:
+                about = (c["name"], c["share_of_unseen_pct"], {})
+                classes.setdefault(c["name"], about)[2][f"m:{rep.method}"] = Cell(c["accuracy"])
+        head = (ids[ds], "reported-perclass", f"Per-class unseen accuracy: {ds} (reported)", ds)
+        params = {"citation": rows[0].citation}
+        prov = _reported_prov(rows[0])
+        tables.append(_class_table(head, columns, classes, "reported", prov, params=params))
     return tables
 
 
