@@ -55,10 +55,8 @@ if TYPE_CHECKING:
 STYLE_VERSION = 6
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
-SIZE = (
-    7.2,
-    4.5,
-)  # inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px
+#: Inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px.
+SIZE = (7.2, 4.5)
 WIDE = (12.0, 3.7)  # one panel per metric (sweeps), the full width of the report
 LEGEND_FONT = 8.0  # points (RC's legend.fontsize)
 #: A character's width in em, generous for DejaVu Sans (most of its advances are 0.5-0.65 em):
@@ -203,11 +201,8 @@ def _curve_series(g: Any) -> dict[str, Any] | None:
         }
         for c in g.curves
     ]
-    return (
-        {"runs": runs, "ausuc": [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)], "n": int(g.n)}
-        if runs
-        else None
-    )
+    ausuc = [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)]
+    return {"runs": runs, "ausuc": ausuc, "n": int(g.n)} if runs else None
 
 
 def _per_class_series(g: Any) -> dict[str, Any] | None:
@@ -302,21 +297,14 @@ def _sweep_specs(
 
 def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
     title = f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)"
+    methods = [
+        {"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
+        for r, x in zip(ranking.rows, ranking.ranks, strict=True)
+    ]
+    cliques, n = [list(c) for c in ranking.cliques], len(ranking.datasets)
+    data = {"methods": methods, "cd": _r(ranking.cd, 4), "alpha": ranking.alpha, "n": n}
     return FigureSpec(
-        f"{kind}-critical-difference",
-        kind,
-        "cd",
-        title,
-        {
-            "methods": [
-                {"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
-                for r, x in zip(ranking.rows, ranking.ranks, strict=True)
-            ],
-            "cd": _r(ranking.cd, 4),
-            "alpha": ranking.alpha,
-            "n": len(ranking.datasets),
-            "cliques": [list(c) for c in ranking.cliques],
-        },
+        f"{kind}-critical-difference", kind, "cd", title, {**data, "cliques": cliques}
     )
 
 
@@ -351,11 +339,9 @@ OPERATING_POINT_LABEL = "calibrated operating point"
 
 def _curve_label(s: dict[str, Any]) -> str:
     mean, std = s["ausuc"]
-    return s["label"] + (
-        f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
-        if mean is not None
-        else ""
-    )
+    if mean is None:
+        return s["label"]
+    return f"{s['label']}  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
 
 
 @functools.lru_cache(maxsize=256)
