@@ -218,23 +218,32 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
         slot["seeds"] = max(slot["seeds"], int(e.repetition) + 1)
         for param, value in e.sweep_map.items():
             slot["sweep"].setdefault(param, {})[value_text(value)] = value
-    units: dict[tuple[Any, ...], dict[str, dict[str, str]]] = {}
+    # per command: its options (the sweep's too), seeds, records folder and -p modules
+    units: dict[tuple[Any, ...], dict[str, set[str]]] = {}
     for (method, dataset, opts, _, folder, plugins), slot in cells.items():
-        unit = units.setdefault(
-            (opts + _sweep_options(slot["sweep"]), slot["seeds"], folder, plugins), {}
-        )
-        unit.setdefault(method, {})[dataset] = dataset
+        sweep = sorted(slot["sweep"].items())
+        opts += tuple(w for p, vals in sweep for w in ("--sweep", f"{p}={_values(vals)}"))
+        unit = units.setdefault((opts, slot["seeds"], folder, plugins), {})
+        unit.setdefault(method, set()).add(dataset)
     # (not from a config file, the first method's rank, the words): config-file commands first
     out: list[tuple[bool, int, list[str]]] = []
     for (opts, seeds, folder, plugins), methods in units.items():
         by_datasets: dict[tuple[str, ...], list[str]] = {}
-        for method, of_method in methods.items():
-            by_datasets.setdefault(tuple(sorted(of_method, key=dataset_order)), []).append(method)
+        for method, datasets in methods.items():
+            by_datasets.setdefault(tuple(sorted(datasets, key=dataset_order)), []).append(method)
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
-            words = _run_words(opts, plugins, names, datasets, seeds, _arg(folder, root))
-            out.append((opts[:1] != ("--config",), min(ranks.get(m, 0) for m in names), words))
+            config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)
+            words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config]
+            words += ["--method", ",".join(names), "--dataset", ",".join(datasets)]
+            words += ["--seeds", str(seeds), *rest, "--results-dir", _arg(folder, root)]
+            out.append((not config, min(ranks.get(m, 0) for m in names), words))
     return [words for *_, words in sorted(out)]
+
+
+def _values(values: dict[str, Any]) -> str:
+    """A sweep's values as ``--sweep`` takes them: in order, comma-separated."""
+    return ",".join(value_text(v) for v in sorted(values.values(), key=value_sort_key))
 
 
 def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
@@ -282,30 +291,6 @@ def _builtin_plugins() -> frozenset[str]:
         for ep in entry_points(group=ENTRY_POINT_GROUP)
         if ep.dist is not None and ep.dist.name == BUILTIN_DISTRIBUTION
     )
-
-
-def _sweep_options(sweep: dict[str, dict[str, Any]]) -> tuple[str, ...]:
-    out: tuple[str, ...] = ()
-    for p, vals in sorted(sweep.items()):
-        out += (
-            "--sweep",
-            p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)),
-        )
-    return out
-
-
-def _run_words(
-    opts: tuple[str, ...],
-    plugins: tuple[str, ...],
-    names: list[str],
-    datasets: tuple[str, ...],
-    seeds: int,
-    folder: str,
-) -> list[str]:
-    config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)
-    words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config]
-    words += ["--method", ",".join(names), "--dataset", ",".join(datasets), "--seeds", str(seeds)]
-    return [*words, *rest, "--results-dir", folder]
 
 
 def _facts(ctx: _Context, kind: str) -> Facts:
