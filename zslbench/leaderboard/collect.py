@@ -143,18 +143,11 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
     if runs.empty:
         return out
     for (kind, dataset), group in runs.groupby(["kind", "dataset"], sort=True):
-        stat = {
-            fp: (len(g), max(g["finished_at"])) for fp, g in group.groupby("data_fp", sort=True)
-        }
-        order = sorted(stat, key=lambda fp: (stat[fp], fp), reverse=True)
-        named = {
-            fp: next((b for b in g["backbone"] if b), "")
-            for fp, g in group.groupby("data_fp", sort=True)
-        }
-        counts, backbones = (
-            tuple((fp, stat[fp][0]) for fp in order),
-            tuple(named[fp] for fp in order),
-        )
+        by_fp = dict(list(group.groupby("data_fp", sort=True)))
+        stat = {fp: (len(g), max(g["finished_at"]), fp) for fp, g in by_fp.items()}
+        order = sorted(stat, key=stat.__getitem__, reverse=True)
+        counts = tuple((fp, stat[fp][0]) for fp in order)
+        backbones = tuple(next((b for b in by_fp[fp]["backbone"] if b), "") for fp in order)
         out[(kind, dataset)] = DataVersions(kind, dataset, order[0], counts, backbones)
     return out
 
@@ -345,52 +338,26 @@ def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFr
 
 def _labels(frame: pd.DataFrame) -> list[str]:
     """``method`` (+ overrides, + sweep values), plus just enough of device / config / schedule /
-    data version to tell rows apart."""
+    data version to tell rows apart from their twins (the rows of the same base)."""
+    rows = {r.row_key: r for r in frame.itertuples(index=False)}
     base = {
-        rk: m + "".join(f" [{x}]" for x in (o, w) if x)
-        for rk, m, o, w in zip(
-            frame["row_key"], frame["method"], frame["overrides"], frame["sweep"], strict=True
-        )
+        rk: r.method + "".join(f" [{x}]" for x in (r.overrides, r.sweep) if x)
+        for rk, r in rows.items()
     }
-    rows = sorted(set(frame["row_key"]), key=repr)
-    backbones = {
-        rk: (b, c)
-        for rk, b, c in zip(
-            frame["row_key"], frame["backbone"], frame["compared_backbone"], strict=True
-        )
-    }
-    labels = {
-        rk: _label(
-            rk,
-            base,
-            [o for o in rows if o[0] == rk[0] and base[o] == base[rk] and o != rk],
-            backbones.get(rk, ("", "")),
-        )
-        for rk in rows
-    }
+    labels = {}
+    for rk, r in rows.items():
+        twins = [o for o in rows if o[0] == rk[0] and base[o] == base[rk] and o != rk]
+        _kind, _method, cid, standard, device, schedule = rk[:6]
+        parts = [
+            base[rk],
+            "" if standard else "non-standard split",
+            schedule,
+            device if any(o[4] != device for o in twins) else "",
+            f"cfg {cid[:8]}" if any(o[2] != cid for o in twins) else "",
+        ]
+        if len(rk) > len(ROW_KEYS):
+            other = r.backbone and r.backbone != r.compared_backbone
+            parts.append(f"backbone {r.backbone}" if other else f"data {rk[-1][:8]}")
+            parts[-1] += ", not compared"
+        labels[rk] = " · ".join(p for p in parts if p)
     return [labels[rk] for rk in frame["row_key"]]
-
-
-def _label(
-    rk: tuple[Any, ...],
-    base: dict[Any, str],
-    twins: list[tuple[Any, ...]],
-    backbone: tuple[str, str],
-) -> str:
-    """A row's label: its base, plus what tells it from its twins (rows of the same base)."""
-    _kind, _method, cid, standard, device, schedule = rk[:6]
-    parts = [
-        base[rk],
-        "" if standard else "non-standard split",
-        schedule,
-        device if any(o[4] != device for o in twins) else "",
-        f"cfg {cid[:8]}" if any(o[2] != cid for o in twins) else "",
-    ]
-    if len(rk) > len(ROW_KEYS):
-        used, compared = backbone
-        parts.append(
-            f"backbone {used}, not compared"
-            if used and used != compared
-            else f"data {rk[-1][:8]}, not compared"
-        )
-    return " · ".join(p for p in parts if p)
