@@ -38,7 +38,6 @@ from zslbench.leaderboard.reported import EMPTY, Reported, load_reported
 from zslbench.leaderboard.tables import (
     Row,
     Table,
-    ablation_tables,
     audit_table,
     cite_table,
     per_class_tables,
@@ -389,9 +388,7 @@ def _page(ctx: _Context, kind: str) -> Page:
     """One page of the board."""
     agg, reported, provs = ctx.agg, ctx.reported, ctx.provs
     real = kind == "real"
-    tables = setting_tables(agg, kind, reported if real else None, provs)
-    if real:
-        tables += ablation_tables(agg, reported, provs)
+    tables = setting_tables(agg, kind, reported, provs)
     ranking, ranking_note = rank_methods(tables[0])
     sweeps = sweep_tables(agg, kind, provs)
     reported_pc = reported_per_class_tables(reported) if real else []

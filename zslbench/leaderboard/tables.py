@@ -44,7 +44,7 @@ from zslbench.leaderboard.collect import (
     value_sort_key,
 )
 from zslbench.leaderboard.markup import unique_slugs
-from zslbench.leaderboard.reported import Reported, ReportedRow
+from zslbench.leaderboard.reported import EMPTY, Reported, ReportedRow
 from zslbench.records.rows import assignments
 
 MISSING = "–"
@@ -403,12 +403,8 @@ def measured_rows(
 
 
 def _reported_prov(rep: ReportedRow) -> Provenance:
-    return Provenance(
-        source="reported",
-        citation=rep.citation,
-        refs=list(rep.refs),
-        devices=[rep.device] if rep.device else [],
-    )
+    devices = [rep.device] if rep.device else []
+    return Provenance("reported", citation=rep.citation, refs=list(rep.refs), devices=devices)
 
 
 def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
@@ -418,38 +414,30 @@ def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
 
 
 def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row]:
-    return [
-        _reported_row(
-            rep, {f"{ds}:{m}": Cell(v.get(m)) for ds, v in rep.values.items() for m in metrics}
-        )
-        for rep in rows
+    cells = [
+        {f"{ds}:{m}": Cell(v.get(m)) for ds, v in r.values.items() for m in metrics} for r in rows
     ]
+    return [_reported_row(rep, c) for rep, c in zip(rows, cells, strict=True)]
 
 
 def paired(reported: list[Row], measured_rows: list[Row]) -> list[Row]:
     """The paper's rows in its order, each followed by the measured rows of the same zslbench
     method; measured rows of methods the paper's table lacks come last. Never merged."""
     out: list[Row] = []
-    used: set[int] = set()
     for rep in reported:
-        out.append(rep)
-        for i, row in enumerate(measured_rows):
-            if rep.method and row.method == rep.method and i not in used:
-                out.append(row)
-                used.add(i)
-    return out + [row for i, row in enumerate(measured_rows) if i not in used]
+        ours = [r for r in measured_rows if rep.method and r.method == rep.method]
+        out += [rep, *(r for r in ours if all(r is not o for o in out))]  # each row once
+    return out + [row for row in measured_rows if all(row is not r for r in out)]
 
 
 def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported | None) -> list[str]:
     """Dataset labels, in the paper's order: measured ones plus (real only) reported ones."""
-    names: dict[str, str] = {}
-    if not agg.empty:
-        for name in agg.loc[agg["kind"] == kind, "dataset"]:
-            names[dataset_label(name, kind)] = name
-    if kind == "real" and reported is not None:
-        for row in reported.rows:
-            for ds in row.values:
-                names.setdefault(ds, ds)
+    ours = agg.loc[agg["kind"] == kind, "dataset"] if not agg.empty else []
+    names = {dataset_label(name, kind): name for name in ours}
+    for ds in (
+        (ds for row in reported.rows for ds in row.values) if kind == "real" and reported else ()
+    ):
+        names.setdefault(ds, ds)
     return sorted(names, key=lambda label: dataset_order(names[label]))
 
 
@@ -478,65 +466,39 @@ ABLATION_TABLES = (
 )
 
 
-def _paired_tables(
-    agg: pd.DataFrame,
-    kind: str,
-    reported: Reported | None,
-    rep_rows: list[ReportedRow],
-    specs: tuple[tuple[str, str, tuple[str, ...]], ...],
-    params: dict[str, Any],
-    provs: dict[Any, Provenance],
-    *,
-    only_reported_methods: bool = False,
-) -> list[Table]:
-    """Methods × datasets tables, each of the paper's rows (``rep_rows``) followed by the measured
-    rows of the same method; ``only_reported_methods`` leaves out measured rows of other methods."""
-    datasets = datasets_for(agg, kind, reported)
-    methods = {rep.zslbench_method for rep in rep_rows}
-    tables = []
-    for tkind, title, metrics in specs:
-        rows = paired(reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, provs))
-        if only_reported_methods:
-            rows = [r for r in rows if r.source == "reported" or r.method in methods]
-        columns = metric_columns(datasets, metrics)
-        tables.append(mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params)))
-    return tables
-
-
 def setting_tables(
     agg: pd.DataFrame, kind: str, reported: Reported | None, provs: dict[Any, Provenance]
 ) -> list[Table]:
-    """The methods × datasets tables. On the real page each of the paper's rows is followed by the
-    measured rows of the same method."""
-    rep = (
-        reported if kind == "real" and reported is not None and reported.rows_for("main") else None
-    )
-    params = {
-        "reported": rep is not None,
-        "paper_table": rep.table_info("main").get("paper_table", "") if rep else "",
-        "source": rep.source if rep else "",
-        "sweeps": not measured(agg, kind, sweeps=True).empty,
-    }
-    return _paired_tables(
-        agg, kind, reported, rep.rows_for("main") if rep else [], SETTING_TABLES, params, provs
-    )
-
-
-def ablation_tables(
-    agg: pd.DataFrame, reported: Reported, provs: dict[Any, Provenance]
-) -> list[Table]:
-    """The paper's model-structure ablation, each reported row next to the measured runs of it."""
-    rep_rows = reported.rows_for("ablation")
-    if not rep_rows:
-        return []
-    params = {
-        "paper_table": reported.table_info("ablation").get("paper_table", ""),
-        "source": reported.source,
-    }
-    tables = ABLATION_TABLES
-    return _paired_tables(
-        agg, "real", reported, rep_rows, tables, params, provs, only_reported_methods=True
-    )
+    """The methods × datasets tables (:data:`SETTING_TABLES`) and, on the real page, the paper's
+    model-structure ablation (:data:`ABLATION_TABLES`, when it has one). On the real page each of
+    the paper's rows is followed by the measured rows of the same method (in the ablation, only
+    those)."""
+    real, reported = kind == "real", reported or EMPTY
+    datasets = datasets_for(agg, kind, reported)
+    tables = []
+    for part, specs in (("main", SETTING_TABLES), ("ablation", ABLATION_TABLES)):
+        rep_rows = reported.rows_for(part) if real else []
+        if part == "ablation" and not rep_rows:
+            continue
+        paper_table = reported.table_info(part).get("paper_table", "") if rep_rows else ""
+        params = {"paper_table": paper_table, "source": reported.source if rep_rows else ""}
+        if part == "main":
+            params |= {
+                "reported": bool(rep_rows),
+                "sweeps": not measured(agg, kind, sweeps=True).empty,
+            }
+        methods = {rep.zslbench_method for rep in rep_rows}
+        for tkind, title, metrics in specs:
+            rows = paired(
+                reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, provs)
+            )
+            if part == "ablation":
+                rows = [r for r in rows if r.source == "reported" or r.method in methods]
+            columns = metric_columns(datasets, metrics)
+            tables.append(
+                mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params))
+            )
+    return tables
 
 
 def time_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
