@@ -175,20 +175,12 @@ def figure_specs(
     styles = _styles(agg[agg["kind"] == kind], colors) if not agg.empty else {}
     rows = list(sub.itertuples(index=False))
     names = sorted({g.dataset for g in rows}, key=dataset_order)
-    specs = _dataset_specs(kind, rows, names, styles, "curves", _curve_series)
-    specs += _time_specs(kind, rows, styles)
-    specs += _dataset_specs(kind, rows, names, styles, "per_class", _per_class_series)
+    specs = _dataset_specs(kind, rows, names, styles, "curves") + _time_specs(kind, rows, styles)
+    specs += _dataset_specs(kind, rows, names, styles, "per_class")
     specs += _sweep_specs(kind, sweeps, colors)
     if ranking is not None:
         specs.append(_cd_spec(kind, ranking, colors))
     return specs
-
-
-#: Per-dataset figures: (file stem part, title after the dataset's name).
-_PER_DATASET = {
-    "curves": ("curves", "seen–unseen accuracy curves"),
-    "per_class": ("per-class", "per-class unseen accuracy, classes by frequency"),
-}
 
 
 def _curve_series(g: Any) -> dict[str, Any] | None:
@@ -206,43 +198,40 @@ def _curve_series(g: Any) -> dict[str, Any] | None:
 
 
 def _per_class_series(g: Any) -> dict[str, Any] | None:
-    pts = [
-        {
-            "name": e["name"],
-            "share": _r(100 * e["share"]),
-            "acc": [_r(e["interval"].mean), _r(e["interval"].std)],
-        }
-        for e in g.per_class
-    ]
-    pts = [p for p in pts if p["share"] is not None and p["acc"][0] is not None]
+    pts = []
+    for e in g.per_class:
+        share, acc = _r(100 * e["share"]), [_r(e["interval"].mean), _r(e["interval"].std)]
+        if share is not None and acc[0] is not None:
+            pts.append({"name": e["name"], "share": share, "acc": acc})
     return {"points": pts} if pts else None
 
 
 def _dataset_specs(
-    kind: str,
-    rows: list[Any],
-    names: list[str],
-    styles: dict[Any, dict[str, str]],
-    figure: str,
-    series_of: Any,
+    kind: str, rows: list[Any], names: list[str], styles: dict[Any, dict[str, str]], figure: str
 ) -> list[FigureSpec]:
     """One figure per dataset with a series per row that has something to plot."""
-    stem, what = _PER_DATASET[figure]
+    stem, what, series_of = _PER_DATASET[figure]
     slugs = unique_slugs(names)
     specs = []
     for name in names:
         ds = dataset_label(name, kind)
-        series = []
-        for g in (g for g in rows if g.dataset == name):
-            body = series_of(g)
-            if body is not None:
-                series.append({"label": g.label, **styles[g.row_key], **body})
+        bodies = [(g, series_of(g)) for g in rows if g.dataset == name]
+        series = [{"label": g.label, **styles[g.row_key], **b} for g, b in bodies if b is not None]
         if series:
-            data = {"dataset": ds, "series": series}
-            specs.append(
-                FigureSpec(f"{kind}-{stem}-{slugs[name]}", kind, figure, f"{ds}: {what}", data)
-            )
+            data, title = {"dataset": ds, "series": series}, f"{ds}: {what}"
+            specs.append(FigureSpec(f"{kind}-{stem}-{slugs[name]}", kind, figure, title, data))
     return specs
+
+
+#: Per-dataset figures: (file stem part, title after the dataset's name, the series of a row).
+_PER_DATASET: dict[str, tuple[str, str, Callable[[Any], dict[str, Any] | None]]] = {
+    "curves": ("curves", "seen–unseen accuracy curves", _curve_series),
+    "per_class": (
+        "per-class",
+        "per-class unseen accuracy, classes by frequency",
+        _per_class_series,
+    ),
+}
 
 
 def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -> list[FigureSpec]:

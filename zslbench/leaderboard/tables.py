@@ -536,21 +536,17 @@ def reported_time_table(reported: Reported) -> Table | None:
     rep_rows = reported.rows_for("train_time")
     if not rep_rows:
         return None
-    datasets = sorted({ds for rep in rep_rows for ds in rep.values}, key=dataset_order)
     rows = []
     for rep in rep_rows:
-        cells: dict[str, Cell] = {}
-        for ds, values in rep.values.items():
-            minutes = values.get("train_min")
-            cells[ds] = (
-                Cell()
-                if minutes is None
-                else Cell(text_override=f"{minutes:g} min", sort_value=minutes * 60.0)
-            )
-        cells["device"] = Cell(text_override=rep.device or "")
-        rows.append(_reported_row(rep, cells))
-    columns = [Column(key=ds, title=ds, higher_better=False) for ds in datasets]
-    columns.append(Column(key="device", title="Device", align="left", descriptive=True))
+        minutes = {ds: values.get("train_min") for ds, values in rep.values.items()}
+        cells = {
+            ds: Cell() if m is None else Cell(text_override=f"{m:g} min", sort_value=m * 60.0)
+            for ds, m in minutes.items()
+        }
+        rows.append(_reported_row(rep, {**cells, "device": Cell(text_override=rep.device or "")}))
+    datasets = sorted({ds for rep in rep_rows for ds in rep.values}, key=dataset_order)
+    columns = [Column(ds, ds, higher_better=False) for ds in datasets]
+    columns.append(Column("device", "Device", align="left", descriptive=True))
     title = "Training time as reported (minutes)"
     params = {"paper_table": reported.table_info("train_time").get("paper_table", "")}
     return Table("real-time-reported", "reported-time", title, columns, rows, params=params)
@@ -613,22 +609,19 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
     )
     for title, group in groups:
         for name in sorted(set(group["dataset"]), key=dataset_order):
-            ds = dataset_label(name, kind)
-            rows: dict[str, Row] = {}
-            values: dict[str, dict[str, Any]] = {}
-            for entry in group[group["dataset"] == name].itertuples(index=False):
-                row = _row_of(rows, entry.sweep, entry, provs, label=entry.sweep)
-                values[entry.sweep] = entry.sweep_map
-                for metric in SWEEP_METRICS:
-                    row.cells[metric] = _metric_cell(entry, metric)
-            order = sorted(
-                rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())]
-            )
-            tid, in_order = ids[f"{title}\0{name}"], [rows[k] for k in order]
-            table = Table(tid, "sweep", f"Sweep: {title} on {ds}", columns, in_order, "Value")
-            table.show_source, table.dataset, table.params = False, ds, {"sweep": title}
+            ds, rows = dataset_label(name, kind), {}
+            for e in sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value):
+                row = _row_of(rows, e.sweep, e, provs, label=e.sweep)
+                row.cells.update({m: _metric_cell(e, m) for m in SWEEP_METRICS})
+            head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns)
+            table = Table(*head, [*rows.values()], "Value", show_source=False, dataset=ds)
+            table.params = {"sweep": title}
             tables.append(mark(table))
     return tables
+
+
+def _by_value(entry: Any) -> list[tuple[str, tuple[int, float, str]]]:
+    return [(p, value_sort_key(v)) for p, v in sorted(entry.sweep_map.items())]
 
 
 def _class_table(
