@@ -266,21 +266,16 @@ def _sweep_specs(
     kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]
 ) -> list[FigureSpec]:
     """One figure per sweep and swept parameter, in the method's colour."""
-    keys = [
-        (title, param, group)
-        for title, group in sweeps
-        for param in sorted(group["sweep_map"].iloc[0])
-    ]
+    keys = [(t, param, g) for t, g in sweeps for param in sorted(g["sweep_map"].iloc[0])]
     slugs = unique_slugs(f"{title} {param}" for title, param, _ in keys)
     specs = []
     for title, param, group in keys:
         series = _sweep_series(kind, param, group)
         data = {"param": param, "series": series, "color": colors[group["method"].iloc[0]]}
-        name, what = (
-            f"{kind}-sweep-{slugs[f'{title} {param}']}",
-            f"sweep of {title}: metrics vs {param}",
+        what = f"sweep of {title}: metrics vs {param}"
+        specs.append(
+            FigureSpec(f"{kind}-sweep-{slugs[f'{title} {param}']}", kind, "sweep", what, data)
         )
-        specs.append(FigureSpec(name, kind, "sweep", what, data))
     return specs
 
 
@@ -292,9 +287,8 @@ def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
     ]
     cliques, n = [list(c) for c in ranking.cliques], len(ranking.datasets)
     data = {"methods": methods, "cd": _r(ranking.cd, 4), "alpha": ranking.alpha, "n": n}
-    return FigureSpec(
-        f"{kind}-critical-difference", kind, "cd", title, {**data, "cliques": cliques}
-    )
+    data["cliques"] = cliques
+    return FigureSpec(f"{kind}-critical-difference", kind, "cd", title, data)
 
 
 def _sweep_series(kind: str, param: str, group: pd.DataFrame) -> list[dict[str, Any]]:
