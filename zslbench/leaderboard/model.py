@@ -40,6 +40,7 @@ from zslbench.leaderboard.tables import (
     Table,
     audit_table,
     cite_table,
+    date_range,
     per_class_tables,
     provenances,
     reported_per_class_tables,
@@ -106,10 +107,7 @@ class Facts:
         return str(self.seeds[0]) if len(self.seeds) == 1 else f"{self.seeds[0]}–{self.seeds[-1]}"
 
     def dates_text(self) -> str:
-        if not self.date_first:
-            return "–"
-        same = self.date_first == self.date_last
-        return self.date_first if same else f"{self.date_first} to {self.date_last}"
+        return date_range(self.date_first, self.date_last)
 
 
 @dataclass

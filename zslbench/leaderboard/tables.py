@@ -52,6 +52,11 @@ SIGNIFICANCE = "significance"
 FASTEST = "fastest"
 
 
+def date_range(first: str, last: str, none: str = "–") -> str:
+    """``first to last``, one day once, ``none`` without a date."""
+    return (first or none) if first == last else f"{first} to {last}"
+
+
 def time_decimals(seconds: float) -> int:
     """Enough digits to tell runs apart without pretending sub-millisecond precision."""
     return 2 if seconds < 10 else (1 if seconds < 1000 else 0)
@@ -143,11 +148,6 @@ class Provenance:
     citation: str = ""
     refs: list[str] = field(default_factory=list)
 
-    def dates(self) -> str:
-        if self.date_first == self.date_last:
-            return self.date_first or "unknown date"
-        return f"{self.date_first} to {self.date_last}"
-
     def commit_text(self) -> str:
         short = [c[:10] if c != "unknown" else c for c in self.commits]
         return ", ".join(short) + (" (dirty tree)" if self.dirty else "")
@@ -158,7 +158,7 @@ class Provenance:
             return self.citation
         split = "standard split" if self.standard else "NON-STANDARD split (not comparable)"
         return (
-            f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {self.dates()} · "
+            f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {date_range(self.date_first, self.date_last, 'unknown date')} · "
             f"{', '.join(self.devices)} · {split}"
         )
 
