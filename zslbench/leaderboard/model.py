@@ -127,7 +127,6 @@ class Page:
     ranking_note: str
     audit: Table | None
     figures: list[FigureSpec]
-    provenance_rows: list[Row]
     references: dict[str, str]
     commands: list[str]
     #: The curated file's rows on the real page: its training times and per-class tables.
@@ -156,6 +155,17 @@ class Page:
         tables = self.tables + self.sweep_tables + self.per_class_tables
         counts = Counter(c.test for t in tables for r in t.rows for c in r.cells.values() if c.test)
         return dict(sorted(counts.items()))
+
+    @property
+    def provenance_rows(self) -> list[Row]:
+        """The measured rows of the main table and the sweeps, one per provenance (a default
+        configuration is also a point of a sweep: the first, its main row, says where all of its
+        runs are)."""
+        rows: dict[str, Row] = {}
+        for row in (r for t in self.tables[:1] + self.sweep_tables for r in t.rows):
+            if row.source == "measured" and row.prov:
+                rows.setdefault(row.prov.anchor, row)
+        return list(rows.values())
 
     @property
     def busy_cells(self) -> int:
@@ -366,15 +376,6 @@ def _of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     return frame[frame["kind"] == kind] if not frame.empty else frame
 
 
-def _measured_rows(tables: list[Table]) -> list[Row]:
-    """The measured rows of ``tables``, one per provenance anchor (a default configuration is
-    also a point of a sweep: the first, its main row, says where all of its runs are)."""
-    rows: dict[str, Row] = {}
-    for row in (r for t in tables for r in t.rows if r.source == "measured" and r.prov):
-        rows.setdefault(row.prov.anchor if row.prov else "", row)
-    return list(rows.values())
-
-
 def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
     """The references the reported rows of ``shown`` cite, by key."""
     rows = [row for table in shown for row in table.rows if row.source == "reported" and row.prov]
@@ -404,7 +405,6 @@ def _page(ctx: _Context, kind: str) -> Page:
         ranking_note=ranking_note,
         audit=audit_table(agg, kind, provs),
         figures=figure_specs(agg, kind, sweep_groups(agg, kind), ctx.colors, ranking),
-        provenance_rows=_measured_rows(tables[:1] + sweeps),
         references=_references(
             reported, tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
         ),
