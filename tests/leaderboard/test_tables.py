@@ -409,3 +409,26 @@ def test_a_default_that_is_a_sweep_point_has_one_provenance_entry(tmp_path: Path
     assert len(page.sweep_tables[0].rows) == 3
     provs = [r.prov.anchor for r in page.provenance_rows if r.prov]
     assert len(provs) == len(set(provs)) == 3
+
+
+def test_a_sweep_point_on_two_datasets_has_one_provenance_with_both(tmp_path: Path) -> None:
+    """One provenance per row key, shared by every table that shows the row: the provenance
+    section lists a sweep point's runs on every dataset it ran on, not only those of the first
+    sweep table that shows it."""
+    from zslbench.leaderboard.model import board
+
+    records = [
+        make_record(dataset, "bt-gp", rep, sweep={"embedder.margin": m})
+        for dataset in ("synth-apy", "synth-cub")
+        for m in (1.0, 2.0)
+        for rep in range(2)
+    ]
+    write_records(tmp_path / "r", records)
+    page = board(tmp_path / "r", tmp_path / "out", None).pages["synthetic"]
+    assert len(page.sweep_tables) == 2  # one per dataset
+    by_label = {r.label: r.prov for r in page.provenance_rows if r.prov}
+    assert sorted(by_label) == ["embedder.margin=1.0", "embedder.margin=2.0"]
+    for prov in by_label.values():
+        assert sorted(ds for ds, _ in prov.records) == ["synth-apy", "synth-cub"]
+        assert sum(len(links) for _, links in prov.records) == 4
+    assert page.sweep_tables[0].rows[0].prov is page.sweep_tables[1].rows[0].prov
