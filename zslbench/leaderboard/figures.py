@@ -13,9 +13,9 @@ DejaVu Sans, and a canvas cut tight around what is drawn (``bbox_inches="tight"`
 
 Every method has one colour in every figure of the board (:func:`method_colors`); rows of one
 method (other configurations) share it and differ by line style and marker. Legends sit below
-the axes, never clipped: long names are wrapped to their column, the columns are as many as fit,
-the canvas grows downwards by about the legend's height (:func:`_legend_layout`, from character
-counts), and the saved image is cut tight around what is drawn; the pages give no image size (the
+the axes, never clipped: long names wrap, the columns are as many as fit and the canvas grows
+downwards by the legend's height, as matplotlib measures it (:func:`_legend_below`; no table of
+character widths), and the saved image is cut tight around what is drawn; the pages give no image size (the
 browser takes it from the file). A figure of a synthetic or custom dataset says so in a line of its own above the
 title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard.markup.unique_slugs`).
 """
@@ -23,7 +23,6 @@ title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard
 from __future__ import annotations
 
 import colorsys
-import functools
 import hashlib
 import io
 import json
@@ -52,16 +51,14 @@ if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
-STYLE_VERSION = 6
+STYLE_VERSION = 7
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
 #: Inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px.
 SIZE = (7.2, 4.5)
 WIDE = (12.0, 3.7)  # one panel per metric (sweeps), the full width of the report
-LEGEND_FONT = 8.0  # points (RC's legend.fontsize)
-#: A character's width in em, generous for DejaVu Sans (most of its advances are 0.5-0.65 em):
-#: how legend and diagram labels are wrapped; the tight cut of the saved image covers the rest.
-CHAR_EM = 0.62
+#: Legend and diagram labels wrap at this many characters; matplotlib measures the rest.
+WRAP = 48
 MAX_COLUMNS = 6
 CD_FONT = 8.5  # points, the critical-difference diagram's labels
 #: Up to this many classes, the per-class figure names each class on its axis.
@@ -327,27 +324,20 @@ def _curve_label(s: dict[str, Any]) -> str:
     return f"{s['label']}  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
 
 
-@functools.lru_cache(maxsize=256)
-def _legend_layout(labels: tuple[str, ...], width_in: float) -> tuple[list[str], int, float]:
-    """How a legend of ``labels`` fits under the axes of a canvas ``width_in`` wide: the labels
-    wrapped to their column, as many columns as fit (up to :data:`MAX_COLUMNS`), and about the
-    height in inches it adds (matplotlib fills columns first, the first ones one entry longer)."""
-    if not labels:
-        return [], 1, 0.0
-    room = int((width_in * 72.0 - 24.0) / (LEGEND_FONT * CHAR_EM))  # characters across
-    longest = max(len(label) for label in labels)
-    ncols = max(1, min(MAX_COLUMNS, len(labels), room // (min(longest, 40) + 5)))
-    wrapped = [textwrap.fill(label, room // ncols - 5) for label in labels]
-    per = math.ceil(len(labels) / ncols)
-    lines = max(
-        sum(w.count("\n") + 1.4 for w in wrapped[c : c + per]) for c in range(0, len(wrapped), per)
-    )
-    return wrapped, ncols, round((lines * 1.3 * LEGEND_FONT + 16.0) / 72.0, 2)
+def _width(renderer: Any, text: str, size: float) -> float:
+    """The width of ``text`` (its widest line) in points, as matplotlib draws it now."""
+    from matplotlib.font_manager import FontProperties
+
+    font = FontProperties(size=size)
+    lines = text.split("\n")
+    return max(renderer.get_text_width_height_descent(x, font, False)[0] for x in lines) * 72 / DPI
 
 
 def _legend_below(fig: Any, ax: Any) -> None:
-    """The legend under the axes, outside them: it never covers a curve or a point; the canvas
-    grows by about its height (:func:`_legend_layout`), and the saved image is cut tight."""
+    """The legend under the axes, outside them: it never covers a curve or a point. Long names
+    wrap (:data:`WRAP`), the columns are as many as fit the canvas and the canvas grows by the
+    legend's height, both as matplotlib measures the legend; the saved image is cut tight."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.container import ErrorbarContainer
 
     pairs = list(zip(*ax.get_legend_handles_labels(), strict=True))
@@ -355,11 +345,17 @@ def _legend_below(fig: Any, ax: Any) -> None:
         return
     # Methods (error bars) before the keys of markers (plain lines), as they were drawn.
     pairs.sort(key=lambda pair: not isinstance(pair[0], ErrorbarContainer))
-    width, height = fig.get_size_inches()
-    wrapped, ncols, extra = _legend_layout(tuple(label for _, label in pairs), float(width))
-    fig.set_size_inches(width, height + extra)
-    handles = [handle for handle, _ in pairs]
-    fig.legend(handles, wrapped, loc="outside lower center", ncols=ncols, columnspacing=1.5)
+    handles, labels = [h for h, _ in pairs], [textwrap.fill(label, WRAP) for _, label in pairs]
+    renderer, (width, height) = FigureCanvasAgg(fig).get_renderer(), fig.get_size_inches()
+    for ncols in range(min(MAX_COLUMNS, len(pairs)), 0, -1):
+        legend = fig.legend(
+            handles, labels, loc="outside lower center", ncols=ncols, columnspacing=1.5
+        )
+        box = legend.get_window_extent(renderer)
+        if box.width <= (width - 0.3) * DPI or ncols == 1:
+            break
+        legend.remove()
+    fig.set_size_inches(width, height + box.height / DPI + 0.15)
 
 
 # --- drawing ----------------------------------------------------------------------------------
@@ -584,12 +580,11 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     lo, hi = 1.0, float(max(k, 2))
     # The rank axis takes the middle; the labels the sides, as wide as the widest label needs
     # (at most 45% of the canvas each, labels wrapped to 40%), so that no name leaves the canvas.
-    width, char = fig.get_figwidth() * 72.0, CD_FONT * CHAR_EM
-    labels = [
-        textwrap.fill(f"{m['label']} ({m['rank']:.2f})", int((0.40 * width - 16) / char))
-        for m in methods
-    ]
-    widest = max((len(line) * char for text in labels for line in text.split("\n")), default=0.0)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer, width = FigureCanvasAgg(fig).get_renderer(), fig.get_figwidth() * 72.0
+    labels = [textwrap.fill(f"{m['label']} ({m['rank']:.2f})", WRAP) for m in methods]
+    widest = max((_width(renderer, label, CD_FONT) for label in labels), default=0.0)
     side = max(0.25, min(0.45, (widest + 16) / width + 0.04))
     span = (hi - lo) / (1.0 - 2 * side)
     ax.set_xlim(lo - side * span, hi + side * span)
