@@ -96,26 +96,6 @@ def _first_three(items: list[str]) -> str:
     return ", ".join(items[:3]) + (", ..." if len(items) > 3 else "")
 
 
-def _text_difference(old: bytes, new: bytes) -> str:
-    old_lines, new_lines = old.splitlines(), new.splitlines()
-    first = next(
-        (i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=False)) if a != b),
-        min(len(old_lines), len(new_lines)),
-    )
-    return (
-        f"differs from the records' rendering (first difference at line {first + 1}; "
-        f"{len(old_lines)} lines committed, {len(new_lines)} rendered)"
-    )
-
-
-def refusal(path: str, reason: str) -> str:
-    """The ``--check`` line for a file under the results dir that is not a valid, intact record."""
-    return (
-        f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
-        "from it: re-run that record or delete it"
-    )
-
-
 def compare(
     site: Site, out_dir: Path, inputs: list[Path], *, allow_foreign: bool = False
 ) -> list[str]:
@@ -149,7 +129,11 @@ def compare(
             "--out unless --overwrite-foreign)"
             for p in foreign
         ]
-    problems += [refusal(path, reason) for path, reason in site.board.refused]
+    problems += [
+        f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
+        "from it: re-run that record or delete it"
+        for path, reason in site.board.refused
+    ]
     return problems
 
 
@@ -160,12 +144,16 @@ def _artefact_problem(out_dir: Path, path: str, artefact: Any) -> str:
     if not target.is_file():
         return f"{shown}: missing (not rendered into {out_dir.as_posix()} yet)"
     committed = target.read_bytes()
-    if not artefact.is_figure:
+    if not artefact.is_figure and committed != artefact.data:
+        old, new = committed.splitlines(), artefact.data.splitlines()
+        same = (a == b for a, b in zip(old, new, strict=False))
+        first = next((i for i, equal in enumerate(same) if not equal), min(len(old), len(new)))
         return (
-            f"{shown}: {_text_difference(committed, artefact.data)}"
-            if committed != artefact.data
-            else ""
+            f"{shown}: differs from the records' rendering (first difference at line {first + 1}; "
+            f"{len(old)} lines committed, {len(new)} rendered)"
         )
+    if not artefact.is_figure:
+        return ""
     found = embedded_hash(path, committed)
     if found is None:
         return f"{shown}: carries no zslbench data hash (not rendered by zslbench leaderboard)"
