@@ -160,9 +160,7 @@ def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
         quiet = runs.loc[~busy, "train"]
         used = quiet if len(quiet) else runs["train"]
         out[str(name)] = {
-            "median": float(used.median()),
-            "min": float(used.min()),
-            "max": float(used.max()),
+            **{stat: float(getattr(used, stat)()) for stat in ("median", "min", "max")},
             "n": int(len(used)),
             "busy_only": not len(quiet),
             "busy": int(busy.sum()),
