@@ -207,8 +207,8 @@ def _reported_lines(page: Page) -> list[dict[str, Any]]:
 def time_csv(page: Page, agg: pd.DataFrame) -> str:
     """Median training times per device model (busy runs left out where quiet ones exist, and
     counted), and the reported minutes."""
-    rows = [(t.params["device"], r) for t in page.time_tables for r in t.rows if r.prov]
-    best = {(d, r.prov.label, key): c.best for d, r in rows for key, c in r.cells.items()}
+    rows = [(t.params["device"], r.prov, r) for t in page.time_tables for r in t.rows if r.prov]
+    best = {(d, p.label, key): c.best for d, p, r in rows for key, c in r.cells.items()}
     lines = []
     for e in measured(agg, page.kind).itertuples(index=False):
         ds = dataset_label(e.dataset, page.kind)

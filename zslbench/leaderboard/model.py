@@ -236,8 +236,8 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
     out: list[tuple[bool, int, list[str]]] = []
     for (opts, seeds, folder, plugins), methods in units.items():
         by_datasets: dict[tuple[str, ...], list[str]] = {}
-        for method, datasets in methods.items():
-            by_datasets.setdefault(tuple(sorted(datasets, key=dataset_order)), []).append(method)
+        for method, of_method in methods.items():
+            by_datasets.setdefault(tuple(sorted(of_method, key=dataset_order)), []).append(method)
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
             config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)

@@ -609,7 +609,8 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
     )
     for title, group in groups:
         for name in sorted(set(group["dataset"]), key=dataset_order):
-            ds, rows = dataset_label(name, kind), {}
+            ds = dataset_label(name, kind)
+            rows: dict[str, Row] = {}
             for e in sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value):
                 row = _row_of(rows, e.sweep, e, provs, label=e.sweep)
                 row.cells.update({m: _metric_cell(e, m) for m in SWEEP_METRICS})
@@ -690,7 +691,8 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
         classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
         for rep in rows:
             for c in rep.classes:
-                about = (c["name"], c["share_of_unseen_pct"], {})
+                cells: dict[str, Cell] = {}
+                about = (c["name"], c["share_of_unseen_pct"], cells)
                 classes.setdefault(c["name"], about)[2][f"m:{rep.method}"] = Cell(c["accuracy"])
         head = (ids[ds], "reported-perclass", f"Per-class unseen accuracy: {ds} (reported)", ds)
         params = {"citation": rows[0].citation}
