@@ -205,7 +205,7 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
         return pd.DataFrame(columns=[*CELL_KEYS, "row_key", "label", "n", "compared"])
     versions = data_versions(runs)
     out = [
-        _entry(dict(zip(CELL_KEYS, key, strict=True)), group, runs, versions)
+        _entry(dict(zip(CELL_KEYS, key, strict=True)), group, versions)
         for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False)
     ]
     frame = pd.DataFrame(out)
@@ -225,10 +225,7 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
 
 
 def _entry(
-    entry: dict[str, Any],
-    group: pd.DataFrame,
-    runs: pd.DataFrame,
-    versions: dict[tuple[str, str], DataVersions],
+    entry: dict[str, Any], group: pd.DataFrame, versions: dict[tuple[str, str], DataVersions]
 ) -> dict[str, Any]:
     """The aggregated row of one cell group (``entry`` holds its cell keys)."""
     entry.update(_settings(group))
@@ -240,14 +237,12 @@ def _entry(
     entry.update(_provenance(group))
     entry["per_class"] = _per_class(group)
     entry.update(_curves_and_audits(group))
-    compared = versions[(entry["kind"], entry["dataset"])].compared
-    entry["compared"] = compared == entry["data_fp"]
+    version = versions[(entry["kind"], entry["dataset"])]
+    entry["compared"] = version.compared == entry["data_fp"]
     # the features' backbone, and the compared version's: a row on other features of the same
     # dataset is labelled with its backbone when that is what differs
     entry["backbone"] = next((b for b in group["backbone"] if b), "")
-    of_dataset = (runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
-    same = runs[of_dataset & (runs["data_fp"] == compared)]
-    entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
+    entry["compared_backbone"] = version.backbones[0]
     return entry
 
 
