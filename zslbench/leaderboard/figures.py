@@ -367,10 +367,8 @@ def draw(spec: FigureSpec) -> Any:
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(RC):
-        # The critical-difference diagram places its one axes itself.
-        fig = Figure(
-            figsize=spec.canvas, dpi=DPI, layout=None if spec.figure == "cd" else "constrained"
-        )
+        layout = None if spec.figure == "cd" else "constrained"  # the diagram places its axes
+        fig = Figure(figsize=spec.canvas, dpi=DPI, layout=layout)
         FIGURES[spec.figure](fig, spec)
         title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
         color = "black" if spec.kind == "real" else TAG_COLOR
@@ -390,11 +388,8 @@ def render_figure(spec: FigureSpec) -> dict[str, bytes]:
         fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: sha}, **tight)
         if spec.figure != "cd":
             fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
-        about = {
-            "Date": None,
-            "Creator": "zslbench leaderboard",
-            "Description": f"{HASH_KEY}={sha}",
-        }
+        about = {"Date": None, "Creator": "zslbench leaderboard"}
+        about["Description"] = f"{HASH_KEY}={sha}"
         fig.savefig(svg, format="svg", metadata=about, **tight)
     png_name, svg_name = spec.files
     return {png_name: png.getvalue(), svg_name: svg.getvalue()}
@@ -430,12 +425,10 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
         (t, t_lo, t_hi), (h, h_std) = p["train"], p["H"]
         xerr, yerr = [[t - t_lo], [t_hi - t]], [[h_std or 0.0], [h_std or 0.0]]
         look = {"marker": markers[p["dataset"]], "ms": 7, "color": p["color"], "ecolor": p["color"]}
-        face = "white" if p["busy"] else p["color"]
+        look["markerfacecolor"] = "white" if p["busy"] else p["color"]
         label = p["label"] if p["label"] not in labelled else None
-        bars = {"elinewidth": 0.8, "capsize": 2, "ls": "none"}
-        ax.errorbar(
-            [t], [h], xerr=xerr, yerr=yerr, **look, **bars, markerfacecolor=face, label=label
-        )
+        bars = {"elinewidth": 0.8, "capsize": 2, "ls": "none", "label": label}
+        ax.errorbar([t], [h], xerr=xerr, yerr=yerr, **look, **bars)
         labelled.add(p["label"])
     for ds, marker in markers.items():
         ax.plot([], [], marker=marker, color="#444444", ls="none", label=ds)
