@@ -367,8 +367,10 @@ def draw(spec: FigureSpec) -> Any:
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(RC):
-        layout = None if spec.figure == "cd" else "constrained"  # the diagram places its axes
-        fig = Figure(figsize=spec.canvas, dpi=DPI, layout=layout)
+        # The critical-difference diagram places its one axes itself.
+        fig = Figure(
+            figsize=spec.canvas, dpi=DPI, layout=None if spec.figure == "cd" else "constrained"
+        )
         FIGURES[spec.figure](fig, spec)
         title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
         color = "black" if spec.kind == "real" else TAG_COLOR
