@@ -92,14 +92,9 @@ class Reported:
     def method_order(self) -> list[str]:
         """The zslbench methods the paper's tables name, in their order (ablation first: the paper's
         own compositions), which is the row order of methods on every page."""
-        order: list[str] = []
-        for table in ("ablation", *(t for t in TABLES if t != "ablation")):
-            order += [
-                r.zslbench_method
-                for r in self.rows_for(table)
-                if r.zslbench_method and r.zslbench_method not in order
-            ]
-        return order
+        tables = ("ablation", *(t for t in TABLES if t != "ablation"))
+        names = (r.zslbench_method for t in tables for r in self.rows_for(t) if r.zslbench_method)
+        return list(dict.fromkeys(names))
 
 
 EMPTY = Reported(path=None)
