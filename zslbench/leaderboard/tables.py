@@ -297,12 +297,9 @@ def _mark_fastest(cells: list[Cell]) -> None:
 
 
 def _excluded(entry: Any) -> list[str]:
-    out = []
-    if not entry.standard:
-        out.append("non-standard split")
-    if not entry.compared:
-        out.append("other data version")
-    return out
+    """Why a row is never compared, one phrase each."""
+    why = {"non-standard split": not entry.standard, "other data version": not entry.compared}
+    return [reason for reason, applies in why.items() if applies]
 
 
 def _row_of(
