@@ -103,20 +103,17 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: no such file", hint="see zslbench/board.py for its format"
-        ) from None
+        why, hint = "no such file", "see zslbench/board.py for its format"
     except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{path}: not UTF-8 text (byte {exc.start})", hint="save it as UTF-8"
-        ) from None
+        why, hint = f"not UTF-8 text (byte {exc.start})", "save it as UTF-8"
     except OSError as exc:
-        raise ConfigError(
-            f"{path}: cannot be read ({exc.strerror or exc})",
-            hint="point --plugins at the plugins.toml file",
-        ) from None
+        why, hint = (
+            f"cannot be read ({exc.strerror or exc})",
+            "point --plugins at the plugins.toml file",
+        )
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})", hint="fix the line it names") from None
+        why, hint = f"not valid TOML ({exc})", "fix the line it names"
+    raise ConfigError(f"{path}: {why}", hint=hint)
 
 
 def _entry(where: str, entry: object) -> BoardPlugin:

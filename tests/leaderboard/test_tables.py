@@ -18,7 +18,7 @@ from zslbench.leaderboard.tables import (
     Row,
     Table,
     mark,
-    row_anchors,
+    provenances,
     setting_tables,
     sweep_tables,
     time_tables,
@@ -132,7 +132,7 @@ def _agg(tmp_path: Path, records: list[Record]):
     write_records(tmp_path / "r", records)
     kept, _ = newest_runs(tmp_path / "r", link_base=tmp_path)[:2]
     agg = aggregate(kept)
-    return agg, row_anchors(agg)
+    return agg, provenances(agg)
 
 
 def _seeded(dataset: str, method: str, hs: tuple[float, ...], **kw) -> list[Record]:
@@ -145,10 +145,10 @@ def _seeded(dataset: str, method: str, hs: tuple[float, ...], **kw) -> list[Reco
 
 
 def test_tables_mark_h_a_t_ausuc_by_test_and_never_a_u_or_a_s(tmp_path: Path) -> None:
-    agg, anchors = _agg(
+    agg, provs = _agg(
         tmp_path, _seeded("synth-apy", "gp", FAR) + _seeded("synth-apy", "bt-gp", BEST)
     )
-    h, zsl, au_as = setting_tables(agg, "synthetic", None, anchors)
+    h, zsl, au_as = setting_tables(agg, "synthetic", None, provs)
     assert [c.key for c in h.columns] == ["synth-apy:H", "synth-apy:AUSUC"]
     assert [c.key for c in au_as.columns] == ["synth-apy:A_U", "synth-apy:A_S"]
     bt = next(r for r in h.rows if r.method == "bt-gp")
@@ -165,13 +165,13 @@ def test_tables_mark_h_a_t_ausuc_by_test_and_never_a_u_or_a_s(tmp_path: Path) ->
 
 
 def test_real_tables_keep_measured_and_reported_rows_apart(tmp_path: Path) -> None:
-    agg, anchors = _agg(
+    agg, provs = _agg(
         tmp_path,
         [make_record("apy", "bt-gp", i, metrics={"H": 60.0 + i}) for i in range(2)]
         + [make_record("synth-apy", "bt-gp", 0, metrics={"H": 90.0})],
     )
     reported = load_reported(REPORTED)
-    h, zsl, _ = setting_tables(agg, "real", reported, anchors)
+    h, zsl, _ = setting_tables(agg, "real", reported, provs)[:3]  # then the ablation
     measured = [r for r in h.rows if r.source == "measured"]
     paper = [r for r in h.rows if r.source == "reported"]
     assert len(measured) == 1 and len(paper) == len(reported.rows_for("main")) == 15
@@ -187,12 +187,12 @@ def test_real_tables_keep_measured_and_reported_rows_apart(tmp_path: Path) -> No
 
 
 def test_synthetic_tables_hold_no_reported_rows(tmp_path: Path) -> None:
-    agg, anchors = _agg(
+    agg, provs = _agg(
         tmp_path, [make_record("synth-apy", "bt-gp", 0), make_record("apy", "bt-gp", 0)]
     )
     reported = load_reported(REPORTED)
-    for table in setting_tables(agg, "synthetic", reported, anchors) + time_tables(
-        agg, "synthetic", anchors
+    for table in setting_tables(agg, "synthetic", reported, provs) + time_tables(
+        agg, "synthetic", provs
     ):
         assert {r.source for r in table.rows} == {"measured"}
         assert all((c.group or c.key).startswith("synth-") for c in table.columns)
@@ -211,8 +211,8 @@ def test_times_are_compared_only_on_one_device_model(tmp_path: Path) -> None:
         make_record("synth-cub", "krr", i, train=t, device_name="CPU A")
         for i, t in enumerate((30.0, 31.0))
     ]
-    agg, anchors = _agg(tmp_path, records)
-    tables = {t.params["device"]: t for t in time_tables(agg, "synthetic", anchors)}
+    agg, provs = _agg(tmp_path, records)
+    tables = {t.params["device"]: t for t in time_tables(agg, "synthetic", provs)}
     assert sorted(tables) == ["CPU A", "CPU B"]
     a = {r.method: r.cells["synth-cub"] for r in tables["CPU A"].rows}
     assert sorted(a) == ["bt-gp", "krr"] and a["bt-gp"].text() == "12.0 s" and a["bt-gp"].best
@@ -230,8 +230,8 @@ def test_busy_runs_are_left_out_of_a_median_or_shown_marked(tmp_path: Path) -> N
     records += [
         make_record("synth-apy", "sae", i, train=0.2, oversubscribed=True) for i in range(2)
     ]
-    agg, anchors = _agg(tmp_path, records)
-    (table,) = time_tables(agg, "synthetic", anchors)
+    agg, provs = _agg(tmp_path, records)
+    (table,) = time_tables(agg, "synthetic", provs)
     gp, krr, sae = (next(r for r in table.rows if r.method == m) for m in ("gp", "krr", "sae"))
     # gp: the 0.1 s run was on a busy machine: median of (1, 3) = 2.0 over n = 2, the fastest.
     assert (
@@ -247,10 +247,10 @@ def test_busy_runs_are_left_out_of_a_median_or_shown_marked(tmp_path: Path) -> N
 
 
 def test_real_page_puts_each_measured_row_under_the_paper_row_of_its_method(tmp_path: Path) -> None:
-    agg, anchors = _agg(
+    agg, provs = _agg(
         tmp_path, [make_record("cub", m, 0) for m in ("ale", "cnzsl", "bt-gp", "krr")]
     )
-    gzsl = setting_tables(agg, "real", load_reported(REPORTED), anchors)[0]
+    gzsl = setting_tables(agg, "real", load_reported(REPORTED), provs)[0]
     order = [(r.source, r.label if r.source == "reported" else r.method) for r in gzsl.rows]
     for paper, ours in (("ALE", "ale"), ("CNZSL", "cnzsl"), ("L_BT + GP (ours)", "bt-gp")):
         assert order[order.index(("reported", paper)) + 1] == ("measured", ours)
@@ -268,8 +268,8 @@ def test_sweep_table_per_dataset_has_a_row_per_value_and_stays_out_of_the_main_t
         for ds in ("synth-apy", "synth-cub")
         for rep in range(2)
     ]
-    agg, anchors = _agg(tmp_path, records + [make_record("synth-apy", "gp", 0)])
-    tables = sweep_tables(agg, "synthetic", anchors)
+    agg, provs = _agg(tmp_path, records + [make_record("synth-apy", "gp", 0)])
+    tables = sweep_tables(agg, "synthetic", provs)
     assert [t.dataset for t in tables] == ["synth-cub", "synth-apy"]
     table = tables[1]
     assert [r.label for r in table.rows] == [
@@ -280,7 +280,7 @@ def test_sweep_table_per_dataset_has_a_row_per_value_and_stays_out_of_the_main_t
     assert [c.title for c in table.columns] == ["H", "A_U", "A_S", "AUSUC", "A_T"]
     cell = table.rows[1].cells["H"]
     assert (cell.mean, cell.n) == (20.5, 2) and table.rows[2].cells["H"].best
-    gzsl = setting_tables(agg, "synthetic", None, anchors)[0]
+    gzsl = setting_tables(agg, "synthetic", None, provs)[0]
     assert [r.method for r in gzsl.rows] == ["gp"]
 
 
@@ -304,8 +304,8 @@ def test_cite_table_gives_each_method_its_mean_over_datasets_with_an_interval_in
         make_record("synth-apy", "gp", r, seed=100 + r, metrics={"H": 30.0}) for r in range(2)
     ]
     records += [make_record("synth-apy", "krr", r, seed=100 + r, standard=False) for r in range(2)]
-    agg, anchors = _agg(tmp_path, records)
-    table = cite_table(agg, "synthetic", anchors)
+    agg, provs = _agg(tmp_path, records)
+    table = cite_table(agg, "synthetic", provs)
     assert table is not None and table.params["datasets"] == ["synth-cub", "synth-apy"]
     # The non-standard krr is not compared, so not quoted; gp misses synth-cub, so has no mean.
     assert [r.method for r in table.rows] == ["bt-gp", "gp"]
@@ -328,8 +328,8 @@ def test_page_intervals_are_clipped_to_0_100(tmp_path: Path) -> None:
         make_record("synth-apy", "gp", r, seed=100 + r, metrics={"H": h})
         for r, h in enumerate((1.0, 9.0))
     ]
-    agg, anchors = _agg(tmp_path, records)
-    (row,) = setting_tables(agg, "synthetic", None, anchors)[0].rows
+    agg, provs = _agg(tmp_path, records)
+    (row,) = setting_tables(agg, "synthetic", None, provs)[0].rows
     cell = row.cells["synth-apy:H"]
     assert (
         cell.mean == 5.0
@@ -359,8 +359,8 @@ def test_a_sweep_takes_the_default_configuration_as_its_point_at_the_default_val
         for dataset in ("synth-apy", "synth-cub")  # no sweep ran on synth-cub: no table there
         for rep in range(2)
     ]
-    agg, anchors = _agg(tmp_path, records)
-    (table,) = sweep_tables(agg, "synthetic", anchors)
+    agg, provs = _agg(tmp_path, records)
+    (table,) = sweep_tables(agg, "synthetic", provs)
     assert [r.label for r in table.rows] == [
         "embedder.margin=1.0",
         "embedder.margin=2.0",
@@ -373,7 +373,7 @@ def test_a_sweep_takes_the_default_configuration_as_its_point_at_the_default_val
         if s.figure == "sweep"
     ]
     assert [p["x"] for p in spec.data["series"][0]["points"]] == [1.0, 2.0, 4.0]
-    gzsl = setting_tables(agg, "synthetic", None, anchors)[0]
+    gzsl = setting_tables(agg, "synthetic", None, provs)[0]
     assert [r.label for r in gzsl.rows] == ["bt-gp"]
 
 
@@ -386,8 +386,8 @@ def test_a_searched_default_is_no_point_of_a_sweep(tmp_path: Path) -> None:
     ]
     default = make_record("synth-apy", "bt-gp", 0, params={"latent_dim": 64, "margin": 4.0})
     default.config["search"] = {"embedder.margin": [1.0, 4.0]}
-    agg, anchors = _agg(tmp_path, [*records, default])
-    (table,) = sweep_tables(agg, "synthetic", anchors)
+    agg, provs = _agg(tmp_path, [*records, default])
+    (table,) = sweep_tables(agg, "synthetic", provs)
     assert len(table.rows) == 2
 
 
@@ -407,5 +407,28 @@ def test_a_default_that_is_a_sweep_point_has_one_provenance_entry(tmp_path: Path
     write_records(tmp_path / "r", records)
     page = board(tmp_path / "r", tmp_path / "out", None).pages["synthetic"]
     assert len(page.sweep_tables[0].rows) == 3
-    anchors = [r.prov.anchor for r in page.provenance_rows if r.prov]
-    assert len(anchors) == len(set(anchors)) == 3
+    provs = [r.prov.anchor for r in page.provenance_rows if r.prov]
+    assert len(provs) == len(set(provs)) == 3
+
+
+def test_a_sweep_point_on_two_datasets_has_one_provenance_with_both(tmp_path: Path) -> None:
+    """One provenance per row key, shared by every table that shows the row: the provenance
+    section lists a sweep point's runs on every dataset it ran on, not only those of the first
+    sweep table that shows it."""
+    from zslbench.leaderboard.model import board
+
+    records = [
+        make_record(dataset, "bt-gp", rep, sweep={"embedder.margin": m})
+        for dataset in ("synth-apy", "synth-cub")
+        for m in (1.0, 2.0)
+        for rep in range(2)
+    ]
+    write_records(tmp_path / "r", records)
+    page = board(tmp_path / "r", tmp_path / "out", None).pages["synthetic"]
+    assert len(page.sweep_tables) == 2  # one per dataset
+    by_label = {r.label: r.prov for r in page.provenance_rows if r.prov}
+    assert sorted(by_label) == ["embedder.margin=1.0", "embedder.margin=2.0"]
+    for prov in by_label.values():
+        assert sorted(ds for ds, _ in prov.records) == ["synth-apy", "synth-cub"]
+        assert sum(len(links) for _, links in prov.records) == 4
+    assert page.sweep_tables[0].rows[0].prov is page.sweep_tables[1].rows[0].prov

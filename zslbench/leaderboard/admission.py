@@ -148,14 +148,10 @@ def _identity_names_its_components(c: Candidate) -> str:
     identity's; the configuration is what the board shows)."""
     own = {role: comp.get("name") for role, comp in c.rec.config.get("components", {}).items()}
     comps = c.rec.identity.get("components")
-    claimed = (
-        {role: comp.get("component") for role, comp in comps.items() if isinstance(comp, dict)}
-        if isinstance(comps, dict)
-        else None
-    )
-    if claimed == own:
-        return ""
-    return "its identity's components are not its configuration's"
+    claimed = isinstance(comps, dict) and {  # never a dict when it has none
+        role: comp.get("component") for role, comp in comps.items() if isinstance(comp, dict)
+    }
+    return "" if claimed == own else "its identity's components are not its configuration's"
 
 
 def _h_is_the_harmonic_mean(c: Candidate) -> str:
@@ -163,9 +159,8 @@ def _h_is_the_harmonic_mean(c: Candidate) -> str:
     m = c.rec.metrics
     u, s = m["A_U"], m["A_S"]
     h = 2 * u * s / (u + s) if u + s else 0.0
-    if abs(h - m["H"]) <= 1e-9 * max(1.0, abs(h)):
-        return ""
-    return f"its H {m['H']!r} is not the harmonic mean of its A_U and A_S ({h!r})"
+    close = abs(h - m["H"]) <= 1e-9 * max(1.0, abs(h))
+    return "" if close else f"its H {m['H']!r} is not the harmonic mean of its A_U and A_S ({h!r})"
 
 
 def _is_named_by_its_run_id(c: Candidate) -> str:
@@ -175,11 +170,8 @@ def _is_named_by_its_run_id(c: Candidate) -> str:
 
 
 def _is_of_a_listed_method(c: Candidate) -> str:
-    return (
-        ""
-        if c.rec.method in c.admits.owner
-        else (f"method {c.rec.method!r} is not listed in {PLUGINS_NAME}")
-    )
+    listed = c.rec.method in c.admits.owner
+    return "" if listed else f"method {c.rec.method!r} is not listed in {PLUGINS_NAME}"
 
 
 def _is_not_a_built_in(c: Candidate) -> str:
@@ -192,11 +184,8 @@ def _is_not_a_built_in(c: Candidate) -> str:
 def _was_run_from_the_listed_distribution(c: Candidate) -> str:
     owner = c.admits.owner[c.rec.method]
     ran_from = str((c.rec.config.get("method_distribution") or {}).get("distribution"))
-    return (
-        ""
-        if canonical_distribution(ran_from) == canonical_distribution(owner)
-        else (f"method {c.rec.method!r} was not run from {owner}")
-    )
+    same = canonical_distribution(ran_from) == canonical_distribution(owner)
+    return "" if same else f"method {c.rec.method!r} was not run from {owner}"
 
 
 def _is_on_a_board_stand_in(c: Candidate) -> str:
@@ -237,11 +226,7 @@ REQUIREMENTS: tuple[Callable[[Candidate], str], ...] = (
 
 def refusal(candidate: Candidate) -> str:
     """Why ``candidate`` is refused: the first requirement it fails ("" when it meets them all)."""
-    for requirement in REQUIREMENTS:
-        why = requirement(candidate)
-        if why:
-            return why
-    return ""
+    return next((why for requirement in REQUIREMENTS if (why := requirement(candidate))), "")
 
 
 def admit(

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,83 +48,32 @@ def _inside(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
 
-def all_links(out_dir: Path, inputs: list[Path], paths: frozenset[str] | set[str]) -> list[str]:
-    """Every symbolic link at the output directory, on the way to one of ``paths`` (relative to
-    it: the file, or a folder it is in), or anywhere in it except under hidden names and the
-    ``inputs`` inside it; sorted posix paths, each once. Nothing is followed."""
-    out_dir = Path(out_dir)
-    if out_dir.is_symlink():
-        return [out_dir.as_posix()]
-    found: set[str] = set()
-    checked: set[str] = set()
-    for rel in paths:
-        parts = Path(rel).parts
-        for i in range(1, len(parts) + 1):
-            sub = "/".join(parts[:i])
-            if sub in checked:
-                continue
-            checked.add(sub)
-            if (out_dir / sub).is_symlink():
-                found.add((out_dir / sub).as_posix())
-                break
-    if out_dir.is_dir():
-        skip = [p.resolve() for p in inputs if out_dir.resolve() in p.resolve().parents]
-        found.update(
-            (here / name).as_posix()
-            for here, dirs, files in _walk(out_dir, skip)
-            for name in dirs + files
-            if not name.startswith(".") and (here / name).is_symlink()
-        )
-    return sorted(found)
-
-
-def _first_three(items: list[str]) -> str:
-    return ", ".join(items[:3]) + (", ..." if len(items) > 3 else "")
-
-
-def refuse_links(links: list[str]) -> UserError:
-    return UserError(
-        f"{_first_three(links)}: a symbolic link where zslbench leaderboard writes; it never writes or deletes "
-        "through a link",
-        hint="remove the link (or choose another --out) and render again",
-    )
-
-
-def foreign_files(
+def survey(
     out_dir: Path,
     inputs: list[Path],
+    paths: frozenset[str] | set[str] = frozenset(),
     produced: frozenset[str] = frozenset(),
     limit: int | None = None,
-) -> list[str]:
-    """Files in ``out_dir`` that zslbench leaderboard did not write (relative, sorted), not counting
-    hidden ones or the ``inputs`` (paths inside ``out_dir`` that the render reads); a file at a path
-    the render writes counts even when it is an input. Links are :func:`all_links`'. Stops after
-    ``limit``."""
+) -> tuple[list[str], list[str]]:
+    """What stands in the way of a render into ``out_dir``, in one walk that follows nothing:
+    the symbolic links (at ``out_dir``, on the way to one of ``paths``, or anywhere in it) as
+    posix paths, and the files zslbench leaderboard did not write, relative to it. Hidden names and
+    the ``inputs`` inside it (the paths the render reads) are neither; a file at a path the render
+    writes (``produced``) is foreign even when it is an input; records in an ``out_dir`` that is
+    the results dir are not foreign. The walk stops once ``limit`` foreign files are found."""
     out_dir = Path(out_dir)
-    if not out_dir.is_dir() or out_dir.is_symlink():
-        return []
-    owned = owned_in(out_dir)
-    root = out_dir.resolve()
-    skip, records_here = _skipped_inputs(root, inputs)
-    found = sorted(p for p in produced if p not in owned and (out_dir / p).exists())
-    cut = None if limit is None else max(limit, len(found) + 1)
-    for path in _files(root, skip):
-        rel = path.relative_to(root).as_posix()
-        if rel not in owned and rel not in found and not _excused(path, skip, records_here):
-            found.append(rel)
-            if cut is not None and len(found) >= cut:
-                break
-    return sorted(found)
-
-
-def _files(root: Path, skip: list[Path]) -> Iterator[Path]:
-    """The files under ``root``, as :func:`_walk` visits them."""
-    return (here / name for here, _, files in _walk(root, skip) for name in files)
-
-
-def _walk(root: Path, skip: list[Path]) -> Iterator[tuple[Path, list[str], list[str]]]:
-    """Each folder under ``root`` (itself first) with the folders it descends into and its files,
-    in name order; never into hidden folders, links or the ``skip`` folders (resolved paths)."""
+    if out_dir.is_symlink():
+        return [out_dir.as_posix()], []
+    links: set[str] = set()
+    for parts in (Path(rel).parts for rel in paths):
+        on_the_way = (out_dir.joinpath(*parts[:i]) for i in range(1, len(parts) + 1))
+        links.update(next(([p.as_posix()] for p in on_the_way if p.is_symlink()), []))
+    if not out_dir.is_dir():
+        return sorted(links), []
+    owned, root = owned_in(out_dir), out_dir.resolve()
+    skip = [p.resolve() for p in inputs if root in p.resolve().parents]
+    records_here = any(p.resolve() == root for p in inputs)
+    foreign = {p for p in produced if p not in owned and (out_dir / p).exists()}
     for top, dirs, files in os.walk(root):  # never follows a link
         here = Path(top)
         dirs[:] = sorted(
@@ -133,55 +81,19 @@ def _walk(root: Path, skip: list[Path]) -> Iterator[tuple[Path, list[str], list[
             for d in dirs
             if not d.startswith(".") and not any(_inside((here / d).resolve(), s) for s in skip)
         )
-        yield here, dirs, sorted(files)
+        for name in (n for n in dirs + sorted(files) if not n.startswith(".")):
+            path, rel = here / name, (here / name).relative_to(root).as_posix()
+            if path.is_symlink():
+                links.add((out_dir / rel).as_posix())
+            elif name in files and rel not in owned and not any(_inside(path, s) for s in skip):
+                foreign.update([] if records_here and name.endswith(".json") else [rel])
+        if limit is not None and len(foreign) > max(limit, len(produced)):
+            break
+    return sorted(links), sorted(foreign)
 
 
-def _skipped_inputs(root: Path, inputs: list[Path]) -> tuple[list[Path], bool]:
-    """An input strictly inside OUT (leaderboards/records) is skipped whole; records in OUT itself
-    (--results-dir and --out the same folder) are its JSON files (the flag). An input that holds
-    OUT (the default RESULTS_DIR/leaderboard) excuses nothing in it."""
-    skip = [p.resolve() for p in inputs if root in p.resolve().parents]
-    return skip, any(p.resolve() == root and p.resolve().is_dir() for p in inputs)
-
-
-def _excused(path: Path, skip: list[Path], records_here: bool) -> bool:
-    """A hidden file, an input, a link, or a record in an OUT that is the results dir."""
-    return (
-        path.name.startswith(".")
-        or any(_inside(path, s) for s in skip)
-        or path.is_symlink()
-        or (records_here and path.name.endswith(".json"))
-    )
-
-
-def refuse_foreign(out_dir: Path, foreign: list[str]) -> UserError:
-    count = f"{len(foreign)}" if len(foreign) <= 3 else "more than 3"
-    return UserError(
-        f"{Path(out_dir).as_posix()}: holds {count} file(s) that zslbench leaderboard did not "
-        f"write ({_first_three(foreign)}); it writes only into a new or empty directory or one it rendered before",
-        hint="choose another --out, or pass --overwrite-foreign to write beside them (a file at "
-        "a path the leaderboard writes is then replaced)",
-    )
-
-
-def _text_difference(old: bytes, new: bytes) -> str:
-    old_lines, new_lines = old.splitlines(), new.splitlines()
-    first = next(
-        (i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=False)) if a != b),
-        min(len(old_lines), len(new_lines)),
-    )
-    return (
-        f"differs from the records' rendering (first difference at line {first + 1}; "
-        f"{len(old_lines)} lines committed, {len(new_lines)} rendered)"
-    )
-
-
-def refusal(path: str, reason: str) -> str:
-    """The ``--check`` line for a file under the results dir that is not a valid, intact record."""
-    return (
-        f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
-        "from it: re-run that record or delete it"
-    )
+def _first_three(items: list[str]) -> str:
+    return ", ".join(items[:3]) + (", ..." if len(items) > 3 else "")
 
 
 def compare(
@@ -192,7 +104,7 @@ def compare(
     out_dir = Path(out_dir)
     problems: list[str] = []
     rendered = {a.path: a for a in site.artefacts}
-    links = all_links(out_dir, inputs, frozenset(rendered) | frozenset(owned_in(out_dir)))
+    links, foreign = survey(out_dir, inputs, frozenset(rendered) | owned_in(out_dir))
     problems += [
         f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
         for link in links
@@ -215,9 +127,13 @@ def compare(
         problems += [
             f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
             "--out unless --overwrite-foreign)"
-            for p in foreign_files(out_dir, inputs)
+            for p in foreign
         ]
-    problems += [refusal(path, reason) for path, reason in site.board.refused]
+    problems += [
+        f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
+        "from it: re-run that record or delete it"
+        for path, reason in site.board.refused
+    ]
     return problems
 
 
@@ -228,12 +144,16 @@ def _artefact_problem(out_dir: Path, path: str, artefact: Any) -> str:
     if not target.is_file():
         return f"{shown}: missing (not rendered into {out_dir.as_posix()} yet)"
     committed = target.read_bytes()
-    if not artefact.is_figure:
+    if not artefact.is_figure and committed != artefact.data:
+        old, new = committed.splitlines(), artefact.data.splitlines()
+        same = (a == b for a, b in zip(old, new, strict=False))
+        first = next((i for i, equal in enumerate(same) if not equal), min(len(old), len(new)))
         return (
-            f"{shown}: {_text_difference(committed, artefact.data)}"
-            if committed != artefact.data
-            else ""
+            f"{shown}: differs from the records' rendering (first difference at line {first + 1}; "
+            f"{len(old)} lines committed, {len(new)} rendered)"
         )
+    if not artefact.is_figure:
+        return ""
     found = embedded_hash(path, committed)
     if found is None:
         return f"{shown}: carries no zslbench data hash (not rendered by zslbench leaderboard)"
@@ -300,12 +220,23 @@ def refuse_unsafe(
 ) -> None:
     """Raise when a link is in ``out_dir`` or on the way to the files written or deleted, or
     (unless ``overwrite_foreign``) a file not ours is there."""
-    links = all_links(out_dir, inputs, produced | owned)
+    limit = None if overwrite_foreign else 4
+    links, foreign = survey(out_dir, inputs, produced | owned, produced, limit)
     if links:
-        raise refuse_links(links)
-    foreign = [] if overwrite_foreign else foreign_files(out_dir, inputs, produced, limit=4)
-    if foreign:
-        raise refuse_foreign(out_dir, foreign)
+        raise UserError(
+            f"{_first_three(links)}: a symbolic link where zslbench leaderboard writes; it never "
+            "writes or deletes through a link",
+            hint="remove the link (or choose another --out) and render again",
+        )
+    if foreign and not overwrite_foreign:
+        count = f"{len(foreign)}" if len(foreign) <= 3 else "more than 3"
+        raise UserError(
+            f"{Path(out_dir).as_posix()}: holds {count} file(s) that zslbench leaderboard did not "
+            f"write ({_first_three(foreign)}); it writes only into a new or empty directory or one "
+            "it rendered before",
+            hint="choose another --out, or pass --overwrite-foreign to write beside them (a file "
+            "at a path the leaderboard writes is then replaced)",
+        )
 
 
 def _same(target: Path, data: bytes) -> bool:

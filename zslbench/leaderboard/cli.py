@@ -114,12 +114,9 @@ def render_board(
     for path, reason in site.board.refused:
         echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
     written = check_mod.write(site, out_dir, inputs, overwrite_foreign=overwrite_foreign)
-    echo(
-        f"{out_dir.as_posix()}: {len(written)} of {len(site.artefacts)} files changed "
-        f"({site.board.runs} records"
-        + (f", {site.board.superseded} superseded" if site.board.superseded else "")
-        + ")"
-    )
+    superseded = f", {site.board.superseded} superseded" if site.board.superseded else ""
+    changed = f"{len(written)} of {len(site.artefacts)} files changed"
+    echo(f"{out_dir.as_posix()}: {changed} ({site.board.runs} records{superseded})")
 
 
 def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> list[Path]:

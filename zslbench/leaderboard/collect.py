@@ -143,18 +143,11 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
     if runs.empty:
         return out
     for (kind, dataset), group in runs.groupby(["kind", "dataset"], sort=True):
-        stat = {
-            fp: (len(g), max(g["finished_at"])) for fp, g in group.groupby("data_fp", sort=True)
-        }
-        order = sorted(stat, key=lambda fp: (stat[fp], fp), reverse=True)
-        named = {
-            fp: next((b for b in g["backbone"] if b), "")
-            for fp, g in group.groupby("data_fp", sort=True)
-        }
-        counts, backbones = (
-            tuple((fp, stat[fp][0]) for fp in order),
-            tuple(named[fp] for fp in order),
-        )
+        by_fp = dict(list(group.groupby("data_fp", sort=True)))
+        stat = {fp: (len(g), max(g["finished_at"]), fp) for fp, g in by_fp.items()}
+        order = sorted(stat, key=stat.__getitem__, reverse=True)
+        counts = tuple((fp, stat[fp][0]) for fp in order)
+        backbones = tuple(next((b for b in by_fp[fp]["backbone"] if b), "") for fp in order)
         out[(kind, dataset)] = DataVersions(kind, dataset, order[0], counts, backbones)
     return out
 
@@ -167,9 +160,7 @@ def _times(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
         quiet = runs.loc[~busy, "train"]
         used = quiet if len(quiet) else runs["train"]
         out[str(name)] = {
-            "median": float(used.median()),
-            "min": float(used.min()),
-            "max": float(used.max()),
+            **{stat: float(getattr(used, stat)()) for stat in ("median", "min", "max")},
             "n": int(len(used)),
             "busy_only": not len(quiet),
             "busy": int(busy.sum()),
@@ -214,7 +205,7 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
         return pd.DataFrame(columns=[*CELL_KEYS, "row_key", "label", "n", "compared"])
     versions = data_versions(runs)
     out = [
-        _entry(dict(zip(CELL_KEYS, key, strict=True)), group, runs, versions)
+        _entry(dict(zip(CELL_KEYS, key, strict=True)), group, versions)
         for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False)
     ]
     frame = pd.DataFrame(out)
@@ -234,10 +225,7 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
 
 
 def _entry(
-    entry: dict[str, Any],
-    group: pd.DataFrame,
-    runs: pd.DataFrame,
-    versions: dict[tuple[str, str], DataVersions],
+    entry: dict[str, Any], group: pd.DataFrame, versions: dict[tuple[str, str], DataVersions]
 ) -> dict[str, Any]:
     """The aggregated row of one cell group (``entry`` holds its cell keys)."""
     entry.update(_settings(group))
@@ -249,14 +237,12 @@ def _entry(
     entry.update(_provenance(group))
     entry["per_class"] = _per_class(group)
     entry.update(_curves_and_audits(group))
-    compared = versions[(entry["kind"], entry["dataset"])].compared
-    entry["compared"] = compared == entry["data_fp"]
+    version = versions[(entry["kind"], entry["dataset"])]
+    entry["compared"] = version.compared == entry["data_fp"]
     # the features' backbone, and the compared version's: a row on other features of the same
     # dataset is labelled with its backbone when that is what differs
     entry["backbone"] = next((b for b in group["backbone"] if b), "")
-    of_dataset = (runs["kind"] == entry["kind"]) & (runs["dataset"] == entry["dataset"])
-    same = runs[of_dataset & (runs["data_fp"] == compared)]
-    entry["compared_backbone"] = next((b for b in same["backbone"] if b), "")
+    entry["compared_backbone"] = version.backbones[0]
     return entry
 
 
@@ -345,52 +331,26 @@ def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFr
 
 def _labels(frame: pd.DataFrame) -> list[str]:
     """``method`` (+ overrides, + sweep values), plus just enough of device / config / schedule /
-    data version to tell rows apart."""
+    data version to tell rows apart from their twins (the rows of the same base)."""
+    rows = {r.row_key: r for r in frame.itertuples(index=False)}
     base = {
-        rk: m + "".join(f" [{x}]" for x in (o, w) if x)
-        for rk, m, o, w in zip(
-            frame["row_key"], frame["method"], frame["overrides"], frame["sweep"], strict=True
-        )
+        rk: r.method + "".join(f" [{x}]" for x in (r.overrides, r.sweep) if x)
+        for rk, r in rows.items()
     }
-    rows = sorted(set(frame["row_key"]), key=repr)
-    backbones = {
-        rk: (b, c)
-        for rk, b, c in zip(
-            frame["row_key"], frame["backbone"], frame["compared_backbone"], strict=True
-        )
-    }
-    labels = {
-        rk: _label(
-            rk,
-            base,
-            [o for o in rows if o[0] == rk[0] and base[o] == base[rk] and o != rk],
-            backbones.get(rk, ("", "")),
-        )
-        for rk in rows
-    }
+    labels = {}
+    for rk, r in rows.items():
+        twins = [o for o in rows if o[0] == rk[0] and base[o] == base[rk] and o != rk]
+        _kind, _method, cid, standard, device, schedule = rk[:6]
+        parts = [
+            base[rk],
+            "" if standard else "non-standard split",
+            schedule,
+            device if any(o[4] != device for o in twins) else "",
+            f"cfg {cid[:8]}" if any(o[2] != cid for o in twins) else "",
+        ]
+        if len(rk) > len(ROW_KEYS):
+            other = r.backbone and r.backbone != r.compared_backbone
+            parts.append(f"backbone {r.backbone}" if other else f"data {rk[-1][:8]}")
+            parts[-1] += ", not compared"
+        labels[rk] = " · ".join(p for p in parts if p)
     return [labels[rk] for rk in frame["row_key"]]
-
-
-def _label(
-    rk: tuple[Any, ...],
-    base: dict[Any, str],
-    twins: list[tuple[Any, ...]],
-    backbone: tuple[str, str],
-) -> str:
-    """A row's label: its base, plus what tells it from its twins (rows of the same base)."""
-    _kind, _method, cid, standard, device, schedule = rk[:6]
-    parts = [
-        base[rk],
-        "" if standard else "non-standard split",
-        schedule,
-        device if any(o[4] != device for o in twins) else "",
-        f"cfg {cid[:8]}" if any(o[2] != cid for o in twins) else "",
-    ]
-    if len(rk) > len(ROW_KEYS):
-        used, compared = backbone
-        parts.append(
-            f"backbone {used}, not compared"
-            if used and used != compared
-            else f"data {rk[-1][:8]}, not compared"
-        )
-    return " · ".join(p for p in parts if p)

@@ -24,7 +24,7 @@ import pandas as pd
 from zslbench import stats
 from zslbench.leaderboard.collect import TESTED_METRICS, dataset_label, measured
 from zslbench.leaderboard.model import Page
-from zslbench.leaderboard.tables import Cell, Row, Table
+from zslbench.leaderboard.tables import Cell, Provenance, Row, Table
 
 #: Aggregated columns under another name in the CSV: what a reader of the file looks for (the
 #: headline AUSUC, per class as Chao et al. define it, says so beside the per-image variant).
@@ -75,21 +75,15 @@ def p_text(value: float | None) -> str:
     return "" if value is None or not math.isfinite(value) else f"{value:.4g}"
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def cell_text(value: Any) -> str:
     """A CSV cell: a name from a record (a method, a dataset, a class) that a spreadsheet would run
     as a formula (``=HYPERLINK(...)``) gets a leading ``'``, so it is shown as the text it is; a
     number (``-0.5``) is left as it is."""
     text = "" if value is None else str(value)
-    if text.startswith(FORMULA_START) and not _is_number(text):
-        return "'" + text
+    try:
+        float(text)
+    except ValueError:
+        return "'" + text if text.startswith(FORMULA_START) else text
     return text
 
 
@@ -191,11 +185,8 @@ def main_csv(page: Page, agg: pd.DataFrame) -> str:
 
 def _cited(row: Row) -> dict[str, str]:
     """A reported row's devices and citation (empty without provenance)."""
-    prov = row.prov
-    return {
-        "devices": ", ".join(prov.devices) if prov else "",
-        "citation": prov.citation if prov else "",
-    }
+    prov = row.prov or Provenance("reported")
+    return {"devices": ", ".join(prov.devices), "citation": prov.citation}
 
 
 def _reported_lines(page: Page) -> list[dict[str, Any]]:
@@ -205,20 +196,10 @@ def _reported_lines(page: Page) -> list[dict[str, Any]]:
         for row in (r for r in table.rows if r.source == "reported"):
             for column in table.columns:
                 ds, metric = column.key.split(":")
-                line = emitted.setdefault(
-                    (name, row.label, ds),
-                    {
-                        **_who(page.kind, row.label, row.method, ds),
-                        **{
-                            "source": "reported",
-                            "table": name,
-                            "paper_name": row.name,
-                            "comparable": "true",
-                        },
-                        **{k: v for m in TESTED_METRICS for k, v in _marks(m, None).items()},
-                        **_cited(row),
-                    },
-                )
+                about = {"source": "reported", "table": name, "paper_name": row.name}
+                marks = {k: v for m in TESTED_METRICS for k, v in _marks(m, None).items()}
+                new = {**_who(page.kind, row.label, row.method, ds), **about, "comparable": "true"}
+                line = emitted.setdefault((name, row.label, ds), {**new, **marks, **_cited(row)})
                 line[f"{RENAMED.get(metric, metric)}_mean"] = num(table.cell(row, column).mean)
     return list(emitted.values())
 
@@ -226,13 +207,8 @@ def _reported_lines(page: Page) -> list[dict[str, Any]]:
 def time_csv(page: Page, agg: pd.DataFrame) -> str:
     """Median training times per device model (busy runs left out where quiet ones exist, and
     counted), and the reported minutes."""
-    best = {
-        (t.params["device"], r.prov.label, key): c.best
-        for t in page.time_tables
-        for r in t.rows
-        if r.prov
-        for key, c in r.cells.items()
-    }
+    rows = [(t.params["device"], r.prov, r) for t in page.time_tables for r in t.rows if r.prov]
+    best = {(d, p.label, key): c.best for d, p, r in rows for key, c in r.cells.items()}
     lines = []
     for e in measured(agg, page.kind).itertuples(index=False):
         ds = dataset_label(e.dataset, page.kind)
@@ -247,10 +223,10 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
         for column in (c for c in table.columns if not c.descriptive):
             if not (cell := table.cell(row, column)).missing:
                 line = {**_who(page.kind, row.label, row.method, column.key), "source": "reported"}
+                device, citation = _cited(row).values()
                 minutes = num((cell.sort_value or 0.0) / 60.0)
-                cited = _cited(row)
-                line |= {"device": cited["devices"], "reported_min": minutes, "best": "false"}
-                lines.append({**line, "citation": cited["citation"]})
+                line |= {"device": device, "reported_min": minutes, "best": "false"}
+                lines.append({**line, "citation": citation})
     # Measured and reported columns alike on every page, whichever lines it has.
     first = ("kind", "source", "row", "method", "dataset", "device", "runs", *TIME_NAMES.values())
     return to_csv(lines, (*first, "busy_only", "reported_min", "best", "records", "citation"))
@@ -261,32 +237,21 @@ def per_class_csv(page: Page) -> str:
     lines = []
     for table in page.per_class_tables + page.reported_per_class:
         for row in table.rows:
-            share, n_test = row.cells.get("share"), row.cells.get("n_test")
-            about = {
-                "kind": page.kind,
-                "source": row.source,
-                "dataset": table.dataset,
-                "class": row.label,
-                "share_of_unseen_pct": num(share.mean if share else None),
-                "n_test": n_test.text() if n_test and not n_test.missing else "",
-            }
+            share, n_test = row.cells.get("share") or Cell(), row.cells.get("n_test") or Cell()
+            about = {"kind": page.kind, "source": row.source, "dataset": table.dataset}
+            about |= {"class": row.label, "share_of_unseen_pct": num(share.mean)}
+            about["n_test"] = "" if n_test.missing else n_test.text()
             for column in (c for c in table.columns if c.key.startswith("m:")):
                 cell = table.cell(row, column)
                 if cell.missing:
                     continue
                 spread = (cell.mean, cell.std, cell.n, cell.low, cell.high)
                 names = ("accuracy_mean", "accuracy_std", *SPREAD[2:])
-                lines.append(
-                    {
-                        **about,
-                        "row": column.title,
-                        **{k: num(v) for k, v in zip(names, spread, strict=True)},
-                        **{"best": num(cell.best), "p_vs_best": p_text(cell.p), "test": cell.test},
-                        "citation": row.prov.citation
-                        if row.prov and row.source == "reported"
-                        else "",
-                    }
-                )
+                line = {**about, "row": column.title}
+                line |= {k: num(v) for k, v in zip(names, spread, strict=True)}
+                line |= {"best": num(cell.best), "p_vs_best": p_text(cell.p), "test": cell.test}
+                reported = row.source == "reported"
+                lines.append({**line, "citation": _cited(row)["citation"] if reported else ""})
     return to_csv(lines, ("kind", "source", "dataset", "class"))
 
 
@@ -307,11 +272,8 @@ def audit_csv(page: Page, agg: pd.DataFrame) -> str:
 
 def page_csvs(page: Page, agg: pd.DataFrame) -> dict[str, str]:
     """File suffix ("" / "-train-time" / "-per-class" / "-selection-audit") -> CSV text."""
-    out = {
-        "": main_csv(page, agg),
-        "-train-time": time_csv(page, agg),
-        "-per-class": per_class_csv(page),
-    }
+    out = {"": main_csv(page, agg), "-train-time": time_csv(page, agg)}
+    out["-per-class"] = per_class_csv(page)
     if page.audit is not None:
         out["-selection-audit"] = audit_csv(page, agg)
     return out

@@ -13,9 +13,9 @@ DejaVu Sans, and a canvas cut tight around what is drawn (``bbox_inches="tight"`
 
 Every method has one colour in every figure of the board (:func:`method_colors`); rows of one
 method (other configurations) share it and differ by line style and marker. Legends sit below
-the axes, never clipped: long names are wrapped to their column, the columns are as many as fit,
-the canvas grows downwards by about the legend's height (:func:`_legend_layout`, from character
-counts), and the saved image is cut tight around what is drawn; the pages give no image size (the
+the axes, never clipped: long names wrap, the columns are as many as fit and the canvas grows
+downwards by the legend's height, as matplotlib measures it (:func:`_legend_below`; no table of
+character widths), and the saved image is cut tight around what is drawn; the pages give no image size (the
 browser takes it from the file). A figure of a synthetic or custom dataset says so in a line of its own above the
 title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard.markup.unique_slugs`).
 """
@@ -23,7 +23,6 @@ title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard
 from __future__ import annotations
 
 import colorsys
-import functools
 import hashlib
 import io
 import json
@@ -52,18 +51,14 @@ if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
-STYLE_VERSION = 6
+STYLE_VERSION = 7
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
-SIZE = (
-    7.2,
-    4.5,
-)  # inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px
+#: Inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px.
+SIZE = (7.2, 4.5)
 WIDE = (12.0, 3.7)  # one panel per metric (sweeps), the full width of the report
-LEGEND_FONT = 8.0  # points (RC's legend.fontsize)
-#: A character's width in em, generous for DejaVu Sans (most of its advances are 0.5-0.65 em):
-#: how legend and diagram labels are wrapped; the tight cut of the saved image covers the rest.
-CHAR_EM = 0.62
+#: Legend and diagram labels wrap at this many characters; matplotlib measures the rest.
+WRAP = 48
 MAX_COLUMNS = 6
 CD_FONT = 8.5  # points, the critical-difference diagram's labels
 #: Up to this many classes, the per-class figure names each class on its axis.
@@ -177,20 +172,12 @@ def figure_specs(
     styles = _styles(agg[agg["kind"] == kind], colors) if not agg.empty else {}
     rows = list(sub.itertuples(index=False))
     names = sorted({g.dataset for g in rows}, key=dataset_order)
-    specs = _dataset_specs(kind, rows, names, styles, "curves", _curve_series)
-    specs += _time_specs(kind, rows, styles)
-    specs += _dataset_specs(kind, rows, names, styles, "per_class", _per_class_series)
+    specs = _dataset_specs(kind, rows, names, styles, "curves") + _time_specs(kind, rows, styles)
+    specs += _dataset_specs(kind, rows, names, styles, "per_class")
     specs += _sweep_specs(kind, sweeps, colors)
     if ranking is not None:
         specs.append(_cd_spec(kind, ranking, colors))
     return specs
-
-
-#: Per-dataset figures: (file stem part, title after the dataset's name).
-_PER_DATASET = {
-    "curves": ("curves", "seen–unseen accuracy curves"),
-    "per_class": ("per-class", "per-class unseen accuracy, classes by frequency"),
-}
 
 
 def _curve_series(g: Any) -> dict[str, Any] | None:
@@ -203,51 +190,45 @@ def _curve_series(g: Any) -> dict[str, Any] | None:
         }
         for c in g.curves
     ]
-    return (
-        {"runs": runs, "ausuc": [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)], "n": int(g.n)}
-        if runs
-        else None
-    )
+    ausuc = [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)]
+    return {"runs": runs, "ausuc": ausuc, "n": int(g.n)} if runs else None
 
 
 def _per_class_series(g: Any) -> dict[str, Any] | None:
-    pts = [
-        {
-            "name": e["name"],
-            "share": _r(100 * e["share"]),
-            "acc": [_r(e["interval"].mean), _r(e["interval"].std)],
-        }
-        for e in g.per_class
-    ]
-    pts = [p for p in pts if p["share"] is not None and p["acc"][0] is not None]
+    pts = []
+    for e in g.per_class:
+        share, acc = _r(100 * e["share"]), [_r(e["interval"].mean), _r(e["interval"].std)]
+        if share is not None and acc[0] is not None:
+            pts.append({"name": e["name"], "share": share, "acc": acc})
     return {"points": pts} if pts else None
 
 
 def _dataset_specs(
-    kind: str,
-    rows: list[Any],
-    names: list[str],
-    styles: dict[Any, dict[str, str]],
-    figure: str,
-    series_of: Any,
+    kind: str, rows: list[Any], names: list[str], styles: dict[Any, dict[str, str]], figure: str
 ) -> list[FigureSpec]:
     """One figure per dataset with a series per row that has something to plot."""
-    stem, what = _PER_DATASET[figure]
+    stem, what, series_of = _PER_DATASET[figure]
     slugs = unique_slugs(names)
     specs = []
     for name in names:
         ds = dataset_label(name, kind)
-        series = []
-        for g in (g for g in rows if g.dataset == name):
-            body = series_of(g)
-            if body is not None:
-                series.append({"label": g.label, **styles[g.row_key], **body})
+        bodies = [(g, series_of(g)) for g in rows if g.dataset == name]
+        series = [{"label": g.label, **styles[g.row_key], **b} for g, b in bodies if b is not None]
         if series:
-            data = {"dataset": ds, "series": series}
-            specs.append(
-                FigureSpec(f"{kind}-{stem}-{slugs[name]}", kind, figure, f"{ds}: {what}", data)
-            )
+            data, title = {"dataset": ds, "series": series}, f"{ds}: {what}"
+            specs.append(FigureSpec(f"{kind}-{stem}-{slugs[name]}", kind, figure, title, data))
     return specs
+
+
+#: Per-dataset figures: (file stem part, title after the dataset's name, the series of a row).
+_PER_DATASET: dict[str, tuple[str, str, Callable[[Any], dict[str, Any] | None]]] = {
+    "curves": ("curves", "seen–unseen accuracy curves", _curve_series),
+    "per_class": (
+        "per-class",
+        "per-class unseen accuracy, classes by frequency",
+        _per_class_series,
+    ),
+}
 
 
 def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -> list[FigureSpec]:
@@ -282,42 +263,29 @@ def _sweep_specs(
     kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]
 ) -> list[FigureSpec]:
     """One figure per sweep and swept parameter, in the method's colour."""
-    keys = [
-        (title, param, group)
-        for title, group in sweeps
-        for param in sorted(group["sweep_map"].iloc[0])
-    ]
+    keys = [(t, param, g) for t, g in sweeps for param in sorted(g["sweep_map"].iloc[0])]
     slugs = unique_slugs(f"{title} {param}" for title, param, _ in keys)
     specs = []
     for title, param, group in keys:
         series = _sweep_series(kind, param, group)
         data = {"param": param, "series": series, "color": colors[group["method"].iloc[0]]}
-        name, what = (
-            f"{kind}-sweep-{slugs[f'{title} {param}']}",
-            f"sweep of {title}: metrics vs {param}",
+        what = f"sweep of {title}: metrics vs {param}"
+        specs.append(
+            FigureSpec(f"{kind}-sweep-{slugs[f'{title} {param}']}", kind, "sweep", what, data)
         )
-        specs.append(FigureSpec(name, kind, "sweep", what, data))
     return specs
 
 
 def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
     title = f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)"
-    return FigureSpec(
-        f"{kind}-critical-difference",
-        kind,
-        "cd",
-        title,
-        {
-            "methods": [
-                {"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
-                for r, x in zip(ranking.rows, ranking.ranks, strict=True)
-            ],
-            "cd": _r(ranking.cd, 4),
-            "alpha": ranking.alpha,
-            "n": len(ranking.datasets),
-            "cliques": [list(c) for c in ranking.cliques],
-        },
-    )
+    methods = [
+        {"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
+        for r, x in zip(ranking.rows, ranking.ranks, strict=True)
+    ]
+    cliques, n = [list(c) for c in ranking.cliques], len(ranking.datasets)
+    data = {"methods": methods, "cd": _r(ranking.cd, 4), "alpha": ranking.alpha, "n": n}
+    data["cliques"] = cliques
+    return FigureSpec(f"{kind}-critical-difference", kind, "cd", title, data)
 
 
 def _sweep_series(kind: str, param: str, group: pd.DataFrame) -> list[dict[str, Any]]:
@@ -351,34 +319,25 @@ OPERATING_POINT_LABEL = "calibrated operating point"
 
 def _curve_label(s: dict[str, Any]) -> str:
     mean, std = s["ausuc"]
-    return s["label"] + (
-        f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
-        if mean is not None
-        else ""
-    )
+    if mean is None:
+        return s["label"]
+    return f"{s['label']}  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
 
 
-@functools.lru_cache(maxsize=256)
-def _legend_layout(labels: tuple[str, ...], width_in: float) -> tuple[list[str], int, float]:
-    """How a legend of ``labels`` fits under the axes of a canvas ``width_in`` wide: the labels
-    wrapped to their column, as many columns as fit (up to :data:`MAX_COLUMNS`), and about the
-    height in inches it adds (matplotlib fills columns first, the first ones one entry longer)."""
-    if not labels:
-        return [], 1, 0.0
-    room = int((width_in * 72.0 - 24.0) / (LEGEND_FONT * CHAR_EM))  # characters across
-    longest = max(len(label) for label in labels)
-    ncols = max(1, min(MAX_COLUMNS, len(labels), room // (min(longest, 40) + 5)))
-    wrapped = [textwrap.fill(label, room // ncols - 5) for label in labels]
-    per = math.ceil(len(labels) / ncols)
-    lines = max(
-        sum(w.count("\n") + 1.4 for w in wrapped[c : c + per]) for c in range(0, len(wrapped), per)
-    )
-    return wrapped, ncols, round((lines * 1.3 * LEGEND_FONT + 16.0) / 72.0, 2)
+def _width(renderer: Any, text: str, size: float) -> float:
+    """The width of ``text`` (its widest line) in points, as matplotlib draws it now."""
+    from matplotlib.font_manager import FontProperties
+
+    font = FontProperties(size=size)
+    lines = text.split("\n")
+    return max(renderer.get_text_width_height_descent(x, font, False)[0] for x in lines) * 72 / DPI
 
 
 def _legend_below(fig: Any, ax: Any) -> None:
-    """The legend under the axes, outside them: it never covers a curve or a point; the canvas
-    grows by about its height (:func:`_legend_layout`), and the saved image is cut tight."""
+    """The legend under the axes, outside them: it never covers a curve or a point. Long names
+    wrap (:data:`WRAP`), the columns are as many as fit the canvas and the canvas grows by the
+    legend's height, both as matplotlib measures the legend; the saved image is cut tight."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.container import ErrorbarContainer
 
     pairs = list(zip(*ax.get_legend_handles_labels(), strict=True))
@@ -386,11 +345,17 @@ def _legend_below(fig: Any, ax: Any) -> None:
         return
     # Methods (error bars) before the keys of markers (plain lines), as they were drawn.
     pairs.sort(key=lambda pair: not isinstance(pair[0], ErrorbarContainer))
-    width, height = fig.get_size_inches()
-    wrapped, ncols, extra = _legend_layout(tuple(label for _, label in pairs), float(width))
-    fig.set_size_inches(width, height + extra)
-    handles = [handle for handle, _ in pairs]
-    fig.legend(handles, wrapped, loc="outside lower center", ncols=ncols, columnspacing=1.5)
+    handles, labels = [h for h, _ in pairs], [textwrap.fill(label, WRAP) for _, label in pairs]
+    renderer, (width, height) = FigureCanvasAgg(fig).get_renderer(), fig.get_size_inches()
+    for ncols in range(min(MAX_COLUMNS, len(pairs)), 0, -1):
+        legend = fig.legend(
+            handles, labels, loc="outside lower center", ncols=ncols, columnspacing=1.5
+        )
+        box = legend.get_window_extent(renderer)
+        if box.width <= (width - 0.3) * DPI or ncols == 1:
+            break
+        legend.remove()
+    fig.set_size_inches(width, height + box.height / DPI + 0.15)
 
 
 # --- drawing ----------------------------------------------------------------------------------
@@ -425,11 +390,8 @@ def render_figure(spec: FigureSpec) -> dict[str, bytes]:
         fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: sha}, **tight)
         if spec.figure != "cd":
             fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
-        about = {
-            "Date": None,
-            "Creator": "zslbench leaderboard",
-            "Description": f"{HASH_KEY}={sha}",
-        }
+        about = {"Date": None, "Creator": "zslbench leaderboard"}
+        about["Description"] = f"{HASH_KEY}={sha}"
         fig.savefig(svg, format="svg", metadata=about, **tight)
     png_name, svg_name = spec.files
     return {png_name: png.getvalue(), svg_name: svg.getvalue()}
@@ -465,12 +427,10 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
         (t, t_lo, t_hi), (h, h_std) = p["train"], p["H"]
         xerr, yerr = [[t - t_lo], [t_hi - t]], [[h_std or 0.0], [h_std or 0.0]]
         look = {"marker": markers[p["dataset"]], "ms": 7, "color": p["color"], "ecolor": p["color"]}
-        face = "white" if p["busy"] else p["color"]
+        look["markerfacecolor"] = "white" if p["busy"] else p["color"]
         label = p["label"] if p["label"] not in labelled else None
-        bars = {"elinewidth": 0.8, "capsize": 2, "ls": "none"}
-        ax.errorbar(
-            [t], [h], xerr=xerr, yerr=yerr, **look, **bars, markerfacecolor=face, label=label
-        )
+        bars = {"elinewidth": 0.8, "capsize": 2, "ls": "none", "label": label}
+        ax.errorbar([t], [h], xerr=xerr, yerr=yerr, **look, **bars)
         labelled.add(p["label"])
     for ds, marker in markers.items():
         ax.plot([], [], marker=marker, color="#444444", ls="none", label=ds)
@@ -615,12 +575,11 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     lo, hi = 1.0, float(max(k, 2))
     # The rank axis takes the middle; the labels the sides, as wide as the widest label needs
     # (at most 45% of the canvas each, labels wrapped to 40%), so that no name leaves the canvas.
-    width, char = fig.get_figwidth() * 72.0, CD_FONT * CHAR_EM
-    labels = [
-        textwrap.fill(f"{m['label']} ({m['rank']:.2f})", int((0.40 * width - 16) / char))
-        for m in methods
-    ]
-    widest = max((len(line) * char for text in labels for line in text.split("\n")), default=0.0)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer, width = FigureCanvasAgg(fig).get_renderer(), fig.get_figwidth() * 72.0
+    labels = [textwrap.fill(f"{m['label']} ({m['rank']:.2f})", WRAP) for m in methods]
+    widest = max((_width(renderer, label, CD_FONT) for label in labels), default=0.0)
     side = max(0.25, min(0.45, (widest + 16) / width + 0.04))
     span = (hi - lo) / (1.0 - 2 * side)
     ax.set_xlim(lo - side * span, hi + side * span)

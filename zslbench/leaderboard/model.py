@@ -38,13 +38,13 @@ from zslbench.leaderboard.reported import EMPTY, Reported, load_reported
 from zslbench.leaderboard.tables import (
     Row,
     Table,
-    ablation_tables,
     audit_table,
     cite_table,
+    date_range,
     per_class_tables,
+    provenances,
     reported_per_class_tables,
     reported_time_table,
-    row_anchors,
     setting_tables,
     sweep_groups,
     sweep_tables,
@@ -107,10 +107,7 @@ class Facts:
         return str(self.seeds[0]) if len(self.seeds) == 1 else f"{self.seeds[0]}–{self.seeds[-1]}"
 
     def dates_text(self) -> str:
-        if not self.date_first:
-            return "–"
-        same = self.date_first == self.date_last
-        return self.date_first if same else f"{self.date_first} to {self.date_last}"
+        return date_range(self.date_first, self.date_last)
 
 
 @dataclass
@@ -130,7 +127,6 @@ class Page:
     ranking_note: str
     audit: Table | None
     figures: list[FigureSpec]
-    provenance_rows: list[Row]
     references: dict[str, str]
     commands: list[str]
     #: The curated file's rows on the real page: its training times and per-class tables.
@@ -159,6 +155,17 @@ class Page:
         tables = self.tables + self.sweep_tables + self.per_class_tables
         counts = Counter(c.test for t in tables for r in t.rows for c in r.cells.values() if c.test)
         return dict(sorted(counts.items()))
+
+    @property
+    def provenance_rows(self) -> list[Row]:
+        """The measured rows of the main table and the sweeps, one per provenance (a default
+        configuration is also a point of a sweep: the first, its main row, says where all of its
+        runs are)."""
+        rows: dict[str, Row] = {}
+        for row in (r for t in self.tables[:1] + self.sweep_tables for r in t.rows):
+            if row.source == "measured" and row.prov:
+                rows.setdefault(row.prov.anchor, row)
+        return list(rows.values())
 
     @property
     def busy_cells(self) -> int:
@@ -218,12 +225,13 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
         slot["seeds"] = max(slot["seeds"], int(e.repetition) + 1)
         for param, value in e.sweep_map.items():
             slot["sweep"].setdefault(param, {})[value_text(value)] = value
-    units: dict[tuple[Any, ...], dict[str, dict[str, str]]] = {}
+    # per command: its options (the sweep's too), seeds, records folder and -p modules
+    units: dict[tuple[Any, ...], dict[str, set[str]]] = {}
     for (method, dataset, opts, _, folder, plugins), slot in cells.items():
-        unit = units.setdefault(
-            (opts + _sweep_options(slot["sweep"]), slot["seeds"], folder, plugins), {}
-        )
-        unit.setdefault(method, {})[dataset] = dataset
+        sweep = sorted(slot["sweep"].items())
+        opts += tuple(w for p, vals in sweep for w in ("--sweep", f"{p}={_values(vals)}"))
+        unit = units.setdefault((opts, slot["seeds"], folder, plugins), {})
+        unit.setdefault(method, set()).add(dataset)
     # (not from a config file, the first method's rank, the words): config-file commands first
     out: list[tuple[bool, int, list[str]]] = []
     for (opts, seeds, folder, plugins), methods in units.items():
@@ -232,9 +240,17 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
             by_datasets.setdefault(tuple(sorted(of_method, key=dataset_order)), []).append(method)
         for datasets, names in by_datasets.items():
             names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
-            words = _run_words(opts, plugins, names, datasets, seeds, _arg(folder, root))
-            out.append((opts[:1] != ("--config",), min(ranks.get(m, 0) for m in names), words))
+            config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)
+            words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config]
+            words += ["--method", ",".join(names), "--dataset", ",".join(datasets)]
+            words += ["--seeds", str(seeds), *rest, "--results-dir", _arg(folder, root)]
+            out.append((not config, min(ranks.get(m, 0) for m in names), words))
     return [words for *_, words in sorted(out)]
+
+
+def _values(values: dict[str, Any]) -> str:
+    """A sweep's values as ``--sweep`` takes them: in order, comma-separated."""
+    return ",".join(value_text(v) for v in sorted(values.values(), key=value_sort_key))
 
 
 def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
@@ -282,30 +298,6 @@ def _builtin_plugins() -> frozenset[str]:
         for ep in entry_points(group=ENTRY_POINT_GROUP)
         if ep.dist is not None and ep.dist.name == BUILTIN_DISTRIBUTION
     )
-
-
-def _sweep_options(sweep: dict[str, dict[str, Any]]) -> tuple[str, ...]:
-    out: tuple[str, ...] = ()
-    for p, vals in sorted(sweep.items()):
-        out += (
-            "--sweep",
-            p + "=" + ",".join(value_text(v) for v in sorted(vals.values(), key=value_sort_key)),
-        )
-    return out
-
-
-def _run_words(
-    opts: tuple[str, ...],
-    plugins: tuple[str, ...],
-    names: list[str],
-    datasets: tuple[str, ...],
-    seeds: int,
-    folder: str,
-) -> list[str]:
-    config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)
-    words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config]
-    words += ["--method", ",".join(names), "--dataset", ",".join(datasets), "--seeds", str(seeds)]
-    return [*words, *rest, "--results-dir", folder]
 
 
 def _facts(ctx: _Context, kind: str) -> Facts:
@@ -367,8 +359,8 @@ class _Context:
     paths: Paths
 
     @functools.cached_property
-    def anchors(self) -> Any:
-        return row_anchors(self.agg)
+    def provs(self) -> Any:
+        return provenances(self.agg)
 
     @functools.cached_property
     def ranks(self) -> dict[str, int]:
@@ -384,15 +376,6 @@ def _of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     return frame[frame["kind"] == kind] if not frame.empty else frame
 
 
-def _measured_rows(tables: list[Table]) -> list[Row]:
-    """The measured rows of ``tables``, one per provenance anchor (a default configuration is
-    also a point of a sweep: the first, its main row, says where all of its runs are)."""
-    rows: dict[str, Row] = {}
-    for row in (r for t in tables for r in t.rows if r.source == "measured" and r.prov):
-        rows.setdefault(row.prov.anchor if row.prov else "", row)
-    return list(rows.values())
-
-
 def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
     """The references the reported rows of ``shown`` cite, by key."""
     rows = [row for table in shown for row in table.rows if row.source == "reported" and row.prov]
@@ -402,13 +385,11 @@ def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
 
 def _page(ctx: _Context, kind: str) -> Page:
     """One page of the board."""
-    agg, reported, anchors = ctx.agg, ctx.reported, ctx.anchors
+    agg, reported, provs = ctx.agg, ctx.reported, ctx.provs
     real = kind == "real"
-    tables = setting_tables(agg, kind, reported if real else None, anchors)
-    if real:
-        tables += ablation_tables(agg, reported, anchors)
+    tables = setting_tables(agg, kind, reported, provs)
     ranking, ranking_note = rank_methods(tables[0])
-    sweeps = sweep_tables(agg, kind, anchors)
+    sweeps = sweep_tables(agg, kind, provs)
     reported_pc = reported_per_class_tables(reported) if real else []
     reported_time = reported_time_table(reported) if real else None
     return Page(
@@ -416,15 +397,14 @@ def _page(ctx: _Context, kind: str) -> Page:
         facts=_facts(ctx, kind),
         paths=ctx.paths,
         tables=tables,
-        time_tables=time_tables(agg, kind, anchors),
+        time_tables=time_tables(agg, kind, provs),
         sweep_tables=sweeps,
         per_class_tables=per_class_tables(agg, kind),
-        cite=cite_table(agg, kind, anchors),
+        cite=cite_table(agg, kind, provs),
         ranking=ranking,
         ranking_note=ranking_note,
-        audit=audit_table(agg, kind, anchors),
+        audit=audit_table(agg, kind, provs),
         figures=figure_specs(agg, kind, sweep_groups(agg, kind), ctx.colors, ranking),
-        provenance_rows=_measured_rows(tables[:1] + sweeps),
         references=_references(
             reported, tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
         ),

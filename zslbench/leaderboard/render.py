@@ -9,7 +9,7 @@ Two environments share the templates in ``templates/``:
   output, or one of the :class:`Format` helpers).
 
 The prose a page says is written once, in ``prose.j2``, whose macros both formats import; they
-mark code, links and emphasis through ``fmt`` (:class:`MarkdownFormat` or :class:`HtmlFormat`),
+mark code, links and emphasis through ``fmt`` (:class:`Format`),
 so that what both formats say is said alike. The HTML report of a page holds everything; its
 Markdown page (what GitHub shows) is the compact one: the commands and the tables, each row linked
 to its provenance in the HTML report. Links pass :func:`~zslbench.leaderboard.markup.safe_href`:
@@ -42,52 +42,40 @@ LANDING = "index.html"
 FOLD_ROWS = 15
 
 
-class _Format:
-    """What both formats write alike: a p-value."""
+class Format:
+    """Inline marks of one format, so that both say things alike: in Markdown every name passes
+    :func:`md_escape` or :func:`md_code`, in HTML ``markupsafe`` escapes it."""
+
+    def __init__(self, md: bool) -> None:
+        self.md = md
+        self.item, self.end_item = (
+            (Markup("- "), Markup("")) if md else (Markup("<li>"), Markup("</li>"))
+        )
+
+    def _mark(self, md: str, tag: str, text: Any) -> Markup:
+        if self.md:
+            return Markup(f"{md}{md_finalize(text)}{md}")
+        return Markup(f"<{tag}>{{}}</{tag}>").format(text)
+
+    def code(self, text: Any) -> Markup:
+        return Markup(md_code(text)) if self.md else self._mark("", "code", text)
+
+    def b(self, text: Any) -> Markup:
+        return self._mark("**", "b", text)
+
+    def i(self, text: Any) -> Markup:
+        return self._mark("*", "i", text)
+
+    def link(self, label: Any, href: str) -> Markup:
+        if self.md:
+            return Markup(f"[{md_finalize(label)}]({safe_href(href)})")
+        return Markup('<a href="{}">{}</a>').format(safe_href(href), label)
 
     def p(self, value: float | None) -> str:
         """A p-value as shown: three decimals, or an upper bound below 0.001."""
         if value is None:
             return ""
         return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
-
-
-class MarkdownFormat(_Format):
-    """Inline marks in Markdown; every name passes :func:`md_escape` or :func:`md_code`."""
-
-    md = True
-    item, end_item = Markup("- "), Markup("")
-
-    def code(self, text: Any) -> Markup:
-        return Markup(md_code(text))
-
-    def b(self, text: Any) -> Markup:
-        return Markup(f"**{md_finalize(text)}**")
-
-    def i(self, text: Any) -> Markup:
-        return Markup(f"*{md_finalize(text)}*")
-
-    def link(self, label: Any, href: str) -> Markup:
-        return Markup(f"[{md_finalize(label)}]({safe_href(href)})")
-
-
-class HtmlFormat(_Format):
-    """Inline marks in HTML; every name is escaped by ``markupsafe``."""
-
-    md = False
-    item, end_item = Markup("<li>"), Markup("</li>")
-
-    def code(self, text: Any) -> Markup:
-        return Markup("<code>{}</code>").format(text)
-
-    def b(self, text: Any) -> Markup:
-        return Markup("<b>{}</b>").format(text)
-
-    def i(self, text: Any) -> Markup:
-        return Markup("<i>{}</i>").format(text)
-
-    def link(self, label: Any, href: str) -> Markup:
-        return Markup('<a href="{}">{}</a>').format(safe_href(href), label)
 
 
 def _md_join(values: Any, separator: str = "") -> Markup:
@@ -130,12 +118,10 @@ def environment(fmt: str) -> jinja2.Environment:
         env.filters["join"] = _md_join
         # Inside a code fence (longer than any backtick run of its lines) text is shown verbatim.
         env.filters["fenced"] = Markup
-        env.globals["fmt"] = MarkdownFormat()
     else:
-        env.globals["fmt"] = HtmlFormat()
         env.filters["fenced"] = escape
         env.globals["asset"] = lambda name: Markup(_asset(name))  # our own CSS and JS, inlined
-    env.globals.update(page_files=PAGE_FILES, fold_rows=FOLD_ROWS)
+    env.globals.update(page_files=PAGE_FILES, fold_rows=FOLD_ROWS, fmt=Format(md))
     env.filters.update(fence=_fence, path_href=path_href, slug=slug, sort_value=_sort_value)
     return env
 

@@ -37,18 +37,12 @@ DEFAULT_DIR = Path("reported")
 BOARD_REPORTED = Path("leaderboards") / DEFAULT_DIR
 
 
-def default_reported(out_dir: Path) -> list[Path]:
-    """Where ``--reported`` is looked for when not given, in order: the folder beside the output
-    (the committed ``leaderboards/reported/``) and ``leaderboards/reported/`` of the current
-    directory (a render of one's own records from a clone's root); the first that holds a JSON
-    file."""
-    return [Path(out_dir) / DEFAULT_DIR, BOARD_REPORTED]
-
-
 def find_reported(out_dir: Path) -> Path | None:
-    """The curated file of the first folder of :func:`default_reported` that holds one; a folder
-    holding several is refused (name the one to use)."""
-    for folder in default_reported(out_dir):
+    """Where ``--reported`` is looked for when not given: the curated file of the first of these
+    folders that holds one: the folder beside the output (the committed ``leaderboards/reported/``)
+    and ``leaderboards/reported/`` of the current directory (a render of one's own records from a
+    clone's root). A folder holding several is refused (name the one to use)."""
+    for folder in (Path(out_dir) / DEFAULT_DIR, BOARD_REPORTED):
         found = sorted(folder.glob("*.json")) if folder.is_dir() else []
         if len(found) > 1:
             raise UserError(
@@ -98,14 +92,9 @@ class Reported:
     def method_order(self) -> list[str]:
         """The zslbench methods the paper's tables name, in their order (ablation first: the paper's
         own compositions), which is the row order of methods on every page."""
-        order: list[str] = []
-        for table in ("ablation", *(t for t in TABLES if t != "ablation")):
-            order += [
-                r.zslbench_method
-                for r in self.rows_for(table)
-                if r.zslbench_method and r.zslbench_method not in order
-            ]
-        return order
+        tables = ("ablation", *(t for t in TABLES if t != "ablation"))
+        names = (r.zslbench_method for t in tables for r in self.rows_for(t) if r.zslbench_method)
+        return list(dict.fromkeys(names))
 
 
 EMPTY = Reported(path=None)
@@ -194,10 +183,6 @@ def _classes(path: Path, where: str, raw: list[Any]) -> tuple[dict[str, Any], ..
         if not isinstance(cls, dict) or "name" not in cls:
             raise _fail(path, f"{where}.classes[{j}]", "needs a name")
         at = f"{where}.classes[{j}]"
-        share, accuracy = (
-            _value(path, at, cls.get(k)) for k in ("share_of_unseen_pct", "accuracy")
-        )
-        classes.append(
-            {"name": str(cls["name"]), "share_of_unseen_pct": share, "accuracy": accuracy}
-        )
+        values = {k: _value(path, at, cls.get(k)) for k in ("share_of_unseen_pct", "accuracy")}
+        classes.append({"name": str(cls["name"]), **values})
     return tuple(classes)

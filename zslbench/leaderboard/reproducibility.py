@@ -16,9 +16,10 @@ def page(results_dir: Path, warnings: list[str] | None = None) -> str | None:
     """The page's Markdown, or None when no run under ``results_dir`` was rechecked; a malformed
     ``.rechecks`` file is skipped, with a line naming it added to ``warnings``."""
     entries, refused = rechecks.read_all(Path(results_dir))
-    for path, why in refused:
-        if warnings is not None:
-            warnings.append(f"{path.as_posix()}: skipped, not a valid rechecks file: {why}")
+    if warnings is not None:
+        warnings += [
+            f"{p.as_posix()}: skipped, not a valid rechecks file: {why}" for p, why in refused
+        ]
     rows = rechecks.summary(entries)
     if not rows:
         return None
@@ -38,11 +39,9 @@ def page(results_dir: Path, warnings: list[str] | None = None) -> str | None:
         "| largest move of any metric | machines |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
-    for row in rows:
-        machines = "; ".join(md_escape(m) for m in row["machines"])
-        lines.append(
-            f"| {md_escape(row['method'])} | {row['rechecks']} | {row['bit_identical']} "
-            f"| {row['metrics_identical']} | {row['max_abs_dH']:.2f} "
-            f"| {row['max_abs_d']:.2f} | {machines} |"
-        )
+    for r in rows:
+        machines = "; ".join(md_escape(m) for m in r["machines"])
+        counts = f"{r['rechecks']} | {r['bit_identical']} | {r['metrics_identical']}"
+        moves = f"{r['max_abs_dH']:.2f} | {r['max_abs_d']:.2f}"
+        lines.append(f"| {md_escape(r['method'])} | {counts} | {moves} | {machines} |")
     return "\n".join(lines) + "\n"

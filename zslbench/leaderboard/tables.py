@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
@@ -44,12 +44,17 @@ from zslbench.leaderboard.collect import (
     value_sort_key,
 )
 from zslbench.leaderboard.markup import unique_slugs
-from zslbench.leaderboard.reported import Reported, ReportedRow
+from zslbench.leaderboard.reported import EMPTY, Reported, ReportedRow
 from zslbench.records.rows import assignments
 
 MISSING = "–"
 SIGNIFICANCE = "significance"
 FASTEST = "fastest"
+
+
+def date_range(first: str, last: str, none: str = "–") -> str:
+    """``first to last``, one day once, ``none`` without a date."""
+    return (first or none) if first == last else f"{first} to {last}"
 
 
 def time_decimals(seconds: float) -> int:
@@ -143,11 +148,6 @@ class Provenance:
     citation: str = ""
     refs: list[str] = field(default_factory=list)
 
-    def dates(self) -> str:
-        if self.date_first == self.date_last:
-            return self.date_first or "unknown date"
-        return f"{self.date_first} to {self.date_last}"
-
     def commit_text(self) -> str:
         short = [c[:10] if c != "unknown" else c for c in self.commits]
         return ", ".join(short) + (" (dirty tree)" if self.dirty else "")
@@ -158,7 +158,7 @@ class Provenance:
             return self.citation
         split = "standard split" if self.standard else "NON-STANDARD split (not comparable)"
         return (
-            f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {self.dates()} · "
+            f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {date_range(self.date_first, self.date_last, 'unknown date')} · "
             f"{', '.join(self.devices)} · {split}"
         )
 
@@ -297,48 +297,43 @@ def _mark_fastest(cells: list[Cell]) -> None:
 
 
 def _excluded(entry: Any) -> list[str]:
-    out = []
-    if not entry.standard:
-        out.append("non-standard split")
-    if not entry.compared:
-        out.append("other data version")
-    return out
+    """Why a row is never compared, one phrase each."""
+    why = {"non-standard split": not entry.standard, "other data version": not entry.compared}
+    return [reason for reason, applies in why.items() if applies]
 
 
 def _row_of(
-    rows: dict[Any, Row],
-    key: Any,
-    entry: Any,
-    anchors: dict[Any, str],
-    ds: str,
-    label: str | None = None,
+    rows: dict[Any, Row], key: Any, entry: Any, provs: dict[Any, Provenance], label: str = ""
 ) -> Row:
-    """The row ``key`` of ``rows`` (made from ``entry`` when new), its provenance extended by
-    ``entry``'s runs on ``ds``."""
-    row = rows.setdefault(key, _measured_row(entry, anchors, label))
-    _extend_provenance(row.prov, entry, ds)
-    return row
+    """The row ``key`` of ``rows``, made from ``entry`` when new, with the provenance of its row key."""
+    name, prov = entry.paper_name or entry.method, provs[entry.row_key]
+    row = Row(label or entry.label, name, "measured", {}, prov, entry.method, _excluded(entry))
+    return rows.setdefault(key, replace(row, schedule=entry.schedule))
 
 
-def _measured_row(entry: Any, anchors: dict[Any, str], label: str | None = None) -> Row:
-    about = {"anchor": anchors[entry.row_key], "label": entry.label}
-    prov = Provenance("measured", bool(entry.standard), entry.split_reason, **about)
-    name, excluded = entry.paper_name or entry.method, _excluded(entry)
-    return Row(
-        label or entry.label, name, "measured", {}, prov, entry.method, excluded, entry.schedule
-    )
-
-
-def row_anchors(agg: pd.DataFrame) -> dict[Any, str]:
-    """One HTML anchor per row key, from its label (labels are unique per kind, and
+def provenances(agg: pd.DataFrame) -> dict[Any, Provenance]:
+    """One provenance per row key, shared by every table that shows the row: all of its runs, on
+    every dataset. Its HTML anchor comes from its label (labels are unique per kind, and
     :func:`unique_slugs` parts any two that slug alike)."""
-    out: dict[Any, str] = {}
-    if agg.empty:
-        return out
-    for _kind, sub in agg.groupby("kind", sort=True):
+    out: dict[Any, Provenance] = {}
+    anchors: dict[Any, str] = {}
+    for _kind, sub in agg.groupby("kind", sort=True) if not agg.empty else ():
         labels = dict(zip(sub["row_key"], sub["label"], strict=True))
         slugs = unique_slugs(labels.values(), prefix="prov-")
-        out.update({rk: slugs[label] for rk, label in labels.items()})
+        anchors.update({rk: slugs[label] for rk, label in labels.items()})
+    for e in agg.itertuples(index=False):
+        about = {"anchor": anchors[e.row_key], "label": e.label}
+        prov = out.setdefault(e.row_key, Provenance("measured", bool(e.standard), **about))
+        for name in ("versions", "commits", "devices"):
+            setattr(prov, name, sorted(set(getattr(prov, name)) | set(getattr(e, name))))
+        prov.dirty = prov.dirty or bool(e.dirty)
+        prov.date_first = min(filter(None, (prov.date_first, e.date_first)), default="")
+        prov.date_last = max(filter(None, (prov.date_last, e.date_last)), default="")
+        if e.split_reason and e.split_reason not in prov.split_reason:
+            prov.split_reason = "; ".join(x for x in (prov.split_reason, e.split_reason) if x)
+        prov.records.append((dataset_label(e.dataset, e.kind), list(e.links)))
+        prov.seed_of.update(e.seed_of)
+        prov.data.append((dataset_label(e.dataset, e.kind), e.data_fp))
     return out
 
 
@@ -362,80 +357,51 @@ def _metric_cell(entry: Any, metric: str) -> Cell:
 CITE_METRICS = ("H", "A_T", "AUSUC")
 
 
-def cite_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table | None:
+def cite_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Table | None:
     """One row per compared measured configuration: its mean H, A_T and AUSUC over the page's
     datasets (:func:`zslbench.stats.mean_of_means`), the interval clipped to [0, 100]; a row that
     misses a dataset has no mean (a mean over other datasets would not compare). Never marked:
     whether one method beats another across datasets is the ranking's question."""
     datasets = datasets_for(agg, kind, None)
-    rows = [r for r in measured_rows(agg, kind, CITE_METRICS, anchors) if r.comparable]
+    rows = [r for r in measured_rows(agg, kind, CITE_METRICS, provs) if r.comparable]
     if not rows:
         return None
     for row in rows:
-        cells = {}
-        for metric in CITE_METRICS:
-            parts = [
-                c
-                for ds in datasets
-                if (c := row.cells.get(f"{ds}:{metric}")) is not None and not c.missing
-            ]
-            if len(parts) < len(datasets):
-                cells[metric] = Cell()
-                continue
-            interval = stats.mean_of_means(
-                [
-                    stats.Interval(_num(c.mean), _num(c.std), math.nan, math.nan, c.n or 0)
-                    for c in parts
-                ]
-            )
-            cells[metric] = _clipped(
-                Cell(interval.mean, None, len(datasets), interval.low, interval.high)
-            )
-        row.cells = cells
+        parts = {m: [row.cells.get(f"{ds}:{m}") or Cell() for ds in datasets] for m in CITE_METRICS}
+        row.cells = {m: _mean_of_means(cells) for m, cells in parts.items()}
     columns, params = [Column(m, m) for m in CITE_METRICS], {"datasets": datasets}
-    return Table(
-        f"{kind}-cite", "cite", "Cite this: mean over datasets", columns, rows, params=params
-    )
+    title = "Cite this: mean over datasets"
+    return Table(f"{kind}-cite", "cite", title, columns, rows, params=params)
 
 
-def _num(value: float | None) -> float:
-    return math.nan if value is None else value
-
-
-def _extend_provenance(prov: Provenance | None, entry: Any, ds: str) -> None:
-    assert prov is not None, "a measured row has provenance"
-    for name in ("versions", "commits", "devices"):
-        setattr(prov, name, sorted(set(getattr(prov, name)) | set(getattr(entry, name))))
-    prov.dirty = prov.dirty or bool(entry.dirty)
-    prov.date_first = min(filter(None, (prov.date_first, entry.date_first)), default="")
-    prov.date_last = max(filter(None, (prov.date_last, entry.date_last)), default="")
-    if entry.split_reason and entry.split_reason not in prov.split_reason:
-        prov.split_reason = "; ".join(x for x in (prov.split_reason, entry.split_reason) if x)
-    prov.records.append((ds, list(entry.links)))
-    prov.seed_of.update(entry.seed_of)
-    prov.data.append((ds, entry.data_fp))
+def _mean_of_means(parts: list[Cell]) -> Cell:
+    if any(c.missing for c in parts):
+        return Cell()
+    nan = math.nan
+    means = [
+        stats.Interval(c.mean or nan, nan if c.std is None else c.std, nan, nan, c.n or 0)
+        for c in parts
+    ]
+    interval = stats.mean_of_means(means)
+    return _clipped(Cell(interval.mean, None, len(parts), interval.low, interval.high))
 
 
 def measured_rows(
-    agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], anchors: dict[Any, str]
+    agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], provs: dict[Any, Provenance]
 ) -> list[Row]:
     """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
     rows: dict[Any, Row] = {}
     for entry in measured(agg, kind).itertuples(index=False):
         ds = dataset_label(entry.dataset, kind)
-        row = _row_of(rows, entry.row_key, entry, anchors, ds)
+        row = _row_of(rows, entry.row_key, entry, provs)
         for metric in metrics:
             row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
     return list(rows.values())
 
 
 def _reported_prov(rep: ReportedRow) -> Provenance:
-    return Provenance(
-        source="reported",
-        citation=rep.citation,
-        refs=list(rep.refs),
-        devices=[rep.device] if rep.device else [],
-    )
+    devices = [rep.device] if rep.device else []
+    return Provenance("reported", citation=rep.citation, refs=list(rep.refs), devices=devices)
 
 
 def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
@@ -445,38 +411,30 @@ def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
 
 
 def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row]:
-    return [
-        _reported_row(
-            rep, {f"{ds}:{m}": Cell(v.get(m)) for ds, v in rep.values.items() for m in metrics}
-        )
-        for rep in rows
+    cells = [
+        {f"{ds}:{m}": Cell(v.get(m)) for ds, v in r.values.items() for m in metrics} for r in rows
     ]
+    return [_reported_row(rep, c) for rep, c in zip(rows, cells, strict=True)]
 
 
 def paired(reported: list[Row], measured_rows: list[Row]) -> list[Row]:
     """The paper's rows in its order, each followed by the measured rows of the same zslbench
     method; measured rows of methods the paper's table lacks come last. Never merged."""
     out: list[Row] = []
-    used: set[int] = set()
     for rep in reported:
-        out.append(rep)
-        for i, row in enumerate(measured_rows):
-            if rep.method and row.method == rep.method and i not in used:
-                out.append(row)
-                used.add(i)
-    return out + [row for i, row in enumerate(measured_rows) if i not in used]
+        ours = [r for r in measured_rows if rep.method and r.method == rep.method]
+        out += [rep, *(r for r in ours if all(r is not o for o in out))]  # each row once
+    return out + [row for row in measured_rows if all(row is not r for r in out)]
 
 
 def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported | None) -> list[str]:
     """Dataset labels, in the paper's order: measured ones plus (real only) reported ones."""
-    names: dict[str, str] = {}
-    if not agg.empty:
-        for name in agg.loc[agg["kind"] == kind, "dataset"]:
-            names[dataset_label(name, kind)] = name
-    if kind == "real" and reported is not None:
-        for row in reported.rows:
-            for ds in row.values:
-                names.setdefault(ds, ds)
+    ours = agg.loc[agg["kind"] == kind, "dataset"] if not agg.empty else []
+    names = {dataset_label(name, kind): name for name in ours}
+    for ds in (
+        (ds for row in reported.rows for ds in row.values) if kind == "real" and reported else ()
+    ):
+        names.setdefault(ds, ds)
     return sorted(names, key=lambda label: dataset_order(names[label]))
 
 
@@ -505,73 +463,49 @@ ABLATION_TABLES = (
 )
 
 
-def _paired_tables(
-    agg: pd.DataFrame,
-    kind: str,
-    reported: Reported | None,
-    rep_rows: list[ReportedRow],
-    specs: tuple[tuple[str, str, tuple[str, ...]], ...],
-    params: dict[str, Any],
-    anchors: dict[Any, str],
-    *,
-    only_reported_methods: bool = False,
+def setting_tables(
+    agg: pd.DataFrame, kind: str, reported: Reported | None, provs: dict[Any, Provenance]
 ) -> list[Table]:
-    """Methods × datasets tables, each of the paper's rows (``rep_rows``) followed by the measured
-    rows of the same method; ``only_reported_methods`` leaves out measured rows of other methods."""
+    """The methods × datasets tables (:data:`SETTING_TABLES`) and, on the real page, the paper's
+    model-structure ablation (:data:`ABLATION_TABLES`, when it has one). On the real page each of
+    the paper's rows is followed by the measured rows of the same method (in the ablation, only
+    those)."""
+    real, reported = kind == "real", reported or EMPTY
     datasets = datasets_for(agg, kind, reported)
-    methods = {rep.zslbench_method for rep in rep_rows}
     tables = []
-    for tkind, title, metrics in specs:
-        rows = paired(reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, anchors))
-        if only_reported_methods:
-            rows = [r for r in rows if r.source == "reported" or r.method in methods]
-        columns = metric_columns(datasets, metrics)
-        tables.append(mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params)))
+    for part, specs in (("main", SETTING_TABLES), ("ablation", ABLATION_TABLES)):
+        rep_rows = reported.rows_for(part) if real else []
+        if part == "ablation" and not rep_rows:
+            continue
+        paper_table = reported.table_info(part).get("paper_table", "") if rep_rows else ""
+        params = {"paper_table": paper_table, "source": reported.source if rep_rows else ""}
+        if part == "main":
+            params |= {
+                "reported": bool(rep_rows),
+                "sweeps": not measured(agg, kind, sweeps=True).empty,
+            }
+        methods = {rep.zslbench_method for rep in rep_rows}
+        for tkind, title, metrics in specs:
+            rows = paired(
+                reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, provs)
+            )
+            if part == "ablation":
+                rows = [r for r in rows if r.source == "reported" or r.method in methods]
+            columns = metric_columns(datasets, metrics)
+            tables.append(
+                mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params))
+            )
     return tables
 
 
-def setting_tables(
-    agg: pd.DataFrame, kind: str, reported: Reported | None, anchors: dict[Any, str]
-) -> list[Table]:
-    """The methods × datasets tables. On the real page each of the paper's rows is followed by the
-    measured rows of the same method."""
-    rep = (
-        reported if kind == "real" and reported is not None and reported.rows_for("main") else None
-    )
-    params = {
-        "reported": rep is not None,
-        "paper_table": rep.table_info("main").get("paper_table", "") if rep else "",
-        "source": rep.source if rep else "",
-        "sweeps": not measured(agg, kind, sweeps=True).empty,
-    }
-    return _paired_tables(
-        agg, kind, reported, rep.rows_for("main") if rep else [], SETTING_TABLES, params, anchors
-    )
-
-
-def ablation_tables(agg: pd.DataFrame, reported: Reported, anchors: dict[Any, str]) -> list[Table]:
-    """The paper's model-structure ablation, each reported row next to the measured runs of it."""
-    rep_rows = reported.rows_for("ablation")
-    if not rep_rows:
-        return []
-    params = {
-        "paper_table": reported.table_info("ablation").get("paper_table", ""),
-        "source": reported.source,
-    }
-    tables = ABLATION_TABLES
-    return _paired_tables(
-        agg, "real", reported, rep_rows, tables, params, anchors, only_reported_methods=True
-    )
-
-
-def time_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
+def time_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """Median ``train`` seconds per method × dataset, one table per device model."""
     datasets = datasets_for(agg, kind, None)
     by_device: dict[str, dict[Any, Row]] = {}
     for entry in measured(agg, kind).itertuples(index=False):
         ds = dataset_label(entry.dataset, kind)
         for device, t in entry.times.items():
-            row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, anchors, ds)
+            row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, provs)
             flag, decimals = "busy" if t["busy_only"] else "", time_decimals(t["median"])
             row.cells[ds] = Cell(t["median"], None, t["n"], decimals=decimals, unit=" s", flag=flag)
             if t["busy"]:
@@ -599,21 +533,17 @@ def reported_time_table(reported: Reported) -> Table | None:
     rep_rows = reported.rows_for("train_time")
     if not rep_rows:
         return None
-    datasets = sorted({ds for rep in rep_rows for ds in rep.values}, key=dataset_order)
     rows = []
     for rep in rep_rows:
-        cells: dict[str, Cell] = {}
-        for ds, values in rep.values.items():
-            minutes = values.get("train_min")
-            cells[ds] = (
-                Cell()
-                if minutes is None
-                else Cell(text_override=f"{minutes:g} min", sort_value=minutes * 60.0)
-            )
-        cells["device"] = Cell(text_override=rep.device or "")
-        rows.append(_reported_row(rep, cells))
-    columns = [Column(key=ds, title=ds, higher_better=False) for ds in datasets]
-    columns.append(Column(key="device", title="Device", align="left", descriptive=True))
+        minutes = {ds: values.get("train_min") for ds, values in rep.values.items()}
+        cells = {
+            ds: Cell() if m is None else Cell(text_override=f"{m:g} min", sort_value=m * 60.0)
+            for ds, m in minutes.items()
+        }
+        rows.append(_reported_row(rep, {**cells, "device": Cell(text_override=rep.device or "")}))
+    datasets = sorted({ds for rep in rep_rows for ds in rep.values}, key=dataset_order)
+    columns = [Column(ds, ds, higher_better=False) for ds in datasets]
+    columns.append(Column("device", "Device", align="left", descriptive=True))
     title = "Training time as reported (minutes)"
     params = {"paper_table": reported.table_info("train_time").get("paper_table", "")}
     return Table("real-time-reported", "reported-time", title, columns, rows, params=params)
@@ -664,7 +594,7 @@ def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFr
     return out
 
 
-def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[Table]:
+def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
     tables = []
     groups = sweep_groups(agg, kind)
@@ -678,87 +608,72 @@ def sweep_tables(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> list[
         for name in sorted(set(group["dataset"]), key=dataset_order):
             ds = dataset_label(name, kind)
             rows: dict[str, Row] = {}
-            values: dict[str, dict[str, Any]] = {}
-            for entry in group[group["dataset"] == name].itertuples(index=False):
-                row = _row_of(rows, entry.sweep, entry, anchors, ds, label=entry.sweep)
-                values[entry.sweep] = entry.sweep_map
-                for metric in SWEEP_METRICS:
-                    row.cells[metric] = _metric_cell(entry, metric)
-            order = sorted(
-                rows, key=lambda k: [(p, value_sort_key(v)) for p, v in sorted(values[k].items())]
-            )
-            tid, in_order = ids[f"{title}\0{name}"], [rows[k] for k in order]
-            table = Table(tid, "sweep", f"Sweep: {title} on {ds}", columns, in_order, "Value")
-            table.show_source, table.dataset, table.params = False, ds, {"sweep": title}
+            for e in sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value):
+                row = _row_of(rows, e.sweep, e, provs, label=e.sweep)
+                row.cells.update({m: _metric_cell(e, m) for m in SWEEP_METRICS})
+            head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns)
+            table = Table(*head, [*rows.values()], "Value", show_source=False, dataset=ds)
+            table.params = {"sweep": title}
             tables.append(mark(table))
     return tables
 
 
+def _by_value(entry: Any) -> list[tuple[str, tuple[int, float, str]]]:
+    return [(p, value_sort_key(v)) for p, v in sorted(entry.sweep_map.items())]
+
+
 def _class_table(
-    head: tuple[str, str, str, list[Column]],
-    classes: list[tuple[str, float | None, dict[str, Cell]]],
+    head: tuple[str, str, str, str],
+    columns: list[Column],
+    classes: dict[Any, tuple[str, float | None, dict[str, Cell]]],
     source: str,
     prov: Provenance | None = None,
     **table: Any,
 ) -> Table:
-    """A per-class table (``head``: its id, kind, title and columns): one row per class, as
-    ``(name, share of the unseen images in %, cells)`` in the given order, its share in a column of
-    its own."""
-    rows = []
-    for name, share, cells in classes:
-        cells["share"] = Cell(share, unit=" %", decimals=2)
-        rows.append(Row(name, name, source, cells, prov))
-    return Table(*head, rows, "Class", "row", show_source=False, **table)
+    """A per-class table (``head``: its id, kind, title and dataset) of ``classes``, each ``key ->
+    (name, share of the unseen images in %, cells)``: one row per class, the most frequent first,
+    its share in a column of its own."""
+    tid, kind, title, ds = head
 
+    def order(key: Any) -> tuple[float, str, Any]:
+        name, share, _ = classes[key]
+        return (-(share if share is not None else -1.0), name, key)
 
-def _share_column() -> Column:
-    return Column(key="share", title="share of unseen images", descriptive=True)
+    rows = [
+        Row(name, name, source, {**cells, "share": Cell(share, unit=" %", decimals=2)}, prov)
+        for name, share, cells in (classes[key] for key in sorted(classes, key=order))
+    ]
+    columns = [Column("share", "share of unseen images", descriptive=True), *columns]
+    return Table(tid, kind, title, columns, rows, "Class", "row", False, ds, **table)
 
 
 def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
     """Per dataset: unseen classes (most frequent first) × methods, accuracy mean ± std."""
     sub = measured(agg, kind)
-    tables = []
     names = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
     ids = unique_slugs(names, prefix=f"{kind}-perclass-")
+    tables = []
     for name in names:
-        ds = dataset_label(name, kind)
-        groups = [g for g in sub.itertuples(index=False) if g.dataset == name and g.per_class]
-        if not groups:
-            continue
-        columns = [_share_column(), Column(key="n_test", title="test images", descriptive=True)]
-        classes: dict[int, dict[str, Any]] = {}
-        class_cells: dict[int, dict[str, Cell]] = {}
-        for g in groups:  # already in method order
+        columns = [Column("n_test", "test images", descriptive=True)]
+        classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
+        for g in sub[sub["dataset"] == name].itertuples(index=False):  # in method order
+            if not g.per_class:
+                continue
             key = f"m:{g.label}"
-            columns.append(
-                Column(key=key, title=g.label, mark=SIGNIFICANCE, comparable=not _excluded(g))
-            )
-            for entry in g.per_class:
-                classes.setdefault(entry["class"], entry)
-                class_cells.setdefault(entry["class"], {})[key] = Cell.of(
-                    entry["interval"], dict(entry["samples"])
+            columns.append(Column(key, g.label, mark=SIGNIFICANCE, comparable=not _excluded(g)))
+            for e in g.per_class:
+                n_test = MISSING if e["n_test"] is None else str(e["n_test"])
+                first = {"n_test": Cell(text_override=n_test, sort_value=finite(e["n_test"]))}
+                share = finite(e["share"])
+                about = (e["name"], None if share is None else 100 * share, first)
+                classes.setdefault(e["class"], about)[2][key] = Cell.of(
+                    e["interval"], dict(e["samples"])
                 )
-        for cls, entry in classes.items():
-            class_cells[cls]["n_test"] = Cell(
-                text_override=MISSING if entry["n_test"] is None else str(entry["n_test"]),
-                sort_value=finite(entry["n_test"]),
-            )
-        order = sorted(classes.items(), key=lambda kv: (-_share(kv[1]), kv[1]["name"], kv[0]))
-        rows = [(entry["name"], _percent(entry["share"]), class_cells[cls]) for cls, entry in order]
-        head = (ids[name], "perclass", f"Per-class unseen accuracy: {ds}", columns)
-        tables.append(mark(_class_table(head, rows, "measured", dataset=ds)))
+        if classes:
+            ds = dataset_label(name, kind)
+            head = (ids[name], "perclass", f"Per-class unseen accuracy: {ds}", ds)
+            tables.append(mark(_class_table(head, columns, classes, "measured")))
     return tables
-
-
-def _percent(share: Any) -> float | None:
-    share = finite(share)
-    return None if share is None else 100 * share
-
-
-def _share(entry: dict[str, Any]) -> float:
-    share = finite(entry.get("share"))
-    return share if share is not None else -1.0
 
 
 def reported_per_class_tables(reported: Reported) -> list[Table]:
@@ -766,32 +681,24 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
     by_dataset: dict[str, list[ReportedRow]] = {}
     for row in reported.rows_for("per_class"):
         by_dataset.setdefault(row.dataset or "?", []).append(row)
-    tables = []
     ids = unique_slugs(by_dataset, prefix="real-perclass-reported-")
+    tables = []
     for ds, rows in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
-        columns = [_share_column()]
-        class_cells: dict[str, dict[str, Cell]] = {}
-        shares: dict[str, float | None] = {}
+        columns = [Column(f"m:{rep.method}", rep.method) for rep in rows]
+        classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
         for rep in rows:
-            key = f"m:{rep.method}"
-            columns.append(Column(key=key, title=rep.method))
-            for cls in rep.classes:
-                class_cells.setdefault(cls["name"], {})[key] = Cell(cls["accuracy"])
-                shares.setdefault(cls["name"], cls["share_of_unseen_pct"])
-        order = sorted(class_cells, key=lambda c: (-(shares.get(c) or -1.0), c))
-        head = (
-            ids[ds],
-            "reported-perclass",
-            f"Per-class unseen accuracy: {ds} (reported)",
-            columns,
-        )
-        classes = [(c, shares.get(c), class_cells[c]) for c in order]
-        prov, params = _reported_prov(rows[0]), {"citation": rows[0].citation}
-        tables.append(_class_table(head, classes, "reported", prov, dataset=ds, params=params))
+            for c in rep.classes:
+                cells: dict[str, Cell] = {}
+                about = (c["name"], c["share_of_unseen_pct"], cells)
+                classes.setdefault(c["name"], about)[2][f"m:{rep.method}"] = Cell(c["accuracy"])
+        head = (ids[ds], "reported-perclass", f"Per-class unseen accuracy: {ds} (reported)", ds)
+        params = {"citation": rows[0].citation}
+        prov = _reported_prov(rows[0])
+        tables.append(_class_table(head, columns, classes, "reported", prov, params=params))
     return tables
 
 
-def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table | None:
+def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Table | None:
     """Test-set selection inflation: per method and dataset, how much higher H would read had the
     model been selected on the test set (``test_selected_H - clean_H``), over the seeds whose
     records carry a selection audit. Never ranked, never marked: it is not a result."""
@@ -806,7 +713,7 @@ def audit_table(agg: pd.DataFrame, kind: str, anchors: dict[Any, str]) -> Table 
             continue
         ds = dataset_label(entry.dataset, kind)
         datasets.append(entry.dataset)
-        row = _row_of(rows, entry.row_key, entry, anchors, ds)
+        row = _row_of(rows, entry.row_key, entry, provs)
         gaps = {a["seed"]: a["test_selected_H"] - a["clean_H"] for a in entry.audits}
         row.cells[ds] = Cell.of(stats.t_interval(list(gaps.values())))
         epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
