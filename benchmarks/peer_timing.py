@@ -12,7 +12,9 @@ phase timings (``search``, ``fit_validation``, ``fit_final``, ``train``) and, fo
 reports through :func:`zslbench.progress.steps` (``epochs``, ``cada-vae epochs``, ``gan epochs``,
 ``classifier epochs``), its seconds per step: the time from the loop's first report (0 done) to
 its last, divided by its steps. That is the unit to compare with an official code's epoch; the
-phase timings are the whole train. ``--json`` prints one JSON line instead of the table.
+phase timings are the whole train. Compare the ``fit_final`` loops only: a search candidate that
+resumes a cached training (a stage with ``resumes``, e.g. cnzsl's epochs) runs only the epochs it
+adds, but its loop still counts all of them, so its seconds per step read too low. ``--json`` prints one JSON line instead of the table.
 """
 
 from __future__ import annotations

@@ -33,8 +33,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from zslbench_plugins.cnzsl import CNZSLModel
 
-#: (seen classes, trainval images, attribute width) of the xlsa17 final fit, and the
-#: validation search's (train classes, train images) (the protocol's split of trainval).
+#: (seen classes, trainval images, attribute width) of the xlsa17 final fit.
 SHAPES = {
     "APY": (20, 5932, 64),
     "AWA2": (40, 23527, 85),
