@@ -67,7 +67,9 @@ def survey(
     links: set[str] = set()
     for parts in (Path(rel).parts for rel in paths):
         on_the_way = (out_dir.joinpath(*parts[:i]) for i in range(1, len(parts) + 1))
-        links.update(next(([p.as_posix()] for p in on_the_way if p.is_symlink()), []))
+        first_link = next((p for p in on_the_way if p.is_symlink()), None)
+        if first_link is not None:
+            links.add(first_link.as_posix())
     if not out_dir.is_dir():
         return sorted(links), []
     owned, root = owned_in(out_dir), out_dir.resolve()
@@ -86,7 +88,8 @@ def survey(
             if path.is_symlink():
                 links.add((out_dir / rel).as_posix())
             elif name in files and rel not in owned and not any(_inside(path, s) for s in skip):
-                foreign.update([] if records_here and name.endswith(".json") else [rel])
+                if not (records_here and name.endswith(".json")):
+                    foreign.add(rel)
         if limit is not None and len(foreign) > max(limit, len(produced)):
             break
     return sorted(links), sorted(foreign)
