@@ -11,9 +11,11 @@ classes C, images n, attribute width k; h = 1024, d = 2048, batch 256):
 * times a batch of :class:`zslbench_plugins.cnzsl.CNZSLModel`'s training, and the self time of
   each aten operator per batch under ``torch.profiler``: in both, a 2-epoch fit less a 1-epoch
   fit, so that the fit's setup (input checks, initialisation draws, final prototypes) cancels;
-* measures this host's sgemm rate on the MLP's own product shapes (the same three orientations as
-  the forward and backward passes), and prints the floor (MLP FLOPs / that rate) against the
-  measured epoch.
+* measures this host's float32 product rate on the MLP's own product shapes (the same three
+  orientations as the forward and backward passes) in both libraries of the torch wheel: MKL
+  (``a @ b``, what ``F.linear`` runs) and oneDNN (:mod:`zslbench_plugins.gemm`, what the model
+  runs where this torch has it), and prints the floor (MLP FLOPs / the model's library's rate)
+  against the measured epoch.
 
 Usage: ``OMP_NUM_THREADS=2 python benchmarks/profile_cnzsl.py [--datasets APY,CUB,SUN]
 [--batches 8] [--json out.json]``. Synthetic data: the time does not depend on the values.
@@ -31,6 +33,7 @@ import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from zslbench_plugins import gemm
 from zslbench_plugins.cnzsl import CNZSLModel
 
 #: (seen classes, trainval images, attribute width) of the xlsa17 final fit.
@@ -48,10 +51,15 @@ def mlp_flops(c: int, k: int) -> int:
     return c * (k * HID + HID * HID + HID * FEAT) * 2 * 3
 
 
-def sgemm_rate(c: int, k: int, repeats: int = 5) -> float:
-    """GFLOP/s of this host's sgemm on the MLP's products for ``c`` classes: per layer
-    (in -> out), the forward ``(c, in) @ (in, out)``, the input gradient ``(c, out) @ (out, in)``
-    and the weight gradient ``(out, c) @ (c, in)``, each best of ``repeats``."""
+def sgemm_rate(c: int, k: int, repeats: int = 5, library: str = "mkl") -> float:
+    """GFLOP/s of this host's float32 product (``library``: ``"mkl"``, torch's ``@``, or
+    ``"onednn"``) on the MLP's products for ``c`` classes: per layer (in -> out), the forward
+    ``(c, in) @ (in, out)``, the input gradient ``(c, out) @ (out, in)`` and the weight gradient
+    ``(out, c) @ (c, in)``, each best of ``repeats``."""
+
+    def product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b if library == "mkl" else gemm._product(a, b.t())
+
     gen = torch.Generator().manual_seed(0)
     total_flops, total_s = 0, 0.0
     for d_in, d_out in ((k, HID), (HID, HID), (HID, FEAT)):
@@ -62,7 +70,7 @@ def sgemm_rate(c: int, k: int, repeats: int = 5) -> float:
             best = float("inf")
             for _ in range(repeats):
                 t = time.perf_counter()
-                a @ b
+                product(a, b)
                 best = min(best, time.perf_counter() - t)
             total_flops += 2 * a.shape[0] * a.shape[1] * b.shape[1]
             total_s += best
@@ -109,7 +117,11 @@ def profile_epoch(name: str, batches: int) -> dict[str, Any]:
         if ms - ms1 > 0:
             rows.append((op, count - c1, (ms - ms1) / n_batches))
     rows.sort(key=lambda r: -r[2])
-    rate = sgemm_rate(c, k)
+    rates = {"mkl": sgemm_rate(c, k)}
+    if gemm._onednn_op() is not None:
+        rates["onednn"] = sgemm_rate(c, k, library="onednn")
+    library = "onednn" if "onednn" in rates else "mkl"  # what the model's layers run
+    rate = rates[library]
     floor_batch = mlp_flops(c, k) / (rate * 1e9)
     return {
         "dataset": name,
@@ -120,6 +132,8 @@ def profile_epoch(name: str, batches: int) -> dict[str, Any]:
         "wall_per_batch_ms": (wall2 - wall1) / n_batches * 1e3,
         "mlp_flops_per_batch": mlp_flops(c, k),
         "sgemm_gflops": rate,
+        "library": library,
+        "gflops_by_library": rates,
         "floor_per_batch_ms": floor_batch * 1e3,
         "epoch_batches": -(-n_full // BATCH),
         "ops": [
@@ -149,7 +163,12 @@ def main() -> None:
             "operators below: under the profiler)"
         )
         print(
-            f"  MLP FLOPs/batch {r['mlp_flops_per_batch'] / 1e9:.2f} G; sgemm {r['sgemm_gflops']:.0f} GFLOP/s -> floor "
+            "  float32 products: "
+            + ", ".join(f"{lib} {g:.0f} GFLOP/s" for lib, g in r["gflops_by_library"].items())
+            + f" (the model runs {r['library']})"
+        )
+        print(
+            f"  MLP FLOPs/batch {r['mlp_flops_per_batch'] / 1e9:.2f} G at {r['sgemm_gflops']:.0f} GFLOP/s -> floor "
             f"{r['floor_per_batch_ms']:.1f} ms/batch, {r['floor_per_batch_ms'] * e / 1e3:.2f} s/epoch "
             f"({r['floor_per_batch_ms'] / r['wall_per_batch_ms']:.0%} of measured)"
         )

@@ -107,6 +107,7 @@ from zslbench.methods import MethodSpec
 from zslbench.model import FitInputs, Model
 from zslbench.progress import steps
 from zslbench.stages import Stage, StagedModel
+from zslbench_plugins.gemm import linear
 from zslbench_plugins.optim import adam
 
 #: The three modes of the CN layers (see the module docstring).
@@ -175,9 +176,14 @@ class _AttributeNet(torch.nn.Module):
         self.fc3 = _linear(hid_dim, feat_dim, generator, device, weight_bound=bound)
 
     def forward(self, attributes: torch.Tensor) -> torch.Tensor:
-        h = F.relu(self.fc1(attributes))
-        h = self.cn2(F.relu(self.cn1(self.fc2(h))))
-        return F.relu(self.fc3(h))
+        h = F.relu(_dense(self.fc1, attributes))
+        h = self.cn2(F.relu(self.cn1(_dense(self.fc2, h))))
+        return F.relu(_dense(self.fc3, h))
+
+
+def _dense(layer: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """``layer(x)``, its products in oneDNN on the CPU (:mod:`zslbench_plugins.gemm`)."""
+    return linear(x, layer.weight, layer.bias)
 
 
 def _linear(
@@ -386,7 +392,7 @@ class CNZSLModel(StagedModel):
                 for start in range(0, n, bs):
                     idx = order[start : start + bs]
                     protos = net(att_seen)
-                    logits = x_ns[idx] @ (scale * F.normalize(protos, dim=1)).T
+                    logits = linear(x_ns[idx], scale * F.normalize(protos, dim=1))
                     loss = F.cross_entropy(logits, y[idx])
                     optimiser.zero_grad(set_to_none=True)
                     loss.backward()

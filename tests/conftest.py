@@ -30,6 +30,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="re-write tests/golden/toy.json from this run (tests/test_golden.py)",
     )
     parser.addoption(
+        "--remake-golden-method",
+        default="",
+        metavar="NAME[,NAME]",
+        help="re-make these methods' numbers in tests/golden/toy.json on this machine, where "
+        "the reference environment cannot be re-made (tests/test_golden.py)",
+    )
+    parser.addoption(
         "--add-golden-environment",
         action="store_true",
         default=False,

@@ -37,6 +37,12 @@ Commands:
   this machine's threads and with one thread (two environments; a method whose numbers differ
   between them is float-sensitive), and the spread seeds of the float-sensitive methods. Say why
   in ``CHANGES.md``, in the same commit.
+- ``pytest tests/test_golden.py --remake-golden-method NAME``: an intended change to one method
+  (NAME, or several, comma-separated), made where the reference environment cannot be re-made
+  (another CPU). NAME's numbers leave every stored environment; this machine's (its threads and
+  one thread, and its spread when float-sensitive) are stored in this machine's environment, which
+  becomes NAME's reference: a method's reference is the first environment that holds it. The other
+  methods' numbers stay as they are. Say why in ``CHANGES.md``, in the same commit.
 - ``pytest tests/test_golden.py --add-golden-environment``: this machine's numbers join the file,
   so that it is compared exactly from then on. Refused when they are outside the bands. On an
   environment the file holds already, it adds the methods that environment lacks (a method added
@@ -48,8 +54,10 @@ file once every method's test has run, and passed when adding, in one process: r
 
 A stored environment made before a method existed (one that cannot be re-made, such as another
 CPU) holds no numbers of that method: there it is exact for the methods it holds, and the method
-it lacks is compared within the bands, as on an environment the file does not hold. The reference
-environment (the first) must hold every built-in method: the bands are centred on it.
+it lacks is compared within the bands, as on an environment the file does not hold. The bands of a
+method are centred on its reference, the first environment that holds it (the first of the file
+for every method, except one re-made with ``--remake-golden-method``); every built-in method has
+one.
 """
 
 from __future__ import annotations
@@ -221,14 +229,22 @@ def matching_environment(golden: dict[str, Any], env: dict[str, Any]) -> dict[st
     return None
 
 
+def references(golden: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Each method's reference numbers: those of the first environment that holds it."""
+    out: dict[str, dict[str, float]] = {}
+    for entry in golden["environments"]:
+        for method, values in entry["methods"].items():
+            out.setdefault(method, values)
+    return out
+
+
 def reproducibility(golden: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per method: bit-identical on every stored environment or not, stable (every metric within
     :data:`STABLE_MOVE`) or float-sensitive, and how far its values moved between them (the
-    largest difference from the reference, per key)."""
+    largest difference from its reference, per key)."""
     envs = golden["environments"]
-    ref = envs[0]["methods"]
     out = {}
-    for method, values in ref.items():
+    for method, values in references(golden).items():
         holding = [e for e in envs if method in e["methods"]]  # made after the method existed
         moved = {
             k: max(abs(e["methods"][method][k] - v) for e in holding) for k, v in values.items()
@@ -246,7 +262,7 @@ def band(golden: dict[str, Any], method: str, key: str) -> float:
     """How far ``key`` of ``method`` may move on an environment the file does not hold: from its
     training noise when the file keeps one (a float-sensitive method), else the fixed tolerance."""
     if method not in golden["spread"]:
-        ref = golden["environments"][0]["methods"][method][key]
+        ref = references(golden)[method][key]
         return abs(ref) * 1e-3 if key == "gamma" else STABLE_TOLERANCE
     values = golden["spread"][method][key]
     return max(STABLE_TOLERANCE, BAND_SDS * statistics.stdev(values))
@@ -259,7 +275,7 @@ def differences(
     for the methods a stored ``env`` holds, within the bands around the reference for the rest
     (all of them on an environment the file does not hold)."""
     entry = matching_environment(golden, env)
-    reference = golden["environments"][0]["methods"]
+    reference = references(golden)
     held = entry["methods"] if entry is not None else {}
     if sorted(got) != sorted(reference) or not set(held) <= set(got):
         return "methods", [f"methods changed: {sorted(reference)} -> {sorted(got)}"]
@@ -291,8 +307,11 @@ def _write(body: dict[str, Any]) -> None:
     GOLDEN.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
 
 
-def _one_thread_numbers() -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
-    """This machine's environment and numbers with one thread (torch, BLAS and OpenMP)."""
+def _one_thread_numbers(
+    methods: list[str] | None = None,
+) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
+    """This machine's environment and numbers (of ``methods``, default all) with one thread
+    (torch, BLAS and OpenMP)."""
     import threadpoolctl
     import torch
 
@@ -300,7 +319,7 @@ def _one_thread_numbers() -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
     torch.set_num_threads(1)
     try:
         with threadpoolctl.threadpool_limits(1):
-            return environment(), compute()
+            return environment(), compute(methods=methods)
     finally:
         torch.set_num_threads(before)
 
@@ -340,6 +359,59 @@ def update_golden(got: dict[str, dict[str, float]], env: dict[str, Any]) -> dict
     return body
 
 
+def remade(
+    golden: dict[str, Any],
+    runs: list[tuple[dict[str, Any], dict[str, dict[str, float]]]],
+    spread: dict[str, dict[str, list[float]]],
+) -> dict[str, Any]:
+    """``golden`` with the methods of ``runs`` (``(environment, numbers)`` pairs of this machine)
+    re-made: gone from every stored environment (an environment left empty goes too) and from the
+    spread, then stored in ``runs``' environments, with ``spread`` for the float-sensitive ones.
+    Every other method's numbers stay as they are."""
+    methods = {m for _, got in runs for m in got}
+    environments = [
+        {**e, "methods": {m: v for m, v in e["methods"].items() if m not in methods}}
+        for e in golden["environments"]
+    ]
+    out = {
+        **golden,
+        "environments": [e for e in environments if e["methods"]],
+        "spread": {
+            **{m: v for m, v in golden["spread"].items() if m not in methods},
+            **spread,
+        },
+    }
+    for env, got in runs:
+        entry = matching_environment(out, env)
+        if entry is None:
+            entry = {"environment": env, "methods": {}}
+            out["environments"].append(entry)
+        entry["methods"].update(got)
+    return out
+
+
+def remake_golden(golden: dict[str, Any], got: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """:func:`remade` with this machine's numbers of the methods of ``got``: its threads and one
+    thread, and their spread over :data:`SPREAD_SEEDS` for a method that moved with the thread
+    count or was float-sensitive before."""
+    methods = sorted(got)
+    env1, got1 = _one_thread_numbers(methods)
+    runs = [(environment(), got)] + ([(env1, got1)] if env1 != environment() else [])
+    sensitive = [
+        m
+        for m in methods
+        if m in golden["spread"] or any(abs(got[m][k] - got1[m][k]) > STABLE_MOVE for k in METRICS)
+    ]
+    spread = {m: {k: [v] for k, v in got[m].items()} for m in sensitive}
+    for seed in SPREAD_SEEDS[1:]:
+        for m, values in (
+            compute(SEED, methods=sensitive, model_seed=seed) if sensitive else {}
+        ).items():
+            for k, v in values.items():
+                spread[m][k].append(v)
+    return remade(golden, runs, spread)
+
+
 def only(golden: dict[str, Any], method: str) -> dict[str, Any]:
     """``golden`` with every environment and the spread cut down to ``method``: what
     :func:`differences` compares one method's numbers with (the same values, the same bands)."""
@@ -361,11 +433,23 @@ class GoldenRun:
     def __init__(self, config: pytest.Config) -> None:
         self.update = bool(config.getoption("--update-golden"))
         self.adding = bool(config.getoption("--add-golden-environment"))
+        names = config.getoption("--remake-golden-method") or ""
+        self.remaking = sorted(filter(None, (n.strip() for n in names.split(","))))
         self.got: dict[str, dict[str, float]] = {}
 
     def write(self) -> None:
         """The file re-made (``--update-golden``) or with this environment added, from every
         method's numbers; refused when some method did not run or did not pass here."""
+        if self.remaking:
+            missing = sorted(set(self.remaking) - set(self.got))
+            if missing:
+                pytest.fail(
+                    f"--remake-golden-method: not written, {', '.join(missing)} did not run",
+                    pytrace=False,
+                )
+            got = {m: self.got[m] for m in self.remaking}
+            _write(remake_golden(json.loads(GOLDEN.read_text()), got))
+            return
         if not (self.update or self.adding) or not self.got:
             return
         option = "--update-golden" if self.update else "--add-golden-environment"
@@ -420,7 +504,7 @@ def test_builtin_method_on_toy_matches_the_golden_file(method: str, golden_run: 
     """
     got = compute(methods=[method])
     env = environment()
-    if golden_run.update:
+    if golden_run.update or method in golden_run.remaking:
         golden_run.got.update(got)
         return
     assert GOLDEN.exists(), f"{GOLDEN} is missing: run pytest {__file__} --update-golden"
@@ -497,7 +581,7 @@ def test_elsewhere_a_bit_identical_method_keeps_its_tight_tolerance_and_a_traine
 def test_the_committed_file_knows_every_builtin_method_and_the_noise_of_the_sensitive_ones():
     golden = json.loads(GOLDEN.read_text())
     methods = builtin_methods()
-    assert sorted(golden["environments"][0]["methods"]) == methods, "the reference lacks some"
+    assert sorted(references(golden)) == methods, "some method has no reference"
     for entry in golden["environments"][1:]:  # made before a method existed: a subset
         assert set(entry["methods"]) <= set(methods), entry["environment"]
     moved = sorted(m for m, row in reproducibility(golden).items() if not row["stable"])
@@ -505,9 +589,9 @@ def test_the_committed_file_knows_every_builtin_method_and_the_noise_of_the_sens
     for method in golden["spread"]:
         assert sorted(golden["spread"][method]) == sorted([*METRICS, "gamma"])
         assert all(len(v) == len(SPREAD_SEEDS) for v in golden["spread"][method].values())
-        ref = golden["environments"][0]["methods"][method]
+        ref = references(golden)[method]
         assert {k: v[0] for k, v in golden["spread"][method].items()} == ref  # seed 0 is the ref
-    reference = golden["environments"][0]["methods"]
+    reference = references(golden)
     for entry in golden["environments"][1:]:  # every environment passes the reference's bands
         got = {**reference, **entry["methods"]}
         assert differences(golden, got, {"cpu": "not stored"})[1] == []
@@ -539,3 +623,35 @@ def test_a_nan_is_never_within_a_band():
     golden = _made_up()
     got = {"closed": {"H": math.nan, "gamma": 0.5}, "trained": {"H": 20.0, "gamma": 1.0}}
     assert [d.split(":")[0] for d in differences(golden, got, {"cpu": "Z"})[1]] == ["closed H"]
+
+
+def test_a_remade_method_leaves_every_environment_and_is_exact_and_centred_on_its_new_one():
+    golden = _made_up()
+    c = {"cpu": "C", "threads": 2}
+    new = {"trained": {"H": 25.0, "gamma": 2.0}}
+    spread = {"trained": {"H": [25.0, 26.0, 24.0, 25.5, 24.5], "gamma": [2.0] * 5}}
+    out = remade(golden, [(c, new)], spread)
+    assert [sorted(e["methods"]) for e in out["environments"]] == [
+        ["closed"],
+        ["closed"],
+        ["trained"],
+    ]
+    assert references(out) == {"closed": golden["environments"][0]["methods"]["closed"], **new}
+    assert out["spread"] == spread and golden["spread"]["trained"]["H"][0] == 20.0  # not mutated
+    closed_b = golden["environments"][1]["methods"]["closed"]
+    got = {"closed": dict(closed_b), "trained": {"H": 25.0, "gamma": 2.0}}
+    assert differences(out, got, c)[1] == []  # exact on C for trained
+    got["trained"]["H"] = 25.0 + 1e-12
+    assert differences(out, got, c)[1] == [
+        "trained H: 25.0 -> 25.000000000001 (exact: same environment)"
+    ]
+    how, diffs = differences(
+        out, {"closed": closed_b, "trained": {"H": 24.0, "gamma": 2.0}}, {"cpu": "B", "threads": 2}
+    )
+    assert (
+        diffs == [] and "within bands for trained" in how
+    )  # B: exact for closed, band for trained
+    far = {"closed": closed_b, "trained": {"H": 20.0, "gamma": 2.0}}  # the old centre: out of band
+    assert [d.split(":")[0] for d in differences(out, far, {"cpu": "B", "threads": 2})[1]] == [
+        "trained H"
+    ]
