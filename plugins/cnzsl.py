@@ -75,7 +75,10 @@ Protocol differences from the official code (zslbench's protocol is the same for
 
 Speed: the features' normalisation does not depend on the parameters, so it is done once per fit
 instead of once per batch; batches are drawn by indexing one tensor instead of collating a list
-of arrays (nb:42-44); Adam runs fused (:func:`zslbench_plugins.optim.adam`). The number and
+of arrays (nb:42-44); Adam runs fused (:func:`zslbench_plugins.optim.adam`); the matrix
+products (the MLP's layers and the logits, forward and backward) run in oneDNN on the CPU
+(:func:`zslbench_plugins.gemm.linear`; about twice MKL's rate on an AMD CPU with AVX-512, equal to
+float rounding). The number and
 content of the optimisation steps are the official ones. The search's epochs grid costs its largest
 value once, not its sum (50 epochs, not 85): training is a stage that resumes on ``epochs``
 (:mod:`zslbench.stages`), so a refit with more epochs on the same arrays continues the last one,
