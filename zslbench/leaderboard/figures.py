@@ -47,7 +47,7 @@ from zslbench.leaderboard.collect import (
     value_sort_key,
 )
 from zslbench.leaderboard.markup import unique_slugs
-from zslbench.records.rows import value_text
+from zslbench.records.rows import assignments, value_text
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -72,12 +72,13 @@ PALETTE = tuple(
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINESTYLES = ("-", "--", ":", "-.")
 KEY_COLOR = "#444444"  # legend keys that stand for no one method (datasets, hollow markers)
+BUSY = "hollow: busy machine only"
+#: Error bars thinner than their line, and no line between the points of a scatter.
+BARS = {"elinewidth": 0.8, "ls": "none"}
 RC: dict[RcKeyType, Any] = {
     "svg.hashsalt": "zslbench-leaderboard",
-    "svg.fonttype": "path",
     "savefig.bbox": "tight",
     "savefig.pad_inches": 0.05,
-    "font.family": "DejaVu Sans",
     "font.size": 9.0,
     "figure.titlesize": 10.5,
     "axes.titlesize": 9.5,
@@ -89,9 +90,12 @@ RC: dict[RcKeyType, Any] = {
     "lines.markersize": 5.0,
     "legend.fontsize": 8.0,
     "legend.frameon": False,
+    "legend.columnspacing": 1.5,
     "path.simplify": False,
     "text.parse_math": False,
 }
+#: Each row's colour, line style and marker, by row key.
+Styles = dict[Any, dict[str, str]]
 TAGS = {
     "synthetic": "SYNTHETIC DATA: generated stand-in, not the real benchmark",
     "custom": "CUSTOM DATASET: the user's own data, not a benchmark",
@@ -132,15 +136,13 @@ def _mean_std(interval: Any, digits: int = 4) -> list[float | None]:
 def method_colors(methods: list[str]) -> dict[str, str]:
     """One colour per method, in the given (board-wide) order; beyond :data:`PALETTE`,
     golden-ratio hues (never a repeat)."""
-    hues = [(i * 0.618033988749895) % 1.0 for i in range(len(methods) - len(PALETTE))]
-    more = [
-        "#" + "".join(f"{int(c * 255):02x}" for c in colorsys.hsv_to_rgb(h, 0.75, 0.75))
-        for h in hues
-    ]
+    extra = range(len(methods) - len(PALETTE))
+    hues = (colorsys.hsv_to_rgb(i * 0.618033988749895 % 1.0, 0.75, 0.75) for i in extra)
+    more = ["#" + "".join(f"{int(c * 255):02x}" for c in rgb) for rgb in hues]
     return dict(zip(methods, [*PALETTE, *more], strict=False))
 
 
-def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> dict[Any, dict[str, str]]:
+def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> Styles:
     """Colour (the method's), line style and marker (the row's place among its method's rows)."""
     rows = sub.drop_duplicates("row_key").sort_values(["method_rank", "label"])
     places = rows.groupby("method").cumcount()
@@ -163,24 +165,26 @@ def figure_specs(
     sub = measured(agg, kind)
     rows = list(sub.itertuples(index=False))
     styles = _styles(sub, colors) if rows else {}
-    specs = _dataset_specs(kind, rows, styles, "curves", _curve_series)
-    specs += _time_specs(kind, rows, styles)
-    specs += _dataset_specs(kind, rows, styles, "per_class", _per_class_series)
+    specs = _dataset_specs(kind, rows, styles, "curves") + _time_specs(kind, rows, styles)
+    specs += _dataset_specs(kind, rows, styles, "per_class")
     specs += _sweep_specs(kind, sweeps, colors)
     return specs + ([_cd_spec(kind, ranking, colors)] if ranking is not None else [])
 
 
 def _curve_series(g: Any) -> dict[str, Any] | None:
+    """A row's curves (one per seed) and its label with its AUSUC, as the legend shows it."""
     runs = [
         {
-            "seed": c["seed"],
             "A_U": [_r(u) for u in c["curve"][0]],
             "A_S": [_r(s) for s in c["curve"][1]],
             "op": [_r(c["op"][0]), _r(c["op"][1])],
         }
         for c in g.curves
     ]
-    return {"runs": runs, "ausuc": _mean_std(g.AUSUC, 2), "n": int(g.n)} if runs else None
+    (mean, std), label = _mean_std(g.AUSUC, 2), g.label
+    if mean is not None:
+        label += f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f})" if std is not None else ")")
+    return {"runs": runs, "label": label} if runs else None
 
 
 def _per_class_series(g: Any) -> dict[str, Any] | None:
@@ -192,21 +196,16 @@ def _per_class_series(g: Any) -> dict[str, Any] | None:
     return {"points": pts} if pts else None
 
 
-#: The title of a per-dataset figure, after the dataset's name.
-_ABOUT = {
-    "curves": "seen–unseen accuracy curves",
-    "per_class": "per-class unseen accuracy, classes by frequency",
+#: Per-dataset figures: the series of a row, the title after the dataset's name.
+_PER_DATASET = {
+    "curves": (_curve_series, "seen–unseen accuracy curves"),
+    "per_class": (_per_class_series, "per-class unseen accuracy, classes by frequency"),
 }
 
 
-def _dataset_specs(
-    kind: str,
-    rows: list[Any],
-    styles: dict[Any, dict[str, str]],
-    figure: str,
-    series_of: Callable[[Any], dict[str, Any] | None],
-) -> list[FigureSpec]:
+def _dataset_specs(kind: str, rows: list[Any], styles: Styles, figure: str) -> list[FigureSpec]:
     """One figure per dataset with a series per row that has something to plot."""
+    series_of, about = _PER_DATASET[figure]
     names = sorted({g.dataset for g in rows}, key=dataset_order)
     slugs, specs = unique_slugs(names), []
     for name in names:
@@ -214,15 +213,12 @@ def _dataset_specs(
         bodies = [(g, series_of(g)) for g in rows if g.dataset == name]
         series = [{"label": g.label, **styles[g.row_key], **b} for g, b in bodies if b is not None]
         if series:
-            stem, title = (
-                f"{kind}-{figure.replace('_', '-')}-{slugs[name]}",
-                f"{ds}: {_ABOUT[figure]}",
-            )
+            stem, title = f"{kind}-{figure.replace('_', '-')}-{slugs[name]}", f"{ds}: {about}"
             specs.append(FigureSpec(stem, kind, figure, title, {"dataset": ds, "series": series}))
     return specs
 
 
-def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -> list[FigureSpec]:
+def _time_specs(kind: str, rows: list[Any], styles: Styles) -> list[FigureSpec]:
     """H against training time, one figure per device."""
     devices = sorted({d for g in rows for d in g.times})
     slugs, specs = unique_slugs(devices), []
@@ -259,10 +255,8 @@ def _sweep_specs(
     for title, param, group in keys:
         lines: dict[str, list[dict[str, Any]]] = {}
         for e in group.itertuples(index=False):
-            others = sorted((k, v) for k, v in e.sweep_map.items() if k != param)
-            label = dataset_label(e.dataset, kind) + "".join(
-                f", {k}={value_text(v)}" for k, v in others
-            )
+            others = {k: v for k, v in e.sweep_map.items() if k != param}
+            label = f"{dataset_label(e.dataset, kind)}, {assignments(others)}".removesuffix(", ")
             point = {m: _mean_std(getattr(e, m)) for m in SWEEP_METRICS}
             lines.setdefault(label, []).append({"x": e.sweep_map[param], **point})
         order = sorted(lines, key=lambda label: (dataset_order(label.split(",")[0].lower()), label))
@@ -271,11 +265,8 @@ def _sweep_specs(
             for k in order
         ]
         data = {"param": param, "series": series, "color": colors[group["method"].iloc[0]]}
-        name, what = (
-            f"{kind}-sweep-{slugs[f'{title} {param}']}",
-            f"sweep of {title}: metrics vs {param}",
-        )
-        specs.append(FigureSpec(name, kind, "sweep", what, data))
+        name = f"{kind}-sweep-{slugs[f'{title} {param}']}"
+        specs.append(FigureSpec(name, kind, "sweep", f"sweep of {title}: metrics vs {param}", data))
     return specs
 
 
@@ -336,9 +327,7 @@ def _legend_below(fig: Any, ax: Any) -> None:
     for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
         entries.setdefault(textwrap.fill(label, WRAP), handle)
     for ncols in range(min(6, len(entries)), 0, -1):
-        legend = fig.legend(
-            entries.values(), entries, loc="outside lower center", ncols=ncols, columnspacing=1.5
-        )
+        legend = fig.legend(entries.values(), entries, loc="outside lower center", ncols=ncols)
         box = legend.get_window_extent()
         if box.width <= fig.bbox.width - 30 or ncols == 1:
             fig.set_figheight(fig.get_figheight() + box.height / DPI + 0.15)
@@ -346,72 +335,47 @@ def _legend_below(fig: Any, ax: Any) -> None:
         legend.remove()
 
 
-def _log_axis(ax: Any, which: str, subs: tuple[float, ...]) -> None:
-    """A log axis labelled 0.5, 1, 2, 5, ... rather than 2×10⁰."""
-    from matplotlib.ticker import LogLocator, NullFormatter
-
-    ax.set(**{f"{which}scale": "log"})
-    axis = getattr(ax, f"{which}axis")
-    axis.set(major_locator=LogLocator(subs=subs), minor_formatter=NullFormatter())
-    axis.set_major_formatter("{x:g}")
-
-
 def _draw_curves(fig: Any, spec: FigureSpec) -> None:
-    xlabel, ylabel = "unseen-class accuracy A_U (%)", "seen-class accuracy A_S (%)"
-    ax = fig.add_subplot(xlabel=xlabel, ylabel=ylabel)
+    """One thin line per seed, each with its calibrated operating point."""
+    ax = fig.add_subplot()
     for s in spec.data["series"]:
-        (mean, std), label = s["ausuc"], s["label"]
-        if mean is not None:
-            label += f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f})" if std is not None else ")")
+        look = {"color": s["color"], "label": s["label"]}  # the legend lists the first: a line
         for run in s["runs"]:
-            ax.plot(
-                run["A_U"],
-                run["A_S"],
-                color=s["color"],
-                ls=s["ls"],
-                lw=1.3,
-                alpha=0.75,
-                label=label,
-            )
-            op = {"marker": s["marker"], "ms": 6, "mec": "black", "mew": 0.7}
-            ax.plot(*([x] for x in run["op"]), color=s["color"], **op)
+            ax.plot(run["A_U"], run["A_S"], ls=s["ls"], lw=1.3, alpha=0.75, **look)
+            (u, a) = run["op"]
+            ax.plot([u], [a], marker=s["marker"], ms=6, mec="black", mew=0.7, **look)
     ax.plot([], [], "o", ms=6, color="white", mec="black", label="calibrated operating point")
+    ax.set(xlabel="unseen-class accuracy A_U (%)", ylabel="seen-class accuracy A_S (%)")
     ax.set(xlim=(0, None), ylim=(0, None))
 
 
 def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     """One point per row and dataset; the marker's shape is the dataset, its colour the method;
-    a hollow marker is a time from runs on a busy machine only."""
-    xlabel = "median training time per run, train (s, log scale)"
-    ax = fig.add_subplot(xlabel=xlabel, ylabel="harmonic mean H (%)")
+    a hollow marker is a time from runs on a busy machine only. The time axis is logarithmic,
+    labelled 0.5, 1, 2, 5, ... rather than 2×10⁰."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    ax = fig.add_subplot(xscale="log", ylabel="harmonic mean H (%)")
     markers = dict(zip(spec.data["datasets"], cycle(MARKERS), strict=False))
     for p in spec.data["points"]:
         (t, t_lo, t_hi), (h, h_std) = p["train"], p["H"]
         look = {"marker": markers[p["dataset"]], "ms": 7, "mfc": "white" if p["busy"] else None}
         xerr = [[t - t_lo], [t_hi - t]]
-        ax.errorbar(
-            t,
-            h,
-            xerr=xerr,
-            yerr=h_std or 0.0,
-            **look,
-            color=p["color"],
-            elinewidth=0.8,
-            ls="none",
-            label=p["label"],
-        )
-    keys = [(ds, marker, None) for ds, marker in markers.items()]
+        ax.errorbar(t, h, h_std or 0.0, xerr, color=p["color"], label=p["label"], **look, **BARS)
+    for ds, marker in markers.items():
+        ax.errorbar([], [], marker=marker, color=KEY_COLOR, ls="none", label=ds)
     if any(p["busy"] for p in spec.data["points"]):
-        keys.append(("hollow: busy machine only", "o", "white"))
-    for label, marker, face in keys:
-        ax.errorbar([], [], marker=marker, mfc=face, color=KEY_COLOR, ls="none", label=label)
-    _log_axis(ax, "x", (1.0, 2.0, 5.0))
+        ax.errorbar([], [], marker="o", mfc="white", color=KEY_COLOR, ls="none", label=BUSY)
+    ax.set_xlabel("median training time per run, train (s, log scale)")
+    ax.xaxis.set(major_locator=LogLocator(subs=(1, 2, 5)), minor_formatter=NullFormatter())
+    ax.xaxis.set_major_formatter("{x:g}")
 
 
 def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     """Classes side by side, most frequent first (evenly spaced whatever their frequencies: SUN's
     72 equally frequent classes do not collapse into one strip); their shares (as the first
-    series that has each class says) in a bar panel above."""
+    series that has each class says) in a bar panel above. Up to :data:`NAMED_CLASSES` classes
+    are named, with error bars and the methods side by side in a class's column."""
     series, shares = spec.data["series"], {}
     for p in (p for s in series for p in s["points"]):
         shares.setdefault(p["name"], p["share"])
@@ -420,38 +384,22 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     top.bar(range(len(order)), [shares[n] for n in order], color="#9aa5b8", width=0.8)
     top.set_ylabel("share of\nunseen (%)")
     if min(shares.values()) > 0 and max(shares.values()) > 10 * min(shares.values()):
-        _log_axis(top, "y", (1.0,))  # a short panel: decades only
+        top.set_yscale("log")  # a short panel: decades only, as plain numbers
+        top.yaxis.set_major_formatter("{x:g}")
     named = len(order) <= NAMED_CLASSES
-    spread = 0.7 / len(series) if named else 0.0  # the methods side by side in a class's column
+    spread = 0.7 / len(series) if named else 0.0
     for i, s in enumerate(series):
         xs = [order.index(p["name"]) + (i - (len(series) - 1) / 2) * spread for p in s["points"]]
         ys, errs = zip(*(p["acc"] for p in s["points"]), strict=True)
+        look = {"marker": s["marker"], "color": s["color"], "label": s["label"], "alpha": 0.85}
         yerr = [e or 0.0 for e in errs] if named else None
-        look = {"marker": s["marker"], "ms": 5 if named else 3.5, "capsize": 2 if named else 0}
-        ax.errorbar(
-            xs,
-            ys,
-            yerr=yerr,
-            **look,
-            color=s["color"],
-            elinewidth=0.8,
-            ls="none",
-            alpha=0.85,
-            label=s["label"],
-        )
+        ax.errorbar(xs, ys, yerr, ms=5 if named else 3.5, **look, **BARS)
     if named:
         ax.set_xticks(range(len(order)), order, rotation=45, ha="right", fontsize=7.5)
-    xlabel = (
-        "unseen classes, most frequent first"
-        if named
-        else f"the {len(order)} unseen classes, most frequent first (rank)"
+    ax.set_xlabel(
+        f"the {len(order)} unseen classes, most frequent first" + ("" if named else " (rank)")
     )
-    ax.set(
-        xlabel=xlabel,
-        ylabel="per-class unseen accuracy (%)",
-        xlim=(-0.7, len(order) - 0.3),
-        ylim=(0, None),
-    )
+    ax.set(ylabel="per-class unseen accuracy (%)", xlim=(-0.7, len(order) - 0.3), ylim=(0, None))
 
 
 def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
@@ -462,36 +410,25 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
     numeric = all(is_number(v) for v in values)
     texts = sorted({value_text(v) for v in values})
     ticks = sorted(set(values)) if numeric else list(range(len(texts)))
+    labels = [value_text(v) for v in ticks] if numeric else texts
     log = numeric and min(ticks) > 0 and max(ticks) >= 10 * min(ticks)
+    rotation = 30 if not numeric or len(ticks) > 6 else 0
     axes = fig.subplots(1, len(SWEEP_METRICS), sharex=True)
+    axes[0].set_ylabel("%")
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
-        looks = zip(series, cycle(MARKERS), cycle(LINESTYLES), strict=False)
-        for s, marker, ls in looks:
+        for s, marker, ls in zip(series, cycle(MARKERS), cycle(LINESTYLES), strict=False):
             pts = [p for p in s["points"] if p[metric][0] is not None]
             xs = [p["x"] if numeric else texts.index(value_text(p["x"])) for p in pts]
             ys, errs = [p[metric][0] for p in pts], [p[metric][1] or 0.0 for p in pts]
-            ax.errorbar(
-                xs,
-                ys,
-                yerr=errs,
-                marker=marker,
-                ls=ls,
-                color=spec.data["color"],
-                elinewidth=0.8,
-                lw=1.2,
-                label=s["label"],
-            )
+            look = {"marker": marker, "ls": ls, "color": spec.data["color"], "label": s["label"]}
+            ax.errorbar(xs, ys, errs, lw=1.2, elinewidth=0.8, **look)
         ax.set(title=metric, xlabel=spec.data["param"], xscale="log" if log else "linear")
         ax.margins(y=0.15)
         low, high = ax.get_ylim()
         if high - low < 2.0:  # a flat line: keep it mid-panel
             ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
-        labels = [value_text(v) for v in ticks] if numeric else texts
-        ax.set_xticks(
-            ticks, labels, rotation=30 if not numeric or len(ticks) > 6 else 0, fontsize=7.5
-        )
+        ax.set_xticks(ticks, labels, rotation=rotation, fontsize=7.5)
         ax.minorticks_off()
-    axes[0].set_ylabel("%")
 
 
 def _draw_cd(fig: Any, spec: FigureSpec) -> None:
@@ -503,33 +440,24 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     k, half = len(methods), math.ceil(len(methods) / 2)
     hi, top = max(k, 2), 0.35 + 0.3 * len(cliques)  # the first label row below the clique bars
     fig.set_figheight(1.4 + 0.1 * len(cliques) + 0.3 * half)
-    margin = 0.08 * (hi - 1)
-    ax = fig.add_subplot(xlim=(1 - margin, hi + margin), ylim=(-(top + half), 1.7))
+    ends = (1 - 0.08 * (hi - 1), hi + 0.08 * (hi - 1))  # where the methods' lines turn to labels
+    ax = fig.add_subplot(xlim=ends, ylim=(-(top + half), 1.7))
     ax.set_axis_off()
-    ax.plot([1, hi], [0, 0], color="black", lw=1.0)
-    ax.vlines(range(1, k + 1), 0, 0.12, color="black", lw=0.8)
-    for tick in range(1, k + 1):
-        ax.text(tick, 0.22, str(tick), ha="center", va="bottom", fontsize=8)
-    ax.plot([1, 1 + cd], [1.05, 1.05], color="black", lw=1.4, marker="|", ms=8)
+    ax.plot(range(1, hi + 1), [0] * hi, "k|-", lw=1.0, ms=6)
+    for rank in range(1, hi + 1):
+        ax.text(rank, 0.2, str(rank), ha="center", va="bottom", fontsize=8)
+    ax.plot([1, 1 + cd], [1.05, 1.05], "k|-", lw=1.4, ms=8)
     what = f"CD = {cd:.2f} (Nemenyi, α = {spec.data['alpha']:g}, {spec.data['n']} datasets)"
-    ax.text(1, 1.25, what, ha="left", va="bottom", fontsize=8)
+    ax.text(1, 1.25, what, va="bottom", fontsize=8)
     for i, m in enumerate(methods):
-        left, level = i < half, -(top + min(i, k - 1 - i))
-        edge = ax.get_xlim()[0 if left else 1]
-        ax.plot([m["rank"], m["rank"], edge], [0, level, level], color=m["color"], lw=1.2)
+        right, level = i >= half, -(top + min(i, k - 1 - i))
+        ax.plot([m["rank"], m["rank"], ends[right]], [0, level, level], color=m["color"], lw=1.2)
         label = textwrap.fill(f"{m['label']} ({m['rank']:.2f})", WRAP)
-        at = {"xytext": (-4 if left else 4, 0), "textcoords": "offset points", "va": "center"}
-        ax.annotate(
-            label,
-            (edge, level),
-            **at,
-            ha="right" if left else "left",
-            color=m["color"],
-            fontsize=8.5,
-        )
+        look = {"ha": "left" if right else "right", "va": "center", "color": m["color"]}
+        ax.text(ends[right] + (0.01 if right else -0.01) * hi, level, label, **look)
     for j, (first, last) in enumerate(cliques):
         xs, y = [methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05], -0.25 - 0.3 * j
-        ax.plot(xs, [y, y], color="black", lw=3.0, solid_capstyle="butt")
+        ax.plot(xs, [y, y], "k-", lw=3.0, solid_capstyle="butt")
 
 
 #: How each figure a board draws (:attr:`FigureSpec.figure`) is drawn.
