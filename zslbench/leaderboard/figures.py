@@ -37,15 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from zslbench.leaderboard.collect import (
-    SWEEP_METRICS,
-    dataset_label,
-    dataset_order,
-    finite,
-    is_number,
-    measured,
-    value_sort_key,
-)
+from zslbench.leaderboard import collect
+from zslbench.leaderboard.collect import SWEEP_METRICS, dataset_label, dataset_order, measured
 from zslbench.leaderboard.markup import unique_slugs
 from zslbench.records.rows import assignments, value_text
 
@@ -125,7 +118,7 @@ class FigureSpec:
 
 
 def _r(value: Any, digits: int = 4) -> float | None:
-    value = finite(value)
+    value = collect.finite(value)
     return None if value is None else round(value, digits)
 
 
@@ -260,8 +253,8 @@ def _sweep_specs(
             point = {m: _mean_std(getattr(e, m)) for m in SWEEP_METRICS}
             lines.setdefault(label, []).append({"x": e.sweep_map[param], **point})
         order = sorted(lines, key=lambda label: (dataset_order(label.split(",")[0].lower()), label))
-        series = [
-            {"label": k, "points": sorted(lines[k], key=lambda p: value_sort_key(p["x"]))}
+        series: list[dict[str, Any]] = [
+            {"label": k, "points": sorted(lines[k], key=lambda p: collect.value_sort_key(p["x"]))}
             for k in order
         ]
         data = {"param": param, "series": series, "color": colors[group["method"].iloc[0]]}
@@ -287,12 +280,10 @@ def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
 def draw(spec: FigureSpec) -> Any:
     """The matplotlib ``Figure`` of a spec (drawn, not saved), under :data:`RC`."""
     import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(RC):
         fig = Figure(figsize=WIDE if spec.wide else SIZE, dpi=DPI, layout="constrained")
-        FigureCanvasAgg(fig)
         FIGURES[spec.figure](fig, spec)
         _legend_below(fig, fig.axes[-1])  # the last axes holds every labelled series
         tag = "" if spec.kind == "real" else f"{TAGS[spec.kind]}\n"
@@ -309,12 +300,8 @@ def render_figure(spec: FigureSpec) -> dict[str, bytes]:
     with matplotlib.rc_context(RC):
         fig.savefig(png, format="png", metadata={"Software": None, HASH_KEY: sha})
         fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
-        about = {
-            "Date": None,
-            "Creator": "zslbench leaderboard",
-            "Description": f"{HASH_KEY}={sha}",
-        }
-        fig.savefig(svg, format="svg", metadata=about)
+        about = {"Date": None, "Creator": "zslbench leaderboard"}
+        fig.savefig(svg, format="svg", metadata=about | {"Description": f"{HASH_KEY}={sha}"})
     return dict(zip(spec.files, (png.getvalue(), svg.getvalue()), strict=True))
 
 
@@ -376,9 +363,8 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     72 equally frequent classes do not collapse into one strip); their shares (as the first
     series that has each class says) in a bar panel above. Up to :data:`NAMED_CLASSES` classes
     are named, with error bars and the methods side by side in a class's column."""
-    series, shares = spec.data["series"], {}
-    for p in (p for s in series for p in s["points"]):
-        shares.setdefault(p["name"], p["share"])
+    series = spec.data["series"]
+    shares = {p["name"]: p["share"] for s in reversed(series) for p in s["points"]}  # the first's
     order = sorted(shares, key=lambda name: (-shares[name], name))
     top, ax = fig.subplots(2, 1, sharex=True, height_ratios=(1, 3))
     top.bar(range(len(order)), [shares[n] for n in order], color="#9aa5b8", width=0.8)
@@ -404,21 +390,20 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
 
 def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
     """The x axis is ticked at the swept values themselves (log-spaced when they span a decade);
-    values that are not numbers are categories, in the order of their text."""
+    values that are not numbers are categories (matplotlib's), in the order of their text."""
     series = spec.data["series"]
     values = [p["x"] for s in series for p in s["points"]]
-    numeric = all(is_number(v) for v in values)
-    texts = sorted({value_text(v) for v in values})
-    ticks = sorted(set(values)) if numeric else list(range(len(texts)))
-    labels = [value_text(v) for v in ticks] if numeric else texts
-    log = numeric and min(ticks) > 0 and max(ticks) >= 10 * min(ticks)
+    numeric = all(collect.is_number(v) for v in values)
+    ticks = sorted(set(values)) if numeric else sorted({value_text(v) for v in values})
+    log = numeric and min(values) > 0 and max(values) >= 10 * min(values)
     rotation = 30 if not numeric or len(ticks) > 6 else 0
     axes = fig.subplots(1, len(SWEEP_METRICS), sharex=True)
     axes[0].set_ylabel("%")
+    axes[0].xaxis.update_units(ticks)  # text values: categories in this order (numbers: no-op)
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
         for s, marker, ls in zip(series, cycle(MARKERS), cycle(LINESTYLES), strict=False):
             pts = [p for p in s["points"] if p[metric][0] is not None]
-            xs = [p["x"] if numeric else texts.index(value_text(p["x"])) for p in pts]
+            xs = [p["x"] if numeric else value_text(p["x"]) for p in pts]
             ys, errs = [p[metric][0] for p in pts], [p[metric][1] or 0.0 for p in pts]
             look = {"marker": marker, "ls": ls, "color": spec.data["color"], "label": s["label"]}
             ax.errorbar(xs, ys, errs, lw=1.2, elinewidth=0.8, **look)
@@ -427,7 +412,7 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
         low, high = ax.get_ylim()
         if high - low < 2.0:  # a flat line: keep it mid-panel
             ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
-        ax.set_xticks(ticks, labels, rotation=rotation, fontsize=7.5)
+        ax.set_xticks(ticks, [value_text(t) for t in ticks], rotation=rotation, fontsize=7.5)
         ax.minorticks_off()
 
 
@@ -460,14 +445,9 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
         ax.plot(xs, [y, y], "k-", lw=3.0, solid_capstyle="butt")
 
 
-#: How each figure a board draws (:attr:`FigureSpec.figure`) is drawn.
-FIGURES: dict[str, Callable[[Any, FigureSpec], None]] = {
-    "curves": _draw_curves,
-    "h_vs_time": _draw_h_vs_time,
-    "per_class": _draw_per_class,
-    "sweep": _draw_sweep,
-    "cd": _draw_cd,
-}
+#: How each figure a board draws (:attr:`FigureSpec.figure`) is drawn: ``_draw_<figure>``.
+_DRAWERS = (_draw_curves, _draw_h_vs_time, _draw_per_class, _draw_sweep, _draw_cd)
+FIGURES: dict[str, Callable[[Any, FigureSpec], None]] = {f.__name__[6:]: f for f in _DRAWERS}
 
 
 def embedded_hash(name: str, data: bytes) -> str | None:
