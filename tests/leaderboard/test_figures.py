@@ -233,3 +233,19 @@ def test_the_curves_legend_names_each_row_with_its_ausuc(tmp_path: Path) -> None
         "gp  (AUSUC 32.5 ± 0.7)",
         "calibrated operating point",
     ]
+
+
+def test_a_log_share_panel_is_labelled_in_plain_numbers() -> None:
+    """Shares spanning more than a decade are drawn on a log axis: its labels read 1, 10, never
+    ``$\\mathdefault{10^{1}}$`` (names are plain text, so mathtext would show as code)."""
+    spec = _spec("per_class", _names(2))
+    for s in spec.data["series"]:
+        for c, p in enumerate(s["points"]):
+            p["share"] = [60.0, 25.0, 8.0, 4.0, 3.0][c]
+    fig = draw(spec)
+    fig.savefig(io.BytesIO(), format="png", dpi=DPI)
+    top = fig.axes[0]
+    assert top.get_yscale() == "log"
+    labels = [t.get_text() for t in top.get_yticklabels() + top.get_yticklabels(minor=True)]
+    shown = [t for t in labels if t]
+    assert shown and all(t.replace(".", "").isdigit() for t in shown), shown

@@ -322,6 +322,15 @@ def _legend_below(fig: Any, ax: Any) -> None:
         legend.remove()
 
 
+def _plain_log(axis: Any, subs: tuple[float, ...]) -> None:
+    """A log axis (its scale already set) ticked at ``subs`` × 10ⁿ, labelled 0.5, 1, 2, 5, ...
+    rather than 2×10⁰, minor ticks unlabelled."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    axis.set(major_locator=LogLocator(subs=subs), minor_formatter=NullFormatter())
+    axis.set_major_formatter("{x:g}")
+
+
 def _draw_curves(fig: Any, spec: FigureSpec) -> None:
     """One thin line per seed, each with its calibrated operating point."""
     ax = fig.add_subplot()
@@ -340,8 +349,6 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     """One point per row and dataset; the marker's shape is the dataset, its colour the method;
     a hollow marker is a time from runs on a busy machine only. The time axis is logarithmic,
     labelled 0.5, 1, 2, 5, ... rather than 2×10⁰."""
-    from matplotlib.ticker import LogLocator, NullFormatter
-
     ax = fig.add_subplot(xscale="log", ylabel="harmonic mean H (%)")
     markers = dict(zip(spec.data["datasets"], cycle(MARKERS), strict=False))
     for p in spec.data["points"]:
@@ -354,8 +361,7 @@ def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     if any(p["busy"] for p in spec.data["points"]):
         ax.errorbar([], [], marker="o", mfc="white", color=KEY_COLOR, ls="none", label=BUSY)
     ax.set_xlabel("median training time per run, train (s, log scale)")
-    ax.xaxis.set(major_locator=LogLocator(subs=(1, 2, 5)), minor_formatter=NullFormatter())
-    ax.xaxis.set_major_formatter("{x:g}")
+    _plain_log(ax.xaxis, (1.0, 2.0, 5.0))
 
 
 def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
@@ -370,8 +376,8 @@ def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     top.bar(range(len(order)), [shares[n] for n in order], color="#9aa5b8", width=0.8)
     top.set_ylabel("share of\nunseen (%)")
     if min(shares.values()) > 0 and max(shares.values()) > 10 * min(shares.values()):
-        top.set_yscale("log")  # a short panel: decades only, as plain numbers
-        top.yaxis.set_major_formatter("{x:g}")
+        top.set_yscale("log")
+        _plain_log(top.yaxis, (1.0,))  # a short panel: decades only
     named = len(order) <= NAMED_CLASSES
     spread = 0.7 / len(series) if named else 0.0
     for i, s in enumerate(series):
