@@ -89,6 +89,8 @@ RC: dict[RcKeyType, Any] = {
 }
 #: Each row's colour, line style and marker, by row key.
 Styles = dict[Any, dict[str, str]]
+#: A page's sweeps: (title, its runs) each, as ``tables.sweep_groups`` gives them.
+Sweeps = list[tuple[str, pd.DataFrame]]
 TAGS = {
     "synthetic": "SYNTHETIC DATA: generated stand-in, not the real benchmark",
     "custom": "CUSTOM DATASET: the user's own data, not a benchmark",
@@ -146,11 +148,7 @@ def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> Styles:
 
 
 def figure_specs(
-    agg: pd.DataFrame,
-    kind: str,
-    sweeps: list[tuple[str, pd.DataFrame]],
-    colors: dict[str, str],
-    ranking: Any = None,
+    agg: pd.DataFrame, kind: str, sweeps: Sweeps, colors: dict[str, str], ranking: Any = None
 ) -> list[FigureSpec]:
     """Every figure of one kind, in a fixed order; empty when there are no measured runs.
     ``sweeps`` are the page's sweep groups (``tables.sweep_groups``), ``ranking`` its
@@ -237,9 +235,7 @@ def _time_specs(kind: str, rows: list[Any], styles: Styles) -> list[FigureSpec]:
     return specs
 
 
-def _sweep_specs(
-    kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]
-) -> list[FigureSpec]:
+def _sweep_specs(kind: str, sweeps: Sweeps, colors: dict[str, str]) -> list[FigureSpec]:
     """One figure per sweep and swept parameter, in the method's colour: each metric against the
     parameter, one line per dataset (and per value of the other swept parameters)."""
     keys = [(t, param, g) for t, g in sweeps for param in sorted(g["sweep_map"].iloc[0])]
