@@ -13,7 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 
 from zslbench.leaderboard import model
-from zslbench.leaderboard.figures import DPI, FigureSpec, draw, method_colors
+from zslbench.leaderboard.figures import DPI, FigureSpec, draw, method_colors, render_figure
 
 LONG = (
     "L_BT + GP (ours) · gp.optimizer=adam, embedder.latent_dim=512 · cfg 0123abcd · data 89abcdef, "
@@ -249,3 +249,15 @@ def test_a_log_share_panel_is_labelled_in_plain_numbers() -> None:
     labels = [t.get_text() for t in top.get_yticklabels() + top.get_yticklabels(minor=True)]
     shown = [t for t in labels if t]
     assert shown and all(t.replace(".", "").isdigit() for t in shown), shown
+
+
+def test_a_users_matplotlib_settings_do_not_change_a_figure() -> None:
+    """Figures are drawn over matplotlib's own defaults: the same bytes whatever a user's
+    matplotlibrc says, so that a re-render on another machine only rewrites what changed."""
+    import matplotlib
+
+    spec = _spec("h_vs_time", _names(3))
+    plain = render_figure(spec)
+    mine = {"axes.facecolor": "#ff0000", "font.family": "serif", "lines.linewidth": 4.0}
+    with matplotlib.rc_context(mine):
+        assert render_figure(spec) == plain

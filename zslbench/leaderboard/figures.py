@@ -33,7 +33,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import cycle
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -41,9 +41,6 @@ from zslbench.leaderboard import collect
 from zslbench.leaderboard.collect import SWEEP_METRICS, dataset_label, dataset_order, measured
 from zslbench.leaderboard.markup import unique_slugs
 from zslbench.records.rows import assignments, value_text
-
-if TYPE_CHECKING:
-    from matplotlib.typing import RcKeyType
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
 STYLE_VERSION = 8
@@ -68,7 +65,8 @@ KEY_COLOR = "#444444"  # legend keys that stand for no one method (datasets, hol
 BUSY = "hollow: busy machine only"
 #: Error bars thinner than their line, and no line between the points of a scatter.
 BARS = {"elinewidth": 0.8, "ls": "none"}
-RC: dict[RcKeyType, Any] = {
+#: Drawn over matplotlib's own defaults (a user's matplotlibrc changes nothing): DejaVu Sans.
+RC: dict[str, Any] = {
     "svg.hashsalt": "zslbench-leaderboard",
     "savefig.bbox": "tight",
     "savefig.pad_inches": 0.05,
@@ -137,12 +135,17 @@ def method_colors(methods: list[str]) -> dict[str, str]:
     return dict(zip(methods, [*PALETTE, *more], strict=False))
 
 
+def _look(i: int) -> dict[str, str]:
+    """The ``i``-th line style and marker, for lines that share a colour."""
+    return {"ls": LINESTYLES[i % len(LINESTYLES)], "marker": MARKERS[i % len(MARKERS)]}
+
+
 def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> Styles:
     """Colour (the method's), line style and marker (the row's place among its method's rows)."""
     rows = sub.drop_duplicates("row_key").sort_values(["method_rank", "label"])
     places = rows.groupby("method").cumcount()
     return {
-        key: {"color": colors[method], "ls": LINESTYLES[i % 4], "marker": MARKERS[i % 10]}
+        key: {"color": colors[method], **_look(i)}
         for key, method, i in zip(rows["row_key"], rows["method"], places, strict=True)
     }
 
@@ -274,11 +277,11 @@ def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
 
 
 def draw(spec: FigureSpec) -> Any:
-    """The matplotlib ``Figure`` of a spec (drawn, not saved), under :data:`RC`."""
-    import matplotlib
+    """The matplotlib ``Figure`` of a spec (drawn, not saved), in the style :data:`RC`."""
+    import matplotlib.style
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context(RC):
+    with matplotlib.style.context(["default", RC]):
         fig = Figure(figsize=WIDE if spec.wide else SIZE, dpi=DPI, layout="constrained")
         FIGURES[spec.figure](fig, spec)
         _legend_below(fig, fig.axes[-1])  # the last axes holds every labelled series
@@ -289,11 +292,11 @@ def draw(spec: FigureSpec) -> Any:
 
 def render_figure(spec: FigureSpec) -> dict[str, bytes]:
     """``{"figures/x.png": bytes, "figures/x.svg": bytes}`` for one spec, deterministically."""
-    import matplotlib
+    import matplotlib.style
 
     fig, sha = draw(spec), spec.data_sha256
     png, svg = io.BytesIO(), io.BytesIO()
-    with matplotlib.rc_context(RC):
+    with matplotlib.style.context(["default", RC]):
         fig.savefig(png, format="png", metadata={"Software": None, HASH_KEY: sha})
         fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
         about = {"Date": None, "Creator": "zslbench leaderboard"}
@@ -403,11 +406,11 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
     axes[0].set_ylabel("%")
     axes[0].xaxis.update_units(ticks)  # text values: categories in this order (numbers: no-op)
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
-        for s, marker, ls in zip(series, cycle(MARKERS), cycle(LINESTYLES), strict=False):
+        for i, s in enumerate(series):
             pts = [p for p in s["points"] if p[metric][0] is not None]
             xs = [p["x"] if numeric else value_text(p["x"]) for p in pts]
             ys, errs = [p[metric][0] for p in pts], [p[metric][1] or 0.0 for p in pts]
-            look = {"marker": marker, "ls": ls, "color": spec.data["color"], "label": s["label"]}
+            look = {**_look(i), "color": spec.data["color"], "label": s["label"]}
             ax.errorbar(xs, ys, errs, lw=1.2, elinewidth=0.8, **look)
         ax.set(title=metric, xlabel=spec.data["param"], xscale="log" if log else "linear")
         ax.margins(y=0.15)
