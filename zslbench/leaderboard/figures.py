@@ -30,7 +30,6 @@ import json
 import math
 import re
 import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import cycle
 from typing import Any
@@ -315,7 +314,7 @@ def _legend_below(fig: Any, ax: Any) -> None:
     for ncols in range(min(6, len(entries)), 0, -1):
         legend = fig.legend(entries.values(), entries, loc="outside lower center", ncols=ncols)
         box = legend.get_window_extent()
-        if box.width <= fig.bbox.width - 30 or ncols == 1:
+        if box.width <= fig.bbox.width - 0.3 * DPI or ncols == 1:  # 0.3 in to spare
             fig.set_figheight(fig.get_figheight() + box.height / DPI + 0.15)
             return
         legend.remove()
@@ -452,7 +451,7 @@ def _draw_cd(fig: Any, spec: FigureSpec) -> None:
 
 #: How each figure a board draws (:attr:`FigureSpec.figure`) is drawn: ``_draw_<figure>``.
 _DRAWERS = (_draw_curves, _draw_h_vs_time, _draw_per_class, _draw_sweep, _draw_cd)
-FIGURES: dict[str, Callable[[Any, FigureSpec], None]] = {f.__name__[6:]: f for f in _DRAWERS}
+FIGURES = {f.__name__.removeprefix("_draw_"): f for f in _DRAWERS}
 
 
 def embedded_hash(name: str, data: bytes) -> str | None:
