@@ -5,12 +5,15 @@ the saved image is cut tight around what is drawn, and the pages leave its size 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
+from lb_factory import make_record, write_records
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 
-from zslbench.leaderboard.figures import DPI, FigureSpec, draw, method_colors
+from zslbench.leaderboard import model
+from zslbench.leaderboard.figures import DPI, FigureSpec, draw, method_colors, render_figure
 
 LONG = (
     "L_BT + GP (ours) · gp.optimizer=adam, embedder.latent_dim=512 · cfg 0123abcd · data 89abcdef, "
@@ -37,15 +40,9 @@ def _spec(figure: str, names: list[str]) -> FigureSpec:
                 {
                     **s,
                     "runs": [
-                        {
-                            "seed": 1,
-                            "A_U": [60.0, 30.0, 0.0],
-                            "A_S": [0.0, 50.0, 70.0],
-                            "op": [30.0, 50.0],
-                        }
+                        {"A_U": [60.0, 30.0, 0.0], "A_S": [0.0, 50.0, 70.0], "op": [30.0, 50.0]},
+                        {"A_U": [50.0, 20.0, 0.0], "A_S": [0.0, 40.0, 60.0], "op": [None, None]},
                     ],
-                    "ausuc": [31.2, 0.4],
-                    "n": 1,
                 }
                 for s in series
             ],
@@ -124,12 +121,12 @@ def test_the_legend_and_every_name_in_it_lie_inside_the_canvas(figure: str, n: i
         and box.y1 <= fig.bbox.y1
     ), (box, fig.bbox)
     texts = legend.get_texts()
-    # Every name is there in full: wrapped (line breaks where spaces were, or inside a word too
-    # long for a line), never cut; and each inside the canvas.
+    # Every name is there in full and once (a curve's second seed adds no entry): wrapped (line
+    # breaks where spaces were, or inside a word too long for a line), never cut; and each inside
+    # the canvas.
     shown = [t.get_text().replace("\n", "").replace(" ", "") for t in texts]
     for name in _names(n):
-        squeezed = name.replace(" ", "")
-        assert sum(t in (squeezed, squeezed + "(AUSUC31.2±0.4)") for t in shown) == 1, name
+        assert shown.count(name.replace(" ", "")) == 1, name
     assert any("\n" in t.get_text() for t in texts)  # the long names did need wrapping
     for t in texts:
         tb = t.get_window_extent(renderer)
@@ -202,3 +199,65 @@ def test_critical_difference_names_lie_inside_the_canvas(n: int) -> None:
     for t in texts:
         tb = t.get_window_extent(renderer)
         assert fig.bbox.x0 <= tb.x0 and tb.x1 <= fig.bbox.x1, (t.get_text(), tb, fig.bbox)
+
+
+def test_a_sweep_over_values_that_are_not_numbers_is_ticked_at_each_value_in_text_order() -> None:
+    spec = _spec("sweep", _names(2))
+    for s in spec.data["series"]:  # a second line has a value the first lacks
+        s["points"] = [
+            {**p, "x": x} for p, x in zip(s["points"], ["sgd", "adam", [1, 2]], strict=True)
+        ]
+    spec.data["series"][1]["points"][0]["x"] = "lbfgs"
+    fig = draw(spec)
+    for ax in fig.axes:
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["[1, 2]", "adam", "lbfgs", "sgd"]
+        xs = [list(bars.lines[0].get_xydata()[:, 0]) for bars in ax.containers]
+        assert xs == [[3, 1, 0], [2, 1, 0]]  # each point at its value's tick
+
+
+def test_the_curves_legend_names_each_row_with_its_ausuc(tmp_path: Path) -> None:
+    write_records(
+        tmp_path / "res",
+        [
+            make_record("synth-apy", method, r, metrics={"AUSUC": 30.0 + r + 2 * (method == "gp")})
+            for method in ("bt-gp", "gp")
+            for r in range(2)
+        ],
+    )
+    b = model.board(tmp_path / "res", tmp_path / "lb", None)
+    (spec,) = [s for s in b.figures if s.figure == "curves"]
+    fig = draw(spec)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "bt-gp  (AUSUC 30.5 ± 0.7)",
+        "gp  (AUSUC 32.5 ± 0.7)",
+        "calibrated operating point",
+    ]
+
+
+def test_a_log_share_panel_is_labelled_in_plain_numbers() -> None:
+    """Shares spanning more than a decade are drawn on a log axis: its labels read 1, 10, never
+    ``$\\mathdefault{10^{1}}$`` (names are plain text, so mathtext would show as code)."""
+    spec = _spec("per_class", _names(2))
+    for s in spec.data["series"]:
+        for c, p in enumerate(s["points"]):
+            p["share"] = [60.0, 25.0, 8.0, 4.0, 3.0][c]
+    fig = draw(spec)
+    fig.savefig(io.BytesIO(), format="png", dpi=DPI)
+    top = fig.axes[0]
+    assert top.get_yscale() == "log"
+    labels = [t.get_text() for t in top.get_yticklabels() + top.get_yticklabels(minor=True)]
+    shown = [t for t in labels if t]
+    assert shown and all(t.replace(".", "").isdigit() for t in shown), shown
+
+
+def test_a_users_matplotlib_settings_do_not_change_a_figure() -> None:
+    """Figures are drawn over matplotlib's own defaults: the same bytes whatever a user's
+    matplotlibrc says, so that a re-render on another machine only rewrites what changed."""
+    import matplotlib
+
+    spec = _spec("h_vs_time", _names(3))
+    plain = render_figure(spec)
+    mine = {"axes.facecolor": "#ff0000", "font.family": "serif", "lines.linewidth": 4.0}
+    with matplotlib.rc_context(mine):
+        assert render_figure(spec) == plain

@@ -8,16 +8,17 @@ not when another matplotlib or FreeType version rasterises the same data to diff
 
 Byte-for-byte determinism with one matplotlib: no dates in the SVG (``Date: None``), a fixed
 ``svg.hashsalt``, no software/time chunks in the PNG, the Agg backend, fonts from matplotlib's own
-DejaVu Sans, and a canvas cut tight around what is drawn (``bbox_inches="tight"``). Names are drawn as plain text
-(``text.parse_math`` off: a ``$`` in a name is a dollar sign, not mathtext).
+DejaVu Sans, and a canvas cut tight around what is drawn (``savefig.bbox: tight``). Names are
+drawn as plain text (``text.parse_math`` off: a ``$`` in a name is a dollar sign, not mathtext).
 
-Every method has one colour in every figure of the board (:func:`method_colors`); rows of one
-method (other configurations) share it and differ by line style and marker. Legends sit below
-the axes, never clipped: long names wrap, the columns are as many as fit and the canvas grows
-downwards by the legend's height, as matplotlib measures it (:func:`_legend_below`; no table of
-character widths), and the saved image is cut tight around what is drawn; the pages give no image size (the
-browser takes it from the file). A figure of a synthetic or custom dataset says so in a line of its own above the
-title. File names are unique per dataset and sweep (:func:`~zslbench.leaderboard.markup.unique_slugs`).
+Every figure is laid out by matplotlib's constrained layout: no sizes are measured by hand, and
+the pages give no image size (the browser takes it from the file). Every method has one colour
+in every figure of the board (:func:`method_colors`); rows of one method (other configurations)
+share it and differ by line style and marker. Legends sit below the axes, never over them: long
+names wrap, the columns are as many as fit and the canvas grows downwards by the legend's height
+(:func:`_legend_below`). A figure of a synthetic or custom dataset says so in a line of its own
+above the title. File names are unique per dataset and sweep
+(:func:`~zslbench.leaderboard.markup.unique_slugs`).
 """
 
 from __future__ import annotations
@@ -29,29 +30,19 @@ import json
 import math
 import re
 import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from itertools import cycle
+from typing import Any
 
 import pandas as pd
 
-from zslbench.leaderboard.collect import (
-    SWEEP_METRICS,
-    dataset_label,
-    dataset_order,
-    finite,
-    is_number,
-    measured,
-    value_sort_key,
-)
+from zslbench.leaderboard import collect
+from zslbench.leaderboard.collect import SWEEP_METRICS, dataset_label, dataset_order, measured
 from zslbench.leaderboard.markup import unique_slugs
-from zslbench.records.rows import value_text
-
-if TYPE_CHECKING:
-    from matplotlib.typing import RcKeyType
+from zslbench.records.rows import assignments, value_text
 
 #: Bump when the drawing code changes the look, so ``--check`` asks for a re-render.
-STYLE_VERSION = 7
+STYLE_VERSION = 8
 HASH_KEY = "zslbench-data-sha256"
 DPI = 100
 #: Inches, without the legend: 720 px wide PNGs, two to a row of the report at 1400 px.
@@ -59,8 +50,6 @@ SIZE = (7.2, 4.5)
 WIDE = (12.0, 3.7)  # one panel per metric (sweeps), the full width of the report
 #: Legend and diagram labels wrap at this many characters; matplotlib measures the rest.
 WRAP = 48
-MAX_COLUMNS = 6
-CD_FONT = 8.5  # points, the critical-difference diagram's labels
 #: Up to this many classes, the per-class figure names each class on its axis.
 NAMED_CLASSES = 24
 #: Distinct colours, one per method in the board's method order; more methods than this get
@@ -71,26 +60,38 @@ PALETTE = tuple(
 )
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 LINESTYLES = ("-", "--", ":", "-.")
-RC: dict[RcKeyType, Any] = {
+KEY_COLOR = "#444444"  # legend keys that stand for no one method (datasets, hollow markers)
+BUSY = "hollow: busy machine only"
+#: Error bars thinner than their line, and no line between the points of a scatter.
+BARS = {"elinewidth": 0.8, "ls": "none"}
+#: Drawn over matplotlib's own defaults (a user's matplotlibrc changes nothing): DejaVu Sans.
+RC: dict[str, Any] = {
     "svg.hashsalt": "zslbench-leaderboard",
-    "svg.fonttype": "path",
-    "font.family": "DejaVu Sans",
+    "savefig.bbox": "tight",
+    "savefig.pad_inches": 0.05,
     "font.size": 9.0,
-    "axes.titlesize": 10.5,
+    "figure.titlesize": 10.5,
+    "axes.titlesize": 9.5,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
     "grid.alpha": 0.3,
+    "errorbar.capsize": 2.0,
+    "lines.markersize": 5.0,
     "legend.fontsize": 8.0,
     "legend.frameon": False,
+    "legend.columnspacing": 1.5,
     "path.simplify": False,
     "text.parse_math": False,
 }
+#: Each row's colour, line style and marker, by row key.
+Styles = dict[Any, dict[str, str]]
+#: A page's sweeps: (title, its runs) each, as ``tables.sweep_groups`` gives them.
+Sweeps = list[tuple[str, pd.DataFrame]]
 TAGS = {
     "synthetic": "SYNTHETIC DATA: generated stand-in, not the real benchmark",
     "custom": "CUSTOM DATASET: the user's own data, not a benchmark",
 }
-TAG_COLOR = "#b00020"
 
 
 @dataclass(frozen=True)
@@ -103,22 +104,12 @@ class FigureSpec:
 
     @property
     def data_sha256(self) -> str:
-        about = {"style": STYLE_VERSION, "figure": self.figure, "title": self.title}
-        body = json.dumps({**about, "kind": self.kind, "data": self.data}, sort_keys=True)
-        return hashlib.sha256(body.encode()).hexdigest()
+        body = [STYLE_VERSION, self.figure, self.title, self.kind, self.data]
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
     @property
     def files(self) -> tuple[str, str]:
         return (f"figures/{self.name}.png", f"figures/{self.name}.svg")
-
-    @property
-    def canvas(self) -> tuple[float, float]:
-        """The canvas drawn on, in inches, before a legend grows it (the saved image is then cut
-        tight around what is drawn)."""
-        if self.figure == "cd":
-            k = len(self.data["methods"])
-            return WIDE[0], 1.4 + 0.1 * len(self.data["cliques"]) + 0.3 * math.ceil(k / 2)
-        return WIDE if self.figure == "sweep" else SIZE
 
     @property
     def wide(self) -> bool:
@@ -126,116 +117,104 @@ class FigureSpec:
 
 
 def _r(value: Any, digits: int = 4) -> float | None:
-    value = finite(value)
+    value = collect.finite(value)
     return None if value is None else round(value, digits)
 
 
+def _mean_std(interval: Any, digits: int = 4) -> list[float | None]:
+    return [_r(interval.mean, digits), _r(interval.std, digits)]
+
+
 def method_colors(methods: list[str]) -> dict[str, str]:
-    """One colour per method, in the given (board-wide) order."""
-    out = {}
-    for i, method in enumerate(methods):
-        if i < len(PALETTE):
-            out[method] = PALETTE[i]
-        else:  # golden-ratio hues: never a repeat
-            hue = ((i - len(PALETTE)) * 0.618033988749895) % 1.0
-            r, g, b = colorsys.hsv_to_rgb(hue, 0.75, 0.75)
-            out[method] = f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
-    return out
+    """One colour per method, in the given (board-wide) order; beyond :data:`PALETTE`,
+    golden-ratio hues (never a repeat)."""
+    extra = range(len(methods) - len(PALETTE))
+    hues = (colorsys.hsv_to_rgb(i * 0.618033988749895 % 1.0, 0.75, 0.75) for i in extra)
+    more = ["#" + "".join(f"{int(c * 255):02x}" for c in rgb) for rgb in hues]
+    return dict(zip(methods, [*PALETTE, *more], strict=False))
 
 
-def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> dict[Any, dict[str, str]]:
+def _look(i: int) -> dict[str, str]:
+    """The ``i``-th line style and marker, for lines that share a colour."""
+    return {"ls": LINESTYLES[i % len(LINESTYLES)], "marker": MARKERS[i % len(MARKERS)]}
+
+
+def _styles(sub: pd.DataFrame, colors: dict[str, str]) -> Styles:
     """Colour (the method's), line style and marker (the row's place among its method's rows)."""
-    out: dict[Any, dict[str, str]] = {}
-    seen: dict[str, int] = {}
-    for _, _, rk, method in sorted(
-        set(zip(sub["method_rank"], sub["label"], sub["row_key"], sub["method"], strict=True)),
-        key=lambda t: (t[0], t[1]),
-    ):
-        i = seen.get(method, 0)
-        seen[method] = i + 1
-        look = {"ls": LINESTYLES[i % len(LINESTYLES)], "marker": MARKERS[i % len(MARKERS)]}
-        out[rk] = {"color": colors[method], **look}
-    return out
+    rows = sub.drop_duplicates("row_key").sort_values(["method_rank", "label"])
+    places = rows.groupby("method").cumcount()
+    return {
+        key: {"color": colors[method], **_look(i)}
+        for key, method, i in zip(rows["row_key"], rows["method"], places, strict=True)
+    }
 
 
 def figure_specs(
-    agg: pd.DataFrame,
-    kind: str,
-    sweeps: list[tuple[str, pd.DataFrame]],
-    colors: dict[str, str],
-    ranking: Any = None,
+    agg: pd.DataFrame, kind: str, sweeps: Sweeps, colors: dict[str, str], ranking: Any = None
 ) -> list[FigureSpec]:
     """Every figure of one kind, in a fixed order; empty when there are no measured runs.
     ``sweeps`` are the page's sweep groups (``tables.sweep_groups``), ``ranking`` its
     :class:`~zslbench.leaderboard.ranks.Ranking` (or None)."""
     sub = measured(agg, kind)
-    styles = _styles(agg[agg["kind"] == kind], colors) if not agg.empty else {}
     rows = list(sub.itertuples(index=False))
-    names = sorted({g.dataset for g in rows}, key=dataset_order)
-    specs = _dataset_specs(kind, rows, names, styles, "curves") + _time_specs(kind, rows, styles)
-    specs += _dataset_specs(kind, rows, names, styles, "per_class")
+    styles = _styles(sub, colors) if rows else {}
+    specs = _dataset_specs(kind, rows, styles, "curves") + _time_specs(kind, rows, styles)
+    specs += _dataset_specs(kind, rows, styles, "per_class")
     specs += _sweep_specs(kind, sweeps, colors)
-    if ranking is not None:
-        specs.append(_cd_spec(kind, ranking, colors))
-    return specs
+    return specs + ([_cd_spec(kind, ranking, colors)] if ranking is not None else [])
 
 
 def _curve_series(g: Any) -> dict[str, Any] | None:
+    """A row's curves (one per seed) and its label with its AUSUC, as the legend shows it."""
     runs = [
         {
-            "seed": c["seed"],
             "A_U": [_r(u) for u in c["curve"][0]],
             "A_S": [_r(s) for s in c["curve"][1]],
             "op": [_r(c["op"][0]), _r(c["op"][1])],
         }
         for c in g.curves
     ]
-    ausuc = [_r(g.AUSUC.mean, 2), _r(g.AUSUC.std, 2)]
-    return {"runs": runs, "ausuc": ausuc, "n": int(g.n)} if runs else None
+    (mean, std), label = _mean_std(g.AUSUC, 2), g.label
+    if mean is not None:
+        label += f"  (AUSUC {mean:.1f}" + (f" ± {std:.1f})" if std is not None else ")")
+    return {"runs": runs, "label": label} if runs else None
 
 
 def _per_class_series(g: Any) -> dict[str, Any] | None:
-    pts = []
-    for e in g.per_class:
-        share, acc = _r(100 * e["share"]), [_r(e["interval"].mean), _r(e["interval"].std)]
-        if share is not None and acc[0] is not None:
-            pts.append({"name": e["name"], "share": share, "acc": acc})
+    pts = [
+        {"name": e["name"], "share": _r(100 * e["share"]), "acc": _mean_std(e["interval"])}
+        for e in g.per_class
+    ]
+    pts = [p for p in pts if p["share"] is not None and p["acc"][0] is not None]
     return {"points": pts} if pts else None
 
 
-def _dataset_specs(
-    kind: str, rows: list[Any], names: list[str], styles: dict[Any, dict[str, str]], figure: str
-) -> list[FigureSpec]:
+#: Per-dataset figures: the series of a row, the title after the dataset's name.
+_PER_DATASET = {
+    "curves": (_curve_series, "seen–unseen accuracy curves"),
+    "per_class": (_per_class_series, "per-class unseen accuracy, classes by frequency"),
+}
+
+
+def _dataset_specs(kind: str, rows: list[Any], styles: Styles, figure: str) -> list[FigureSpec]:
     """One figure per dataset with a series per row that has something to plot."""
-    stem, what, series_of = _PER_DATASET[figure]
-    slugs = unique_slugs(names)
-    specs = []
+    series_of, about = _PER_DATASET[figure]
+    names = sorted({g.dataset for g in rows}, key=dataset_order)
+    slugs, specs = unique_slugs(names), []
     for name in names:
         ds = dataset_label(name, kind)
         bodies = [(g, series_of(g)) for g in rows if g.dataset == name]
         series = [{"label": g.label, **styles[g.row_key], **b} for g, b in bodies if b is not None]
         if series:
-            data, title = {"dataset": ds, "series": series}, f"{ds}: {what}"
-            specs.append(FigureSpec(f"{kind}-{stem}-{slugs[name]}", kind, figure, title, data))
+            stem, title = f"{kind}-{figure.replace('_', '-')}-{slugs[name]}", f"{ds}: {about}"
+            specs.append(FigureSpec(stem, kind, figure, title, {"dataset": ds, "series": series}))
     return specs
 
 
-#: Per-dataset figures: (file stem part, title after the dataset's name, the series of a row).
-_PER_DATASET: dict[str, tuple[str, str, Callable[[Any], dict[str, Any] | None]]] = {
-    "curves": ("curves", "seen–unseen accuracy curves", _curve_series),
-    "per_class": (
-        "per-class",
-        "per-class unseen accuracy, classes by frequency",
-        _per_class_series,
-    ),
-}
-
-
-def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -> list[FigureSpec]:
+def _time_specs(kind: str, rows: list[Any], styles: Styles) -> list[FigureSpec]:
     """H against training time, one figure per device."""
     devices = sorted({d for g in rows for d in g.times})
-    device_slugs = unique_slugs(devices)
-    specs = []
+    slugs, specs = unique_slugs(devices), []
     for device in devices:
         points = [
             {
@@ -244,398 +223,240 @@ def _time_specs(kind: str, rows: list[Any], styles: dict[Any, dict[str, str]]) -
                 "dataset": dataset_label(g.dataset, kind),
                 "train": [_r(t["median"]), _r(t["min"]), _r(t["max"])],
                 "busy": t["busy_only"],
-                "H": [_r(g.H.mean), _r(g.H.std)],
-                "excluded": not (g.standard and g.compared),
+                "H": _mean_std(g.H),
             }
             for g in rows
             if (t := g.times.get(device)) is not None and _r(g.H.mean) is not None
         ]
         if points:
             order = sorted({p["dataset"] for p in points}, key=lambda d: dataset_order(d.lower()))
-            suffix = "" if len(devices) == 1 else f"-{device_slugs[device]}"
+            stem = f"{kind}-h-vs-time" + ("" if len(devices) == 1 else f"-{slugs[device]}")
             title = f"harmonic mean H vs training time on {device}"
             data = {"datasets": order, "points": points, "device": device}
-            specs.append(FigureSpec(f"{kind}-h-vs-time{suffix}", kind, "h_vs_time", title, data))
+            specs.append(FigureSpec(stem, kind, "h_vs_time", title, data))
     return specs
 
 
-def _sweep_specs(
-    kind: str, sweeps: list[tuple[str, pd.DataFrame]], colors: dict[str, str]
-) -> list[FigureSpec]:
-    """One figure per sweep and swept parameter, in the method's colour."""
+def _sweep_specs(kind: str, sweeps: Sweeps, colors: dict[str, str]) -> list[FigureSpec]:
+    """One figure per sweep and swept parameter, in the method's colour: each metric against the
+    parameter, one line per dataset (and per value of the other swept parameters)."""
     keys = [(t, param, g) for t, g in sweeps for param in sorted(g["sweep_map"].iloc[0])]
     slugs = unique_slugs(f"{title} {param}" for title, param, _ in keys)
     specs = []
     for title, param, group in keys:
-        series = _sweep_series(kind, param, group)
+        lines: dict[str, list[dict[str, Any]]] = {}
+        for e in group.itertuples(index=False):
+            others = {k: v for k, v in e.sweep_map.items() if k != param}
+            label = f"{dataset_label(e.dataset, kind)}, {assignments(others)}".removesuffix(", ")
+            point = {m: _mean_std(getattr(e, m)) for m in SWEEP_METRICS}
+            lines.setdefault(label, []).append({"x": e.sweep_map[param], **point})
+        order = sorted(lines, key=lambda label: (dataset_order(label.split(",")[0].lower()), label))
+        series: list[dict[str, Any]] = [
+            {"label": k, "points": sorted(lines[k], key=lambda p: collect.value_sort_key(p["x"]))}
+            for k in order
+        ]
         data = {"param": param, "series": series, "color": colors[group["method"].iloc[0]]}
-        what = f"sweep of {title}: metrics vs {param}"
-        specs.append(
-            FigureSpec(f"{kind}-sweep-{slugs[f'{title} {param}']}", kind, "sweep", what, data)
-        )
+        name = f"{kind}-sweep-{slugs[f'{title} {param}']}"
+        specs.append(FigureSpec(name, kind, "sweep", f"sweep of {title}: metrics vs {param}", data))
     return specs
 
 
 def _cd_spec(kind: str, ranking: Any, colors: dict[str, str]) -> FigureSpec:
     title = f"average rank of {ranking.metric} across {len(ranking.datasets)} datasets (1 = best)"
     methods = [
-        {"label": r.label, "color": colors[r.method], "rank": _r(x, 4)}
+        {"label": r.label, "color": colors[r.method], "rank": _r(x)}
         for r, x in zip(ranking.rows, ranking.ranks, strict=True)
     ]
-    cliques, n = [list(c) for c in ranking.cliques], len(ranking.datasets)
-    data = {"methods": methods, "cd": _r(ranking.cd, 4), "alpha": ranking.alpha, "n": n}
-    data["cliques"] = cliques
+    data = {"methods": methods, "cd": _r(ranking.cd), "alpha": ranking.alpha}
+    data |= {"n": len(ranking.datasets), "cliques": [list(c) for c in ranking.cliques]}
     return FigureSpec(f"{kind}-critical-difference", kind, "cd", title, data)
-
-
-def _sweep_series(kind: str, param: str, group: pd.DataFrame) -> list[dict[str, Any]]:
-    """Each metric against ``param``, one line per dataset (and per value of the other swept
-    parameters), mean ± std over seeds."""
-    lines: dict[str, list[dict[str, Any]]] = {}
-    for e in group.itertuples(index=False):
-        others = {k: v for k, v in e.sweep_map.items() if k != param}
-        label = dataset_label(e.dataset, kind) + "".join(
-            f", {k}={value_text(v)}" for k, v in sorted(others.items())
-        )
-        lines.setdefault(label, []).append(
-            {
-                "x": e.sweep_map[param],
-                **{m: [_r(getattr(e, m).mean), _r(getattr(e, m).std)] for m in SWEEP_METRICS},
-            }
-        )
-    return [
-        {"label": label, "points": sorted(pts, key=lambda p: value_sort_key(p["x"]))}
-        for label, pts in sorted(
-            lines.items(), key=lambda kv: (dataset_order(kv[0].split(",")[0].lower()), kv[0])
-        )
-    ]
-
-
-# --- legends -----------------------------------------------------------------------------------
-
-BUSY_LABEL = "hollow: busy machine only"
-OPERATING_POINT_LABEL = "calibrated operating point"
-
-
-def _curve_label(s: dict[str, Any]) -> str:
-    mean, std = s["ausuc"]
-    if mean is None:
-        return s["label"]
-    return f"{s['label']}  (AUSUC {mean:.1f}" + (f" ± {std:.1f}" if std is not None else "") + ")"
-
-
-def _width(renderer: Any, text: str, size: float) -> float:
-    """The width of ``text`` (its widest line) in points, as matplotlib draws it now."""
-    from matplotlib.font_manager import FontProperties
-
-    font = FontProperties(size=size)
-    lines = text.split("\n")
-    return max(renderer.get_text_width_height_descent(x, font, False)[0] for x in lines) * 72 / DPI
-
-
-def _legend_below(fig: Any, ax: Any) -> None:
-    """The legend under the axes, outside them: it never covers a curve or a point. Long names
-    wrap (:data:`WRAP`), the columns are as many as fit the canvas and the canvas grows by the
-    legend's height, both as matplotlib measures the legend; the saved image is cut tight."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.container import ErrorbarContainer
-
-    pairs = list(zip(*ax.get_legend_handles_labels(), strict=True))
-    if not pairs:
-        return
-    # Methods (error bars) before the keys of markers (plain lines), as they were drawn.
-    pairs.sort(key=lambda pair: not isinstance(pair[0], ErrorbarContainer))
-    handles, labels = [h for h, _ in pairs], [textwrap.fill(label, WRAP) for _, label in pairs]
-    renderer, (width, height) = FigureCanvasAgg(fig).get_renderer(), fig.get_size_inches()
-    for ncols in range(min(MAX_COLUMNS, len(pairs)), 0, -1):
-        legend = fig.legend(
-            handles, labels, loc="outside lower center", ncols=ncols, columnspacing=1.5
-        )
-        box = legend.get_window_extent(renderer)
-        if box.width <= (width - 0.3) * DPI or ncols == 1:
-            break
-        legend.remove()
-    fig.set_size_inches(width, height + box.height / DPI + 0.15)
 
 
 # --- drawing ----------------------------------------------------------------------------------
 
 
 def draw(spec: FigureSpec) -> Any:
-    """The matplotlib ``Figure`` of a spec (drawn, not saved), under :data:`RC`."""
-    import matplotlib
+    """The matplotlib ``Figure`` of a spec (drawn, not saved), in the style :data:`RC`."""
+    import matplotlib.style
     from matplotlib.figure import Figure
 
-    with matplotlib.rc_context(RC):
-        # The critical-difference diagram places its one axes itself.
-        fig = Figure(
-            figsize=spec.canvas, dpi=DPI, layout=None if spec.figure == "cd" else "constrained"
-        )
+    with matplotlib.style.context(["default", RC]):
+        fig = Figure(figsize=WIDE if spec.wide else SIZE, dpi=DPI, layout="constrained")
         FIGURES[spec.figure](fig, spec)
-        title = spec.title if spec.kind == "real" else f"{TAGS[spec.kind]}\n{spec.title}"
-        color = "black" if spec.kind == "real" else TAG_COLOR
-        fig.suptitle(title, x=0.01, ha="left", fontsize=10.5, color=color)
+        _legend_below(fig, fig.axes[-1])  # the last axes holds every labelled series
+        tag = "" if spec.kind == "real" else f"{TAGS[spec.kind]}\n"
+        fig.suptitle(tag + spec.title, x=0.01, ha="left", color="#b00020" if tag else "black")
     return fig
 
 
 def render_figure(spec: FigureSpec) -> dict[str, bytes]:
     """``{"figures/x.png": bytes, "figures/x.svg": bytes}`` for one spec, deterministically."""
-    import matplotlib
+    import matplotlib.style
 
-    fig = draw(spec)
-    with matplotlib.rc_context(RC):
-        png, svg = io.BytesIO(), io.BytesIO()
-        sha = spec.data_sha256
-        tight = {"bbox_inches": "tight", "pad_inches": 0.05}
-        fig.savefig(png, format="png", dpi=DPI, metadata={"Software": None, HASH_KEY: sha}, **tight)
-        if spec.figure != "cd":
-            fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
+    fig, sha = draw(spec), spec.data_sha256
+    png, svg = io.BytesIO(), io.BytesIO()
+    with matplotlib.style.context(["default", RC]):
+        fig.savefig(png, format="png", metadata={"Software": None, HASH_KEY: sha})
+        fig.set_layout_engine("none")  # laid out by the first save: the SVG reuses it
         about = {"Date": None, "Creator": "zslbench leaderboard"}
-        about["Description"] = f"{HASH_KEY}={sha}"
-        fig.savefig(svg, format="svg", metadata=about, **tight)
-    png_name, svg_name = spec.files
-    return {png_name: png.getvalue(), svg_name: svg.getvalue()}
+        fig.savefig(svg, format="svg", metadata=about | {"Description": f"{HASH_KEY}={sha}"})
+    return dict(zip(spec.files, (png.getvalue(), svg.getvalue()), strict=True))
+
+
+def _legend_below(fig: Any, ax: Any) -> None:
+    """The legend under the axes, outside them: it never covers a curve or a point. A label
+    drawn twice (one per seed, per panel) is listed once; long names wrap (:data:`WRAP`), the
+    columns are as many as fit the canvas, and the canvas grows by the legend's height, both as
+    matplotlib measures the legend."""
+    entries: dict[str, Any] = {}
+    for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+        entries.setdefault(textwrap.fill(label, WRAP), handle)
+    for ncols in range(min(6, len(entries)), 0, -1):
+        legend = fig.legend(entries.values(), entries, loc="outside lower center", ncols=ncols)
+        box = legend.get_window_extent()
+        if box.width <= fig.bbox.width - 0.3 * DPI or ncols == 1:  # 0.3 in to spare
+            fig.set_figheight(fig.get_figheight() + box.height / DPI + 0.15)
+            return
+        legend.remove()
+
+
+def _plain_log(axis: Any, subs: tuple[float, ...]) -> None:
+    """A log axis (its scale already set) ticked at ``subs`` × 10ⁿ, labelled 0.5, 1, 2, 5, ...
+    rather than 2×10⁰, minor ticks unlabelled."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    axis.set(major_locator=LogLocator(subs=subs), minor_formatter=NullFormatter())
+    axis.set_major_formatter("{x:g}")
 
 
 def _draw_curves(fig: Any, spec: FigureSpec) -> None:
+    """One thin line per seed, each with its calibrated operating point."""
     ax = fig.add_subplot()
     for s in spec.data["series"]:
-        label = _curve_label(s)
-        for i, run in enumerate(s["runs"]):
-            line = {"color": s["color"], "ls": s["ls"], "lw": 1.3, "alpha": 0.75}
-            ax.plot(run["A_U"], run["A_S"], **line, label=label if i == 0 else None)
-            if None not in run["op"]:
-                point = {"marker": s["marker"], "ms": 6, "color": s["color"]}
-                (u, a) = run["op"]
-                ax.plot([u], [a], **point, markeredgecolor="black", markeredgewidth=0.7, ls="none")
-    point = {"marker": "o", "ms": 6, "color": "white", "markeredgecolor": "black", "ls": "none"}
-    ax.plot([], [], **point, label=OPERATING_POINT_LABEL)
-    ax.set_xlabel("unseen-class accuracy A_U (%)")
-    ax.set_ylabel("seen-class accuracy A_S (%)")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    _legend_below(fig, ax)
+        look = {"color": s["color"], "label": s["label"]}  # the legend lists the first: a line
+        for run in s["runs"]:
+            ax.plot(run["A_U"], run["A_S"], ls=s["ls"], lw=1.3, alpha=0.75, **look)
+            (u, a) = run["op"]
+            ax.plot([u], [a], marker=s["marker"], ms=6, mec="black", mew=0.7, **look)
+    ax.plot([], [], "o", ms=6, color="white", mec="black", label="calibrated operating point")
+    ax.set(xlabel="unseen-class accuracy A_U (%)", ylabel="seen-class accuracy A_S (%)")
+    ax.set(xlim=(0, None), ylim=(0, None))
 
 
 def _draw_h_vs_time(fig: Any, spec: FigureSpec) -> None:
     """One point per row and dataset; the marker's shape is the dataset, its colour the method;
-    a hollow marker is a time from runs on a busy machine only."""
-    ax = fig.add_subplot()
-    markers = {ds: MARKERS[i % len(MARKERS)] for i, ds in enumerate(spec.data["datasets"])}
-    labelled: set[str] = set()
+    a hollow marker is a time from runs on a busy machine only. The time axis is logarithmic,
+    labelled 0.5, 1, 2, 5, ... rather than 2×10⁰."""
+    ax = fig.add_subplot(xscale="log", ylabel="harmonic mean H (%)")
+    markers = dict(zip(spec.data["datasets"], cycle(MARKERS), strict=False))
     for p in spec.data["points"]:
         (t, t_lo, t_hi), (h, h_std) = p["train"], p["H"]
-        xerr, yerr = [[t - t_lo], [t_hi - t]], [[h_std or 0.0], [h_std or 0.0]]
-        look = {"marker": markers[p["dataset"]], "ms": 7, "color": p["color"], "ecolor": p["color"]}
-        look["markerfacecolor"] = "white" if p["busy"] else p["color"]
-        label = p["label"] if p["label"] not in labelled else None
-        bars = {"elinewidth": 0.8, "capsize": 2, "ls": "none", "label": label}
-        ax.errorbar([t], [h], xerr=xerr, yerr=yerr, **look, **bars)
-        labelled.add(p["label"])
+        look = {"marker": markers[p["dataset"]], "ms": 7, "mfc": "white" if p["busy"] else None}
+        xerr = [[t - t_lo], [t_hi - t]]
+        ax.errorbar(t, h, h_std or 0.0, xerr, color=p["color"], label=p["label"], **look, **BARS)
     for ds, marker in markers.items():
-        ax.plot([], [], marker=marker, color="#444444", ls="none", label=ds)
+        ax.errorbar([], [], marker=marker, color=KEY_COLOR, ls="none", label=ds)
     if any(p["busy"] for p in spec.data["points"]):
-        hollow = {"marker": "o", "color": "#444444", "markerfacecolor": "white", "ls": "none"}
-        ax.plot([], [], **hollow, label=BUSY_LABEL)
-    _plain_log_axis(ax)
+        ax.errorbar([], [], marker="o", mfc="white", color=KEY_COLOR, ls="none", label=BUSY)
     ax.set_xlabel("median training time per run, train (s, log scale)")
-    ax.set_ylabel("harmonic mean H (%)")
-    _legend_below(fig, ax)
-
-
-def _plain_log_axis(ax: Any, which: str = "x", subs: tuple[float, ...] = (1.0, 2.0, 5.0)) -> None:
-    """Log axis labelled 0.5, 1, 2, 5, ... rather than 2×10⁰."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-    axis.set_major_locator(LogLocator(base=10, subs=subs))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
+    _plain_log(ax.xaxis, (1.0, 2.0, 5.0))
 
 
 def _draw_per_class(fig: Any, spec: FigureSpec) -> None:
     """Classes side by side, most frequent first (evenly spaced whatever their frequencies: SUN's
-    72 equally frequent classes do not collapse into one strip); their shares in a bar panel above."""
+    72 equally frequent classes do not collapse into one strip); their shares (as the first
+    series that has each class says) in a bar panel above. Up to :data:`NAMED_CLASSES` classes
+    are named, with error bars and the methods side by side in a class's column."""
     series = spec.data["series"]
-    shares = _first_shares(series)
+    shares = {p["name"]: p["share"] for s in reversed(series) for p in s["points"]}  # the first's
     order = sorted(shares, key=lambda name: (-shares[name], name))
-    x_of = {name: i for i, name in enumerate(order)}
     top, ax = fig.subplots(2, 1, sharex=True, height_ratios=(1, 3))
-    _share_panel(top, [shares[n] for n in order])
+    top.bar(range(len(order)), [shares[n] for n in order], color="#9aa5b8", width=0.8)
+    top.set_ylabel("share of\nunseen (%)")
+    if min(shares.values()) > 0 and max(shares.values()) > 10 * min(shares.values()):
+        top.set_yscale("log")
+        _plain_log(top.yaxis, (1.0,))  # a short panel: decades only
     named = len(order) <= NAMED_CLASSES
-    look = {"ms": 5, "capsize": 2} if named else {"ms": 3.5, "capsize": 0}
-    width = 0.7 / max(len(series), 1) if named else 0.0  # the methods spread in a class's column
+    spread = 0.7 / len(series) if named else 0.0
     for i, s in enumerate(series):
-        pts = [p for p in s["points"] if p["name"] in x_of]
-        xs = [x_of[p["name"]] + (i - (len(series) - 1) / 2) * width for p in pts]
-        yerr = [p["acc"][1] or 0.0 for p in pts] if named else None
-        style = {"marker": s["marker"], "color": s["color"], "elinewidth": 0.8, "ls": "none"}
-        ys = [p["acc"][0] for p in pts]
-        ax.errorbar(xs, ys, yerr=yerr, **style, alpha=0.85, label=s["label"], **look)
-    _class_axis(ax, order, named)
-    _legend_below(fig, ax)
-
-
-def _first_shares(series: list[dict[str, Any]]) -> dict[str, float]:
-    """Each class's share of the unseen test set, as the first series that has it says."""
-    shares: dict[str, float] = {}
-    for s in series:
-        for p in s["points"]:
-            shares.setdefault(p["name"], p["share"])
-    return shares
-
-
-def _share_panel(ax: Any, shares: list[float]) -> None:
-    ax.bar(range(len(shares)), shares, color="#9aa5b8", width=0.8)
-    ax.set_ylabel("share of\nunseen (%)")
-    if shares and min(shares) > 0 and max(shares) > 10 * min(shares):
-        _plain_log_axis(ax, "y", subs=(1.0,))  # a short panel: decades only
-
-
-def _class_axis(ax: Any, order: list[str], named: bool) -> None:
+        xs = [order.index(p["name"]) + (i - (len(series) - 1) / 2) * spread for p in s["points"]]
+        ys, errs = zip(*(p["acc"] for p in s["points"]), strict=True)
+        look = {"marker": s["marker"], "color": s["color"], "label": s["label"], "alpha": 0.85}
+        yerr = [e or 0.0 for e in errs] if named else None
+        ax.errorbar(xs, ys, yerr, ms=5 if named else 3.5, **look, **BARS)
     if named:
         ax.set_xticks(range(len(order)), order, rotation=45, ha="right", fontsize=7.5)
-        ax.set_xlabel("unseen classes, most frequent first")
-    else:
-        ax.set_xlabel(f"the {len(order)} unseen classes, most frequent first (rank)")
-    ax.set_xlim(-0.7, len(order) - 0.3)
-    ax.set_ylabel("per-class unseen accuracy (%)")
-    ax.set_ylim(bottom=0)
-
-
-@dataclass(frozen=True)
-class _SweepAxis:
-    """The x axis of a sweep: the swept values (numbers) or their categories (anything else)."""
-
-    numeric: bool
-    categories: list[str]
-    ticks: list[Any]
-    labels: list[str]
-    log: bool
-
-    @classmethod
-    def of(cls, xs: list[Any]) -> _SweepAxis:
-        if all(is_number(x) for x in xs):
-            ticks = sorted(set(xs), key=value_sort_key)
-            log = min(xs) > 0 and max(xs) >= 10 * min(xs)
-            return cls(True, [], ticks, [value_text(x) for x in ticks], log)
-        categories = sorted({json.dumps(x, sort_keys=True) for x in xs})
-        labels = [value_text(json.loads(c)) for c in categories]
-        return cls(False, categories, list(range(len(categories))), labels, False)
-
-    def x(self, value: Any) -> Any:
-        return value if self.numeric else self.categories.index(json.dumps(value, sort_keys=True))
+    ax.set_xlabel(
+        f"the {len(order)} unseen classes, most frequent first" + ("" if named else " (rank)")
+    )
+    ax.set(ylabel="per-class unseen accuracy (%)", xlim=(-0.7, len(order) - 0.3), ylim=(0, None))
 
 
 def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
-    """The x axis is ticked at the swept values themselves (log-spaced when they span a decade)."""
+    """The x axis is ticked at the swept values themselves (log-spaced when they span a decade);
+    values that are not numbers are categories (matplotlib's), in the order of their text."""
     series = spec.data["series"]
-    axis = _SweepAxis.of([p["x"] for s in series for p in s["points"]])
+    values = [p["x"] for s in series for p in s["points"]]
+    numeric = all(collect.is_number(v) for v in values)
+    ticks = sorted(set(values)) if numeric else sorted({value_text(v) for v in values})
+    log = numeric and min(values) > 0 and max(values) >= 10 * min(values)
+    rotation = 30 if not numeric or len(ticks) > 6 else 0
     axes = fig.subplots(1, len(SWEEP_METRICS), sharex=True)
-    bars = {"ms": 5, "color": spec.data["color"], "capsize": 2, "elinewidth": 0.8, "lw": 1.2}
+    axes[0].set_ylabel("%")
+    axes[0].xaxis.update_units(ticks)  # text values: categories in this order (numbers: no-op)
     for ax, metric in zip(axes, SWEEP_METRICS, strict=True):
         for i, s in enumerate(series):
             pts = [p for p in s["points"] if p[metric][0] is not None]
-            xs, ys = [axis.x(p["x"]) for p in pts], [p[metric][0] for p in pts]
-            yerr = [p[metric][1] or 0.0 for p in pts]
-            style = {"marker": MARKERS[i % len(MARKERS)], "ls": LINESTYLES[i % len(LINESTYLES)]}
-            ax.errorbar(xs, ys, yerr=yerr, **style, **bars, label=s["label"])
-        _sweep_panel(ax, metric, spec.data["param"], axis)
-    axes[0].set_ylabel("%")
-    _legend_below(fig, axes[0])
-
-
-def _sweep_panel(ax: Any, metric: str, param: str, axis: _SweepAxis) -> None:
-    from matplotlib.ticker import FixedLocator, NullLocator
-
-    ax.set_title(metric, fontsize=9.5)
-    ax.margins(y=0.15)
-    low, high = ax.get_ylim()
-    if high - low < 2.0:  # a flat line: keep it mid-panel
-        ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
-    ax.set_xlabel(param, fontsize=8)
-    if axis.log:
-        ax.set_xscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(axis.ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    rotation = 30 if not axis.numeric or len(axis.ticks) > 6 else 0
-    ax.set_xticks(axis.ticks, axis.labels, rotation=rotation, fontsize=7.5)
+            xs = [p["x"] if numeric else value_text(p["x"]) for p in pts]
+            ys, errs = [p[metric][0] for p in pts], [p[metric][1] or 0.0 for p in pts]
+            look = {**_look(i), "color": spec.data["color"], "label": s["label"]}
+            ax.errorbar(xs, ys, errs, lw=1.2, elinewidth=0.8, **look)
+        ax.set(title=metric, xlabel=spec.data["param"], xscale="log" if log else "linear")
+        ax.margins(y=0.15)
+        low, high = ax.get_ylim()
+        if high - low < 2.0:  # a flat line: keep it mid-panel
+            ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
+        ax.set_xticks(ticks, [value_text(t) for t in ticks], rotation=rotation, fontsize=7.5)
+        ax.minorticks_off()
 
 
 def _draw_cd(fig: Any, spec: FigureSpec) -> None:
     """Demšar's critical-difference diagram: the rank axis (1 = best, on the left), each method a
-    line down to its average rank, labelled at the side in its colour; the Nemenyi CD as a bar
-    above the axis; thick bars join the methods that are not significantly different."""
-    methods = spec.data["methods"]
-    k = len(methods)
-    cliques = spec.data["cliques"]
-    ax = fig.add_axes((0.0, 0.0, 1.0, 0.8))
+    line down to its average rank, labelled at the side in its colour (constrained layout leaves
+    the labels the room they need); the Nemenyi CD as a bar above the axis; thick bars join the
+    methods that are not significantly different."""
+    methods, cliques, cd = spec.data["methods"], spec.data["cliques"], spec.data["cd"]
+    k, half = len(methods), math.ceil(len(methods) / 2)
+    hi, top = max(k, 2), 0.35 + 0.3 * len(cliques)  # the first label row below the clique bars
+    fig.set_figheight(1.4 + 0.1 * len(cliques) + 0.3 * half)
+    ends = (1 - 0.08 * (hi - 1), hi + 0.08 * (hi - 1))  # where the methods' lines turn to labels
+    ax = fig.add_subplot(xlim=ends, ylim=(-(top + half), 1.7))
     ax.set_axis_off()
-    lo, hi = 1.0, float(max(k, 2))
-    # The rank axis takes the middle; the labels the sides, as wide as the widest label needs
-    # (at most 45% of the canvas each, labels wrapped to 40%), so that no name leaves the canvas.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    renderer, width = FigureCanvasAgg(fig).get_renderer(), fig.get_figwidth() * 72.0
-    labels = [textwrap.fill(f"{m['label']} ({m['rank']:.2f})", WRAP) for m in methods]
-    widest = max((_width(renderer, label, CD_FONT) for label in labels), default=0.0)
-    side = max(0.25, min(0.45, (widest + 16) / width + 0.04))
-    span = (hi - lo) / (1.0 - 2 * side)
-    ax.set_xlim(lo - side * span, hi + side * span)
-    half = math.ceil(k / 2)
-    top = 0.35 + 0.3 * len(cliques)  # the first label row sits below the clique bars
-    rows = max(half, k - half)
-    ax.set_ylim(-(top + rows), 1.7)
-    ax.plot([lo, hi], [0, 0], color="black", lw=1.0)
-    for tick in range(1, k + 1):
-        ax.plot([tick, tick], [0, 0.12], color="black", lw=0.8)
-        ax.text(tick, 0.22, str(tick), ha="center", va="bottom", fontsize=8)
-    cd = spec.data["cd"]
-    ax.plot([lo, lo + cd], [1.05, 1.05], color="black", lw=1.4)
-    for x in (lo, lo + cd):
-        ax.plot([x, x], [0.95, 1.15], color="black", lw=1.0)
+    ax.plot(range(1, hi + 1), [0] * hi, "k|-", lw=1.0, ms=6)
+    for rank in range(1, hi + 1):
+        ax.text(rank, 0.2, str(rank), ha="center", va="bottom", fontsize=8)
+    ax.plot([1, 1 + cd], [1.05, 1.05], "k|-", lw=1.4, ms=8)
     what = f"CD = {cd:.2f} (Nemenyi, α = {spec.data['alpha']:g}, {spec.data['n']} datasets)"
-    ax.text(lo, 1.25, what, ha="left", va="bottom", fontsize=8)
-    left_x, right_x = lo - 0.04 * span, hi + 0.04 * span
+    ax.text(1, 1.25, what, va="bottom", fontsize=8)
     for i, m in enumerate(methods):
-        left = i < half
-        level = -(top + (i if left else k - 1 - i))
-        x = m["rank"]
-        ax.plot([x, x, left_x if left else right_x], [0, level, level], color=m["color"], lw=1.2)
-        at = left_x - 0.01 * span if left else right_x + 0.01 * span
-        align = {"ha": "right" if left else "left", "va": "center", "fontsize": CD_FONT}
-        ax.text(at, level, labels[i], color=m["color"], **align)
+        right, level = i >= half, -(top + min(i, k - 1 - i))
+        ax.plot([m["rank"], m["rank"], ends[right]], [0, level, level], color=m["color"], lw=1.2)
+        label = textwrap.fill(f"{m['label']} ({m['rank']:.2f})", WRAP)
+        look = {"ha": "left" if right else "right", "va": "center", "color": m["color"]}
+        ax.text(ends[right] + (0.01 if right else -0.01) * hi, level, label, **look)
     for j, (first, last) in enumerate(cliques):
-        y = -0.25 - 0.3 * j
-        xs = [methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05]
-        ax.plot(xs, [y, y], color="black", lw=3.0, solid_capstyle="butt")
+        xs, y = [methods[first]["rank"] - 0.05, methods[last]["rank"] + 0.05], -0.25 - 0.3 * j
+        ax.plot(xs, [y, y], "k-", lw=3.0, solid_capstyle="butt")
 
 
-#: How each figure a board draws (:attr:`FigureSpec.figure`) is drawn.
-FIGURES: dict[str, Callable[[Any, FigureSpec], None]] = {
-    "curves": _draw_curves,
-    "h_vs_time": _draw_h_vs_time,
-    "per_class": _draw_per_class,
-    "sweep": _draw_sweep,
-    "cd": _draw_cd,
-}
-
-
-# --- reading the hash back (for --check) ------------------------------------------------------
+#: How each figure a board draws (:attr:`FigureSpec.figure`) is drawn: ``_draw_<figure>``.
+_DRAWERS = (_draw_curves, _draw_h_vs_time, _draw_per_class, _draw_sweep, _draw_cd)
+FIGURES = {f.__name__.removeprefix("_draw_"): f for f in _DRAWERS}
 
 
 def embedded_hash(name: str, data: bytes) -> str | None:
-    """The data hash a figure file carries, or None when it has none (or is not a figure)."""
-    if name.endswith(".png"):
-        from PIL import Image, UnidentifiedImageError
-
-        try:
-            with Image.open(io.BytesIO(data)) as image:
-                return getattr(image, "text", {}).get(HASH_KEY)
-        except (UnidentifiedImageError, OSError, ValueError):
-            return None
-    if name.endswith(".svg"):
-        match = re.search(rf"{HASH_KEY}=([0-9a-f]{{64}})", data.decode("utf-8", "replace"))
-        return match.group(1) if match else None
-    return None
+    """The data hash a figure file carries, or None when it has none (or is not a figure): in a
+    PNG, a ``tEXt`` chunk ``key\\0value``; in an SVG, the description ``key=value``."""
+    sep = {"png": b"\0", "svg": b"="}.get(name.rpartition(".")[2])
+    found = sep and re.search(re.escape(HASH_KEY.encode() + sep) + rb"([0-9a-f]{64})", data)
+    return found.group(1).decode() if found else None
