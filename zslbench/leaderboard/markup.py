@@ -47,12 +47,12 @@ def md_escape(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", one_line(str(text)))
 
 
-def md_code(text: object) -> str:
+def md_code(text: object) -> Markup:
     """A code span when ``text`` can sit in one verbatim, else escaped text."""
     text = str(text)
     if text and _CODE_SAFE.fullmatch(text) and not text.startswith(" ") and not text.endswith(" "):
-        return f"`{text}`"
-    return md_escape(text)
+        return Markup(f"`{text}`")
+    return Markup(md_escape(text))
 
 
 def md_finalize(value: object) -> Markup:

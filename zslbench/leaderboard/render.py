@@ -24,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from zslbench.leaderboard.markup import md_code, md_finalize, path_href, safe_href, slug
 from zslbench.leaderboard.model import Board
@@ -42,40 +42,11 @@ LANDING = "index.html"
 FOLD_ROWS = 15
 
 
-class Format:
-    """Inline marks of one format, so that both say things alike: in Markdown every name passes
-    :func:`md_escape` or :func:`md_code`, in HTML ``markupsafe`` escapes it."""
-
-    def __init__(self, md: bool) -> None:
-        self.md = md
-        self.item, self.end_item = (
-            (Markup("- "), Markup("")) if md else (Markup("<li>"), Markup("</li>"))
-        )
-
-    def _mark(self, md: str, tag: str, text: Any) -> Markup:
-        if self.md:
-            return Markup(f"{md}{md_finalize(text)}{md}")
-        return Markup(f"<{tag}>{{}}</{tag}>").format(text)
-
-    def code(self, text: Any) -> Markup:
-        return Markup(md_code(text)) if self.md else self._mark("", "code", text)
-
-    def b(self, text: Any) -> Markup:
-        return self._mark("**", "b", text)
-
-    def i(self, text: Any) -> Markup:
-        return self._mark("*", "i", text)
-
-    def link(self, label: Any, href: str) -> Markup:
-        if self.md:
-            return Markup(f"[{md_finalize(label)}]({safe_href(href)})")
-        return Markup('<a href="{}">{}</a>').format(safe_href(href), label)
-
-    def p(self, value: float | None) -> str:
-        """A p-value as shown: three decimals, or an upper bound below 0.001."""
-        if value is None:
-            return ""
-        return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+def _p_value(value: float | None) -> str:
+    """A p-value as shown: three decimals, or an upper bound below 0.001."""
+    if value is None:
+        return ""
+    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
 
 
 def _md_join(values: Any, separator: str = "") -> Markup:
@@ -114,15 +85,16 @@ def environment(fmt: str) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.globals.update(page_files=PAGE_FILES, fold_rows=FOLD_ROWS)
+    env.filters.update(path_href=path_href, slug=slug, sort_value=_sort_value, p_value=_p_value)
+    env.filters.update(md_code=md_code, safe_href=safe_href)
     if md:
-        env.filters["join"] = _md_join
         # Inside a code fence (longer than any backtick run of its lines) text is shown verbatim.
-        env.filters["fenced"] = Markup
+        env.filters.update(join=_md_join, fence=_fence, fenced=Markup)
     else:
-        env.filters["fenced"] = escape
         env.globals["asset"] = lambda name: Markup(_asset(name))  # our own CSS and JS, inlined
-    env.globals.update(page_files=PAGE_FILES, fold_rows=FOLD_ROWS, fmt=Format(md))
-    env.filters.update(fence=_fence, path_href=path_href, slug=slug, sort_value=_sort_value)
+    # Inline marks (code, bold, italic, links) as each format writes them.
+    env.globals["fmt"] = env.get_template(f"fmt.{fmt}.j2").module
     return env
 
 
