@@ -6,14 +6,14 @@ Two environments share the templates in ``templates/``:
   ``markupsafe`` unless it is markup built here.
 * **Markdown** (``*.md.j2``): every value a template prints goes through one finalizer,
   :func:`~zslbench.leaderboard.markup.md_escape`, unless it is Markdown built here (a macro's
-  output, or one of the :class:`Format` helpers).
+  output).
 
 The prose a page says is written once, in ``prose.j2``, whose macros both formats import; they
-mark code, links and emphasis through ``fmt`` (:class:`Format`),
+mark code, links and emphasis through ``fmt``, the macros of ``fmt.md.j2`` or ``fmt.html.j2``,
 so that what both formats say is said alike. The HTML report of a page holds everything; its
-Markdown page (what GitHub shows) is the compact one: the commands and the tables, each row linked
-to its provenance in the HTML report. Links pass :func:`~zslbench.leaderboard.markup.safe_href`:
-relative paths, anchors and http(s) only.
+Markdown page (what GitHub shows) is a summary: the headline tables, the ranks and the commands,
+each row linked to its provenance in the HTML report. Links pass
+:func:`~zslbench.leaderboard.markup.safe_href`: relative paths, anchors and http(s) only.
 """
 
 from __future__ import annotations
@@ -68,8 +68,9 @@ def _sort_value(cell: Cell) -> str:
     return cell.text_override or ""
 
 
-def _asset(name: str) -> str:
-    return resources.files("zslbench.leaderboard").joinpath(name).read_text(encoding="utf-8")
+def _asset(name: str) -> Markup:
+    """Our own CSS or JavaScript, inlined in the HTML report."""
+    return Markup(resources.files("zslbench.leaderboard").joinpath(name).read_text("utf-8"))
 
 
 @cache
@@ -92,7 +93,7 @@ def environment(fmt: str) -> jinja2.Environment:
         # Inside a code fence (longer than any backtick run of its lines) text is shown verbatim.
         env.filters.update(join=_md_join, fence=_fence, fenced=Markup)
     else:
-        env.globals["asset"] = lambda name: Markup(_asset(name))  # our own CSS and JS, inlined
+        env.globals["asset"] = _asset
     # Inline marks (code, bold, italic, links) as each format writes them.
     env.globals["fmt"] = env.get_template(f"fmt.{fmt}.j2").module
     return env
@@ -110,7 +111,5 @@ def render(template: str, **context: Any) -> str:
 def landing_kind(board: Board) -> str:
     """The page a visitor lands on: the first of real, synthetic and custom with measured rows
     (a real page that holds only reported numbers shows nothing this board measured)."""
-    for kind in PAGE_FILES:
-        if kind in board.pages and board.pages[kind].has_measured:
-            return kind
-    return "real"
+    pages = board.pages
+    return next((k for k in PAGE_FILES if k in pages and pages[k].has_measured), "real")
