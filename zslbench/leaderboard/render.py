@@ -42,10 +42,8 @@ LANDING = "index.html"
 FOLD_ROWS = 15
 
 
-def _p_value(value: float | None) -> str:
+def _p_value(value: float) -> str:
     """A p-value as shown: three decimals, or an upper bound below 0.001."""
-    if value is None:
-        return ""
     return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
 
 
@@ -55,10 +53,12 @@ def _md_join(values: Any, separator: str = "") -> Markup:
     return Markup(md_finalize(separator)).join(md_finalize(v) for v in values)
 
 
-def _fence(lines: list[str]) -> Markup:
-    """A code fence longer than any backtick run in ``lines`` (shown verbatim inside it)."""
+def _shell_block(lines: list[str]) -> Markup:
+    """``lines`` in a fenced code block, shown verbatim: the fence is longer than any backtick run
+    in them."""
     longest = max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
-    return Markup("`" * max(3, longest + 1))
+    fence = "`" * max(3, longest + 1)
+    return Markup("\n".join([f"{fence}sh", *lines, fence]))
 
 
 def _sort_value(cell: Cell) -> str:
@@ -90,8 +90,7 @@ def environment(fmt: str) -> jinja2.Environment:
     env.filters.update(path_href=path_href, slug=slug, sort_value=_sort_value, p_value=_p_value)
     env.filters.update(md_code=md_code, safe_href=safe_href)
     if md:
-        # Inside a code fence (longer than any backtick run of its lines) text is shown verbatim.
-        env.filters.update(join=_md_join, fence=_fence, fenced=Markup)
+        env.filters.update(join=_md_join, shell_block=_shell_block)
     else:
         env.globals["asset"] = _asset
     # Inline marks (code, bold, italic, links) as each format writes them.
