@@ -71,8 +71,7 @@ _UNSAFE = re.compile(f"[\"'<>\\\\ `{_CONTROLS}]")
 def path_href(path: str) -> str:
     """A relative path as a link target: each part percent-encoded (``#`` -> ``%23``, ``:`` ->
     ``%3A``), so that no part is read as a fragment, a query or a scheme."""
-    parts = [quote(part, safe="") for part in str(path).split("/")]
-    return "/".join(parts)
+    return "/".join(quote(part, safe="") for part in str(path).split("/"))
 
 
 def safe_href(target: str) -> str:

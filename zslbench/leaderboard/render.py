@@ -100,11 +100,8 @@ def environment(fmt: str) -> jinja2.Environment:
 
 def render(template: str, **context: Any) -> str:
     """``template`` rendered in its format's environment: ``*.md.j2`` Markdown, else HTML."""
-    return (
-        environment("md" if template.endswith(".md.j2") else "html")
-        .get_template(template)
-        .render(**context)
-    )
+    env = environment("md" if template.endswith(".md.j2") else "html")
+    return env.get_template(template).render(**context)
 
 
 def landing_kind(board: Board) -> str:
