@@ -54,7 +54,7 @@ def md_code(text: object) -> Markup:
 
 def md_finalize(value: object) -> Markup:
     """The Markdown templates' finalizer: every printed value is escaped unless it is already
-    Markdown (``Markup``: the output of a macro or of the format helpers)."""
+    Markdown (``Markup``: the output of a macro, such as ``fmt``'s marks)."""
     if value is None or hasattr(value, "__html__"):
         return Markup(value or "")
     return Markup(md_escape(value))

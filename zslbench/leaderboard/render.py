@@ -88,9 +88,9 @@ def environment(fmt: str) -> jinja2.Environment:
     )
     env.globals.update(page_files=PAGE_FILES, fold_rows=FOLD_ROWS)
     env.filters.update(path_href=path_href, slug=slug, sort_value=_sort_value, p_value=_p_value)
-    env.filters.update(md_code=md_code, safe_href=safe_href)
+    env.filters["safe_href"] = safe_href
     if md:
-        env.filters.update(join=_md_join, shell_block=_shell_block)
+        env.filters.update(join=_md_join, md_code=md_code, shell_block=_shell_block)
     else:
         env.globals["asset"] = _asset
     # Inline marks (code, bold, italic, links) as each format writes them.

@@ -9,9 +9,8 @@ document.querySelectorAll("table.lb").forEach((table) => {
       const dir = th.getAttribute("aria-sort") === "descending" ? "ascending" : "descending";
       heads.forEach((h) => h.removeAttribute("aria-sort"));
       th.setAttribute("aria-sort", dir);
-      const key = (row) => row.cells[Number(th.dataset.col)].dataset.sort || "";
       const rows = Array.from(table.tBodies[0].rows).sort((a, b) => {
-        const [x, y] = [key(a), key(b)];
+        const [x, y] = [a, b].map((row) => row.cells[th.dataset.col].dataset.sort || "");
         if (!x || !y) return !x - !y;
         const c = isNaN(x) || isNaN(y) ? x.localeCompare(y) : x - y;
         return dir === "ascending" ? c : -c;
