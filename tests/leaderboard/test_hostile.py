@@ -289,6 +289,26 @@ def test_reproduce_quotes_every_argument_and_names_a_file_dataset_by_its_path(
     assert shlex.split(unescape(command)) == words
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["x\ny", "it's a \\ \t$(touch PWN3D)\r", "caf\xe9\xa0\x85\n", "a\u2028b\x7f", "plain;name"],
+)
+def test_a_shell_word_is_one_line_that_bash_reads_back_as_the_name(name: str) -> None:
+    """A control character is written with $'...' escapes (UTF-8 beyond ASCII, never a raw byte:
+    a no-break space must not come back as byte 0xa0); every other character as it is."""
+    from zslbench.leaderboard.markup import shell_word
+
+    word = shell_word(name)
+    assert "\n" not in word and "\r" not in word
+    printed = subprocess.run(
+        ["bash", "-c", f"printf %s {word}"],
+        capture_output=True,
+        check=True,
+        env={"LANG": "C.UTF-8"},
+    ).stdout
+    assert printed.decode("utf-8") == name
+
+
 def test_the_committed_boards_reproduce_lines_name_what_they_ran() -> None:
     """Every Reproduce command of the committed board parses, names a configuration file that
     exists, methods and datasets the registry knows, and the records folder as --results-dir.

@@ -121,14 +121,14 @@ def test_sweep_gets_a_table_and_a_figure_per_parameter(tmp_path: Path) -> None:
         for rep in range(2)
     ]
     out = _render(tmp_path, records)
-    page = (out / "synthetic.md").read_text()
-    assert "### Sweep: bt-gp over embedder.lr, embedder.margin" in page
+    html = (out / "synthetic.html").read_text()
+    assert ">Sweep: bt-gp over embedder.lr, embedder.margin on synth-apy</h3>" in html
     # Its rows show the values; their provenance names the whole configuration.
     assert (
-        "| [embedder.lr=0.01, embedder.margin=1.0](synthetic.html#prov-bt-gp-embedder-lr-0-01-embedder-margin-1-0) |"
-        in page
+        '<a href="#prov-bt-gp-embedder-lr-0-01-embedder-margin-1-0">embedder.lr=0.01, embedder.margin=1.0</a>'
+        in html
     )
-    html = (out / "synthetic.html").read_text()
+    assert "Sweep:" not in (out / "synthetic.md").read_text()  # the HTML report's alone
     assert (
         '<h3 id="prov-bt-gp-embedder-lr-0-01-embedder-margin-1-0"><code>bt-gp [embedder.lr=0.01, embedder.margin=1.0]</code>'
         in html
@@ -174,11 +174,16 @@ def test_csv_labels_both_ausuc_and_the_median_times(tmp_path: Path) -> None:
         time["train_runs_busy"],
     ) == ("1.5", "3", "2", "1")
     assert (time["device"], time["busy_only"]) == ("Test CPU", "false")
-    page = (out / "synthetic.md").read_text()
-    assert "`gp` — GP †" in page
-    busy = "1 run(s) timed on a busy (oversubscribed) machine: left out of a time median"
-    assert busy in _text((out / "synthetic.html").read_text())
+    html = (out / "synthetic.html").read_text()
+    page = _text(html)
+    assert "GP measured † busy-machine runs" in page
+    busy = "<dd>1 (oversubscribed: a load above its cores): left out of a time median"
+    assert "<dt>Runs on a busy machine</dt>" + busy in html
     assert "Training time (median) on Test CPU" in page and "MEDIAN" in page
+    # The Markdown page is the summary: the headline tables, a link to the report for the rest.
+    md = (out / "synthetic.md").read_text()
+    assert "### Generalized ZSL: H and AUSUC" in md and "[The HTML report](synthetic.html)" in md
+    assert "Training time" not in md and "†" not in md
 
 
 def _text(html: str) -> str:
@@ -222,10 +227,11 @@ def test_the_time_table_explains_busy_runs_once_not_on_every_row(tmp_path: Path)
         for m in ("gp", "krr", "bt-gp")
         for i in range(2)
     ]
-    md = (_render(tmp_path, records) / "synthetic.md").read_text()
-    section = md.split("### Training time (median) on Test CPU", 1)[1].split("\n### ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    html = (_render(tmp_path, records) / "synthetic.html").read_text()
+    section = html.split(">Training time (median) on Test CPU</h3>", 1)[1].split("<h3", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith('<tr class="measured')]
     assert len(rows) == 3 and all(
-        line.count("‡") == 2 and "busy" not in line and "†" not in line for line in rows
+        line.count(">‡<") == 2 and "busy-machine runs<" not in line and "†" not in line
+        for line in rows
     )
     assert section.count("marked ‡, never bold") == 1

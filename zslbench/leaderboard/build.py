@@ -12,7 +12,7 @@ Layout of the output directory::
     real.md, real.html        real benchmarks: measured rows (if any) + the reported rows
     synthetic.md, synthetic.html   embedded synthetic stand-ins only, titled as such
     custom.md, custom.html    the user's own datasets (only when there are such runs)
-                              (each HTML report holds everything, its Markdown page the tables)
+                              (each HTML report holds everything, its Markdown page a summary)
     {kind}.csv, {kind}-train-time.csv, {kind}-per-class.csv, ({kind}-selection-audit.csv)
     reproducibility.md        per method, the runs made again on another machine and how far they moved
     figures/*.png, figures/*.svg

@@ -32,36 +32,31 @@ from markupsafe import Markup
 #: punctuation): emphasis, code, links and images (``[``, ``]``: no ``(`` can then follow a link
 #: text), tables, raw HTML and entities, headings, strikethrough and GitHub's $math$.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~$&])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+#: Line breaks and the other control characters, never printed as they are.
+_CONTROLS = "\x00-\x1f\x7f\u2028\u2029"
+_CONTROL = re.compile(f"[{_CONTROLS}]+")
 #: What a Markdown code span may hold verbatim (no backtick, no table pipe, no line break).
-_CODE_SAFE = re.compile(r"[^`|\x00-\x1f\x7f\u2028\u2029]+")
-
-
-def one_line(text: str) -> str:
-    """Line breaks and other control characters as one space each run."""
-    return _CONTROL.sub(" ", str(text))
+_CODE_SAFE = re.compile(f"[^`|{_CONTROLS}]+")
 
 
 def md_escape(text: object) -> str:
-    """``text`` as Markdown that displays exactly it, on one line."""
-    return _MD_SPECIAL.sub(r"\\\1", one_line(str(text)))
+    """``text`` as Markdown that displays exactly it, on one line (a line break is a space)."""
+    return _MD_SPECIAL.sub(r"\\\1", _CONTROL.sub(" ", str(text)))
 
 
-def md_code(text: object) -> str:
+def md_code(text: object) -> Markup:
     """A code span when ``text`` can sit in one verbatim, else escaped text."""
     text = str(text)
     if text and _CODE_SAFE.fullmatch(text) and not text.startswith(" ") and not text.endswith(" "):
-        return f"`{text}`"
-    return md_escape(text)
+        return Markup(f"`{text}`")
+    return Markup(md_escape(text))
 
 
 def md_finalize(value: object) -> Markup:
     """The Markdown templates' finalizer: every printed value is escaped unless it is already
-    Markdown (``Markup``: the output of a macro or of the format helpers)."""
-    if value is None:
-        return Markup("")
-    if hasattr(value, "__html__"):
-        return Markup(value)
+    Markdown (``Markup``: the output of a macro, such as ``fmt``'s marks)."""
+    if value is None or hasattr(value, "__html__"):
+        return Markup(value or "")
     return Markup(md_escape(value))
 
 
@@ -69,13 +64,14 @@ def md_finalize(value: object) -> Markup:
 
 _ANCHOR = re.compile(r"#[A-Za-z0-9][A-Za-z0-9_-]*")
 _HTTP = re.compile(r"https?://[^\s\"'<>\\`]+")
+#: What a relative link never holds: quotes, markup, a backslash, a space or a control character.
+_UNSAFE = re.compile(f"[\"'<>\\\\ `{_CONTROLS}]")
 
 
 def path_href(path: str) -> str:
     """A relative path as a link target: each part percent-encoded (``#`` -> ``%23``, ``:`` ->
     ``%3A``), so that no part is read as a fragment, a query or a scheme."""
-    parts = [quote(part, safe="") for part in str(path).split("/")]
-    return "/".join(parts)
+    return "/".join(quote(part, safe="") for part in str(path).split("/"))
 
 
 def safe_href(target: str) -> str:
@@ -85,14 +81,7 @@ def safe_href(target: str) -> str:
     if _ANCHOR.fullmatch(target) or _HTTP.fullmatch(target):
         return target
     split = urlsplit(target)
-    if (
-        not split.scheme
-        and not split.netloc
-        and not target.startswith(("/", "\\"))
-        and target
-        and not any(c in target for c in "\"'<>\\ `")
-        and not _CONTROL.search(target)
-    ):
+    if target and not (split.scheme or split.netloc or target[0] == "/" or _UNSAFE.search(target)):
         return target
     raise ValueError(f"refusing to link to {target!r}")
 
@@ -126,15 +115,13 @@ def shell_word(arg: str) -> str:
     name) is written with bash's ``$'...'`` quoting, so a command is always one line."""
     if not _CONTROL.search(arg):
         return shlex.quote(arg)
-    body = "".join(
-        c
-        if c.isprintable() and c not in "\\'"
-        else (
-            "\\" + c if c in "\\'" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
-        )
-        for c in arg
-    )
-    return f"$'{body}'"
+    body = re.sub(r"[\\']", r"\\\g<0>", arg)
+    return "$'" + _CONTROL.sub(_bash_escapes, body) + "'"
+
+
+def _bash_escapes(run: re.Match[str]) -> str:
+    """Control characters as ``$'...'`` writes them: ``\\xHH`` in ASCII, else ``\\uHHHH``."""
+    return "".join(f"\\x{ord(c):02x}" if c < "\x80" else f"\\u{ord(c):04x}" for c in run[0])
 
 
 def shell_command(words: Iterable[str]) -> str:

@@ -6,14 +6,14 @@ Two environments share the templates in ``templates/``:
   ``markupsafe`` unless it is markup built here.
 * **Markdown** (``*.md.j2``): every value a template prints goes through one finalizer,
   :func:`~zslbench.leaderboard.markup.md_escape`, unless it is Markdown built here (a macro's
-  output, or one of the :class:`Format` helpers).
+  output).
 
 The prose a page says is written once, in ``prose.j2``, whose macros both formats import; they
-mark code, links and emphasis through ``fmt`` (:class:`Format`),
+mark code, links and emphasis through ``fmt``, the macros of ``fmt.md.j2`` or ``fmt.html.j2``,
 so that what both formats say is said alike. The HTML report of a page holds everything; its
-Markdown page (what GitHub shows) is the compact one: the commands and the tables, each row linked
-to its provenance in the HTML report. Links pass :func:`~zslbench.leaderboard.markup.safe_href`:
-relative paths, anchors and http(s) only.
+Markdown page (what GitHub shows) is a summary: the headline tables, the ranks and the commands,
+each row linked to its provenance in the HTML report. Links pass
+:func:`~zslbench.leaderboard.markup.safe_href`: relative paths, anchors and http(s) only.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from importlib import resources
 from typing import Any
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from zslbench.leaderboard.markup import md_code, md_finalize, path_href, safe_href, slug
 from zslbench.leaderboard.model import Board
@@ -42,40 +42,9 @@ LANDING = "index.html"
 FOLD_ROWS = 15
 
 
-class Format:
-    """Inline marks of one format, so that both say things alike: in Markdown every name passes
-    :func:`md_escape` or :func:`md_code`, in HTML ``markupsafe`` escapes it."""
-
-    def __init__(self, md: bool) -> None:
-        self.md = md
-        self.item, self.end_item = (
-            (Markup("- "), Markup("")) if md else (Markup("<li>"), Markup("</li>"))
-        )
-
-    def _mark(self, md: str, tag: str, text: Any) -> Markup:
-        if self.md:
-            return Markup(f"{md}{md_finalize(text)}{md}")
-        return Markup(f"<{tag}>{{}}</{tag}>").format(text)
-
-    def code(self, text: Any) -> Markup:
-        return Markup(md_code(text)) if self.md else self._mark("", "code", text)
-
-    def b(self, text: Any) -> Markup:
-        return self._mark("**", "b", text)
-
-    def i(self, text: Any) -> Markup:
-        return self._mark("*", "i", text)
-
-    def link(self, label: Any, href: str) -> Markup:
-        if self.md:
-            return Markup(f"[{md_finalize(label)}]({safe_href(href)})")
-        return Markup('<a href="{}">{}</a>').format(safe_href(href), label)
-
-    def p(self, value: float | None) -> str:
-        """A p-value as shown: three decimals, or an upper bound below 0.001."""
-        if value is None:
-            return ""
-        return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+def _p_value(value: float) -> str:
+    """A p-value as shown: three decimals, or an upper bound below 0.001."""
+    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
 
 
 def _md_join(values: Any, separator: str = "") -> Markup:
@@ -84,10 +53,12 @@ def _md_join(values: Any, separator: str = "") -> Markup:
     return Markup(md_finalize(separator)).join(md_finalize(v) for v in values)
 
 
-def _fence(lines: list[str]) -> Markup:
-    """A code fence longer than any backtick run in ``lines`` (shown verbatim inside it)."""
+def _shell_block(lines: list[str]) -> Markup:
+    """``lines`` in a fenced code block, shown verbatim: the fence is longer than any backtick run
+    in them."""
     longest = max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
-    return Markup("`" * max(3, longest + 1))
+    fence = "`" * max(3, longest + 1)
+    return Markup("\n".join([f"{fence}sh", *lines, fence]))
 
 
 def _sort_value(cell: Cell) -> str:
@@ -97,8 +68,9 @@ def _sort_value(cell: Cell) -> str:
     return cell.text_override or ""
 
 
-def _asset(name: str) -> str:
-    return resources.files("zslbench.leaderboard").joinpath(name).read_text(encoding="utf-8")
+def _asset(name: str) -> Markup:
+    """Our own CSS or JavaScript, inlined in the HTML report."""
+    return Markup(resources.files("zslbench.leaderboard").joinpath(name).read_text("utf-8"))
 
 
 @cache
@@ -114,31 +86,26 @@ def environment(fmt: str) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.globals.update(page_files=PAGE_FILES, fold_rows=FOLD_ROWS)
+    env.filters.update(path_href=path_href, slug=slug, sort_value=_sort_value, p_value=_p_value)
+    env.filters["safe_href"] = safe_href
     if md:
-        env.filters["join"] = _md_join
-        # Inside a code fence (longer than any backtick run of its lines) text is shown verbatim.
-        env.filters["fenced"] = Markup
+        env.filters.update(join=_md_join, md_code=md_code, shell_block=_shell_block)
     else:
-        env.filters["fenced"] = escape
-        env.globals["asset"] = lambda name: Markup(_asset(name))  # our own CSS and JS, inlined
-    env.globals.update(page_files=PAGE_FILES, fold_rows=FOLD_ROWS, fmt=Format(md))
-    env.filters.update(fence=_fence, path_href=path_href, slug=slug, sort_value=_sort_value)
+        env.globals["asset"] = _asset
+    # Inline marks (code, bold, italic, links) as each format writes them.
+    env.globals["fmt"] = env.get_template(f"fmt.{fmt}.j2").module
     return env
 
 
 def render(template: str, **context: Any) -> str:
     """``template`` rendered in its format's environment: ``*.md.j2`` Markdown, else HTML."""
-    return (
-        environment("md" if template.endswith(".md.j2") else "html")
-        .get_template(template)
-        .render(**context)
-    )
+    env = environment("md" if template.endswith(".md.j2") else "html")
+    return env.get_template(template).render(**context)
 
 
 def landing_kind(board: Board) -> str:
     """The page a visitor lands on: the first of real, synthetic and custom with measured rows
     (a real page that holds only reported numbers shows nothing this board measured)."""
-    for kind in PAGE_FILES:
-        if kind in board.pages and board.pages[kind].has_measured:
-            return kind
-    return "real"
+    pages = board.pages
+    return next((k for k in PAGE_FILES if k in pages and pages[k].has_measured), "real")

@@ -1,41 +1,21 @@
-// Sortable leaderboard columns: click a header to sort by it, click again to reverse.
-// Cells carry their numeric value in data-sort; missing values always sort last.
-(function () {
-  "use strict";
-  function sortTable(table, th) {
-    var col = Number(th.getAttribute("data-col"));
-    var dir = th.getAttribute("aria-sort") === "descending" ? "ascending" : "descending";
-    var heads = table.querySelectorAll("th.sortable");
-    for (var i = 0; i < heads.length; i++) { heads[i].removeAttribute("aria-sort"); }
-    th.setAttribute("aria-sort", dir);
-    var body = table.tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    rows.forEach(function (row, index) { row.setAttribute("data-index", String(index)); });
-    rows.sort(function (a, b) {
-      var x = a.cells[col].getAttribute("data-sort");
-      var y = b.cells[col].getAttribute("data-sort");
-      var xm = x === null || x === "", ym = y === null || y === "";
-      if (xm !== ym) { return xm ? 1 : -1; }
-      if (!xm) {
-        var nx = Number(x), ny = Number(y);
-        var bothNumbers = !isNaN(nx) && !isNaN(ny);
-        var c = bothNumbers ? nx - ny : String(x).localeCompare(String(y));
-        if (c !== 0) { return dir === "ascending" ? c : -c; }
-      }
-      return Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index"));
+// Sortable leaderboard columns: click a header to sort by it, click again to reverse. Cells carry
+// their value in data-sort (a number, else text); missing values always sort last, and rows that
+// tie keep their order (Array.prototype.sort is stable).
+document.querySelectorAll("table.lb").forEach((table) => {
+  const heads = table.querySelectorAll("th.sortable");
+  heads.forEach((th) => {
+    th.title = "click to sort";
+    th.addEventListener("click", () => {
+      const dir = th.getAttribute("aria-sort") === "descending" ? "ascending" : "descending";
+      heads.forEach((h) => h.removeAttribute("aria-sort"));
+      th.setAttribute("aria-sort", dir);
+      const rows = Array.from(table.tBodies[0].rows).sort((a, b) => {
+        const [x, y] = [a, b].map((row) => row.cells[th.dataset.col].dataset.sort || "");
+        if (!x || !y) return !x - !y;
+        const c = isNaN(x) || isNaN(y) ? x.localeCompare(y) : x - y;
+        return dir === "ascending" ? c : -c;
+      });
+      table.tBodies[0].append(...rows);
     });
-    rows.forEach(function (row) { body.appendChild(row); });
-  }
-  var tables = document.querySelectorAll("table.lb");
-  for (var t = 0; t < tables.length; t++) {
-    (function (table) {
-      var heads = table.querySelectorAll("th.sortable");
-      for (var h = 0; h < heads.length; h++) {
-        (function (th) {
-          th.addEventListener("click", function () { sortTable(table, th); });
-          th.setAttribute("title", "click to sort");
-        })(heads[h]);
-      }
-    })(tables[t]);
-  }
-})();
+  });
+});
