@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
@@ -148,17 +149,15 @@ class Provenance:
     citation: str = ""
     refs: list[str] = field(default_factory=list)
 
-    def commit_text(self) -> str:
-        short = [c[:10] if c != "unknown" else c for c in self.commits]
-        return ", ".join(short) + (" (dirty tree)" if self.dirty else "")
-
     def summary(self) -> str:
         """One line: version, commit, date, device, split (measured) or the citation (reported)."""
         if self.source == "reported":
             return self.citation
         split = "standard split" if self.standard else "NON-STANDARD split (not comparable)"
+        commits = ", ".join(c[:10] if c != "unknown" else c for c in self.commits)
+        commits += " (dirty tree)" if self.dirty else ""
         return (
-            f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {date_range(self.date_first, self.date_last, 'unknown date')} · "
+            f"zslbench {', '.join(self.versions)} · commit {commits} · {date_range(self.date_first, self.date_last, 'unknown date')} · "
             f"{', '.join(self.devices)} · {split}"
         )
 
@@ -242,26 +241,18 @@ class Table:
 
 def mark(table: Table) -> Table:
     """Set each cell's bold (``best``) and verdict, per the module's rules."""
-    for row in table.rows:
-        for cell in row.cells.values():
-            cell.best, cell.status, cell.p, cell.test = False, "", None, ""
-    if table.best_axis == "column":
-        for column in (c for c in table.columns if c.mark):
-            _mark_column(table, column)
-    else:
+    if table.best_axis == "row":
         columns = [c for c in table.columns if c.mark == SIGNIFICANCE and c.comparable]
-        for row in table.rows:
-            if row.source == "measured":
-                _mark_significance([(table.cell(row, c), "") for c in columns], True)
+        for row in (r for r in table.rows if r.source == "measured"):
+            _mark_significance([(table.cell(row, c), "") for c in columns], True)
+        return table
+    for column in (c for c in table.columns if c.mark):
+        entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
+        if column.mark == SIGNIFICANCE:
+            _mark_significance(entries, column.higher_better)
+        else:
+            _mark_fastest([cell for cell, _ in entries])
     return table
-
-
-def _mark_column(table: Table, column: Column) -> None:
-    entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
-    if column.mark == SIGNIFICANCE:
-        _mark_significance(entries, column.higher_better)
-    else:
-        _mark_fastest([cell for cell, _ in entries])
 
 
 def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> None:
@@ -286,14 +277,14 @@ def _mark_fastest(cells: list[Cell]) -> None:
         for c in cells
         if c.sort_value is not None and not c.flag
     ]
-    if len(timed) < 2:
-        return
-    best = min(value for _, value in timed)
-    for cell, value in timed:
-        cell.best = value == best
+    for cell, value in timed if len(timed) > 1 else ():
+        cell.best = value == min(v for _, v in timed)
 
 
 # --- building rows ----------------------------------------------------------------------------
+
+#: Fills a measured row from one aggregated entry of it, on one dataset (its label).
+Fill = Callable[["Row", Any, str], None]
 
 
 def _excluded(entry: Any) -> list[str]:
@@ -302,13 +293,35 @@ def _excluded(entry: Any) -> list[str]:
     return [reason for reason, applies in why.items() if applies]
 
 
-def _row_of(
-    rows: dict[Any, Row], key: Any, entry: Any, provs: dict[Any, Provenance], label: str = ""
-) -> Row:
-    """The row ``key`` of ``rows``, made from ``entry`` when new, with the provenance of its row key."""
-    name, prov = entry.paper_name or entry.method, provs[entry.row_key]
-    row = Row(label or entry.label, name, "measured", {}, prov, entry.method, _excluded(entry))
-    return rows.setdefault(key, replace(row, schedule=entry.schedule))
+def measured_rows(
+    entries: Iterable[Any], kind: str, provs: dict[Any, Provenance], fill: Fill, by: str = "row_key"
+) -> list[Row]:
+    """One row per ``by`` of the aggregated ``entries`` (a row key; a swept value, which is also
+    its label), in their order, each with the provenance of its row key and filled by ``fill``
+    from each of its entries; a row left without cells is left out."""
+    rows: dict[Any, Row] = {}
+    for e in entries:
+        if (key := getattr(e, by)) not in rows:
+            label, about = (
+                (e.label if by == "row_key" else key),
+                (e.method, _excluded(e), e.schedule),
+            )
+            rows[key] = Row(
+                label, e.paper_name or e.method, "measured", {}, provs[e.row_key], *about
+            )
+        fill(rows[key], e, dataset_label(e.dataset, kind))
+    return [row for row in rows.values() if row.cells]
+
+
+def _metrics(metrics: tuple[str, ...], key: str = "{ds}:{m}") -> Fill:
+    """A fill of each metric's cell under ``key``, its interval clipped to :data:`PERCENT`."""
+
+    def fill(row: Row, entry: Any, ds: str) -> None:
+        for m in metrics:
+            cell = Cell.of(getattr(entry, m), dict(getattr(entry, f"{m}_samples")))
+            row.cells[key.format(ds=ds, m=m)] = _clipped(cell)
+
+    return fill
 
 
 def provenances(agg: pd.DataFrame) -> dict[Any, Provenance]:
@@ -349,8 +362,92 @@ def _clipped(cell: Cell) -> Cell:
     return cell
 
 
-def _metric_cell(entry: Any, metric: str) -> Cell:
-    return _clipped(Cell.of(getattr(entry, metric), dict(getattr(entry, f"{metric}_samples"))))
+def _reported_prov(rep: ReportedRow) -> Provenance:
+    devices = [rep.device] if rep.device else []
+    return Provenance("reported", citation=rep.citation, refs=list(rep.refs), devices=devices)
+
+
+def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
+    """A row of the paper's numbers, named as the paper names the method."""
+    prov = _reported_prov(rep)
+    return Row(rep.method, rep.method, "reported", cells, prov, rep.zslbench_method or "")
+
+
+def paired(reported: list[Row], measured_rows: list[Row]) -> list[Row]:
+    """The paper's rows in its order, each followed by the measured rows of the same zslbench
+    method; measured rows of methods the paper's table lacks come last. Never merged."""
+    out: list[Row] = []
+    for rep in reported:
+        ours = [r for r in measured_rows if rep.method and r.method == rep.method]
+        out += [rep, *(r for r in ours if all(r is not o for o in out))]  # each row once
+    return out + [row for row in measured_rows if all(row is not r for r in out)]
+
+
+def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported = EMPTY) -> list[str]:
+    """Dataset labels, in the paper's order: measured ones plus the ``reported`` ones."""
+    names = {ds: ds for row in reported.rows for ds in row.values}
+    names |= {dataset_label(name, kind): name for name in agg.loc[agg["kind"] == kind, "dataset"]}
+    return sorted(names, key=lambda label: dataset_order(names[label]))
+
+
+# --- the tables -------------------------------------------------------------------------------
+
+#: The methods × datasets tables of every page: (part of the reported file, kind, title, metrics);
+#: a table's id is ``{page kind}-{kind}``. GZSL's headline metrics and its operating point are
+#: apart so that bold (H, AUSUC) never sits beside A_U / A_S, and so that each table, with its
+#: intervals, reads at 1400 px. The paper's model-structure ablation is shown in the same form
+#: (real page only, when the reported file has one).
+SETTING_TABLES = (
+    ("main", "h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
+    ("main", "zsl", "Zero-shot learning: A_T", ("A_T",)),
+    (
+        "main",
+        "au-as",
+        "Generalized ZSL: A_U and A_S (the operating point behind H)",
+        ("A_U", "A_S"),
+    ),
+    ("ablation", "ablation-h", "Ablation: H and A_T", ("H", "A_T")),
+    ("ablation", "ablation-au-as", "Ablation: A_U and A_S", ("A_U", "A_S")),
+)
+
+
+def _metric_column(key: str, metric: str, group: str = "") -> Column:
+    return Column(key, metric, group, mark=SIGNIFICANCE if metric in TESTED_METRICS else "")
+
+
+def setting_tables(
+    agg: pd.DataFrame, kind: str, reported: Reported | None, provs: dict[Any, Provenance]
+) -> list[Table]:
+    """The methods × datasets tables (:data:`SETTING_TABLES`). On the real page each of the
+    paper's rows is followed by the measured rows of the same method (in the ablation, only
+    those)."""
+    paper = reported if reported and kind == "real" else EMPTY
+    datasets = datasets_for(agg, kind, paper)
+    sweeps = not measured(agg, kind, sweeps=True).empty
+    tables = []
+    for part, tkind, title, metrics in SETTING_TABLES:
+        reps = paper.rows_for(part)
+        if part == "ablation" and not reps:
+            continue
+        ours = measured_rows(
+            measured(agg, kind).itertuples(index=False), kind, provs, _metrics(metrics)
+        )
+        methods = {rep.zslbench_method for rep in reps}
+        theirs = [
+            _reported_row(
+                rep, {f"{ds}:{m}": Cell(v.get(m)) for ds, v in rep.values.items() for m in metrics}
+            )
+            for rep in reps
+        ]
+        rows = paired(theirs, [r for r in ours if part == "main" or r.method in methods])
+        columns = [_metric_column(f"{ds}:{m}", m, ds) for ds in datasets for m in metrics]
+        params = {
+            "paper_table": paper.table_info(part).get("paper_table", ""),
+            "reported": bool(reps),
+        }
+        params |= {"source": paper.source, "sweeps": sweeps}
+        tables.append(mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params)))
+    return tables
 
 
 #: The metrics of the "cite this" table.
@@ -362,16 +459,15 @@ def cite_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Ta
     datasets (:func:`zslbench.stats.mean_of_means`), the interval clipped to [0, 100]; a row that
     misses a dataset has no mean (a mean over other datasets would not compare). Never marked:
     whether one method beats another across datasets is the ranking's question."""
-    datasets = datasets_for(agg, kind, None)
-    rows = [r for r in measured_rows(agg, kind, CITE_METRICS, provs) if r.comparable]
-    if not rows:
-        return None
+    datasets = datasets_for(agg, kind)
+    entries = measured(agg, kind).itertuples(index=False)
+    rows = [r for r in measured_rows(entries, kind, provs, _metrics(CITE_METRICS)) if r.comparable]
     for row in rows:
         parts = {m: [row.cells.get(f"{ds}:{m}") or Cell() for ds in datasets] for m in CITE_METRICS}
         row.cells = {m: _mean_of_means(cells) for m, cells in parts.items()}
     columns, params = [Column(m, m) for m in CITE_METRICS], {"datasets": datasets}
     title = "Cite this: mean over datasets"
-    return Table(f"{kind}-cite", "cite", title, columns, rows, params=params)
+    return Table(f"{kind}-cite", "cite", title, columns, rows, params=params) if rows else None
 
 
 def _mean_of_means(parts: list[Cell]) -> Cell:
@@ -386,167 +482,55 @@ def _mean_of_means(parts: list[Cell]) -> Cell:
     return _clipped(Cell(interval.mean, None, len(parts), interval.low, interval.high))
 
 
-def measured_rows(
-    agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], provs: dict[Any, Provenance]
-) -> list[Row]:
-    """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
-    rows: dict[Any, Row] = {}
-    for entry in measured(agg, kind).itertuples(index=False):
-        ds = dataset_label(entry.dataset, kind)
-        row = _row_of(rows, entry.row_key, entry, provs)
-        for metric in metrics:
-            row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
-    return list(rows.values())
-
-
-def _reported_prov(rep: ReportedRow) -> Provenance:
-    devices = [rep.device] if rep.device else []
-    return Provenance("reported", citation=rep.citation, refs=list(rep.refs), devices=devices)
-
-
-def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
-    """A row of the paper's numbers, named as the paper names the method."""
-    prov = _reported_prov(rep)
-    return Row(rep.method, rep.method, "reported", cells, prov, rep.zslbench_method or "")
-
-
-def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row]:
-    cells = [
-        {f"{ds}:{m}": Cell(v.get(m)) for ds, v in r.values.items() for m in metrics} for r in rows
-    ]
-    return [_reported_row(rep, c) for rep, c in zip(rows, cells, strict=True)]
-
-
-def paired(reported: list[Row], measured_rows: list[Row]) -> list[Row]:
-    """The paper's rows in its order, each followed by the measured rows of the same zslbench
-    method; measured rows of methods the paper's table lacks come last. Never merged."""
-    out: list[Row] = []
-    for rep in reported:
-        ours = [r for r in measured_rows if rep.method and r.method == rep.method]
-        out += [rep, *(r for r in ours if all(r is not o for o in out))]  # each row once
-    return out + [row for row in measured_rows if all(row is not r for r in out)]
-
-
-def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported | None) -> list[str]:
-    """Dataset labels, in the paper's order: measured ones plus (real only) reported ones."""
-    ours = agg.loc[agg["kind"] == kind, "dataset"] if not agg.empty else []
-    names = {dataset_label(name, kind): name for name in ours}
-    for ds in (
-        (ds for row in reported.rows for ds in row.values) if kind == "real" and reported else ()
-    ):
-        names.setdefault(ds, ds)
-    return sorted(names, key=lambda label: dataset_order(names[label]))
-
-
-def metric_columns(datasets: list[str], metrics: tuple[str, ...]) -> list[Column]:
-    return [
-        Column(key=f"{ds}:{m}", title=m, group=ds, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
-        for ds in datasets
-        for m in metrics
-    ]
-
-
-# --- the tables -------------------------------------------------------------------------------
-
-#: The measured tables of every page: (kind, title, metrics); a table's id is ``{page kind}-{kind}``.
-#: GZSL's headline metrics and its operating point are apart so that bold (H, AUSUC) never sits
-#: beside A_U / A_S, and so that each table, with its intervals, reads at 1400 px.
-SETTING_TABLES = (
-    ("h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
-    ("zsl", "Zero-shot learning: A_T", ("A_T",)),
-    ("au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", ("A_U", "A_S")),
-)
-#: The paper's model-structure ablation (real page only), in the same form.
-ABLATION_TABLES = (
-    ("ablation-h", "Ablation: H and A_T", ("H", "A_T")),
-    ("ablation-au-as", "Ablation: A_U and A_S", ("A_U", "A_S")),
-)
-
-
-def setting_tables(
-    agg: pd.DataFrame, kind: str, reported: Reported | None, provs: dict[Any, Provenance]
-) -> list[Table]:
-    """The methods × datasets tables (:data:`SETTING_TABLES`) and, on the real page, the paper's
-    model-structure ablation (:data:`ABLATION_TABLES`, when it has one). On the real page each of
-    the paper's rows is followed by the measured rows of the same method (in the ablation, only
-    those)."""
-    real, reported = kind == "real", reported or EMPTY
-    datasets = datasets_for(agg, kind, reported)
-    tables = []
-    for part, specs in (("main", SETTING_TABLES), ("ablation", ABLATION_TABLES)):
-        rep_rows = reported.rows_for(part) if real else []
-        if part == "ablation" and not rep_rows:
-            continue
-        paper_table = reported.table_info(part).get("paper_table", "") if rep_rows else ""
-        params = {"paper_table": paper_table, "source": reported.source if rep_rows else ""}
-        if part == "main":
-            params |= {
-                "reported": bool(rep_rows),
-                "sweeps": not measured(agg, kind, sweeps=True).empty,
-            }
-        methods = {rep.zslbench_method for rep in rep_rows}
-        for tkind, title, metrics in specs:
-            rows = paired(
-                reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, provs)
-            )
-            if part == "ablation":
-                rows = [r for r in rows if r.source == "reported" or r.method in methods]
-            columns = metric_columns(datasets, metrics)
-            tables.append(
-                mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params))
-            )
-    return tables
-
-
 def time_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """Median ``train`` seconds per method × dataset, one table per device model."""
-    datasets = datasets_for(agg, kind, None)
-    by_device: dict[str, dict[Any, Row]] = {}
-    for entry in measured(agg, kind).itertuples(index=False):
-        ds = dataset_label(entry.dataset, kind)
-        for device, t in entry.times.items():
-            row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, provs)
-            flag, decimals = "busy" if t["busy_only"] else "", time_decimals(t["median"])
-            row.cells[ds] = Cell(t["median"], None, t["n"], decimals=decimals, unit=" s", flag=flag)
-            if t["busy"]:
-                row.note = _busy_note(row.note, ds, t)
-    ids = unique_slugs(by_device, prefix=f"{kind}-time-")
-    columns = [Column(ds, ds, higher_better=False, mark=FASTEST) for ds in datasets]
+    entries = measured(agg, kind)
+    devices = sorted({d for e in entries.itertuples(index=False) for d in e.times})
+    ids = unique_slugs(devices, prefix=f"{kind}-time-")
+    columns = [Column(ds, ds, higher_better=False, mark=FASTEST) for ds in datasets_for(agg, kind)]
     tables = []
-    for d, rows in sorted(by_device.items()):
-        title, params = f"Training time (median) on {d}", {"device": d}
-        tables.append(mark(Table(ids[d], "time", title, columns, [*rows.values()], params=params)))
+    for d in devices:
+        rows = measured_rows(entries.itertuples(index=False), kind, provs, _timed(d))
+        title = f"Training time (median) on {d}"
+        tables.append(mark(Table(ids[d], "time", title, columns, rows, params={"device": d})))
     return tables
 
 
-def _busy_note(note: str, ds: str, t: dict[str, Any]) -> str:
-    """The row's note of busy runs left out of a cell's median. A cell of busy runs only needs
-    none: its ‡ says it, and the table's caption says once what ‡ means."""
-    if t["busy_only"]:
-        return note
-    part = f"{ds}: {t['busy']} of {t['runs']} busy runs left out"
-    return f"{note}; {part}" if note else f"† {part}"
+def _timed(device: str) -> Fill:
+    """A fill of the median time on ``device``. A row's note names the busy runs left out of a
+    median; a cell of busy runs only needs none: its ‡ says it, and the caption says once what ‡
+    means."""
+
+    def fill(row: Row, entry: Any, ds: str) -> None:
+        if (t := entry.times.get(device)) is None:
+            return
+        flag, decimals = "busy" if t["busy_only"] else "", time_decimals(t["median"])
+        row.cells[ds] = Cell(t["median"], None, t["n"], decimals=decimals, unit=" s", flag=flag)
+        if t["busy"] and not flag:
+            part = f"{ds}: {t['busy']} of {t['runs']} busy runs left out"
+            row.note = f"{row.note}; {part}" if row.note else f"† {part}"
+
+    return fill
 
 
 def reported_time_table(reported: Reported) -> Table | None:
     """The paper's training times in minutes, as printed, on its device."""
-    rep_rows = reported.rows_for("train_time")
-    if not rep_rows:
-        return None
+    reps = reported.rows_for("train_time")
     rows = []
-    for rep in rep_rows:
+    for rep in reps:
         minutes = {ds: values.get("train_min") for ds, values in rep.values.items()}
         cells = {
-            ds: Cell() if m is None else Cell(text_override=f"{m:g} min", sort_value=m * 60.0)
+            ds: Cell() if m is None else Cell(m, text_override=f"{m:g} min", sort_value=m * 60.0)
             for ds, m in minutes.items()
         }
         rows.append(_reported_row(rep, {**cells, "device": Cell(text_override=rep.device or "")}))
-    datasets = sorted({ds for rep in rep_rows for ds in rep.values}, key=dataset_order)
+    datasets = sorted({ds for rep in reps for ds in rep.values}, key=dataset_order)
     columns = [Column(ds, ds, higher_better=False) for ds in datasets]
     columns.append(Column("device", "Device", align="left", descriptive=True))
     title = "Training time as reported (minutes)"
     params = {"paper_table": reported.table_info("train_time").get("paper_table", "")}
-    return Table("real-time-reported", "reported-time", title, columns, rows, params=params)
+    table = Table("real-time-reported", "reported-time", title, columns, rows, params=params)
+    return table if rows else None
 
 
 def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]:
@@ -596,25 +580,20 @@ def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFr
 
 def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
-    tables = []
     groups = sweep_groups(agg, kind)
-    columns = [
-        Column(m, m, mark=SIGNIFICANCE if m in TESTED_METRICS else "") for m in SWEEP_METRICS
-    ]
+    columns = [_metric_column(m, m) for m in SWEEP_METRICS]
     ids = unique_slugs(
         {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-"
     )
+    tables = []
     for title, group in groups:
         for name in sorted(set(group["dataset"]), key=dataset_order):
             ds = dataset_label(name, kind)
-            rows: dict[str, Row] = {}
-            for e in sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value):
-                row = _row_of(rows, e.sweep, e, provs, label=e.sweep)
-                row.cells.update({m: _metric_cell(e, m) for m in SWEEP_METRICS})
-            head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns)
-            table = Table(*head, [*rows.values()], "Value", show_source=False, dataset=ds)
-            table.params = {"sweep": title}
-            tables.append(mark(table))
+            entries = sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value)
+            rows = measured_rows(entries, kind, provs, _metrics(SWEEP_METRICS, "{m}"), by="sweep")
+            head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns, rows)
+            about = {"show_source": False, "dataset": ds, "params": {"sweep": title}}
+            tables.append(mark(Table(*head, "Value", **about)))
     return tables
 
 
@@ -625,76 +604,79 @@ def _by_value(entry: Any) -> list[tuple[str, tuple[int, float, str]]]:
 def _class_table(
     head: tuple[str, str, str, str],
     columns: list[Column],
-    classes: dict[Any, tuple[str, float | None, dict[str, Cell]]],
+    cells: list[tuple[Any, str, float | None, dict[str, Cell]]],
     source: str,
     prov: Provenance | None = None,
     **table: Any,
 ) -> Table:
-    """A per-class table (``head``: its id, kind, title and dataset) of ``classes``, each ``key ->
-    (name, share of the unseen images in %, cells)``: one row per class, the most frequent first,
-    its share in a column of its own."""
+    """A per-class table (``head``: its id, kind, title and dataset) of ``cells``, each ``(class
+    key, name, share of the unseen images in %, cells)``: one row per class, the most frequent
+    first, its share in a column of its own. A class's first entry gives its name, share and any
+    descriptive cell."""
     tid, kind, title, ds = head
+    rows: dict[Any, Row] = {}
+    for key, name, share, more in cells:
+        row = rows.setdefault(
+            key, Row(name, name, source, {"share": Cell(share, unit=" %", decimals=2)}, prov)
+        )
+        row.cells = more | row.cells
 
     def order(key: Any) -> tuple[float, str, Any]:
-        name, share, _ = classes[key]
-        return (-(share if share is not None else -1.0), name, key)
+        share = rows[key].cells["share"].mean
+        return (-(share if share is not None else -1.0), rows[key].label, key)
 
-    rows = [
-        Row(name, name, source, {**cells, "share": Cell(share, unit=" %", decimals=2)}, prov)
-        for name, share, cells in (classes[key] for key in sorted(classes, key=order))
-    ]
     columns = [Column("share", "share of unseen images", descriptive=True), *columns]
-    return Table(tid, kind, title, columns, rows, "Class", "row", False, ds, **table)
+    ordered = [rows[key] for key in sorted(rows, key=order)]
+    return Table(tid, kind, title, columns, ordered, "Class", "row", False, ds, **table)
 
 
 def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
     """Per dataset: unseen classes (most frequent first) × methods, accuracy mean ± std."""
     sub = measured(agg, kind)
-    names = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
+    names = sorted(set(sub["dataset"]), key=dataset_order)
     ids = unique_slugs(names, prefix=f"{kind}-perclass-")
     tables = []
     for name in names:
         columns = [Column("n_test", "test images", descriptive=True)]
-        classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
-        for g in sub[sub["dataset"] == name].itertuples(index=False):  # in method order
-            if not g.per_class:
-                continue
-            key = f"m:{g.label}"
+        cells = []
+        for g in sub[(sub["dataset"] == name) & sub["per_class"].map(bool)].itertuples(index=False):
+            key = f"m:{g.label}"  # in method order
             columns.append(Column(key, g.label, mark=SIGNIFICANCE, comparable=not _excluded(g)))
             for e in g.per_class:
-                n_test = MISSING if e["n_test"] is None else str(e["n_test"])
-                first = {"n_test": Cell(text_override=n_test, sort_value=finite(e["n_test"]))}
-                share = finite(e["share"])
-                about = (e["name"], None if share is None else 100 * share, first)
-                classes.setdefault(e["class"], about)[2][key] = Cell.of(
-                    e["interval"], dict(e["samples"])
-                )
-        if classes:
+                n, share = e["n_test"], finite(e["share"])
+                n_test = Cell(text_override=MISSING if n is None else str(n), sort_value=finite(n))
+                accuracy = Cell.of(e["interval"], dict(e["samples"]))
+                pct = None if share is None else 100 * share
+                cells.append((e["class"], e["name"], pct, {"n_test": n_test, key: accuracy}))
+        if cells:
             ds = dataset_label(name, kind)
             head = (ids[name], "perclass", f"Per-class unseen accuracy: {ds}", ds)
-            tables.append(mark(_class_table(head, columns, classes, "measured")))
+            tables.append(mark(_class_table(head, columns, cells, "measured")))
     return tables
 
 
 def reported_per_class_tables(reported: Reported) -> list[Table]:
     """The paper's per-class table, transposed like ours (classes as rows); never marked."""
     by_dataset: dict[str, list[ReportedRow]] = {}
-    for row in reported.rows_for("per_class"):
-        by_dataset.setdefault(row.dataset or "?", []).append(row)
+    for rep in reported.rows_for("per_class"):
+        by_dataset.setdefault(rep.dataset or "?", []).append(rep)
     ids = unique_slugs(by_dataset, prefix="real-perclass-reported-")
     tables = []
-    for ds, rows in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
-        columns = [Column(f"m:{rep.method}", rep.method) for rep in rows]
-        classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
-        for rep in rows:
-            for c in rep.classes:
-                cells: dict[str, Cell] = {}
-                about = (c["name"], c["share_of_unseen_pct"], cells)
-                classes.setdefault(c["name"], about)[2][f"m:{rep.method}"] = Cell(c["accuracy"])
+    for ds, reps in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
+        columns = [Column(f"m:{rep.method}", rep.method) for rep in reps]
+        cells = [
+            (
+                c["name"],
+                c["name"],
+                c["share_of_unseen_pct"],
+                {f"m:{rep.method}": Cell(c["accuracy"])},
+            )
+            for rep in reps
+            for c in rep.classes
+        ]
         head = (ids[ds], "reported-perclass", f"Per-class unseen accuracy: {ds} (reported)", ds)
-        params = {"citation": rows[0].citation}
-        prov = _reported_prov(rows[0])
-        tables.append(_class_table(head, columns, classes, "reported", prov, params=params))
+        prov, params = _reported_prov(reps[0]), {"citation": reps[0].citation}
+        tables.append(_class_table(head, columns, cells, "reported", prov, params=params))
     return tables
 
 
@@ -702,34 +684,27 @@ def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> T
     """Test-set selection inflation: per method and dataset, how much higher H would read had the
     model been selected on the test set (``test_selected_H - clean_H``), over the seeds whose
     records carry a selection audit. Never ranked, never marked: it is not a result."""
-    sub = measured(agg, kind)
-    if sub.empty or not any(sub["audits"].map(bool)):
-        return None
-    datasets = []
-    rows: dict[Any, Row] = {}
-    rules: set[str] = set()
-    for entry in sub.itertuples(index=False):
-        if not entry.audits:
-            continue
-        ds = dataset_label(entry.dataset, kind)
-        datasets.append(entry.dataset)
-        row = _row_of(rows, entry.row_key, entry, provs)
-        gaps = {a["seed"]: a["test_selected_H"] - a["clean_H"] for a in entry.audits}
-        row.cells[ds] = Cell.of(stats.t_interval(list(gaps.values())))
+    audited = measured(agg, kind)
+    audited = audited[audited["audits"].map(bool)] if not audited.empty else audited
+
+    def fill(row: Row, entry: Any, ds: str) -> None:
+        gaps = [a["test_selected_H"] - a["clean_H"] for a in entry.audits]
         epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
+        row.cells[ds] = Cell.of(stats.t_interval(gaps))
         row.cells[f"{ds}:epoch"] = Cell(
             text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0])
         )
-        rules.update(a["rule"] for a in entry.audits if a["rule"])
-    labels = [dataset_label(d, kind) for d in sorted(set(datasets), key=dataset_order)]
-    columns = []
-    for ds in labels:
-        columns += [
-            Column(key=ds, title="H gain", group=ds),
-            Column(key=f"{ds}:epoch", title="epoch", group=ds, descriptive=True),
-        ]
-    title = "Test-set selection inflation (not a result)"
-    params = {"rules": sorted(rules)}
-    return Table(
-        f"{kind}-selection-audit", "audit", title, columns, [*rows.values()], params=params
-    )
+
+    rows = measured_rows(audited.itertuples(index=False), kind, provs, fill)
+    columns = [
+        column
+        for ds in datasets_for(audited, kind)
+        for column in (
+            Column(ds, "H gain", ds),
+            Column(f"{ds}:epoch", "epoch", ds, descriptive=True),
+        )
+    ]
+    rules = sorted({a["rule"] for audits in audited["audits"] for a in audits if a["rule"]})
+    title, params = "Test-set selection inflation (not a result)", {"rules": rules}
+    table = Table(f"{kind}-selection-audit", "audit", title, columns, rows, params=params)
+    return table if rows else None
