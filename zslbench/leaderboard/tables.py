@@ -58,11 +58,6 @@ def date_range(first: str, last: str, none: str = "–") -> str:
     return (first or none) if first == last else f"{first} to {last}"
 
 
-def time_decimals(seconds: float) -> int:
-    """Enough digits to tell runs apart without pretending sub-millisecond precision."""
-    return 2 if seconds < 10 else (1 if seconds < 1000 else 0)
-
-
 @dataclass
 class Cell:
     """One value: ``mean ± std`` over ``n`` seeds with a 95% interval ``[low, high]`` (measured,
@@ -96,10 +91,7 @@ class Cell:
             self.sort_value = self.mean
 
     @classmethod
-    def of(
-        cls, interval: stats.Interval, samples: dict[int, float] | None = None, **kw: Any
-    ) -> Cell:
-        i = interval
+    def of(cls, i: stats.Interval, samples: dict[int, float] | None = None, **kw: Any) -> Cell:
         return cls(i.mean, i.std, i.n, i.low, i.high, samples=samples, **kw)
 
     @property
@@ -130,13 +122,9 @@ class Provenance:
     """Where a row's numbers come from; every row has one."""
 
     source: str  # "measured" | "reported"
-    standard: bool | None = None
+    #: A measured row's runs in one line: versions, commits, dates, devices, split.
+    about: str = ""
     split_reason: str = ""
-    versions: list[str] = field(default_factory=list)
-    commits: list[str] = field(default_factory=list)
-    dirty: bool = False
-    date_first: str = ""
-    date_last: str = ""
     devices: list[str] = field(default_factory=list)
     #: (dataset label, [record links]) for measured rows, and the seed of each record.
     records: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -150,16 +138,8 @@ class Provenance:
     refs: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        """One line: version, commit, date, device, split (measured) or the citation (reported)."""
-        if self.source == "reported":
-            return self.citation
-        split = "standard split" if self.standard else "NON-STANDARD split (not comparable)"
-        commits = ", ".join(c[:10] if c != "unknown" else c for c in self.commits)
-        commits += " (dirty tree)" if self.dirty else ""
-        return (
-            f"zslbench {', '.join(self.versions)} · commit {commits} · {date_range(self.date_first, self.date_last, 'unknown date')} · "
-            f"{', '.join(self.devices)} · {split}"
-        )
+        """One line: :attr:`about` (measured) or the citation (reported)."""
+        return self.citation if self.source == "reported" else self.about
 
 
 @dataclass
@@ -294,21 +274,22 @@ def _excluded(entry: Any) -> list[str]:
 
 
 def measured_rows(
-    entries: Iterable[Any], kind: str, provs: dict[Any, Provenance], fill: Fill, by: str = "row_key"
+    agg: pd.DataFrame,
+    kind: str,
+    provs: dict[Any, Provenance],
+    fill: Fill,
+    entries: Iterable[Any] | None = None,
+    by: str = "row_key",
 ) -> list[Row]:
-    """One row per ``by`` of the aggregated ``entries`` (a row key; a swept value, which is also
-    its label), in their order, each with the provenance of its row key and filled by ``fill``
-    from each of its entries; a row left without cells is left out."""
+    """One row per ``by`` of the aggregated ``entries`` (default: the page's plain configurations;
+    ``by`` a row key, or a swept value, which is also its label), in their order, each with the
+    provenance of its row key and filled by ``fill`` from each of its entries; a row left without
+    cells is left out."""
     rows: dict[Any, Row] = {}
-    for e in entries:
+    for e in measured(agg, kind).itertuples(index=False) if entries is None else entries:
         if (key := getattr(e, by)) not in rows:
-            label, about = (
-                (e.label if by == "row_key" else key),
-                (e.method, _excluded(e), e.schedule),
-            )
-            rows[key] = Row(
-                label, e.paper_name or e.method, "measured", {}, provs[e.row_key], *about
-            )
+            about = (e.paper_name or e.method, "measured", {}, provs[e.row_key], e.method)
+            rows[key] = Row(e.label if by == "row_key" else key, *about, _excluded(e), e.schedule)
         fill(rows[key], e, dataset_label(e.dataset, kind))
     return [row for row in rows.values() if row.cells]
 
@@ -329,25 +310,36 @@ def provenances(agg: pd.DataFrame) -> dict[Any, Provenance]:
     every dataset. Its HTML anchor comes from its label (labels are unique per kind, and
     :func:`unique_slugs` parts any two that slug alike)."""
     out: dict[Any, Provenance] = {}
-    anchors: dict[Any, str] = {}
-    for _kind, sub in agg.groupby("kind", sort=True) if not agg.empty else ():
-        labels = dict(zip(sub["row_key"], sub["label"], strict=True))
-        slugs = unique_slugs(labels.values(), prefix="prov-")
-        anchors.update({rk: slugs[label] for rk, label in labels.items()})
-    for e in agg.itertuples(index=False):
-        about = {"anchor": anchors[e.row_key], "label": e.label}
-        prov = out.setdefault(e.row_key, Provenance("measured", bool(e.standard), **about))
-        for name in ("versions", "commits", "devices"):
-            setattr(prov, name, sorted(set(getattr(prov, name)) | set(getattr(e, name))))
-        prov.dirty = prov.dirty or bool(e.dirty)
-        prov.date_first = min(filter(None, (prov.date_first, e.date_first)), default="")
-        prov.date_last = max(filter(None, (prov.date_last, e.date_last)), default="")
-        if e.split_reason and e.split_reason not in prov.split_reason:
-            prov.split_reason = "; ".join(x for x in (prov.split_reason, e.split_reason) if x)
-        prov.records.append((dataset_label(e.dataset, e.kind), list(e.links)))
-        prov.seed_of.update(e.seed_of)
-        prov.data.append((dataset_label(e.dataset, e.kind), e.data_fp))
+    for kind, sub in agg.groupby("kind", sort=True) if not agg.empty else ():
+        anchors = unique_slugs(sub["label"], prefix="prov-")
+        for key, g in sub.groupby("row_key", sort=False):
+            label, datasets = g["label"].iloc[0], [dataset_label(d, kind) for d in g["dataset"]]
+            reasons = dict.fromkeys(r for x in g["split_reason"] for r in x.split("; ") if r)
+            out[key] = Provenance(
+                "measured",
+                _about(g),
+                "; ".join(reasons),
+                sorted(set().union(*g["devices"])),
+                list(zip(datasets, map(list, g["links"]), strict=True)),
+                {link: seed for seeds in g["seed_of"] for link, seed in seeds.items()},
+                list(zip(datasets, g["data_fp"], strict=True)),
+                anchors[label],
+                label,
+            )
     return out
+
+
+def _about(g: pd.DataFrame) -> str:
+    """:attr:`Provenance.about` of a row's aggregated entries."""
+    versions, commits, devices = (
+        sorted(set().union(*g[c])) for c in ("versions", "commits", "devices")
+    )
+    commit = ", ".join(c[:10] if c != "unknown" else c for c in commits)
+    commit += " (dirty tree)" if g["dirty"].any() else ""
+    days = [d for d in (*g["date_first"], *g["date_last"]) if d]
+    dates = date_range(min(days, default=""), max(days, default=""), "unknown date")
+    split = "standard split" if g["standard"].iloc[0] else "NON-STANDARD split (not comparable)"
+    return f"zslbench {', '.join(versions)} · commit {commit} · {dates} · {', '.join(devices)} · {split}"
 
 
 #: Every metric is a percentage: a page shows its intervals clipped to this range (the CSV keeps
@@ -362,14 +354,10 @@ def _clipped(cell: Cell) -> Cell:
     return cell
 
 
-def _reported_prov(rep: ReportedRow) -> Provenance:
-    devices = [rep.device] if rep.device else []
-    return Provenance("reported", citation=rep.citation, refs=list(rep.refs), devices=devices)
-
-
 def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
-    """A row of the paper's numbers, named as the paper names the method."""
-    prov = _reported_prov(rep)
+    """A row of the paper's numbers, named as the paper names the method, with its citation."""
+    devices = [rep.device] if rep.device else []
+    prov = Provenance("reported", citation=rep.citation, refs=list(rep.refs), devices=devices)
     return Row(rep.method, rep.method, "reported", cells, prov, rep.zslbench_method or "")
 
 
@@ -398,16 +386,11 @@ def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported = EMPTY) -> li
 #: intervals, reads at 1400 px. The paper's model-structure ablation is shown in the same form
 #: (real page only, when the reported file has one).
 SETTING_TABLES = (
-    ("main", "h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
-    ("main", "zsl", "Zero-shot learning: A_T", ("A_T",)),
-    (
-        "main",
-        "au-as",
-        "Generalized ZSL: A_U and A_S (the operating point behind H)",
-        ("A_U", "A_S"),
-    ),
-    ("ablation", "ablation-h", "Ablation: H and A_T", ("H", "A_T")),
-    ("ablation", "ablation-au-as", "Ablation: A_U and A_S", ("A_U", "A_S")),
+    ("main", "h", "Generalized ZSL: H and AUSUC", "H AUSUC"),
+    ("main", "zsl", "Zero-shot learning: A_T", "A_T"),
+    ("main", "au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", "A_U A_S"),
+    ("ablation", "ablation-h", "Ablation: H and A_T", "H A_T"),
+    ("ablation", "ablation-au-as", "Ablation: A_U and A_S", "A_U A_S"),
 )
 
 
@@ -425,27 +408,24 @@ def setting_tables(
     datasets = datasets_for(agg, kind, paper)
     sweeps = not measured(agg, kind, sweeps=True).empty
     tables = []
-    for part, tkind, title, metrics in SETTING_TABLES:
+    for part, tkind, title, names in SETTING_TABLES:
+        metrics = tuple(names.split())
         reps = paper.rows_for(part)
         if part == "ablation" and not reps:
             continue
-        ours = measured_rows(
-            measured(agg, kind).itertuples(index=False), kind, provs, _metrics(metrics)
-        )
+        ours = measured_rows(agg, kind, provs, _metrics(metrics))
         methods = {rep.zslbench_method for rep in reps}
-        theirs = [
-            _reported_row(
-                rep, {f"{ds}:{m}": Cell(v.get(m)) for ds, v in rep.values.items() for m in metrics}
-            )
-            for rep in reps
+        cells = [
+            {f"{d}:{m}": Cell(v.get(m)) for d, v in r.values.items() for m in metrics} for r in reps
         ]
+        theirs = [_reported_row(rep, c) for rep, c in zip(reps, cells, strict=True)]
         rows = paired(theirs, [r for r in ours if part == "main" or r.method in methods])
         columns = [_metric_column(f"{ds}:{m}", m, ds) for ds in datasets for m in metrics]
         params = {
             "paper_table": paper.table_info(part).get("paper_table", ""),
-            "reported": bool(reps),
+            "source": paper.source,
         }
-        params |= {"source": paper.source, "sweeps": sweeps}
+        params |= {"reported": bool(reps), "sweeps": sweeps}
         tables.append(mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params)))
     return tables
 
@@ -460,8 +440,7 @@ def cite_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Ta
     misses a dataset has no mean (a mean over other datasets would not compare). Never marked:
     whether one method beats another across datasets is the ranking's question."""
     datasets = datasets_for(agg, kind)
-    entries = measured(agg, kind).itertuples(index=False)
-    rows = [r for r in measured_rows(entries, kind, provs, _metrics(CITE_METRICS)) if r.comparable]
+    rows = [r for r in measured_rows(agg, kind, provs, _metrics(CITE_METRICS)) if r.comparable]
     for row in rows:
         parts = {m: [row.cells.get(f"{ds}:{m}") or Cell() for ds in datasets] for m in CITE_METRICS}
         row.cells = {m: _mean_of_means(cells) for m, cells in parts.items()}
@@ -471,26 +450,25 @@ def cite_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Ta
 
 
 def _mean_of_means(parts: list[Cell]) -> Cell:
-    if any(c.missing for c in parts):
-        return Cell()
+    """The mean of the parts' means, with its interval; none where a part has none (NaN)."""
     nan = math.nan
     means = [
-        stats.Interval(c.mean or nan, nan if c.std is None else c.std, nan, nan, c.n or 0)
+        stats.Interval(
+            nan if c.mean is None else c.mean, nan if c.std is None else c.std, nan, nan, c.n or 0
+        )
         for c in parts
     ]
-    interval = stats.mean_of_means(means)
-    return _clipped(Cell(interval.mean, None, len(parts), interval.low, interval.high))
+    return _clipped(Cell.of(stats.mean_of_means(means)))
 
 
 def time_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """Median ``train`` seconds per method × dataset, one table per device model."""
-    entries = measured(agg, kind)
-    devices = sorted({d for e in entries.itertuples(index=False) for d in e.times})
+    devices = sorted({d for e in measured(agg, kind).itertuples(index=False) for d in e.times})
     ids = unique_slugs(devices, prefix=f"{kind}-time-")
     columns = [Column(ds, ds, higher_better=False, mark=FASTEST) for ds in datasets_for(agg, kind)]
     tables = []
     for d in devices:
-        rows = measured_rows(entries.itertuples(index=False), kind, provs, _timed(d))
+        rows = measured_rows(agg, kind, provs, _timed(d))
         title = f"Training time (median) on {d}"
         tables.append(mark(Table(ids[d], "time", title, columns, rows, params={"device": d})))
     return tables
@@ -504,8 +482,10 @@ def _timed(device: str) -> Fill:
     def fill(row: Row, entry: Any, ds: str) -> None:
         if (t := entry.times.get(device)) is None:
             return
-        flag, decimals = "busy" if t["busy_only"] else "", time_decimals(t["median"])
-        row.cells[ds] = Cell(t["median"], None, t["n"], decimals=decimals, unit=" s", flag=flag)
+        flag, median = "busy" if t["busy_only"] else "", t["median"]
+        # enough digits to tell runs apart without pretending sub-millisecond precision
+        decimals = 2 if median < 10 else (1 if median < 1000 else 0)
+        row.cells[ds] = Cell(median, None, t["n"], decimals=decimals, unit=" s", flag=flag)
         if t["busy"] and not flag:
             part = f"{ds}: {t['busy']} of {t['runs']} busy runs left out"
             row.note = f"{row.note}; {part}" if row.note else f"† {part}"
@@ -590,7 +570,8 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
         for name in sorted(set(group["dataset"]), key=dataset_order):
             ds = dataset_label(name, kind)
             entries = sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value)
-            rows = measured_rows(entries, kind, provs, _metrics(SWEEP_METRICS, "{m}"), by="sweep")
+            fill = _metrics(SWEEP_METRICS, "{m}")
+            rows = measured_rows(agg, kind, provs, fill, entries, by="sweep")
             head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns, rows)
             about = {"show_source": False, "dataset": ds, "params": {"sweep": title}}
             tables.append(mark(Table(*head, "Value", **about)))
@@ -616,9 +597,8 @@ def _class_table(
     tid, kind, title, ds = head
     rows: dict[Any, Row] = {}
     for key, name, share, more in cells:
-        row = rows.setdefault(
-            key, Row(name, name, source, {"share": Cell(share, unit=" %", decimals=2)}, prov)
-        )
+        share_cell = Cell(share, unit=" %", decimals=2)
+        row = rows.setdefault(key, Row(name, name, source, {"share": share_cell}, prov))
         row.cells = more | row.cells
 
     def order(key: Any) -> tuple[float, str, Any]:
@@ -675,7 +655,7 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
             for c in rep.classes
         ]
         head = (ids[ds], "reported-perclass", f"Per-class unseen accuracy: {ds} (reported)", ds)
-        prov, params = _reported_prov(reps[0]), {"citation": reps[0].citation}
+        prov, params = _reported_row(reps[0], {}).prov, {"citation": reps[0].citation}
         tables.append(_class_table(head, columns, cells, "reported", prov, params=params))
     return tables
 
@@ -684,8 +664,10 @@ def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> T
     """Test-set selection inflation: per method and dataset, how much higher H would read had the
     model been selected on the test set (``test_selected_H - clean_H``), over the seeds whose
     records carry a selection audit. Never ranked, never marked: it is not a result."""
-    audited = measured(agg, kind)
-    audited = audited[audited["audits"].map(bool)] if not audited.empty else audited
+    sub = measured(agg, kind)
+    if sub.empty or not any(sub["audits"].map(bool)):
+        return None
+    audited = sub[sub["audits"].map(bool)]
 
     def fill(row: Row, entry: Any, ds: str) -> None:
         gaps = [a["test_selected_H"] - a["clean_H"] for a in entry.audits]
@@ -695,7 +677,7 @@ def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> T
             text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0])
         )
 
-    rows = measured_rows(audited.itertuples(index=False), kind, provs, fill)
+    rows = measured_rows(agg, kind, provs, fill, audited.itertuples(index=False))
     columns = [
         column
         for ds in datasets_for(audited, kind)
@@ -706,5 +688,4 @@ def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> T
     ]
     rules = sorted({a["rule"] for audits in audited["audits"] for a in audits if a["rule"]})
     title, params = "Test-set selection inflation (not a result)", {"rules": rules}
-    table = Table(f"{kind}-selection-audit", "audit", title, columns, rows, params=params)
-    return table if rows else None
+    return Table(f"{kind}-selection-audit", "audit", title, columns, rows, params=params)
