@@ -16,9 +16,9 @@ which neutralises a text that a spreadsheet would run as a formula.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
+from collections.abc import Callable, Iterable, Iterator
+from itertools import product
 from typing import Any
 
 import pandas as pd
@@ -26,7 +26,7 @@ import pandas as pd
 from zslbench import stats
 from zslbench.leaderboard.collect import TESTED_METRICS, dataset_label, measured
 from zslbench.leaderboard.model import Page
-from zslbench.leaderboard.tables import Cell, Provenance, Row, Table
+from zslbench.leaderboard.tables import Cell, Column, Provenance, Row, Table
 
 #: Aggregated columns under another name in the CSV: what a reader of the file looks for (the
 #: headline AUSUC, per class as Chao et al. define it, says so beside the per-image variant).
@@ -89,33 +89,30 @@ def to_csv(lines: list[dict[str, Any]], first: tuple[str, ...] = FIRST) -> str:
     """The lines under one header: ``first``, then every other column in the order the lines
     first name it; a column a line lacks is empty."""
     header = list(dict.fromkeys([*first, *(k for line in lines for k in line)]))
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([cell_text(h) for h in header])
-    writer.writerows([cell_text(line.get(h)) for h in header] for line in lines)
-    return buf.getvalue()
+    frame = pd.DataFrame(lines, columns=header, dtype=object).fillna("").map(cell_text)
+    return frame.to_csv(index=False, header=[cell_text(h) for h in header], lineterminator="\n")
 
 
-def _is_texts(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+def csv_columns(agg: pd.DataFrame) -> list[str]:
+    """The aggregated columns a CSV shows: those whose every value fits one line (an interval, a
+    list of texts, a text, a number, a flag); the rest (per-class lists, curves, values by seed)
+    have CSV files or pages of their own."""
+    return [
+        k for k in agg.columns if k not in LEFT_OUT and len(agg) and all(map(_one_line, agg[k]))
+    ]
 
 
-def csv_columns(agg: pd.DataFrame) -> dict[str, str]:
-    """The aggregated columns a CSV shows, each as ``"interval"``, ``"texts"`` (joined by ``;``)
-    or ``"value"``: those whose every value is one of these; the rest (per-class lists, curves,
-    values by seed) have CSV files or pages of their own."""
-    out = {}
-    for key in agg.columns:
-        values = list(agg[key])
-        if key in LEFT_OUT or not values:
-            continue
-        if all(isinstance(v, stats.Interval) for v in values):
-            out[key] = "interval"
-        elif all(_is_texts(v) for v in values):
-            out[key] = "texts"
-        elif not any(isinstance(v, (dict, list, tuple, stats.Interval)) for v in values):
-            out[key] = "value"
-    return out
+def _one_line(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(v, str) for v in value)
+    return not isinstance(value, dict)
+
+
+def _flat(name: str, value: Any) -> dict[str, str]:
+    """A one-line value as columns: an interval spread, texts joined by ``;``, a value as it is."""
+    if isinstance(value, stats.Interval):
+        return _spread(name, value)
+    return {name: ";".join(value) if isinstance(value, (list, tuple)) else num(value)}
 
 
 def _spread(name: str, x: Any) -> dict[str, str]:
@@ -145,13 +142,10 @@ def _citation(row: Row) -> dict[str, str]:
 def _marked_cells(tables: list[Table]) -> dict[tuple[str, str, str], Cell]:
     """(full row label, dataset label, metric) -> the cell as marked in the page's tables."""
     out: dict[tuple[str, str, str], Cell] = {}
-    for table in tables:
-        for row in (r for r in table.rows if r.source == "measured" and r.prov):
-            label = row.prov.label if row.prov else ""
-            for key, cell in row.cells.items():
-                ds, _, metric = key.rpartition(":") if ":" in key else (table.dataset, "", key)
-                # the main tables first: a default configuration is also a sweep's point
-                out.setdefault((label or row.label, ds, metric), cell)
+    for table, row, c, cell in _cells(tables, lambda row, c: row.source == "measured"):
+        ds, metric = (c.group, c.title) if c.group else (table.dataset, c.key)
+        # the main tables first: a default configuration is also a sweep's point
+        out.setdefault((row.prov.label if row.prov else row.label, ds, metric), cell)
     return out
 
 
@@ -163,12 +157,8 @@ def main_csv(page: Page, agg: pd.DataFrame) -> str:
     def measured_line(e: Any) -> dict[str, str]:
         ds = dataset_label(e.dataset, page.kind)
         line = {"source": "measured", "table": "sweep" if e.sweep else "main"}
-        for key, how in columns.items():
-            value, name = getattr(e, key), RENAMED.get(key, key)
-            if how == "interval":
-                line |= _spread(name, value)
-            else:
-                line[name] = ";".join(value) if how == "texts" else num(value)
+        for key in columns:
+            line |= _flat(RENAMED.get(key, key), getattr(e, key))
         line |= {"dataset": ds, "comparable": num(bool(e.standard and e.compared))}
         for m in TESTED_METRICS:
             line |= _marks(RENAMED.get(m, m), marks.get((e.label, ds, m)))
@@ -181,44 +171,46 @@ def main_csv(page: Page, agg: pd.DataFrame) -> str:
 
 
 def _reported_lines(page: Page) -> list[dict[str, Any]]:
-    """The paper's numbers in the page's tables, one line per (table, row, dataset), never
-    tested."""
-    untested = {k: v for m in TESTED_METRICS for k, v in _marks(RENAMED.get(m, m), None).items()}
+    """The paper's numbers in the page's tables, one line per (table, row, dataset) it gives a
+    number for, never tested."""
+    fixed = {"source": "reported", "comparable": "true"}
+    fixed |= {k: v for m in TESTED_METRICS for k, v in _marks(RENAMED.get(m, m), None).items()}
     lines: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for table in page.tables:
+    for table, row, c, cell in _cells(page.tables, lambda row, c: row.source == "reported"):
         part = "ablation" if table.kind.startswith("ablation") else "main"
-        for row in (r for r in table.rows if r.source == "reported"):
-            about = {"source": "reported", "table": part, "paper_name": row.name}
-            about |= {"comparable": "true", **untested, **_citation(row)}
-            for c in table.columns:
-                new = _who(page.kind, row, c.group) | about
-                line = lines.setdefault((part, row.label, c.group), new)
-                line[f"{RENAMED.get(c.title, c.title)}_mean"] = num(table.cell(row, c).mean)
+        about = {"table": part, "paper_name": row.name, **fixed, **_citation(row)}
+        line = lines.setdefault((part, row.label, c.group), _who(page.kind, row, c.group) | about)
+        line[f"{RENAMED.get(c.title, c.title)}_mean"] = num(cell.mean)
     return list(lines.values())
+
+
+def _cells(
+    tables: Iterable[Table | None], keep: Callable[[Row, Column], bool]
+) -> Iterator[tuple[Table, Row, Column, Cell]]:
+    """Each cell with a value in the rows and columns of ``tables`` that ``keep`` takes, in order."""
+    for table in (t for t in tables if t):
+        for row, column in product(table.rows, table.columns):
+            if keep(row, column) and not (cell := table.cell(row, column)).missing:
+                yield table, row, column, cell
 
 
 def time_csv(page: Page, agg: pd.DataFrame) -> str:
     """Median training times per device model (busy runs left out where quiet ones exist, and
     counted), and the reported minutes."""
-    cells = [(t.params["device"], r, r.cells) for t in page.time_tables for r in t.rows if r.prov]
-    best = {(d, r.prov.label, ds) for d, r, c in cells for ds, x in c.items() if x.best}  # type: ignore[union-attr]
+    cells = [(t.params["device"], r.label, r.cells) for t in page.time_tables for r in t.rows]
+    best = {(device, label, ds) for device, label, c in cells for ds, x in c.items() if x.best}
     lines = []
     for e in measured(agg, page.kind).itertuples(index=False):
         ds = dataset_label(e.dataset, page.kind)
         for device, t in e.times.items():
             line = _who(page.kind, e, ds) | {"source": "measured", "device": device}
             line |= {TIME_NAMES.get(k, k): num(v) for k, v in t.items()}
-            lines.append(
-                line | {"best": num((device, e.label, ds) in best), "records": ";".join(e.links)}
-            )
-    table = page.reported_time or Table("", "", "", [], [])
-    for row in table.rows:
-        for column in (c for c in table.columns if not c.descriptive):
-            if not (cell := table.cell(row, column)).missing:
-                devices, citation = _citation(row).values()
-                line = _who(page.kind, row, column.key) | {"source": "reported", "device": devices}
-                line |= {"reported_min": num(cell.mean), "best": "false", "citation": citation}
-                lines.append(line)
+            line |= {"best": num((device, e.label, ds) in best), "records": ";".join(e.links)}
+            lines.append(line)
+    for _, row, c, cell in _cells([page.reported_time], lambda row, c: not c.descriptive):
+        devices, citation = _citation(row).values()
+        line = _who(page.kind, row, c.key) | {"source": "reported", "device": devices}
+        lines.append(line | {"reported_min": num(cell.mean), "best": "false", "citation": citation})
     # Measured and reported columns alike on every page, whichever lines it has.
     first = ("kind", "source", "row", "method", "dataset", "device", "runs", *TIME_NAMES.values())
     return to_csv(lines, (*first, "busy_only", "reported_min", "best", "records", "citation"))
@@ -227,18 +219,14 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
 def per_class_csv(page: Page) -> str:
     """One line per (class, row) of the page's per-class tables, measured and reported."""
     lines = []
-    for table in page.per_class_tables + page.reported_per_class:
-        for row in table.rows:
-            about = {"kind": page.kind, "source": row.source, "dataset": table.dataset}
-            share, n_test = (row.cells.get(k) or Cell() for k in ("share", "n_test"))
-            about |= {"class": row.label, "share_of_unseen_pct": num(share.mean)}
-            about |= {"n_test": "" if n_test.missing else n_test.text()}
-            for column in (c for c in table.columns if c.key.startswith("m:")):
-                if not (cell := table.cell(row, column)).missing:
-                    line = about | {"row": column.title} | _spread("accuracy", cell)
-                    lines.append(
-                        line | _marks("accuracy", cell) | {"citation": _citation(row)["citation"]}
-                    )
+    tables = page.per_class_tables + page.reported_per_class
+    for table, row, c, cell in _cells(tables, lambda row, c: c.key.startswith("m:")):
+        share, n_test = (row.cells.get(k) or Cell() for k in ("share", "n_test"))
+        line = {"kind": page.kind, "source": row.source, "dataset": table.dataset}
+        line |= {"class": row.label, "share_of_unseen_pct": num(share.mean)}
+        line |= {"n_test": "" if n_test.missing else n_test.text(), "row": c.title}
+        line |= _spread("accuracy", cell) | _marks("accuracy", cell)
+        lines.append(line | {"citation": _citation(row)["citation"]})
     return to_csv(lines, ("kind", "source", "dataset", "class"))
 
 

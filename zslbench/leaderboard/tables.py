@@ -288,8 +288,9 @@ def measured_rows(
     rows: dict[Any, Row] = {}
     for e in measured(agg, kind).itertuples(index=False) if entries is None else entries:
         if (key := getattr(e, by)) not in rows:
-            about = (e.paper_name or e.method, "measured", {}, provs[e.row_key], e.method)
-            rows[key] = Row(e.label if by == "row_key" else key, *about, _excluded(e), e.schedule)
+            name, label = e.paper_name or e.method, e.label if by == "row_key" else key
+            rows[key] = Row(label, name, "measured", {}, provs[e.row_key], e.method, _excluded(e))
+            rows[key].schedule = e.schedule
         fill(rows[key], e, dataset_label(e.dataset, kind))
     return [row for row in rows.values() if row.cells]
 
@@ -421,11 +422,9 @@ def setting_tables(
         theirs = [_reported_row(rep, c) for rep, c in zip(reps, cells, strict=True)]
         rows = paired(theirs, [r for r in ours if part == "main" or r.method in methods])
         columns = [_metric_column(f"{ds}:{m}", m, ds) for ds in datasets for m in metrics]
-        params = {
-            "paper_table": paper.table_info(part).get("paper_table", ""),
-            "source": paper.source,
-        }
-        params |= {"reported": bool(reps), "sweeps": sweeps}
+        paper_table = paper.table_info(part).get("paper_table", "")
+        params = {"paper_table": paper_table, "source": paper.source, "reported": bool(reps)}
+        params["sweeps"] = sweeps
         tables.append(mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params)))
     return tables
 
@@ -547,14 +546,11 @@ def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFr
         same = plain[(plain[keys] == pd.Series(key[:-1], index=keys)).all(axis=1)]
         for _, entry in same.iterrows():
             point = default_point(entry["config"], params)
-            taken = group["sweep"][group["dataset"] == entry["dataset"]]
+            taken = set(group["sweep"][group["dataset"] == entry["dataset"]])
             # only where the sweep ran: a default on another dataset is no sweep of one point
-            if point is None or taken.empty or assignments(point) in set(taken):
-                continue
-            entry = entry.copy()
-            entry["sweep"], entry["sweep_params"] = assignments(point), key[-1]
-            entry["sweep_map"] = point
-            out.append(entry.to_frame().T)
+            if point is not None and taken and assignments(point) not in taken:
+                swept = {"sweep": assignments(point), "sweep_params": key[-1], "sweep_map": point}
+                out.append(pd.Series({**entry, **swept}).to_frame().T)
     return out
 
 
@@ -573,7 +569,11 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
             fill = _metrics(SWEEP_METRICS, "{m}")
             rows = measured_rows(agg, kind, provs, fill, entries, by="sweep")
             head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns, rows)
-            about = {"show_source": False, "dataset": ds, "params": {"sweep": title}}
+            about: dict[str, Any] = {
+                "show_source": False,
+                "dataset": ds,
+                "params": {"sweep": title},
+            }
             tables.append(mark(Table(*head, "Value", **about)))
     return tables
 
@@ -664,28 +664,27 @@ def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> T
     """Test-set selection inflation: per method and dataset, how much higher H would read had the
     model been selected on the test set (``test_selected_H - clean_H``), over the seeds whose
     records carry a selection audit. Never ranked, never marked: it is not a result."""
-    sub = measured(agg, kind)
-    if sub.empty or not any(sub["audits"].map(bool)):
-        return None
-    audited = sub[sub["audits"].map(bool)]
+    rules: set[str] = set()
 
     def fill(row: Row, entry: Any, ds: str) -> None:
-        gaps = [a["test_selected_H"] - a["clean_H"] for a in entry.audits]
-        epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
-        row.cells[ds] = Cell.of(stats.t_interval(gaps))
-        row.cells[f"{ds}:epoch"] = Cell(
-            text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0])
-        )
+        if entry.audits:
+            gaps = [a["test_selected_H"] - a["clean_H"] for a in entry.audits]
+            epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
+            text, first = ", ".join(str(e) for e in epochs), float(epochs[0])
+            row.cells[ds] = Cell.of(stats.t_interval(gaps))
+            row.cells[f"{ds}:epoch"] = Cell(text_override=text, sort_value=first)
+            rules.update(a["rule"] for a in entry.audits if a["rule"])
 
-    rows = measured_rows(agg, kind, provs, fill, audited.itertuples(index=False))
+    rows = measured_rows(agg, kind, provs, fill)
     columns = [
         column
-        for ds in datasets_for(audited, kind)
+        for ds in datasets_for(agg, kind)
+        if any(ds in row.cells for row in rows)
         for column in (
             Column(ds, "H gain", ds),
             Column(f"{ds}:epoch", "epoch", ds, descriptive=True),
         )
     ]
-    rules = sorted({a["rule"] for audits in audited["audits"] for a in audits if a["rule"]})
-    title, params = "Test-set selection inflation (not a result)", {"rules": rules}
-    return Table(f"{kind}-selection-audit", "audit", title, columns, rows, params=params)
+    title, params = "Test-set selection inflation (not a result)", {"rules": sorted(rules)}
+    table = Table(f"{kind}-selection-audit", "audit", title, columns, rows, params=params)
+    return table if rows else None
