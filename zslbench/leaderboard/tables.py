@@ -150,9 +150,6 @@ class Column:
     higher_better: bool = True
     #: How the column is marked: SIGNIFICANCE, FASTEST, or "" (never bold).
     mark: str = ""
-    #: Whether the column's values can be compared with each other at all (per-class tables: a
-    #: method's column on a non-standard split is not).
-    comparable: bool = True
     #: Text columns (a device name) read better left-aligned.
     align: str = "right"
     #: Descriptive columns (share, test images) show no seed count.
@@ -222,7 +219,7 @@ class Table:
 def mark(table: Table) -> Table:
     """Set each cell's bold (``best``) and verdict, per the module's rules."""
     if table.best_axis == "row":
-        columns = [c for c in table.columns if c.mark == SIGNIFICANCE and c.comparable]
+        columns = [c for c in table.columns if c.mark == SIGNIFICANCE]
         for row in (r for r in table.rows if r.source == "measured"):
             _mark_significance([(table.cell(row, c), "") for c in columns], True)
         return table
@@ -497,12 +494,12 @@ def reported_time_table(reported: Reported) -> Table | None:
     reps = reported.rows_for("train_time")
     rows = []
     for rep in reps:
-        minutes = {ds: values.get("train_min") for ds, values in rep.values.items()}
-        cells = {
-            ds: Cell() if m is None else Cell(m, text_override=f"{m:g} min", sort_value=m * 60.0)
-            for ds, m in minutes.items()
-        }
-        rows.append(_reported_row(rep, {**cells, "device": Cell(text_override=rep.device or "")}))
+        cells = {"device": Cell(text_override=rep.device or "")}
+        for ds, m in ((ds, values.get("train_min")) for ds, values in rep.values.items()):
+            cells[ds] = (
+                Cell() if m is None else Cell(m, text_override=f"{m:g} min", sort_value=m * 60)
+            )
+        rows.append(_reported_row(rep, cells))
     datasets = sorted({ds for rep in reps for ds in rep.values}, key=dataset_order)
     columns = [Column(ds, ds, higher_better=False) for ds in datasets]
     columns.append(Column("device", "Device", align="left", descriptive=True))
@@ -557,7 +554,7 @@ def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFr
 def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
     groups = sweep_groups(agg, kind)
-    columns = [_metric_column(m, m) for m in SWEEP_METRICS]
+    columns, fill = [_metric_column(m, m) for m in SWEEP_METRICS], _metrics(SWEEP_METRICS, "{m}")
     ids = unique_slugs(
         {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-"
     )
@@ -566,15 +563,10 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
         for name in sorted(set(group["dataset"]), key=dataset_order):
             ds = dataset_label(name, kind)
             entries = sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value)
-            fill = _metrics(SWEEP_METRICS, "{m}")
             rows = measured_rows(agg, kind, provs, fill, entries, by="sweep")
             head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns, rows)
-            about: dict[str, Any] = {
-                "show_source": False,
-                "dataset": ds,
-                "params": {"sweep": title},
-            }
-            tables.append(mark(Table(*head, "Value", **about)))
+            table = Table(*head, "Value", show_source=False, dataset=ds, params={"sweep": title})
+            tables.append(mark(table))
     return tables
 
 
@@ -621,7 +613,8 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
         cells = []
         for g in sub[(sub["dataset"] == name) & sub["per_class"].map(bool)].itertuples(index=False):
             key = f"m:{g.label}"  # in method order
-            columns.append(Column(key, g.label, mark=SIGNIFICANCE, comparable=not _excluded(g)))
+            # a method's column on a non-standard split or another data version is never marked
+            columns.append(Column(key, g.label, mark="" if _excluded(g) else SIGNIFICANCE))
             for e in g.per_class:
                 n, share = e["n_test"], finite(e["share"])
                 n_test = Cell(text_override=MISSING if n is None else str(n), sort_value=finite(n))
@@ -644,16 +637,11 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
     tables = []
     for ds, reps in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
         columns = [Column(f"m:{rep.method}", rep.method) for rep in reps]
-        cells = [
-            (
-                c["name"],
-                c["name"],
-                c["share_of_unseen_pct"],
-                {f"m:{rep.method}": Cell(c["accuracy"])},
-            )
-            for rep in reps
-            for c in rep.classes
-        ]
+        cells = []
+        for rep in reps:
+            for c in rep.classes:
+                accuracy = {f"m:{rep.method}": Cell(c["accuracy"])}
+                cells.append((c["name"], c["name"], c["share_of_unseen_pct"], accuracy))
         head = (ids[ds], "reported-perclass", f"Per-class unseen accuracy: {ds} (reported)", ds)
         prov, params = _reported_row(reps[0], {}).prov, {"citation": reps[0].citation}
         tables.append(_class_table(head, columns, cells, "reported", prov, params=params))
