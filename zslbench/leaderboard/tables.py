@@ -34,16 +34,8 @@ from typing import Any
 import pandas as pd
 
 from zslbench import stats
-from zslbench.leaderboard.collect import (
-    SWEEP_METRICS,
-    TESTED_METRICS,
-    dataset_label,
-    dataset_order,
-    default_point,
-    finite,
-    measured,
-    value_sort_key,
-)
+from zslbench.leaderboard import collect
+from zslbench.leaderboard.collect import dataset_label, dataset_order, finite, measured
 from zslbench.leaderboard.markup import unique_slugs
 from zslbench.leaderboard.reported import EMPTY, Reported, ReportedRow
 from zslbench.records.rows import assignments
@@ -237,25 +229,20 @@ def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> 
     cells = [(c, s) for c, s in entries if c.samples]
     if any(s != "reduced" for _, s in cells):
         cells = [(c, s) for c, s in cells if s != "reduced"]
-    verdicts = stats.not_worse_than_best(
-        [c.samples or {} for c, _ in cells], higher_better=higher_better
-    )
+    samples = [c.samples or {} for c, _ in cells]
+    verdicts = stats.not_worse_than_best(samples, higher_better=higher_better)
     for (cell, _), verdict in zip(cells, verdicts, strict=True):
-        cell.status, cell.best = verdict.status, verdict.bold
-        cell.p = None if math.isnan(verdict.p) else verdict.p
-        cell.test = verdict.test
+        cell.status, cell.best, cell.test = verdict.status, verdict.bold, verdict.test
+        cell.p = finite(verdict.p)
 
 
 def _mark_fastest(cells: list[Cell]) -> None:
     """The fastest median of quiet runs (ties at display precision all marked); only with two or
     more timed rows."""
-    timed = [
-        (c, round(c.sort_value, c.decimals))
-        for c in cells
-        if c.sort_value is not None and not c.flag
-    ]
-    for cell, value in timed if len(timed) > 1 else ():
-        cell.best = value == min(v for _, v in timed)
+    timed = [c for c in cells if c.sort_value is not None and not c.flag]
+    shown = [round(c.sort_value or 0.0, c.decimals) for c in timed]
+    for cell, value in zip(timed, shown, strict=True) if len(timed) > 1 else ():
+        cell.best = value == min(shown)
 
 
 # --- building rows ----------------------------------------------------------------------------
@@ -313,11 +300,12 @@ def provenances(agg: pd.DataFrame) -> dict[Any, Provenance]:
         for key, g in sub.groupby("row_key", sort=False):
             label, datasets = g["label"].iloc[0], [dataset_label(d, kind) for d in g["dataset"]]
             reasons = dict.fromkeys(r for x in g["split_reason"] for r in x.split("; ") if r)
+            union = {c: sorted(set().union(*g[c])) for c in ("versions", "commits", "devices")}
             out[key] = Provenance(
                 "measured",
-                _about(g),
+                _about(g, union),
                 "; ".join(reasons),
-                sorted(set().union(*g["devices"])),
+                union["devices"],
                 list(zip(datasets, map(list, g["links"]), strict=True)),
                 {link: seed for seeds in g["seed_of"] for link, seed in seeds.items()},
                 list(zip(datasets, g["data_fp"], strict=True)),
@@ -327,17 +315,16 @@ def provenances(agg: pd.DataFrame) -> dict[Any, Provenance]:
     return out
 
 
-def _about(g: pd.DataFrame) -> str:
-    """:attr:`Provenance.about` of a row's aggregated entries."""
-    versions, commits, devices = (
-        sorted(set().union(*g[c])) for c in ("versions", "commits", "devices")
-    )
-    commit = ", ".join(c[:10] if c != "unknown" else c for c in commits)
+def _about(g: pd.DataFrame, union: dict[str, list[str]]) -> str:
+    """:attr:`Provenance.about` of a row's aggregated entries (``union``: their versions, commits
+    and devices)."""
+    versions, devices = ", ".join(union["versions"]), ", ".join(union["devices"])
+    commit = ", ".join(c[:10] if c != "unknown" else c for c in union["commits"])
     commit += " (dirty tree)" if g["dirty"].any() else ""
     days = [d for d in (*g["date_first"], *g["date_last"]) if d]
     dates = date_range(min(days, default=""), max(days, default=""), "unknown date")
     split = "standard split" if g["standard"].iloc[0] else "NON-STANDARD split (not comparable)"
-    return f"zslbench {', '.join(versions)} · commit {commit} · {dates} · {', '.join(devices)} · {split}"
+    return f"zslbench {versions} · commit {commit} · {dates} · {devices} · {split}"
 
 
 #: Every metric is a percentage: a page shows its intervals clipped to this range (the CSV keeps
@@ -393,7 +380,7 @@ SETTING_TABLES = (
 
 
 def _metric_column(key: str, metric: str, group: str = "") -> Column:
-    return Column(key, metric, group, mark=SIGNIFICANCE if metric in TESTED_METRICS else "")
+    return Column(key, metric, group, mark=SIGNIFICANCE if metric in collect.TESTED_METRICS else "")
 
 
 def setting_tables(
@@ -509,6 +496,10 @@ def reported_time_table(reported: Reported) -> Table | None:
     return table if rows else None
 
 
+#: What a sweep shares besides its swept parameters: one table (per dataset) each.
+SWEEP_KEYS = "method overrides standard device_type schedule compared".split()
+
+
 def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]:
     """The sweeps of a page: one group per (method, swept parameters, other overrides, split,
     device, schedule, data version), as ``(title, its aggregated rows)``."""
@@ -516,9 +507,7 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
     if sub.empty:
         return []
     sub = pd.concat([sub, *_default_points(measured(agg, kind), sub)], ignore_index=True)
-    keys = (
-        "method_rank method sweep_params overrides standard device_type schedule compared".split()
-    )
+    keys = ["method_rank", "method", "sweep_params", *SWEEP_KEYS[1:]]
     out = []
     for key, group in sub.groupby(keys, sort=True):
         _, method, params, overrides, standard, device, schedule, compared = key
@@ -536,13 +525,12 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
 def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFrame]:
     """The plain configurations that are a point of a sweep (:func:`collect.default_point`): one
     row per (sweep, default), with the sweep's columns filled in from its hyperparameters."""
-    keys = "method overrides standard device_type schedule compared".split()
-    out = []
+    keys, out = SWEEP_KEYS, []
     for key, group in sweeps.groupby([*keys, "sweep_params"], sort=True):
         params = sorted(group["sweep_map"].iloc[0])
         same = plain[(plain[keys] == pd.Series(key[:-1], index=keys)).all(axis=1)]
         for _, entry in same.iterrows():
-            point = default_point(entry["config"], params)
+            point = collect.default_point(entry["config"], params)
             taken = set(group["sweep"][group["dataset"] == entry["dataset"]])
             # only where the sweep ran: a default on another dataset is no sweep of one point
             if point is not None and taken and assignments(point) not in taken:
@@ -554,7 +542,8 @@ def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFr
 def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
     groups = sweep_groups(agg, kind)
-    columns, fill = [_metric_column(m, m) for m in SWEEP_METRICS], _metrics(SWEEP_METRICS, "{m}")
+    columns = [_metric_column(m, m) for m in collect.SWEEP_METRICS]
+    fill = _metrics(collect.SWEEP_METRICS, "{m}")
     ids = unique_slugs(
         {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-"
     )
@@ -571,7 +560,7 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
 
 
 def _by_value(entry: Any) -> list[tuple[str, tuple[int, float, str]]]:
-    return [(p, value_sort_key(v)) for p, v in sorted(entry.sweep_map.items())]
+    return [(p, collect.value_sort_key(v)) for p, v in sorted(entry.sweep_map.items())]
 
 
 def _class_table(
