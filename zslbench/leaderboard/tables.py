@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
@@ -563,24 +563,22 @@ def _by_value(entry: Any) -> list[tuple[str, tuple[int, float, str]]]:
     return [(p, collect.value_sort_key(v)) for p, v in sorted(entry.sweep_map.items())]
 
 
+#: A per-class table's cells: (class key, name, share of the unseen images in %, cells) each.
+ClassCells = list[tuple[Any, str, float | None, dict[str, Cell]]]
+
+
 def _class_table(
-    head: tuple[str, str, str, str],
-    columns: list[Column],
-    cells: list[tuple[Any, str, float | None, dict[str, Cell]]],
-    source: str,
-    prov: Provenance | None = None,
-    **table: Any,
+    head: tuple[str, ...], columns: list[Column], cells: ClassCells, row: Row, **table: Any
 ) -> Table:
-    """A per-class table (``head``: its id, kind, title and dataset) of ``cells``, each ``(class
-    key, name, share of the unseen images in %, cells)``: one row per class, the most frequent
-    first, its share in a column of its own. A class's first entry gives its name, share and any
-    descriptive cell."""
+    """A per-class table (``head``: its id, kind, title and dataset) of ``cells``: one row per
+    class, made from ``row`` (its source and provenance), the most frequent first, its share in a
+    column of its own. A class's first entry gives its name, share and any descriptive cell."""
     tid, kind, title, ds = head
     rows: dict[Any, Row] = {}
     for key, name, share, more in cells:
         share_cell = Cell(share, unit=" %", decimals=2)
-        row = rows.setdefault(key, Row(name, name, source, {"share": share_cell}, prov))
-        row.cells = more | row.cells
+        new = rows.setdefault(key, replace(row, label=name, name=name, cells={"share": share_cell}))
+        new.cells = more | new.cells
 
     def order(key: Any) -> tuple[float, str, Any]:
         share = rows[key].cells["share"].mean
@@ -613,7 +611,8 @@ def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
         if cells:
             ds = dataset_label(name, kind)
             head = (ids[name], "perclass", f"Per-class unseen accuracy: {ds}", ds)
-            tables.append(mark(_class_table(head, columns, cells, "measured")))
+            row = Row("", "", "measured", {})
+            tables.append(mark(_class_table(head, columns, cells, row)))
     return tables
 
 
@@ -632,8 +631,8 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
                 accuracy = {f"m:{rep.method}": Cell(c["accuracy"])}
                 cells.append((c["name"], c["name"], c["share_of_unseen_pct"], accuracy))
         head = (ids[ds], "reported-perclass", f"Per-class unseen accuracy: {ds} (reported)", ds)
-        prov, params = _reported_row(reps[0], {}).prov, {"citation": reps[0].citation}
-        tables.append(_class_table(head, columns, cells, "reported", prov, params=params))
+        row, params = _reported_row(reps[0], {}), {"citation": reps[0].citation}
+        tables.append(_class_table(head, columns, cells, row, params=params))
     return tables
 
 
