@@ -45,15 +45,10 @@ LEFT_OUT = {"config_id", "method_rank", "row_key", "overrides"}
 SPREAD = {"mean": "mean", "std": "std", "n": "n", "ci_low": "low", "ci_high": "high"}
 #: The first columns of every CSV, in this order; the others follow as the lines give them.
 FIRST = ("kind", "source", "table", "row", "method", "paper_name", "dataset")
-#: A training time's fields (``collect._times``) as the CSV names them.
-TIME_NAMES = {
-    "median": "train_s_median",
-    "min": "train_s_min",
-    "max": "train_s_max",
-    "n": "train_runs_timed",
-    "busy": "train_runs_busy",
-    "unknown": "train_runs_load_unknown",
-}
+#: A training time's fields (``collect._times``), each a column ``train_{field}``: the median,
+#: fastest and slowest seconds, the runs timed (``n``: quiet ones where there are), those on a
+#: busy machine and those without a load report, whether only busy ones were timed, and all runs.
+TIMES = ("median", "min", "max", "n", "busy", "unknown", "busy_only", "runs")
 #: Leading characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -204,7 +199,7 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
         ds = dataset_label(e.dataset, page.kind)
         for device, t in e.times.items():
             line = _who(page.kind, e, ds) | {"source": "measured", "device": device}
-            line |= {TIME_NAMES.get(k, k): num(v) for k, v in t.items()}
+            line |= {f"train_{k}": num(v) for k, v in t.items()}
             line |= {"best": num((device, e.label, ds) in best), "records": ";".join(e.links)}
             lines.append(line)
     for _, row, c, cell in _cells([page.reported_time], lambda row, c: not c.descriptive):
@@ -212,8 +207,8 @@ def time_csv(page: Page, agg: pd.DataFrame) -> str:
         line = _who(page.kind, row, c.key) | {"source": "reported", "device": devices}
         lines.append(line | {"reported_min": num(cell.mean), "best": "false", "citation": citation})
     # Measured and reported columns alike on every page, whichever lines it has.
-    first = ("kind", "source", "row", "method", "dataset", "device", "runs", *TIME_NAMES.values())
-    return to_csv(lines, (*first, "busy_only", "reported_min", "best", "records", "citation"))
+    first = ("kind", "source", "row", "method", "dataset", "device", *(f"train_{k}" for k in TIMES))
+    return to_csv(lines, (*first, "reported_min", "best", "records", "citation"))
 
 
 def per_class_csv(page: Page) -> str:

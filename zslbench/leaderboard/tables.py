@@ -79,8 +79,7 @@ class Cell:
     def __post_init__(self) -> None:
         self.mean, self.std = finite(self.mean), finite(self.std)
         self.low, self.high = finite(self.low), finite(self.high)
-        if self.sort_value is None:
-            self.sort_value = self.mean
+        self.sort_value = self.mean if self.sort_value is None else self.sort_value
 
     @classmethod
     def of(cls, i: stats.Interval, samples: dict[int, float] | None = None, **kw: Any) -> Cell:
@@ -199,9 +198,8 @@ class Table:
 
     def common_n(self) -> int | None:
         """The number of seeds most measured cells have: said once, per cell only where it differs."""
-        counts = Counter(
-            c.n for r in self.rows for c in r.cells.values() if c.n is not None and not c.missing
-        )
+        cells = [c for r in self.rows for c in r.cells.values() if not c.missing]
+        counts = Counter(c.n for c in cells if c.n is not None)
         return max(sorted(counts), key=lambda n: counts[n]) if counts else None
 
 
@@ -214,8 +212,7 @@ def mark(table: Table) -> Table:
         columns = [c for c in table.columns if c.mark == SIGNIFICANCE]
         for row in (r for r in table.rows if r.source == "measured"):
             _mark_significance([(table.cell(row, c), "") for c in columns], True)
-        return table
-    for column in (c for c in table.columns if c.mark):
+    for column in (c for c in table.columns if c.mark and table.best_axis == "column"):
         entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
         if column.mark == SIGNIFICANCE:
             _mark_significance(entries, column.higher_better)
@@ -544,9 +541,8 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
     groups = sweep_groups(agg, kind)
     columns = [_metric_column(m, m) for m in collect.SWEEP_METRICS]
     fill = _metrics(collect.SWEEP_METRICS, "{m}")
-    ids = unique_slugs(
-        {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-"
-    )
+    keys = {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}
+    ids = unique_slugs(keys, prefix=f"{kind}-sweep-")
     tables = []
     for title, group in groups:
         for name in sorted(set(group["dataset"]), key=dataset_order):
