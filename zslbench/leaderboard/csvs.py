@@ -92,12 +92,12 @@ def csv_columns(agg: pd.DataFrame) -> list[str]:
     """The aggregated columns a CSV shows: those whose every value fits one line (an interval, a
     list of texts, a text, a number, a flag); the rest (per-class lists, curves, values by seed)
     have CSV files or pages of their own."""
-    return [
-        k for k in agg.columns if k not in LEFT_OUT and len(agg) and all(map(_one_line, agg[k]))
-    ]
+    shown = [k for k in agg.columns if k not in LEFT_OUT]
+    return [k for k in shown if len(agg) and all(map(_one_line, agg[k]))]
 
 
 def _one_line(value: Any) -> bool:
+    """An interval, a list of texts, or one value (not a dict, nor a list of anything else)."""
     if isinstance(value, (list, tuple)):
         return all(isinstance(v, str) for v in value)
     return not isinstance(value, dict)
@@ -192,8 +192,8 @@ def _cells(
 def time_csv(page: Page, agg: pd.DataFrame) -> str:
     """Median training times per device model (busy runs left out where quiet ones exist, and
     counted), and the reported minutes."""
-    cells = [(t.params["device"], r.label, r.cells) for t in page.time_tables for r in t.rows]
-    best = {(device, label, ds) for device, label, c in cells for ds, x in c.items() if x.best}
+    marked = _cells(page.time_tables, lambda row, c: True)
+    best = {(t.params["device"], row.label, c.key) for t, row, c, x in marked if x.best}
     lines = []
     for e in measured(agg, page.kind).itertuples(index=False):
         ds = dataset_label(e.dataset, page.kind)
