@@ -245,7 +245,9 @@ def _mark_fastest(cells: list[Cell]) -> None:
 # --- building rows ----------------------------------------------------------------------------
 
 #: Fills a measured row from one aggregated entry of it, on one dataset (its label).
-Fill = Callable[["Row", Any, str], None]
+Fill = Callable[[Row, Any, str], None]
+#: The provenance of each row key (:func:`provenances`).
+Provs = dict[Any, Provenance]
 
 
 def _excluded(entry: Any) -> list[str]:
@@ -255,21 +257,16 @@ def _excluded(entry: Any) -> list[str]:
 
 
 def measured_rows(
-    agg: pd.DataFrame,
-    kind: str,
-    provs: dict[Any, Provenance],
-    fill: Fill,
-    entries: Iterable[Any] | None = None,
-    by: str = "row_key",
+    agg: pd.DataFrame, kind: str, provs: Provs, fill: Fill, swept: Iterable[Any] | None = None
 ) -> list[Row]:
-    """One row per ``by`` of the aggregated ``entries`` (default: the page's plain configurations;
-    ``by`` a row key, or a swept value, which is also its label), in their order, each with the
+    """One row per row key of the page's plain configurations (or, of the aggregated entries
+    ``swept``, per swept value, which is also its label), in their order, each with the
     provenance of its row key and filled by ``fill`` from each of its entries; a row left without
     cells is left out."""
     rows: dict[Any, Row] = {}
-    for e in measured(agg, kind).itertuples(index=False) if entries is None else entries:
-        if (key := getattr(e, by)) not in rows:
-            name, label = e.paper_name or e.method, e.label if by == "row_key" else key
+    for e in measured(agg, kind).itertuples(index=False) if swept is None else swept:
+        if (key := e.row_key if swept is None else e.sweep) not in rows:
+            name, label = e.paper_name or e.method, e.label if swept is None else key
             rows[key] = Row(label, name, "measured", {}, provs[e.row_key], e.method, _excluded(e))
             rows[key].schedule = e.schedule
         fill(rows[key], e, dataset_label(e.dataset, kind))
@@ -381,7 +378,7 @@ def _metric_column(key: str, metric: str, group: str = "") -> Column:
 
 
 def setting_tables(
-    agg: pd.DataFrame, kind: str, reported: Reported | None, provs: dict[Any, Provenance]
+    agg: pd.DataFrame, kind: str, reported: Reported | None, provs: Provs
 ) -> list[Table]:
     """The methods × datasets tables (:data:`SETTING_TABLES`). On the real page each of the
     paper's rows is followed by the measured rows of the same method (in the ablation, only
@@ -414,7 +411,7 @@ def setting_tables(
 CITE_METRICS = ("H", "A_T", "AUSUC")
 
 
-def cite_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Table | None:
+def cite_table(agg: pd.DataFrame, kind: str, provs: Provs) -> Table | None:
     """One row per compared measured configuration: its mean H, A_T and AUSUC over the page's
     datasets (:func:`zslbench.stats.mean_of_means`), the interval clipped to [0, 100]; a row that
     misses a dataset has no mean (a mean over other datasets would not compare). Never marked:
@@ -441,7 +438,7 @@ def _mean_of_means(parts: list[Cell]) -> Cell:
     return _clipped(Cell.of(stats.mean_of_means(means)))
 
 
-def time_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
+def time_tables(agg: pd.DataFrame, kind: str, provs: Provs) -> list[Table]:
     """Median ``train`` seconds per method × dataset, one table per device model."""
     devices = sorted({d for e in measured(agg, kind).itertuples(index=False) for d in e.times})
     ids = unique_slugs(devices, prefix=f"{kind}-time-")
@@ -536,7 +533,7 @@ def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFr
     return out
 
 
-def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
+def sweep_tables(agg: pd.DataFrame, kind: str, provs: Provs) -> list[Table]:
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
     groups = sweep_groups(agg, kind)
     columns = [_metric_column(m, m) for m in collect.SWEEP_METRICS]
@@ -548,7 +545,7 @@ def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> 
         for name in sorted(set(group["dataset"]), key=dataset_order):
             ds = dataset_label(name, kind)
             entries = sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value)
-            rows = measured_rows(agg, kind, provs, fill, entries, by="sweep")
+            rows = measured_rows(agg, kind, provs, fill, entries)
             head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns, rows)
             table = Table(*head, "Value", show_source=False, dataset=ds, params={"sweep": title})
             tables.append(mark(table))
@@ -632,7 +629,7 @@ def reported_per_class_tables(reported: Reported) -> list[Table]:
     return tables
 
 
-def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Table | None:
+def audit_table(agg: pd.DataFrame, kind: str, provs: Provs) -> Table | None:
     """Test-set selection inflation: per method and dataset, how much higher H would read had the
     model been selected on the test set (``test_selected_H - clean_H``), over the seeds whose
     records carry a selection audit. Never ranked, never marked: it is not a result."""
