@@ -168,12 +168,13 @@ def test_csv_labels_both_ausuc_and_the_median_times(tmp_path: Path) -> None:
     assert (row["AUSUC_per_class_mean"], row["AUSUC_per_image_mean"]) == ("31", "41")
     (time,) = _csv(out / "synthetic-train-time.csv")
     assert (
-        time["train_s_median"],
-        time["runs"],
-        time["train_runs_timed"],
-        time["train_runs_busy"],
-    ) == ("1.5", "3", "2", "1")
-    assert (time["device"], time["busy_only"]) == ("Test CPU", "false")
+        time["train_median"],
+        time["train_runs"],
+        time["train_n"],
+        time["train_busy"],
+        time["train_unknown"],
+    ) == ("1.5", "3", "2", "1", "0")
+    assert (time["device"], time["train_busy_only"]) == ("Test CPU", "false")
     html = (out / "synthetic.html").read_text()
     page = _text(html)
     assert "GP measured † busy-machine runs" in page

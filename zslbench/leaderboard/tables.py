@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
@@ -33,16 +34,8 @@ from typing import Any
 import pandas as pd
 
 from zslbench import stats
-from zslbench.leaderboard.collect import (
-    SWEEP_METRICS,
-    TESTED_METRICS,
-    dataset_label,
-    dataset_order,
-    default_point,
-    finite,
-    measured,
-    value_sort_key,
-)
+from zslbench.leaderboard import collect
+from zslbench.leaderboard.collect import dataset_label, dataset_order, finite, measured
 from zslbench.leaderboard.markup import unique_slugs
 from zslbench.leaderboard.reported import EMPTY, Reported, ReportedRow
 from zslbench.records.rows import assignments
@@ -55,11 +48,6 @@ FASTEST = "fastest"
 def date_range(first: str, last: str, none: str = "–") -> str:
     """``first to last``, one day once, ``none`` without a date."""
     return (first or none) if first == last else f"{first} to {last}"
-
-
-def time_decimals(seconds: float) -> int:
-    """Enough digits to tell runs apart without pretending sub-millisecond precision."""
-    return 2 if seconds < 10 else (1 if seconds < 1000 else 0)
 
 
 @dataclass
@@ -91,14 +79,10 @@ class Cell:
     def __post_init__(self) -> None:
         self.mean, self.std = finite(self.mean), finite(self.std)
         self.low, self.high = finite(self.low), finite(self.high)
-        if self.sort_value is None:
-            self.sort_value = self.mean
+        self.sort_value = self.mean if self.sort_value is None else self.sort_value
 
     @classmethod
-    def of(
-        cls, interval: stats.Interval, samples: dict[int, float] | None = None, **kw: Any
-    ) -> Cell:
-        i = interval
+    def of(cls, i: stats.Interval, samples: dict[int, float] | None = None, **kw: Any) -> Cell:
         return cls(i.mean, i.std, i.n, i.low, i.high, samples=samples, **kw)
 
     @property
@@ -129,13 +113,9 @@ class Provenance:
     """Where a row's numbers come from; every row has one."""
 
     source: str  # "measured" | "reported"
-    standard: bool | None = None
+    #: A measured row's runs in one line: versions, commits, dates, devices, split.
+    about: str = ""
     split_reason: str = ""
-    versions: list[str] = field(default_factory=list)
-    commits: list[str] = field(default_factory=list)
-    dirty: bool = False
-    date_first: str = ""
-    date_last: str = ""
     devices: list[str] = field(default_factory=list)
     #: (dataset label, [record links]) for measured rows, and the seed of each record.
     records: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -148,19 +128,9 @@ class Provenance:
     citation: str = ""
     refs: list[str] = field(default_factory=list)
 
-    def commit_text(self) -> str:
-        short = [c[:10] if c != "unknown" else c for c in self.commits]
-        return ", ".join(short) + (" (dirty tree)" if self.dirty else "")
-
     def summary(self) -> str:
-        """One line: version, commit, date, device, split (measured) or the citation (reported)."""
-        if self.source == "reported":
-            return self.citation
-        split = "standard split" if self.standard else "NON-STANDARD split (not comparable)"
-        return (
-            f"zslbench {', '.join(self.versions)} · commit {self.commit_text()} · {date_range(self.date_first, self.date_last, 'unknown date')} · "
-            f"{', '.join(self.devices)} · {split}"
-        )
+        """One line: :attr:`about` (measured) or the citation (reported)."""
+        return self.citation if self.source == "reported" else self.about
 
 
 @dataclass
@@ -171,9 +141,6 @@ class Column:
     higher_better: bool = True
     #: How the column is marked: SIGNIFICANCE, FASTEST, or "" (never bold).
     mark: str = ""
-    #: Whether the column's values can be compared with each other at all (per-class tables: a
-    #: method's column on a non-standard split is not).
-    comparable: bool = True
     #: Text columns (a device name) read better left-aligned.
     align: str = "right"
     #: Descriptive columns (share, test images) show no seed count.
@@ -231,9 +198,8 @@ class Table:
 
     def common_n(self) -> int | None:
         """The number of seeds most measured cells have: said once, per cell only where it differs."""
-        counts = Counter(
-            c.n for r in self.rows for c in r.cells.values() if c.n is not None and not c.missing
-        )
+        cells = [c for r in self.rows for c in r.cells.values() if not c.missing]
+        counts = Counter(c.n for c in cells if c.n is not None)
         return max(sorted(counts), key=lambda n: counts[n]) if counts else None
 
 
@@ -242,26 +208,17 @@ class Table:
 
 def mark(table: Table) -> Table:
     """Set each cell's bold (``best``) and verdict, per the module's rules."""
-    for row in table.rows:
-        for cell in row.cells.values():
-            cell.best, cell.status, cell.p, cell.test = False, "", None, ""
-    if table.best_axis == "column":
-        for column in (c for c in table.columns if c.mark):
-            _mark_column(table, column)
-    else:
-        columns = [c for c in table.columns if c.mark == SIGNIFICANCE and c.comparable]
-        for row in table.rows:
-            if row.source == "measured":
-                _mark_significance([(table.cell(row, c), "") for c in columns], True)
+    if table.best_axis == "row":
+        columns = [c for c in table.columns if c.mark == SIGNIFICANCE]
+        for row in (r for r in table.rows if r.source == "measured"):
+            _mark_significance([(table.cell(row, c), "") for c in columns], True)
+    for column in (c for c in table.columns if c.mark and table.best_axis == "column"):
+        entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
+        if column.mark == SIGNIFICANCE:
+            _mark_significance(entries, column.higher_better)
+        else:
+            _mark_fastest([cell for cell, _ in entries])
     return table
-
-
-def _mark_column(table: Table, column: Column) -> None:
-    entries = [(table.cell(r, column), r.schedule) for r in table.rows if r.comparable]
-    if column.mark == SIGNIFICANCE:
-        _mark_significance(entries, column.higher_better)
-    else:
-        _mark_fastest([cell for cell, _ in entries])
 
 
 def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> None:
@@ -269,31 +226,28 @@ def _mark_significance(entries: list[tuple[Cell, str]], higher_better: bool) -> 
     cells = [(c, s) for c, s in entries if c.samples]
     if any(s != "reduced" for _, s in cells):
         cells = [(c, s) for c, s in cells if s != "reduced"]
-    verdicts = stats.not_worse_than_best(
-        [c.samples or {} for c, _ in cells], higher_better=higher_better
-    )
+    samples = [c.samples or {} for c, _ in cells]
+    verdicts = stats.not_worse_than_best(samples, higher_better=higher_better)
     for (cell, _), verdict in zip(cells, verdicts, strict=True):
-        cell.status, cell.best = verdict.status, verdict.bold
-        cell.p = None if math.isnan(verdict.p) else verdict.p
-        cell.test = verdict.test
+        cell.status, cell.best, cell.test = verdict.status, verdict.bold, verdict.test
+        cell.p = finite(verdict.p)
 
 
 def _mark_fastest(cells: list[Cell]) -> None:
     """The fastest median of quiet runs (ties at display precision all marked); only with two or
     more timed rows."""
-    timed = [
-        (c, round(c.sort_value, c.decimals))
-        for c in cells
-        if c.sort_value is not None and not c.flag
-    ]
-    if len(timed) < 2:
-        return
-    best = min(value for _, value in timed)
-    for cell, value in timed:
-        cell.best = value == best
+    timed = [c for c in cells if c.sort_value is not None and not c.flag]
+    shown = [round(c.sort_value or 0.0, c.decimals) for c in timed]
+    for cell, value in zip(timed, shown, strict=True) if len(timed) > 1 else ():
+        cell.best = value == min(shown)
 
 
 # --- building rows ----------------------------------------------------------------------------
+
+#: Fills a measured row from one aggregated entry of it, on one dataset (its label).
+Fill = Callable[[Row, Any, str], None]
+#: The provenance of each row key (:func:`provenances`).
+Provs = dict[Any, Provenance]
 
 
 def _excluded(entry: Any) -> list[str]:
@@ -302,13 +256,32 @@ def _excluded(entry: Any) -> list[str]:
     return [reason for reason, applies in why.items() if applies]
 
 
-def _row_of(
-    rows: dict[Any, Row], key: Any, entry: Any, provs: dict[Any, Provenance], label: str = ""
-) -> Row:
-    """The row ``key`` of ``rows``, made from ``entry`` when new, with the provenance of its row key."""
-    name, prov = entry.paper_name or entry.method, provs[entry.row_key]
-    row = Row(label or entry.label, name, "measured", {}, prov, entry.method, _excluded(entry))
-    return rows.setdefault(key, replace(row, schedule=entry.schedule))
+def measured_rows(
+    agg: pd.DataFrame, kind: str, provs: Provs, fill: Fill, swept: Iterable[Any] | None = None
+) -> list[Row]:
+    """One row per row key of the page's plain configurations (or, of the aggregated entries
+    ``swept``, per swept value, which is also its label), in their order, each with the
+    provenance of its row key and filled by ``fill`` from each of its entries; a row left without
+    cells is left out."""
+    rows: dict[Any, Row] = {}
+    for e in measured(agg, kind).itertuples(index=False) if swept is None else swept:
+        if (key := e.row_key if swept is None else e.sweep) not in rows:
+            name, label = e.paper_name or e.method, e.label if swept is None else key
+            rows[key] = Row(label, name, "measured", {}, provs[e.row_key], e.method, _excluded(e))
+            rows[key].schedule = e.schedule
+        fill(rows[key], e, dataset_label(e.dataset, kind))
+    return [row for row in rows.values() if row.cells]
+
+
+def _metrics(metrics: tuple[str, ...], key: str = "{ds}:{m}") -> Fill:
+    """A fill of each metric's cell under ``key``, its interval clipped to :data:`PERCENT`."""
+
+    def fill(row: Row, entry: Any, ds: str) -> None:
+        for m in metrics:
+            cell = Cell.of(getattr(entry, m), dict(getattr(entry, f"{m}_samples")))
+            row.cells[key.format(ds=ds, m=m)] = _clipped(cell)
+
+    return fill
 
 
 def provenances(agg: pd.DataFrame) -> dict[Any, Provenance]:
@@ -316,25 +289,36 @@ def provenances(agg: pd.DataFrame) -> dict[Any, Provenance]:
     every dataset. Its HTML anchor comes from its label (labels are unique per kind, and
     :func:`unique_slugs` parts any two that slug alike)."""
     out: dict[Any, Provenance] = {}
-    anchors: dict[Any, str] = {}
-    for _kind, sub in agg.groupby("kind", sort=True) if not agg.empty else ():
-        labels = dict(zip(sub["row_key"], sub["label"], strict=True))
-        slugs = unique_slugs(labels.values(), prefix="prov-")
-        anchors.update({rk: slugs[label] for rk, label in labels.items()})
-    for e in agg.itertuples(index=False):
-        about = {"anchor": anchors[e.row_key], "label": e.label}
-        prov = out.setdefault(e.row_key, Provenance("measured", bool(e.standard), **about))
-        for name in ("versions", "commits", "devices"):
-            setattr(prov, name, sorted(set(getattr(prov, name)) | set(getattr(e, name))))
-        prov.dirty = prov.dirty or bool(e.dirty)
-        prov.date_first = min(filter(None, (prov.date_first, e.date_first)), default="")
-        prov.date_last = max(filter(None, (prov.date_last, e.date_last)), default="")
-        if e.split_reason and e.split_reason not in prov.split_reason:
-            prov.split_reason = "; ".join(x for x in (prov.split_reason, e.split_reason) if x)
-        prov.records.append((dataset_label(e.dataset, e.kind), list(e.links)))
-        prov.seed_of.update(e.seed_of)
-        prov.data.append((dataset_label(e.dataset, e.kind), e.data_fp))
+    for kind, sub in agg.groupby("kind", sort=True) if not agg.empty else ():
+        anchors = unique_slugs(sub["label"], prefix="prov-")
+        for key, g in sub.groupby("row_key", sort=False):
+            label, datasets = g["label"].iloc[0], [dataset_label(d, kind) for d in g["dataset"]]
+            reasons = dict.fromkeys(r for x in g["split_reason"] for r in x.split("; ") if r)
+            union = {c: sorted(set().union(*g[c])) for c in ("versions", "commits", "devices")}
+            out[key] = Provenance(
+                "measured",
+                _about(g, union),
+                "; ".join(reasons),
+                union["devices"],
+                list(zip(datasets, map(list, g["links"]), strict=True)),
+                {link: seed for seeds in g["seed_of"] for link, seed in seeds.items()},
+                list(zip(datasets, g["data_fp"], strict=True)),
+                anchors[label],
+                label,
+            )
     return out
+
+
+def _about(g: pd.DataFrame, union: dict[str, list[str]]) -> str:
+    """:attr:`Provenance.about` of a row's aggregated entries (``union``: their versions, commits
+    and devices)."""
+    versions, devices = ", ".join(union["versions"]), ", ".join(union["devices"])
+    commit = ", ".join(c[:10] if c != "unknown" else c for c in union["commits"])
+    commit += " (dirty tree)" if g["dirty"].any() else ""
+    days = [d for d in (*g["date_first"], *g["date_last"]) if d]
+    dates = date_range(min(days, default=""), max(days, default=""), "unknown date")
+    split = "standard split" if g["standard"].iloc[0] else "NON-STANDARD split (not comparable)"
+    return f"zslbench {versions} · commit {commit} · {dates} · {devices} · {split}"
 
 
 #: Every metric is a percentage: a page shows its intervals clipped to this range (the CSV keeps
@@ -349,72 +333,11 @@ def _clipped(cell: Cell) -> Cell:
     return cell
 
 
-def _metric_cell(entry: Any, metric: str) -> Cell:
-    return _clipped(Cell.of(getattr(entry, metric), dict(getattr(entry, f"{metric}_samples"))))
-
-
-#: The metrics of the "cite this" table.
-CITE_METRICS = ("H", "A_T", "AUSUC")
-
-
-def cite_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Table | None:
-    """One row per compared measured configuration: its mean H, A_T and AUSUC over the page's
-    datasets (:func:`zslbench.stats.mean_of_means`), the interval clipped to [0, 100]; a row that
-    misses a dataset has no mean (a mean over other datasets would not compare). Never marked:
-    whether one method beats another across datasets is the ranking's question."""
-    datasets = datasets_for(agg, kind, None)
-    rows = [r for r in measured_rows(agg, kind, CITE_METRICS, provs) if r.comparable]
-    if not rows:
-        return None
-    for row in rows:
-        parts = {m: [row.cells.get(f"{ds}:{m}") or Cell() for ds in datasets] for m in CITE_METRICS}
-        row.cells = {m: _mean_of_means(cells) for m, cells in parts.items()}
-    columns, params = [Column(m, m) for m in CITE_METRICS], {"datasets": datasets}
-    title = "Cite this: mean over datasets"
-    return Table(f"{kind}-cite", "cite", title, columns, rows, params=params)
-
-
-def _mean_of_means(parts: list[Cell]) -> Cell:
-    if any(c.missing for c in parts):
-        return Cell()
-    nan = math.nan
-    means = [
-        stats.Interval(c.mean or nan, nan if c.std is None else c.std, nan, nan, c.n or 0)
-        for c in parts
-    ]
-    interval = stats.mean_of_means(means)
-    return _clipped(Cell(interval.mean, None, len(parts), interval.low, interval.high))
-
-
-def measured_rows(
-    agg: pd.DataFrame, kind: str, metrics: tuple[str, ...], provs: dict[Any, Provenance]
-) -> list[Row]:
-    """One row per row key of ``kind`` (sweep runs excluded), cells keyed ``{dataset label}:{metric}``."""
-    rows: dict[Any, Row] = {}
-    for entry in measured(agg, kind).itertuples(index=False):
-        ds = dataset_label(entry.dataset, kind)
-        row = _row_of(rows, entry.row_key, entry, provs)
-        for metric in metrics:
-            row.cells[f"{ds}:{metric}"] = _metric_cell(entry, metric)
-    return list(rows.values())
-
-
-def _reported_prov(rep: ReportedRow) -> Provenance:
-    devices = [rep.device] if rep.device else []
-    return Provenance("reported", citation=rep.citation, refs=list(rep.refs), devices=devices)
-
-
 def _reported_row(rep: ReportedRow, cells: dict[str, Cell]) -> Row:
-    """A row of the paper's numbers, named as the paper names the method."""
-    prov = _reported_prov(rep)
+    """A row of the paper's numbers, named as the paper names the method, with its citation."""
+    devices = [rep.device] if rep.device else []
+    prov = Provenance("reported", citation=rep.citation, refs=list(rep.refs), devices=devices)
     return Row(rep.method, rep.method, "reported", cells, prov, rep.zslbench_method or "")
-
-
-def reported_rows(rows: list[ReportedRow], metrics: tuple[str, ...]) -> list[Row]:
-    cells = [
-        {f"{ds}:{m}": Cell(v.get(m)) for ds, v in r.values.items() for m in metrics} for r in rows
-    ]
-    return [_reported_row(rep, c) for rep, c in zip(rows, cells, strict=True)]
 
 
 def paired(reported: list[Row], measured_rows: list[Row]) -> list[Row]:
@@ -427,126 +350,148 @@ def paired(reported: list[Row], measured_rows: list[Row]) -> list[Row]:
     return out + [row for row in measured_rows if all(row is not r for r in out)]
 
 
-def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported | None) -> list[str]:
-    """Dataset labels, in the paper's order: measured ones plus (real only) reported ones."""
-    ours = agg.loc[agg["kind"] == kind, "dataset"] if not agg.empty else []
-    names = {dataset_label(name, kind): name for name in ours}
-    for ds in (
-        (ds for row in reported.rows for ds in row.values) if kind == "real" and reported else ()
-    ):
-        names.setdefault(ds, ds)
+def datasets_for(agg: pd.DataFrame, kind: str, reported: Reported = EMPTY) -> list[str]:
+    """Dataset labels, in the paper's order: measured ones plus the ``reported`` ones."""
+    names = {ds: ds for row in reported.rows for ds in row.values}
+    names |= {dataset_label(name, kind): name for name in agg.loc[agg["kind"] == kind, "dataset"]}
     return sorted(names, key=lambda label: dataset_order(names[label]))
-
-
-def metric_columns(datasets: list[str], metrics: tuple[str, ...]) -> list[Column]:
-    return [
-        Column(key=f"{ds}:{m}", title=m, group=ds, mark=SIGNIFICANCE if m in TESTED_METRICS else "")
-        for ds in datasets
-        for m in metrics
-    ]
 
 
 # --- the tables -------------------------------------------------------------------------------
 
-#: The measured tables of every page: (kind, title, metrics); a table's id is ``{page kind}-{kind}``.
-#: GZSL's headline metrics and its operating point are apart so that bold (H, AUSUC) never sits
-#: beside A_U / A_S, and so that each table, with its intervals, reads at 1400 px.
+#: The methods × datasets tables of every page: (part of the reported file, kind, title, metrics);
+#: a table's id is ``{page kind}-{kind}``. GZSL's headline metrics and its operating point are
+#: apart so that bold (H, AUSUC) never sits beside A_U / A_S, and so that each table, with its
+#: intervals, reads at 1400 px. The paper's model-structure ablation is shown in the same form
+#: (real page only, when the reported file has one).
 SETTING_TABLES = (
-    ("h", "Generalized ZSL: H and AUSUC", ("H", "AUSUC")),
-    ("zsl", "Zero-shot learning: A_T", ("A_T",)),
-    ("au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", ("A_U", "A_S")),
+    ("main", "h", "Generalized ZSL: H and AUSUC", "H AUSUC"),
+    ("main", "zsl", "Zero-shot learning: A_T", "A_T"),
+    ("main", "au-as", "Generalized ZSL: A_U and A_S (the operating point behind H)", "A_U A_S"),
+    ("ablation", "ablation-h", "Ablation: H and A_T", "H A_T"),
+    ("ablation", "ablation-au-as", "Ablation: A_U and A_S", "A_U A_S"),
 )
-#: The paper's model-structure ablation (real page only), in the same form.
-ABLATION_TABLES = (
-    ("ablation-h", "Ablation: H and A_T", ("H", "A_T")),
-    ("ablation-au-as", "Ablation: A_U and A_S", ("A_U", "A_S")),
-)
+
+
+def _metric_column(key: str, metric: str, group: str = "") -> Column:
+    return Column(key, metric, group, mark=SIGNIFICANCE if metric in collect.TESTED_METRICS else "")
 
 
 def setting_tables(
-    agg: pd.DataFrame, kind: str, reported: Reported | None, provs: dict[Any, Provenance]
+    agg: pd.DataFrame, kind: str, reported: Reported | None, provs: Provs
 ) -> list[Table]:
-    """The methods × datasets tables (:data:`SETTING_TABLES`) and, on the real page, the paper's
-    model-structure ablation (:data:`ABLATION_TABLES`, when it has one). On the real page each of
-    the paper's rows is followed by the measured rows of the same method (in the ablation, only
+    """The methods × datasets tables (:data:`SETTING_TABLES`). On the real page each of the
+    paper's rows is followed by the measured rows of the same method (in the ablation, only
     those)."""
-    real, reported = kind == "real", reported or EMPTY
-    datasets = datasets_for(agg, kind, reported)
+    paper = reported if reported and kind == "real" else EMPTY
+    datasets = datasets_for(agg, kind, paper)
+    sweeps = not measured(agg, kind, sweeps=True).empty
     tables = []
-    for part, specs in (("main", SETTING_TABLES), ("ablation", ABLATION_TABLES)):
-        rep_rows = reported.rows_for(part) if real else []
-        if part == "ablation" and not rep_rows:
+    for part, tkind, title, names in SETTING_TABLES:
+        metrics = tuple(names.split())
+        reps = paper.rows_for(part)
+        if part == "ablation" and not reps:
             continue
-        paper_table = reported.table_info(part).get("paper_table", "") if rep_rows else ""
-        params = {"paper_table": paper_table, "source": reported.source if rep_rows else ""}
-        if part == "main":
-            params |= {
-                "reported": bool(rep_rows),
-                "sweeps": not measured(agg, kind, sweeps=True).empty,
-            }
-        methods = {rep.zslbench_method for rep in rep_rows}
-        for tkind, title, metrics in specs:
-            rows = paired(
-                reported_rows(rep_rows, metrics), measured_rows(agg, kind, metrics, provs)
-            )
-            if part == "ablation":
-                rows = [r for r in rows if r.source == "reported" or r.method in methods]
-            columns = metric_columns(datasets, metrics)
-            tables.append(
-                mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params))
-            )
+        ours = measured_rows(agg, kind, provs, _metrics(metrics))
+        methods = {rep.zslbench_method for rep in reps}
+        cells = [
+            {f"{d}:{m}": Cell(v.get(m)) for d, v in r.values.items() for m in metrics} for r in reps
+        ]
+        theirs = [_reported_row(rep, c) for rep, c in zip(reps, cells, strict=True)]
+        rows = paired(theirs, [r for r in ours if part == "main" or r.method in methods])
+        columns = [_metric_column(f"{ds}:{m}", m, ds) for ds in datasets for m in metrics]
+        paper_table = paper.table_info(part).get("paper_table", "")
+        params = {"paper_table": paper_table, "source": paper.source, "reported": bool(reps)}
+        params["sweeps"] = sweeps
+        tables.append(mark(Table(f"{kind}-{tkind}", tkind, title, columns, rows, params=params)))
     return tables
 
 
-def time_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
+#: The metrics of the "cite this" table.
+CITE_METRICS = ("H", "A_T", "AUSUC")
+
+
+def cite_table(agg: pd.DataFrame, kind: str, provs: Provs) -> Table | None:
+    """One row per compared measured configuration: its mean H, A_T and AUSUC over the page's
+    datasets (:func:`zslbench.stats.mean_of_means`), the interval clipped to [0, 100]; a row that
+    misses a dataset has no mean (a mean over other datasets would not compare). Never marked:
+    whether one method beats another across datasets is the ranking's question."""
+    datasets = datasets_for(agg, kind)
+    rows = [r for r in measured_rows(agg, kind, provs, _metrics(CITE_METRICS)) if r.comparable]
+    for row in rows:
+        parts = {m: [row.cells.get(f"{ds}:{m}") or Cell() for ds in datasets] for m in CITE_METRICS}
+        row.cells = {m: _mean_of_means(cells) for m, cells in parts.items()}
+    columns, params = [Column(m, m) for m in CITE_METRICS], {"datasets": datasets}
+    title = "Cite this: mean over datasets"
+    return Table(f"{kind}-cite", "cite", title, columns, rows, params=params) if rows else None
+
+
+def _mean_of_means(parts: list[Cell]) -> Cell:
+    """The mean of the parts' means, with its interval; none where a part has none (NaN)."""
+    nan = math.nan
+    means = [
+        stats.Interval(
+            nan if c.mean is None else c.mean, nan if c.std is None else c.std, nan, nan, c.n or 0
+        )
+        for c in parts
+    ]
+    return _clipped(Cell.of(stats.mean_of_means(means)))
+
+
+def time_tables(agg: pd.DataFrame, kind: str, provs: Provs) -> list[Table]:
     """Median ``train`` seconds per method × dataset, one table per device model."""
-    datasets = datasets_for(agg, kind, None)
-    by_device: dict[str, dict[Any, Row]] = {}
-    for entry in measured(agg, kind).itertuples(index=False):
-        ds = dataset_label(entry.dataset, kind)
-        for device, t in entry.times.items():
-            row = _row_of(by_device.setdefault(device, {}), entry.row_key, entry, provs)
-            flag, decimals = "busy" if t["busy_only"] else "", time_decimals(t["median"])
-            row.cells[ds] = Cell(t["median"], None, t["n"], decimals=decimals, unit=" s", flag=flag)
-            if t["busy"]:
-                row.note = _busy_note(row.note, ds, t)
-    ids = unique_slugs(by_device, prefix=f"{kind}-time-")
-    columns = [Column(ds, ds, higher_better=False, mark=FASTEST) for ds in datasets]
+    devices = sorted({d for e in measured(agg, kind).itertuples(index=False) for d in e.times})
+    ids = unique_slugs(devices, prefix=f"{kind}-time-")
+    columns = [Column(ds, ds, higher_better=False, mark=FASTEST) for ds in datasets_for(agg, kind)]
     tables = []
-    for d, rows in sorted(by_device.items()):
-        title, params = f"Training time (median) on {d}", {"device": d}
-        tables.append(mark(Table(ids[d], "time", title, columns, [*rows.values()], params=params)))
+    for d in devices:
+        rows = measured_rows(agg, kind, provs, _timed(d))
+        title = f"Training time (median) on {d}"
+        tables.append(mark(Table(ids[d], "time", title, columns, rows, params={"device": d})))
     return tables
 
 
-def _busy_note(note: str, ds: str, t: dict[str, Any]) -> str:
-    """The row's note of busy runs left out of a cell's median. A cell of busy runs only needs
-    none: its ‡ says it, and the table's caption says once what ‡ means."""
-    if t["busy_only"]:
-        return note
-    part = f"{ds}: {t['busy']} of {t['runs']} busy runs left out"
-    return f"{note}; {part}" if note else f"† {part}"
+def _timed(device: str) -> Fill:
+    """A fill of the median time on ``device``. A row's note names the busy runs left out of a
+    median; a cell of busy runs only needs none: its ‡ says it, and the caption says once what ‡
+    means."""
+
+    def fill(row: Row, entry: Any, ds: str) -> None:
+        if (t := entry.times.get(device)) is None:
+            return
+        flag, median = "busy" if t["busy_only"] else "", t["median"]
+        # enough digits to tell runs apart without pretending sub-millisecond precision
+        decimals = 2 if median < 10 else (1 if median < 1000 else 0)
+        row.cells[ds] = Cell(median, None, t["n"], decimals=decimals, unit=" s", flag=flag)
+        if t["busy"] and not flag:
+            part = f"{ds}: {t['busy']} of {t['runs']} busy runs left out"
+            row.note = f"{row.note}; {part}" if row.note else f"† {part}"
+
+    return fill
 
 
 def reported_time_table(reported: Reported) -> Table | None:
     """The paper's training times in minutes, as printed, on its device."""
-    rep_rows = reported.rows_for("train_time")
-    if not rep_rows:
-        return None
+    reps = reported.rows_for("train_time")
     rows = []
-    for rep in rep_rows:
-        minutes = {ds: values.get("train_min") for ds, values in rep.values.items()}
-        cells = {
-            ds: Cell() if m is None else Cell(text_override=f"{m:g} min", sort_value=m * 60.0)
-            for ds, m in minutes.items()
-        }
-        rows.append(_reported_row(rep, {**cells, "device": Cell(text_override=rep.device or "")}))
-    datasets = sorted({ds for rep in rep_rows for ds in rep.values}, key=dataset_order)
+    for rep in reps:
+        cells = {"device": Cell(text_override=rep.device or "")}
+        for ds, m in ((ds, values.get("train_min")) for ds, values in rep.values.items()):
+            cells[ds] = (
+                Cell() if m is None else Cell(m, text_override=f"{m:g} min", sort_value=m * 60)
+            )
+        rows.append(_reported_row(rep, cells))
+    datasets = sorted({ds for rep in reps for ds in rep.values}, key=dataset_order)
     columns = [Column(ds, ds, higher_better=False) for ds in datasets]
     columns.append(Column("device", "Device", align="left", descriptive=True))
     title = "Training time as reported (minutes)"
     params = {"paper_table": reported.table_info("train_time").get("paper_table", "")}
-    return Table("real-time-reported", "reported-time", title, columns, rows, params=params)
+    table = Table("real-time-reported", "reported-time", title, columns, rows, params=params)
+    return table if rows else None
+
+
+#: What a sweep shares besides its swept parameters: one table (per dataset) each.
+SWEEP_KEYS = "method overrides standard device_type schedule compared".split()
 
 
 def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]:
@@ -556,9 +501,7 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
     if sub.empty:
         return []
     sub = pd.concat([sub, *_default_points(measured(agg, kind), sub)], ignore_index=True)
-    keys = (
-        "method_rank method sweep_params overrides standard device_type schedule compared".split()
-    )
+    keys = ["method_rank", "method", "sweep_params", *SWEEP_KEYS[1:]]
     out = []
     for key, group in sub.groupby(keys, sort=True):
         _, method, params, overrides, standard, device, schedule, compared = key
@@ -576,160 +519,141 @@ def sweep_groups(agg: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]
 def _default_points(plain: pd.DataFrame, sweeps: pd.DataFrame) -> list[pd.DataFrame]:
     """The plain configurations that are a point of a sweep (:func:`collect.default_point`): one
     row per (sweep, default), with the sweep's columns filled in from its hyperparameters."""
-    keys = "method overrides standard device_type schedule compared".split()
-    out = []
+    keys, out = SWEEP_KEYS, []
     for key, group in sweeps.groupby([*keys, "sweep_params"], sort=True):
         params = sorted(group["sweep_map"].iloc[0])
         same = plain[(plain[keys] == pd.Series(key[:-1], index=keys)).all(axis=1)]
         for _, entry in same.iterrows():
-            point = default_point(entry["config"], params)
-            taken = group["sweep"][group["dataset"] == entry["dataset"]]
+            point = collect.default_point(entry["config"], params)
+            taken = set(group["sweep"][group["dataset"] == entry["dataset"]])
             # only where the sweep ran: a default on another dataset is no sweep of one point
-            if point is None or taken.empty or assignments(point) in set(taken):
-                continue
-            entry = entry.copy()
-            entry["sweep"], entry["sweep_params"] = assignments(point), key[-1]
-            entry["sweep_map"] = point
-            out.append(entry.to_frame().T)
+            if point is not None and taken and assignments(point) not in taken:
+                swept = {"sweep": assignments(point), "sweep_params": key[-1], "sweep_map": point}
+                out.append(pd.Series({**entry, **swept}).to_frame().T)
     return out
 
 
-def sweep_tables(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> list[Table]:
+def sweep_tables(agg: pd.DataFrame, kind: str, provs: Provs) -> list[Table]:
     """One table per sweep and dataset: rows are the swept values, columns the metrics."""
-    tables = []
     groups = sweep_groups(agg, kind)
-    columns = [
-        Column(m, m, mark=SIGNIFICANCE if m in TESTED_METRICS else "") for m in SWEEP_METRICS
-    ]
-    ids = unique_slugs(
-        {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}, prefix=f"{kind}-sweep-"
-    )
+    columns = [_metric_column(m, m) for m in collect.SWEEP_METRICS]
+    fill = _metrics(collect.SWEEP_METRICS, "{m}")
+    keys = {f"{title}\0{d}" for title, g in groups for d in g["dataset"]}
+    ids = unique_slugs(keys, prefix=f"{kind}-sweep-")
+    tables = []
     for title, group in groups:
         for name in sorted(set(group["dataset"]), key=dataset_order):
             ds = dataset_label(name, kind)
-            rows: dict[str, Row] = {}
-            for e in sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value):
-                row = _row_of(rows, e.sweep, e, provs, label=e.sweep)
-                row.cells.update({m: _metric_cell(e, m) for m in SWEEP_METRICS})
-            head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns)
-            table = Table(*head, [*rows.values()], "Value", show_source=False, dataset=ds)
-            table.params = {"sweep": title}
+            entries = sorted(group[group["dataset"] == name].itertuples(index=False), key=_by_value)
+            rows = measured_rows(agg, kind, provs, fill, entries)
+            head = (ids[f"{title}\0{name}"], "sweep", f"Sweep: {title} on {ds}", columns, rows)
+            table = Table(*head, "Value", show_source=False, dataset=ds, params={"sweep": title})
             tables.append(mark(table))
     return tables
 
 
 def _by_value(entry: Any) -> list[tuple[str, tuple[int, float, str]]]:
-    return [(p, value_sort_key(v)) for p, v in sorted(entry.sweep_map.items())]
+    return [(p, collect.value_sort_key(v)) for p, v in sorted(entry.sweep_map.items())]
+
+
+#: A per-class table's cells: (class key, name, share of the unseen images in %, cells) each.
+ClassCells = list[tuple[Any, str, float | None, dict[str, Cell]]]
 
 
 def _class_table(
-    head: tuple[str, str, str, str],
-    columns: list[Column],
-    classes: dict[Any, tuple[str, float | None, dict[str, Cell]]],
-    source: str,
-    prov: Provenance | None = None,
-    **table: Any,
+    head: tuple[str, ...], columns: list[Column], cells: ClassCells, row: Row, **table: Any
 ) -> Table:
-    """A per-class table (``head``: its id, kind, title and dataset) of ``classes``, each ``key ->
-    (name, share of the unseen images in %, cells)``: one row per class, the most frequent first,
-    its share in a column of its own."""
+    """A per-class table (``head``: its id, kind, title and dataset) of ``cells``: one row per
+    class, made from ``row`` (its source and provenance), the most frequent first, its share in a
+    column of its own. A class's first entry gives its name, share and any descriptive cell."""
     tid, kind, title, ds = head
+    rows: dict[Any, Row] = {}
+    for key, name, share, more in cells:
+        share_cell = Cell(share, unit=" %", decimals=2)
+        new = rows.setdefault(key, replace(row, label=name, name=name, cells={"share": share_cell}))
+        new.cells = more | new.cells
 
     def order(key: Any) -> tuple[float, str, Any]:
-        name, share, _ = classes[key]
-        return (-(share if share is not None else -1.0), name, key)
+        share = rows[key].cells["share"].mean
+        return (-(share if share is not None else -1.0), rows[key].label, key)
 
-    rows = [
-        Row(name, name, source, {**cells, "share": Cell(share, unit=" %", decimals=2)}, prov)
-        for name, share, cells in (classes[key] for key in sorted(classes, key=order))
-    ]
     columns = [Column("share", "share of unseen images", descriptive=True), *columns]
-    return Table(tid, kind, title, columns, rows, "Class", "row", False, ds, **table)
+    ordered = [rows[key] for key in sorted(rows, key=order)]
+    return Table(tid, kind, title, columns, ordered, "Class", "row", False, ds, **table)
 
 
 def per_class_tables(agg: pd.DataFrame, kind: str) -> list[Table]:
     """Per dataset: unseen classes (most frequent first) × methods, accuracy mean ± std."""
     sub = measured(agg, kind)
-    names = sorted(set(sub["dataset"]) if not sub.empty else set(), key=dataset_order)
+    names = sorted(set(sub["dataset"]), key=dataset_order)
     ids = unique_slugs(names, prefix=f"{kind}-perclass-")
     tables = []
     for name in names:
         columns = [Column("n_test", "test images", descriptive=True)]
-        classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
-        for g in sub[sub["dataset"] == name].itertuples(index=False):  # in method order
-            if not g.per_class:
-                continue
-            key = f"m:{g.label}"
-            columns.append(Column(key, g.label, mark=SIGNIFICANCE, comparable=not _excluded(g)))
+        cells = []
+        for g in sub[(sub["dataset"] == name) & sub["per_class"].map(bool)].itertuples(index=False):
+            key = f"m:{g.label}"  # in method order
+            # a method's column on a non-standard split or another data version is never marked
+            columns.append(Column(key, g.label, mark="" if _excluded(g) else SIGNIFICANCE))
             for e in g.per_class:
-                n_test = MISSING if e["n_test"] is None else str(e["n_test"])
-                first = {"n_test": Cell(text_override=n_test, sort_value=finite(e["n_test"]))}
-                share = finite(e["share"])
-                about = (e["name"], None if share is None else 100 * share, first)
-                classes.setdefault(e["class"], about)[2][key] = Cell.of(
-                    e["interval"], dict(e["samples"])
-                )
-        if classes:
+                n, share = e["n_test"], finite(e["share"])
+                n_test = Cell(text_override=MISSING if n is None else str(n), sort_value=finite(n))
+                accuracy = Cell.of(e["interval"], dict(e["samples"]))
+                pct = None if share is None else 100 * share
+                cells.append((e["class"], e["name"], pct, {"n_test": n_test, key: accuracy}))
+        if cells:
             ds = dataset_label(name, kind)
             head = (ids[name], "perclass", f"Per-class unseen accuracy: {ds}", ds)
-            tables.append(mark(_class_table(head, columns, classes, "measured")))
+            row = Row("", "", "measured", {})
+            tables.append(mark(_class_table(head, columns, cells, row)))
     return tables
 
 
 def reported_per_class_tables(reported: Reported) -> list[Table]:
     """The paper's per-class table, transposed like ours (classes as rows); never marked."""
     by_dataset: dict[str, list[ReportedRow]] = {}
-    for row in reported.rows_for("per_class"):
-        by_dataset.setdefault(row.dataset or "?", []).append(row)
+    for rep in reported.rows_for("per_class"):
+        by_dataset.setdefault(rep.dataset or "?", []).append(rep)
     ids = unique_slugs(by_dataset, prefix="real-perclass-reported-")
     tables = []
-    for ds, rows in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
-        columns = [Column(f"m:{rep.method}", rep.method) for rep in rows]
-        classes: dict[Any, tuple[str, float | None, dict[str, Cell]]] = {}
-        for rep in rows:
+    for ds, reps in sorted(by_dataset.items(), key=lambda kv: dataset_order(kv[0])):
+        columns = [Column(f"m:{rep.method}", rep.method) for rep in reps]
+        cells = []
+        for rep in reps:
             for c in rep.classes:
-                cells: dict[str, Cell] = {}
-                about = (c["name"], c["share_of_unseen_pct"], cells)
-                classes.setdefault(c["name"], about)[2][f"m:{rep.method}"] = Cell(c["accuracy"])
+                accuracy = {f"m:{rep.method}": Cell(c["accuracy"])}
+                cells.append((c["name"], c["name"], c["share_of_unseen_pct"], accuracy))
         head = (ids[ds], "reported-perclass", f"Per-class unseen accuracy: {ds} (reported)", ds)
-        params = {"citation": rows[0].citation}
-        prov = _reported_prov(rows[0])
-        tables.append(_class_table(head, columns, classes, "reported", prov, params=params))
+        row, params = _reported_row(reps[0], {}), {"citation": reps[0].citation}
+        tables.append(_class_table(head, columns, cells, row, params=params))
     return tables
 
 
-def audit_table(agg: pd.DataFrame, kind: str, provs: dict[Any, Provenance]) -> Table | None:
+def audit_table(agg: pd.DataFrame, kind: str, provs: Provs) -> Table | None:
     """Test-set selection inflation: per method and dataset, how much higher H would read had the
     model been selected on the test set (``test_selected_H - clean_H``), over the seeds whose
     records carry a selection audit. Never ranked, never marked: it is not a result."""
-    sub = measured(agg, kind)
-    if sub.empty or not any(sub["audits"].map(bool)):
-        return None
-    datasets = []
-    rows: dict[Any, Row] = {}
     rules: set[str] = set()
-    for entry in sub.itertuples(index=False):
-        if not entry.audits:
-            continue
-        ds = dataset_label(entry.dataset, kind)
-        datasets.append(entry.dataset)
-        row = _row_of(rows, entry.row_key, entry, provs)
-        gaps = {a["seed"]: a["test_selected_H"] - a["clean_H"] for a in entry.audits}
-        row.cells[ds] = Cell.of(stats.t_interval(list(gaps.values())))
-        epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
-        row.cells[f"{ds}:epoch"] = Cell(
-            text_override=", ".join(str(e) for e in epochs), sort_value=float(epochs[0])
+
+    def fill(row: Row, entry: Any, ds: str) -> None:
+        if entry.audits:
+            gaps = [a["test_selected_H"] - a["clean_H"] for a in entry.audits]
+            epochs = sorted({a["test_selected_epoch"] for a in entry.audits})
+            text, first = ", ".join(str(e) for e in epochs), float(epochs[0])
+            row.cells[ds] = Cell.of(stats.t_interval(gaps))
+            row.cells[f"{ds}:epoch"] = Cell(text_override=text, sort_value=first)
+            rules.update(a["rule"] for a in entry.audits if a["rule"])
+
+    rows = measured_rows(agg, kind, provs, fill)
+    columns = [
+        column
+        for ds in datasets_for(agg, kind)
+        if any(ds in row.cells for row in rows)
+        for column in (
+            Column(ds, "H gain", ds),
+            Column(f"{ds}:epoch", "epoch", ds, descriptive=True),
         )
-        rules.update(a["rule"] for a in entry.audits if a["rule"])
-    labels = [dataset_label(d, kind) for d in sorted(set(datasets), key=dataset_order)]
-    columns = []
-    for ds in labels:
-        columns += [
-            Column(key=ds, title="H gain", group=ds),
-            Column(key=f"{ds}:epoch", title="epoch", group=ds, descriptive=True),
-        ]
-    title = "Test-set selection inflation (not a result)"
-    params = {"rules": sorted(rules)}
-    return Table(
-        f"{kind}-selection-audit", "audit", title, columns, [*rows.values()], params=params
-    )
+    ]
+    title, params = "Test-set selection inflation (not a result)", {"rules": sorted(rules)}
+    table = Table(f"{kind}-selection-audit", "audit", title, columns, rows, params=params)
+    return table if rows else None
