@@ -134,10 +134,8 @@ def _entry(where: str, entry: object) -> BoardPlugin:
             f"{where} ({name}): requirement {req!r} is not a requirement",
             hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)',
         )
-    if (
-        not isinstance(methods, list)
-        or not methods
-        or not all(isinstance(m, str) and m for m in methods)
+    if not (
+        isinstance(methods, list) and methods and all(isinstance(m, str) and m for m in methods)
     ):
         raise ConfigError(
             f"{where} ({name}): methods must list method names", hint='e.g. methods = ["my-eszsl"]'
@@ -207,15 +205,11 @@ def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
             hint=f"fix {plugin.name}, or run `zslbench list` to see its problems",
         )
     dist = registry.items["method"][method].distribution
-    if (
-        dist is None
-        or canonical_distribution(dist) != canonical_distribution(plugin.name)
-        or canonical_distribution(dist) == BUILTIN_DISTRIBUTION
-    ):
+    ran_from = canonical_distribution(dist or BUILTIN_DISTRIBUTION)  # None: not installed
+    if ran_from == BUILTIN_DISTRIBUTION or ran_from != canonical_distribution(plugin.name):
         raise ConfigError(
-            f"{PLUGINS_NAME}: {plugin.name} lists method "
-            f"{method!r}, which {dist or 'no installed distribution'} "
-            "provides",
+            f"{PLUGINS_NAME}: {plugin.name} lists method {method!r}, which "
+            f"{dist or 'no installed distribution'} provides",
             hint=f"list only methods {plugin.name} registers",
         )
 
@@ -246,8 +240,9 @@ def board(ctx: click.Context, board_dir: Path) -> None:
     ctx.meta["zslbench.board_dir"] = board_dir
 
 
-def _board_dir() -> Path:
-    return Path(click.get_current_context().meta["zslbench.board_dir"])
+def _in_board(given: Path | None, default: Path | str) -> Path:
+    """``given``, else ``default`` inside the board folder (``zslbench board --dir``)."""
+    return given or Path(click.get_current_context().meta["zslbench.board_dir"]) / default
 
 
 _plugins_option = click.option(
@@ -266,11 +261,7 @@ _results_option = click.option(
 
 
 def _plugins(plugins_file: Path | None) -> list[BoardPlugin]:
-    return load_plugins(plugins_file or _board_dir() / PLUGINS_NAME)
-
-
-def _results(results_dir: Path | None) -> Path:
-    return results_dir or _board_dir() / THIRD_PARTY_RECORDS
+    return load_plugins(_in_board(plugins_file, PLUGINS_NAME))
 
 
 @board.command("install")
@@ -287,9 +278,8 @@ def install_cmd(plugins_file: Path | None) -> None:
 @_results_option
 def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: Path | None) -> None:
     """Run every listed method on the stand-ins (cached runs are not repeated)."""
-    failures = run(
-        _plugins(plugins_file), datasets=datasets, seeds=seeds, results_dir=_results(results_dir)
-    )
+    target = _in_board(results_dir, THIRD_PARTY_RECORDS)
+    failures = run(_plugins(plugins_file), datasets=datasets, seeds=seeds, results_dir=target)
     for line in failures:
         click.echo(f"zslbench board: failed: {line}", err=True)
     if failures:
@@ -308,7 +298,7 @@ def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: P
 @_results_option
 def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None) -> None:
     """Validate the listed plugins' records (untrusted) and take them onto the board."""
-    target = _results(results_dir)
+    target = _in_board(results_dir, THIRD_PARTY_RECORDS)
     written, refused = accept(_plugins(plugins_file), source, target)
     for line in refused:  # each already one line (accept escapes what the artifact names)
         click.echo(terminal_text(f"zslbench board: refused: {line}"), err=True)
@@ -322,8 +312,7 @@ def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="[default: DIR]")
 def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     """Re-render the board (zslbench leaderboard), then check it."""
-    results_dir = results_dir or _board_dir() / "records"
-    out = out or _board_dir()
+    results_dir, out = _in_board(results_dir, "records"), _in_board(out, "")
     render_board(results_dir, out)
     render_board(results_dir, out, check_only=True)
 
