@@ -62,12 +62,7 @@ def admission(owner: Mapping[str, str]) -> Admission:
     stand_ins = {
         n for n in ours["dataset"] if getattr(declarations[n], "kind", None) == "synthetic"
     }
-    return Admission(
-        owner=dict(owner),
-        builtins=frozenset(ours["method"]),
-        datasets=frozenset(stand_ins),
-        declarations=declarations,
-    )
+    return Admission(dict(owner), frozenset(ours["method"]), frozenset(stand_ins), declarations)
 
 
 @dataclass
@@ -107,20 +102,16 @@ def _is_a_record_file(c: Candidate) -> str:
 def _is_within_the_size_cap(c: Candidate) -> str:
     """Sized before it is read (:data:`MAX_RECORD_BYTES` says why the cap)."""
     size = c.path.lstat().st_size
-    if size <= MAX_RECORD_BYTES:
-        return ""
-    return f"is {size} bytes, over the {MAX_RECORD_BYTES} bytes a board record may have"
+    cap = f"is {size} bytes, over the {MAX_RECORD_BYTES} bytes a board record may have"
+    return "" if size <= MAX_RECORD_BYTES else cap
 
 
 def _is_the_only_one_of_its_name(c: Candidate) -> str:
     """Two different records of one run: the artifact cannot say which is the run, so neither is
     taken (taking one would depend on the order the folder is listed in)."""
-    if not c.twins:
-        return ""
-    return (
-        f"{', '.join(map(str, c.twins))} of the artifact is also named {c.path.name} "
-        "with other content: neither is taken"
-    )
+    twins = ", ".join(map(str, c.twins))
+    why = f"{twins} of the artifact is also named {c.path.name} with other content: "
+    return why + "neither is taken" if twins else ""
 
 
 def _is_a_valid_record(c: Candidate) -> str:
@@ -164,9 +155,8 @@ def _h_is_the_harmonic_mean(c: Candidate) -> str:
 
 
 def _is_named_by_its_run_id(c: Candidate) -> str:
-    if c.path.name == f"{c.rec.run_id}.json":
-        return ""
-    return f"is not named by its run id {c.rec.run_id!r}"
+    named = c.path.name == f"{c.rec.run_id}.json"
+    return "" if named else f"is not named by its run id {c.rec.run_id!r}"
 
 
 def _is_of_a_listed_method(c: Candidate) -> str:
@@ -176,9 +166,8 @@ def _is_of_a_listed_method(c: Candidate) -> str:
 
 def _is_not_a_built_in(c: Candidate) -> str:
     """``board run`` refuses an entry that lists a built-in; a record must not slip one in."""
-    if c.rec.method not in c.admits.builtins:
-        return ""
-    return f"method {c.rec.method!r} is built into zslbench, which the board already runs"
+    built_in = f"method {c.rec.method!r} is built into zslbench, which the board already runs"
+    return built_in if c.rec.method in c.admits.builtins else ""
 
 
 def _was_run_from_the_listed_distribution(c: Candidate) -> str:
@@ -200,9 +189,8 @@ def _is_on_a_board_stand_in(c: Candidate) -> str:
 
 
 def _replaces_no_other_method(c: Candidate) -> str:
-    if not c.target.exists() or _method_of(c.target) == c.rec.method:
-        return ""
-    return f"would replace {c.target}, which is not a record of {c.rec.method!r}"
+    other = c.target.exists() and _method_of(c.target) != c.rec.method
+    return f"would replace {c.target}, which is not a record of {c.rec.method!r}" if other else ""
 
 
 #: What ``accept`` requires of every file of the artifact, in order: the first one a file fails
@@ -250,16 +238,15 @@ def admit(
         )
     admits = admission(owner)
     files = [p for p in sorted(source.rglob("*")) if p.is_symlink() or not p.is_dir()]
-    by_name: dict[str, list[Path]] = {}
-    for path in files:
-        by_name.setdefault(path.name, []).append(path)
     written: list[Path] = []
     refused: list[str] = []
     for path in files:
         target = results_dir / path.name
         if _same_content(path, target):
             continue  # already on the board (the committed records it was run beside)
-        candidate = Candidate(path, target, admits, twins=_twins(path, by_name[path.name]))
+        namesakes = (p for p in files if p.name == path.name and p != path)
+        twins = tuple(p for p in namesakes if not _same_content(p, path))
+        candidate = Candidate(path, target, admits, twins)
         why = refusal(candidate)
         if why:
             refused.append(_one_line(f"{path}: {why}"))
@@ -281,12 +268,6 @@ def _one_line(text: str) -> str:
     from zslbench.data.dataset import printable as escaped
 
     return escaped(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def _twins(path: Path, namesakes: list[Path]) -> tuple[Path, ...]:
-    """The other files of ``namesakes`` (the artifact's files named as ``path``) whose content
-    differs from it."""
-    return tuple(p for p in namesakes if p != path and not _same_content(p, path))
 
 
 def _plain_file(path: Path) -> bool:

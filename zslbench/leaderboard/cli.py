@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -109,7 +108,20 @@ def render_board(
     for line in site.board.warnings:
         echo(f"warning: {line}", err=True)
     if check_only:
-        _check(site, results_dir, out_dir, inputs, overwrite_foreign)
+        problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
+        for line in problems:
+            echo(line)
+        if problems:
+            echo(
+                f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
+                f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
+                f"--out {out_dir.as_posix()}` and commit the result",
+                err=True,
+            )
+            raise SystemExit(1)
+        echo(
+            f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)"
+        )
         return
     for path, reason in site.board.refused:
         echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
@@ -131,25 +143,3 @@ def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> lis
     if (out_dir / PLUGINS_NAME).is_file():
         inputs.append(out_dir / PLUGINS_NAME)
     return inputs
-
-
-def _check(
-    site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allow_foreign: bool
-) -> None:
-    """``--check``: one line per problem and ``SystemExit(1)``, or one line saying it is current."""
-    from zslbench.leaderboard import check as check_mod
-
-    problems = check_mod.compare(site, out_dir, inputs, allow_foreign=allow_foreign)
-    for line in problems:
-        echo(line)
-    if problems:
-        echo(
-            f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
-            f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
-            f"--out {out_dir.as_posix()}` and commit the result",
-            err=True,
-        )
-        raise SystemExit(1)
-    echo(
-        f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)"
-    )

@@ -218,7 +218,7 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
 def _entry(
     key: tuple[Any, ...], group: pd.DataFrame, versions: dict[tuple[str, str], DataVersions]
 ) -> dict[str, Any]:
-    """The aggregated row of one cell group (``key``: its cell keys; ``group``: its runs by seed)."""
+    """The aggregated row of one cell group (``key``: its cell keys, ``group``: its runs)."""
     entry = dict(zip(CELL_KEYS, key, strict=True))
     first, seeds = group.iloc[0], [int(s) for s in group["seed"]]
     entry |= {

@@ -18,7 +18,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pandas as pd
 
@@ -300,23 +300,46 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
     kept, superseded, refused = newest_runs(results_dir, link_base=out_dir)
     agg = aggregate(kept, reported.method_order())
     root = project_root(out_dir, results_dir)
-    ranks = dict(zip(agg["method"], agg["method_rank"], strict=True))
+    paths = _paths(results_dir, out_dir, root, reported)
+    provs, ranks = provenances(agg), dict(zip(agg["method"], agg["method_rank"], strict=True))
+    colors = method_colors(sorted(ranks, key=lambda m: (ranks[m], m)))
+    kinds = tuple(k for k in KINDS if k != "custom" or (kept["kind"] == "custom").any())
     versions: list[DataVersions] = agg.attrs.get("data_versions", [])
-    ctx = _Context(
-        agg,
-        kept,
-        superseded,
-        reported,
-        root,
-        tuple(k for k in KINDS if k != "custom" or (kept["kind"] == "custom").any()),
-        versions,
-        _paths(results_dir, out_dir, root, reported),
-        provenances(agg),
-        ranks,
-        method_colors(sorted(ranks, key=lambda m: (ranks[m], m))),
-    )
-    pages = {kind: _page(ctx, kind) for kind in ctx.kinds}
-    figures = [f for page in pages.values() for f in page.figures]
+
+    def page(kind: str) -> Page:
+        real, runs = kind == "real", kept[kept["kind"] == kind]
+        tables = setting_tables(agg, kind, reported, provs)
+        ranking, ranking_note = rank_methods(tables[0])
+        sweeps = sweep_tables(agg, kind, provs)
+        reported_pc = reported_per_class_tables(reported) if real else []
+        reported_time = reported_time_table(reported) if real else None
+        shown = tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
+        return Page(
+            kind=kind,
+            facts=_facts(kind, runs, superseded[superseded["kind"] == kind], agg, ranks),
+            paths=paths,
+            tables=tables,
+            time_tables=time_tables(agg, kind, provs),
+            sweep_tables=sweeps,
+            per_class_tables=per_class_tables(agg, kind),
+            cite=cite_table(agg, kind, provs),
+            ranking=ranking,
+            ranking_note=ranking_note,
+            audit=audit_table(agg, kind, provs),
+            figures=figure_specs(agg, kind, sweep_groups(agg, kind), colors, ranking),
+            references=_references(reported, shown),
+            commands=[shell_command(w) for w in reproduce_commands(runs, root, ranks)],
+            reported_time=reported_time,
+            reported_per_class=reported_pc,
+            source=(reported.source or "the curated reported file")
+            if real and reported.rows
+            else "",
+            data_versions=[v for v in versions if v.kind == kind],
+            kinds=kinds,
+        )
+
+    pages = {kind: page(kind) for kind in kinds}
+    figures = [f for p in pages.values() for f in p.figures]
     warnings = [v.warning() for v in versions]
     return Board(pages, figures, len(kept), len(superseded), refused, agg, warnings)
 
@@ -328,32 +351,18 @@ def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> 
     return Paths(records + "/", path_href(records) + "/", *args, rep, path_href(rep) if rep else "")
 
 
-class _Context(NamedTuple):
-    """What every page of a board is built from."""
-
-    agg: pd.DataFrame
-    kept: pd.DataFrame
-    superseded: pd.DataFrame
-    reported: Reported
-    root: Path
-    kinds: tuple[str, ...]
-    versions: list[DataVersions]
-    paths: Paths
-    provs: Any
-    ranks: dict[str, int]
-    colors: dict[str, str]
-
-
-def _facts(ctx: _Context, kind: str) -> Facts:
-    runs, old, sub = (frame[frame["kind"] == kind] for frame in (ctx.kept, ctx.superseded, ctx.agg))
+def _facts(
+    kind: str, runs: pd.DataFrame, old: pd.DataFrame, agg: pd.DataFrame, ranks: dict[str, int]
+) -> Facts:
+    """The facts of the runs of one kind (``old``: its superseded records)."""
     if runs.empty:
         return Facts(superseded=len(old))
     return Facts(
         records=len(runs),
         superseded=len(old),
-        methods=sorted(set(runs["method"]), key=lambda m: ctx.ranks.get(m, 0)),
+        methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
         datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
-        seeds=sorted(set(int(n) for n in sub["n"])),
+        seeds=sorted(set(int(n) for n in agg.loc[agg["kind"] == kind, "n"])),
         nonstandard=int((~runs["standard"].astype(bool)).sum()),
         reduced=int((runs["schedule"] == "reduced").sum()),
         audited=int(runs["selection_audit"].map(lambda a: a is not None).sum()),
@@ -366,38 +375,3 @@ def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
     rows = [row for table in shown for row in table.rows if row.source == "reported" and row.prov]
     used = {ref for row in rows for ref in (row.prov.refs if row.prov else [])}
     return {k: reported.references.get(k, k) for k in sorted(used)}
-
-
-def _page(ctx: _Context, kind: str) -> Page:
-    """One page of the board."""
-    agg, reported, provs = ctx.agg, ctx.reported, ctx.provs
-    real = kind == "real"
-    tables = setting_tables(agg, kind, reported, provs)
-    ranking, ranking_note = rank_methods(tables[0])
-    sweeps = sweep_tables(agg, kind, provs)
-    reported_pc = reported_per_class_tables(reported) if real else []
-    reported_time = reported_time_table(reported) if real else None
-    runs = ctx.kept[ctx.kept["kind"] == kind]
-    return Page(
-        kind=kind,
-        facts=_facts(ctx, kind),
-        paths=ctx.paths,
-        tables=tables,
-        time_tables=time_tables(agg, kind, provs),
-        sweep_tables=sweeps,
-        per_class_tables=per_class_tables(agg, kind),
-        cite=cite_table(agg, kind, provs),
-        ranking=ranking,
-        ranking_note=ranking_note,
-        audit=audit_table(agg, kind, provs),
-        figures=figure_specs(agg, kind, sweep_groups(agg, kind), ctx.colors, ranking),
-        references=_references(
-            reported, tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
-        ),
-        commands=[shell_command(w) for w in reproduce_commands(runs, ctx.root, ctx.ranks)],
-        reported_time=reported_time,
-        reported_per_class=reported_pc,
-        source=(reported.source or "the curated reported file") if real and reported.rows else "",
-        data_versions=[v for v in ctx.versions if v.kind == kind],
-        kinds=ctx.kinds,
-    )
