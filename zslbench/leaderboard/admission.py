@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from zslbench.errors import UserError
-from zslbench.leaderboard.manifest import PLUGINS_NAME
+from zslbench.leaderboard.manifest import PLUGINS_NAME, plain_file
 from zslbench.registry import BUILTIN_DISTRIBUTION, canonical_distribution
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class Candidate:
 
 def _is_a_record_file(c: Candidate) -> str:
     """A plain ``*.json`` file: a link could point anywhere, a FIFO would hang the job."""
-    return "" if c.path.suffix == ".json" and _plain_file(c.path) else "not a record file"
+    return "" if c.path.suffix == ".json" and plain_file(c.path) else "not a record file"
 
 
 def _is_within_the_size_cap(c: Candidate) -> str:
@@ -270,14 +270,10 @@ def _one_line(text: str) -> str:
     return escaped(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _plain_file(path: Path) -> bool:
-    return path.is_file() and not path.is_symlink()
-
-
 def _same_content(a: Path, b: Path) -> bool:
     """Whether two plain files within the size cap hold the same bytes (larger ones are never
     read)."""
-    if not (_plain_file(a) and _plain_file(b)):
+    if not (plain_file(a) and plain_file(b)):
         return False
     size = a.stat().st_size
     return size == b.stat().st_size <= MAX_RECORD_BYTES and a.read_bytes() == b.read_bytes()

@@ -41,7 +41,7 @@ from typing import Any
 from zslbench.errors import UserError
 from zslbench.leaderboard.build import Site, manifest_bytes
 from zslbench.leaderboard.figures import embedded_hash
-from zslbench.leaderboard.manifest import owned_in
+from zslbench.leaderboard.manifest import owned_in, plain_file
 from zslbench.records.store import MANIFEST
 
 
@@ -110,10 +110,9 @@ def compare(
     """One line per file whose committed copy in ``out_dir`` is missing, stale, extra or a link,
     and per refused record."""
     out_dir = Path(out_dir)
-    problems: list[str] = []
     rendered = {a.path: a for a in site.artefacts}
     links, foreign = survey(out_dir, inputs, frozenset(rendered) | owned_in(out_dir))
-    problems += [
+    problems = [
         f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
         for link in links
     ]
@@ -183,7 +182,7 @@ def write(
     produced, owned = frozenset(a.path for a in site.artefacts), owned_in(out_dir)
     refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign=overwrite_foreign)
     stale = sorted(owned - produced)
-    changed = [a for a in site.artefacts if not _same(out_dir / a.path, a.data)]
+    changed = [a for a in site.artefacts if not _holds(out_dir / a.path, a.data)]
     if not changed and not stale:
         return []
     final = next(a for a in site.artefacts if a.path == MANIFEST)
@@ -204,7 +203,7 @@ def write(
                 os.replace(Path(tmp) / str(i), out_dir / path)  # a link itself, never its target
                 replaced = True
             for path in stale:
-                if _plain(out_dir / path):
+                if plain_file(out_dir / path):
                     (out_dir / path).unlink()
             os.replace(Path(tmp) / str(len(files) - 1), out_dir / MANIFEST)
     except OSError as exc:
@@ -245,9 +244,5 @@ def refuse_unsafe(
         )
 
 
-def _plain(target: Path) -> bool:
-    return target.is_file() and not target.is_symlink()
-
-
-def _same(target: Path, data: bytes) -> bool:
-    return _plain(target) and target.read_bytes() == data
+def _holds(target: Path, data: bytes) -> bool:
+    return plain_file(target) and target.read_bytes() == data
