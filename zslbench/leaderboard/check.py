@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,8 @@ from zslbench.records.store import MANIFEST
 def survey(
     out_dir: Path,
     inputs: list[Path],
-    paths: frozenset[str] | set[str] = frozenset(),
-    produced: frozenset[str] = frozenset(),
+    paths: Collection[str] = (),
+    produced: Collection[str] = (),
     limit: int | None = None,
 ) -> tuple[list[str], list[str]]:
     """What stands in the way of a render into ``out_dir``, in one walk that follows nothing:
@@ -180,7 +180,7 @@ def write(
     the module docstring). Returns the paths written."""
     out_dir = Path(out_dir)
     produced, owned = frozenset(a.path for a in site.artefacts), owned_in(out_dir)
-    refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign=overwrite_foreign)
+    refuse_unsafe(out_dir, inputs, produced, overwrite_foreign=overwrite_foreign)
     stale = sorted(owned - produced)
     changed = [a for a in site.artefacts if not _holds(out_dir / a.path, a.data)]
     if not changed and not stale:
@@ -216,17 +216,12 @@ def write(
 
 
 def refuse_unsafe(
-    out_dir: Path,
-    inputs: list[Path],
-    produced: frozenset[str] = frozenset(),
-    owned: frozenset[str] | set[str] = frozenset(),
-    *,
-    overwrite_foreign: bool,
+    out_dir: Path, inputs: list[Path], produced: Collection[str] = (), *, overwrite_foreign: bool
 ) -> None:
     """Raise when a link is in ``out_dir`` or on the way to the files written or deleted, or
     (unless ``overwrite_foreign``) a file not ours is there."""
     limit = None if overwrite_foreign else 3
-    links, foreign = survey(out_dir, inputs, produced | owned, produced, limit)
+    links, foreign = survey(out_dir, inputs, {*produced, *owned_in(out_dir)}, produced, limit)
     if links:
         raise UserError(
             f"{_first_three(links)}: a symbolic link where zslbench leaderboard writes; it never "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -44,12 +45,7 @@ from zslbench.console import RESULTS_DIR, echo
 )
 @click.pass_context
 def leaderboard(
-    ctx: click.Context,
-    results_dir: Path,
-    out_dir: Path | None,
-    reported_path: Path | None,
-    check_only: bool,
-    overwrite_foreign: bool,
+    ctx: click.Context, results_dir: Path, out_dir: Path | None, **options: Any
 ) -> None:
     """Render Markdown, CSV, HTML and figures from the records alone, deterministically.
 
@@ -69,13 +65,8 @@ def leaderboard(
     would re-run (:mod:`zslbench.prune_command`).
     """
     if ctx.invoked_subcommand is None:
-        render_board(
-            results_dir,
-            out_dir or results_dir / "leaderboard",
-            reported_path,
-            check_only=check_only,
-            overwrite_foreign=overwrite_foreign,
-        )
+        # options: reported_path, check_only, overwrite_foreign
+        render_board(results_dir, out_dir or results_dir / "leaderboard", **options)
 
 
 def render_board(
