@@ -170,9 +170,8 @@ def run(
     from zslbench.registry import load_registry
 
     registry = load_registry()
-    for plugin in plugins:  # every entry is checked before anything runs
-        for method in plugin.methods:
-            _check_provides(registry, plugin, method)
+    for plugin, method in ((p, m) for p in plugins for m in p.methods):
+        _check_provides(registry, plugin, method)  # every entry, before anything runs
     failures: list[str] = []
     for plugin in plugins:
         try:
@@ -245,18 +244,12 @@ def _in_board(given: Path | None, default: Path | str) -> Path:
     return given or Path(click.get_current_context().meta["zslbench.board_dir"]) / default
 
 
+_PATH = click.Path(path_type=Path)
 _plugins_option = click.option(
-    "--plugins",
-    "plugins_file",
-    type=click.Path(path_type=Path),
-    default=None,
-    help=f"[default: DIR/{PLUGINS_NAME}]",
+    "--plugins", "plugins_file", type=_PATH, help=f"[default: DIR/{PLUGINS_NAME}]"
 )
 _results_option = click.option(
-    "--results-dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help=f"[default: DIR/{THIRD_PARTY_RECORDS.as_posix()}]",
+    "--results-dir", type=_PATH, help=f"[default: DIR/{THIRD_PARTY_RECORDS.as_posix()}]"
 )
 
 
@@ -291,7 +284,7 @@ def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: P
 @click.option(
     "--from",
     "source",
-    type=click.Path(path_type=Path),
+    type=_PATH,
     required=True,
     help="The records handed on by the job that ran the plugins (an artifact).",
 )
@@ -306,10 +299,8 @@ def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None
 
 
 @board.command("render")
-@click.option(
-    "--results-dir", type=click.Path(path_type=Path), default=None, help="[default: DIR/records]"
-)
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="[default: DIR]")
+@click.option("--results-dir", type=_PATH, help="[default: DIR/records]")
+@click.option("--out", type=_PATH, help="[default: DIR]")
 def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     """Re-render the board (zslbench leaderboard), then check it."""
     results_dir, out = _in_board(results_dir, "records"), _in_board(out, "")

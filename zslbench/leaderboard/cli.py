@@ -19,7 +19,6 @@ from zslbench.console import RESULTS_DIR, echo
     "--out",
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=None,
     help="Directory the leaderboard is written to [default: RESULTS_DIR/leaderboard]. The "
     "committed board: --results-dir leaderboards/records --out leaderboards.",
 )
@@ -27,7 +26,6 @@ from zslbench.console import RESULTS_DIR, echo
     "--reported",
     "reported_path",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    default=None,
     help="Curated reported-numbers file [default: the JSON file in OUT/reported/, else "
     "in leaderboards/reported/ of the current directory].",
 )

@@ -56,6 +56,8 @@ PAPER_DATASET_ORDER = declared_dataset_order()
 
 CELL_KEYS = RUN_KEYS  # a cell group is one run: the records package says what that is
 ROW_KEYS = "kind method config_id standard device_type schedule".split()
+#: What a cell group's runs were told, alike for all of them (read from the first).
+SETTINGS = "config overrides overrides_map sweep sweep_params sweep_map base_seed".split()
 
 
 def dataset_label(name: str, kind: str) -> str:
@@ -126,8 +128,6 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
     """Per (kind, dataset): the compared fingerprint, the one with the most records (ties: the
     one with the newest record), and every other one."""
     out: dict[tuple[str, str], DataVersions] = {}
-    if runs.empty:
-        return out
     for (kind, dataset), group in runs.groupby(["kind", "dataset"], sort=True):
         by_fp = dict(list(group.groupby("data_fp", sort=True)))
         stat = {fp: (len(g), max(g["finished_at"]), fp) for fp, g in by_fp.items()}
@@ -170,13 +170,10 @@ def _per_class(group: pd.DataFrame) -> list[dict[str, Any]]:
             if math.isfinite(acc):
                 slot["samples"][int(seed)] = acc
     total = sum(s["frequency"] for s in by_class.values() if math.isfinite(s["frequency"]))
-    out = []
-    for cls in sorted(by_class):
-        slot = by_class[cls]
-        interval = stats.t_interval(list(slot["samples"].values()))
-        share = slot["frequency"] / total if total > 0 else math.nan
-        out.append({**slot, "share": share, "interval": interval})
-    return out
+    for slot in by_class.values():
+        slot["share"] = slot["frequency"] / total if total > 0 else math.nan
+        slot["interval"] = stats.t_interval(list(slot["samples"].values()))
+    return [by_class[cls] for cls in sorted(by_class)]
 
 
 def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFrame:
@@ -220,13 +217,10 @@ def _entry(
 ) -> dict[str, Any]:
     """The aggregated row of one cell group (``key``: its cell keys, ``group``: its runs)."""
     entry = dict(zip(CELL_KEYS, key, strict=True))
-    first, seeds = group.iloc[0], [int(s) for s in group["seed"]]
+    seeds = [int(s) for s in group["seed"]]
     entry |= {
         "paper_name": next((p for p in group["paper_name"] if p), ""),
-        **{
-            c: first[c]
-            for c in "config overrides overrides_map sweep sweep_params sweep_map base_seed".split()
-        },
+        **group.iloc[0][SETTINGS].to_dict(),
         "config_files": sorted({f for f in group["config_file"] if f}),
         "split_reason": "; ".join(sorted({r for r in group["split_reason"] if r})),
         "n": len(group),

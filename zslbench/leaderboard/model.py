@@ -169,7 +169,7 @@ class Page:
     @property
     def busy_cells(self) -> int:
         cells = [c for t in self.time_tables for r in t.rows for c in r.cells.values()]
-        return sum(1 for c in cells if c.flag == "busy")
+        return sum(c.flag == "busy" for c in cells)
 
     @property
     def excluded_rows(self) -> list[Row]:
@@ -194,10 +194,8 @@ class Board:
 
 def project_root(out_dir: Path, results_dir: Path) -> Path:
     """The git work tree that holds ``out_dir``, else the results dir's parent."""
-    for folder in (out_dir.resolve(), *out_dir.resolve().parents):
-        if (folder / ".git").exists():
-            return folder
-    return results_dir.resolve().parent
+    folders = (out_dir.resolve(), *out_dir.resolve().parents)
+    return next((f for f in folders if (f / ".git").exists()), results_dir.resolve().parent)
 
 
 def _rel(target: Path | str, base: Path) -> str:
