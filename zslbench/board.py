@@ -150,13 +150,11 @@ def _entry(where: str, entry: object) -> BoardPlugin:
 
 def install(plugins: list[BoardPlugin]) -> None:
     """``pip install`` every requirement into this environment (one pip call)."""
-    if not plugins:
-        return
-    cmd = [sys.executable, "-m", "pip", "install", *(p.requirement for p in plugins)]
-    if subprocess.run(cmd, check=False).returncode != 0:
+    requirements = [p.requirement for p in plugins]
+    cmd = [sys.executable, "-m", "pip", "install", *requirements]
+    if requirements and subprocess.run(cmd, check=False).returncode != 0:
         raise UserError(
-            "pip could not install the plugins of the board "
-            f"({', '.join(p.requirement for p in plugins)})",
+            f"pip could not install the plugins of the board ({', '.join(requirements)})",
             hint=f"check each requirement in {PLUGINS_NAME}",
         )
 
@@ -305,7 +303,7 @@ def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     """Re-render the board (zslbench leaderboard), then check it."""
     results_dir, out = _in_board(results_dir, "records"), _in_board(out, "")
     render_board(results_dir, out)
-    render_board(results_dir, out, check_only=True)
+    render_board(results_dir, out, check=True)
 
 
 if __name__ == "__main__":

@@ -127,11 +127,9 @@ def _has_its_content_parts(c: Candidate) -> str:
     """Without its split's content parts and features hash, its data fingerprint cannot be
     recomputed (:func:`zslbench.records.validation.check` skips that claim for such records)."""
     parts, fhash = c.rec.split.get("parts"), c.rec.data.get("features_hash")
-    if isinstance(parts, dict) and parts and isinstance(fhash, str) and fhash:
-        return ""
-    return (
-        "has no split content parts or features hash, so its data fingerprint cannot be recomputed"
-    )
+    ok = isinstance(parts, dict) and parts and isinstance(fhash, str) and fhash
+    why = "has no split content parts or features hash, so its data fingerprint cannot be "
+    return "" if ok else why + "recomputed"
 
 
 def _identity_names_its_components(c: Candidate) -> str:
@@ -182,10 +180,8 @@ def _is_on_a_board_stand_in(c: Candidate) -> str:
     re-checked by anyone, whatever it claims."""
     if c.rec.dataset_kind == "synthetic" and c.rec.dataset in c.admits.datasets:
         return ""
-    return (
-        f"ran on {c.rec.dataset!r}, not one of the board's synthetic stand-ins "
-        f"({', '.join(sorted(c.admits.datasets))})"
-    )
+    stand_ins = ", ".join(sorted(c.admits.datasets))
+    return f"ran on {c.rec.dataset!r}, not one of the board's synthetic stand-ins ({stand_ins})"
 
 
 def _replaces_no_other_method(c: Candidate) -> str:

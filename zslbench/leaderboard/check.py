@@ -130,12 +130,11 @@ def compare(
         for path in sorted(owned_in(out_dir) - set(rendered))
         if (out_dir / path).is_file() and reachable(path)
     ]
-    if not allow_foreign:
-        problems += [
-            f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
-            "--out unless --overwrite-foreign)"
-            for p in foreign
-        ]
+    problems += [
+        f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
+        "--out unless --overwrite-foreign)"
+        for p in ([] if allow_foreign else foreign)
+    ]
     problems += [
         f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
         "from it: re-run that record or delete it"
@@ -185,12 +184,11 @@ def write(
     changed = [a for a in site.artefacts if not _holds(out_dir / a.path, a.data)]
     if not changed and not stale:
         return []
-    final = next(a for a in site.artefacts if a.path == MANIFEST)
     # First a manifest that lists every file this render may leave behind, so that a render killed
     # half-way still owns what it wrote; the complete manifest comes last.
     interim = manifest_bytes(site.artefacts, site.board.runs, site.board.superseded, extra=owned)
     files = [(MANIFEST, interim)] + [(a.path, a.data) for a in changed if a.path != MANIFEST]
-    files.append((MANIFEST, final.data))
+    files.append((MANIFEST, next(a.data for a in site.artefacts if a.path == MANIFEST)))
     replaced = False
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -17,21 +17,18 @@ from zslbench.console import RESULTS_DIR, echo
 @RESULTS_DIR
 @click.option(
     "--out",
-    "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
     help="Directory the leaderboard is written to [default: RESULTS_DIR/leaderboard]. The "
     "committed board: --results-dir leaderboards/records --out leaderboards.",
 )
 @click.option(
     "--reported",
-    "reported_path",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="Curated reported-numbers file [default: the JSON file in OUT/reported/, else "
     "in leaderboards/reported/ of the current directory].",
 )
 @click.option(
     "--check",
-    "check_only",
     is_flag=True,
     help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.",
 )
@@ -42,9 +39,7 @@ from zslbench.console import RESULTS_DIR, echo
     "alone, except a file at a path the leaderboard writes, which is replaced.",
 )
 @click.pass_context
-def leaderboard(
-    ctx: click.Context, results_dir: Path, out_dir: Path | None, **options: Any
-) -> None:
+def leaderboard(ctx: click.Context, results_dir: Path, out: Path | None, **options: Any) -> None:
     """Render Markdown, CSV, HTML and figures from the records alone, deterministically.
 
     It only ever replaces or deletes files it wrote itself (listed in OUT/manifest.json), refuses
@@ -63,40 +58,40 @@ def leaderboard(
     would re-run (:mod:`zslbench.prune_command`).
     """
     if ctx.invoked_subcommand is None:
-        # options: reported_path, check_only, overwrite_foreign
-        render_board(results_dir, out_dir or results_dir / "leaderboard", **options)
+        # options: reported, check, overwrite_foreign
+        render_board(results_dir, out or results_dir / "leaderboard", **options)
 
 
 def render_board(
     results_dir: Path,
     out_dir: Path,
-    reported_path: Path | None = None,
+    reported: Path | None = None,
     *,
-    check_only: bool = False,
+    check: bool = False,
     overwrite_foreign: bool = False,
 ) -> None:
     """``zslbench leaderboard``: render the board of ``results_dir`` into ``out_dir``, or with
-    ``check_only`` compare it with what is there (``SystemExit(1)`` when it differs). A refused
+    ``check`` compare it with what is there (``SystemExit(1)`` when it differs). A refused
     ``out_dir`` is a ``UserError``, printed by the one handler in ``zslbench.cli.main``."""
     from zslbench.leaderboard import check as check_mod
     from zslbench.leaderboard.build import build
     from zslbench.leaderboard.reported import find_reported
 
-    if reported_path is None:
-        reported_path = find_reported(out_dir)
-        if reported_path is None:
+    if reported is None:
+        reported = find_reported(out_dir)
+        if reported is None:
             echo(
                 "note: no reported-numbers file in OUT/reported/ or leaderboards/reported/; "
                 "rendering without reported numbers (pass --reported FILE to include them)",
                 err=True,
             )
-    inputs = _inputs(results_dir, out_dir, reported_path)
-    if not check_only:  # refuse before the slow part (drawing)
+    inputs = _inputs(results_dir, out_dir, reported)
+    if not check:  # refuse before the slow part (drawing)
         check_mod.refuse_unsafe(out_dir, inputs, overwrite_foreign=overwrite_foreign)
-    site = build(results_dir, out_dir, reported_path, draw=not check_only)
+    site = build(results_dir, out_dir, reported, draw=not check)
     for line in site.board.warnings:
         echo(f"warning: {line}", err=True)
-    if check_only:
+    if check:
         problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
         for line in problems:
             echo(line)
@@ -120,15 +115,15 @@ def render_board(
     echo(f"{out_dir.as_posix()}: {changed} ({site.board.runs} records{superseded})")
 
 
-def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> list[Path]:
+def _inputs(results_dir: Path, out_dir: Path, reported: Path | None) -> list[Path]:
     """What the render reads, which may lie inside --out (the committed leaderboards/records and
     leaderboards/reported, the board's plugins.toml): never counted as files in the way."""
     from zslbench.leaderboard.manifest import PLUGINS_NAME
 
     inputs = [results_dir]
-    if reported_path is not None:
-        here = reported_path.parent.resolve() == out_dir.resolve()
-        inputs.append(reported_path if here else reported_path.parent)
+    if reported is not None:
+        here = reported.parent.resolve() == out_dir.resolve()
+        inputs.append(reported if here else reported.parent)
     if (out_dir / PLUGINS_NAME).is_file():
         inputs.append(out_dir / PLUGINS_NAME)
     return inputs

@@ -74,10 +74,8 @@ def dataset_order(name: str) -> tuple[int, str, str]:
     """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike (a
     feature set of another backbone right after its benchmark)."""
     base = name.lower().partition("@")[0].removeprefix("synth-")
-    rank = (
-        PAPER_DATASET_ORDER.index(base) if base in PAPER_DATASET_ORDER else len(PAPER_DATASET_ORDER)
-    )
-    return (rank, name.lower(), name)
+    order = PAPER_DATASET_ORDER
+    return (order.index(base) if base in order else len(order), name.lower(), name)
 
 
 def is_number(value: Any) -> bool:
@@ -87,17 +85,12 @@ def is_number(value: Any) -> bool:
 
 def finite(value: Any) -> float | None:
     """``value`` as a float, or None when it is None, NaN or infinite."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def value_sort_key(value: Any) -> tuple[int, float, str]:
     """Swept values in order: numbers numerically, then anything else by its text."""
-    if is_number(value):
-        return (0, float(value), "")
-    return (1, 0.0, value_text(value))
+    return (0, float(value), "") if is_number(value) else (1, 0.0, value_text(value))
 
 
 @dataclass(frozen=True)

@@ -205,8 +205,7 @@ def _rel(target: Path | str, base: Path) -> str:
 def _arg(path: Path | str, root: Path) -> str:
     """A path as a command argument: relative to the project root when inside it."""
     resolved = Path(path).resolve()
-    inside = resolved == root or root in resolved.parents
-    return _rel(resolved, root) if inside else resolved.as_posix()
+    return _rel(resolved, root) if resolved.is_relative_to(root) else resolved.as_posix()
 
 
 def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) -> list[list[str]]:

@@ -46,16 +46,14 @@ class Ranking:
 
     def table(self, kind: str) -> Table:
         columns = [Column("rank", "average rank", higher_better=False, descriptive=True)]
-        columns += [
-            Column(f"r:{ds}", ds, "rank on", False, descriptive=True) for ds in self.datasets
-        ]
+        columns += [Column(f"r:{d}", d, "rank on", False, descriptive=True) for d in self.datasets]
         out_rows = []
         for row, rank, ranks in zip(self.rows, self.ranks, self.per_dataset, strict=True):
-            cells = {"rank": Cell(rank, decimals=2)}
-            cells |= {
-                f"r:{ds}": Cell(r, decimals=1) for ds, r in zip(self.datasets, ranks, strict=True)
+            cells = {
+                f"r:{d}": Cell(r, decimals=1) for d, r in zip(self.datasets, ranks, strict=True)
             }
             # a measured row (ranked rows are comparable), its own cells, no note
+            cells = {"rank": Cell(rank, decimals=2), **cells}
             out_rows.append(replace(row, cells=cells, excluded=[], note=""))
         title = f"Average ranks across datasets ({self.metric})"
         return Table(f"{kind}-ranks", "ranks", title, columns, out_rows, show_source=False)

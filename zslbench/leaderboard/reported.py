@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from zslbench.errors import UserError
+from zslbench.leaderboard.collect import is_number
 
 #: The folder of the curated file, beside the board (the committed ``leaderboards/reported/``).
 DEFAULT_DIR = Path("reported")
@@ -108,11 +109,9 @@ def _fail(path: Path, where: str, problem: str) -> UserError:
 
 
 def _value(path: Path, where: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if value is not None and not is_number(value):
         raise _fail(path, where, f"{value!r} is not a number or null")
-    return float(value)
+    return None if value is None else float(value)
 
 
 def load_reported(path: Path) -> Reported:
