@@ -15,14 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from zslbench.errors import UserError
 from zslbench.leaderboard.manifest import PLUGINS_NAME, plain_file
+from zslbench.records import Record, RecordError, read_record, valid_record
 from zslbench.registry import BUILTIN_DISTRIBUTION, canonical_distribution
-
-if TYPE_CHECKING:
-    from zslbench.records import Record, RecordError
 
 #: The largest record file ``accept`` reads, in bytes. A record of the stand-ins holds its
 #: per-class results and its curve: the largest on the committed board is 160 kB (synth-sun's 72
@@ -58,11 +56,9 @@ def admission(owner: Mapping[str, str]) -> Admission:
         kind: {n for n, p in registry.items[kind].items() if p.distribution == BUILTIN_DISTRIBUTION}
         for kind in ("method", "dataset")
     }
-    declarations = declared_datasets(registry)
-    stand_ins = {
-        n for n in ours["dataset"] if getattr(declarations[n], "kind", None) == "synthetic"
-    }
-    return Admission(dict(owner), frozenset(ours["method"]), frozenset(stand_ins), declarations)
+    declared = declared_datasets(registry)
+    synthetic = {n for n in ours["dataset"] if getattr(declared[n], "kind", None) == "synthetic"}
+    return Admission(dict(owner), frozenset(ours["method"]), frozenset(synthetic), declared)
 
 
 @dataclass
@@ -80,8 +76,6 @@ class Candidate:
     @cached_property
     def read(self) -> Record | RecordError:
         """The record, or the error that refuses it (:func:`zslbench.records.valid_record`)."""
-        from zslbench.records import valid_record
-
         return valid_record(self.path, self.admits.declarations)
 
     @property
@@ -118,8 +112,6 @@ def _is_a_valid_record(c: Candidate) -> str:
     """Valid, intact, and its claims agree (:mod:`zslbench.records.validation`, which also
     refuses a record without an identity: it would have no key, configuration id or run id to
     recompute)."""
-    from zslbench.records import Record
-
     return "" if isinstance(c.read, Record) else f"not a valid zslbench record: {c.read}"
 
 
@@ -277,8 +269,6 @@ def _same_content(a: Path, b: Path) -> bool:
 
 def _method_of(target: Path) -> str | None:
     """The method of the record at ``target``; None when it is not a readable record."""
-    from zslbench.records import read_record
-
     try:
         return read_record(target).method
     except Exception:  # noqa: BLE001 - whatever is there, it is not this method's

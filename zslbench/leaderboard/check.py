@@ -62,9 +62,8 @@ def survey(
     out_dir = Path(out_dir)
     if out_dir.is_symlink():
         return [out_dir.as_posix()], []
+    # (an out_dir that is not a folder walks nothing and holds nothing)
     links = {link.as_posix() for rel in paths if (link := _first_link(out_dir, rel))}
-    if not out_dir.is_dir():
-        return sorted(links), []
     owned, root = owned_in(out_dir), out_dir.resolve()
     skip = [p.resolve() for p in inputs if root in p.resolve().parents]
     records_here = any(p.resolve() == root for p in inputs)

@@ -342,8 +342,7 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
 
 
 def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> Paths:
-    records = _rel(results_dir, out_dir)
-    rep = _rel(reported.path, out_dir) if reported.path else ""
+    records, rep = _rel(results_dir, out_dir), _rel(reported.path, out_dir) if reported.path else ""
     args = (_arg(results_dir, root), _arg(out_dir, root))
     return Paths(records + "/", path_href(records) + "/", *args, rep, path_href(rep) if rep else "")
 
