@@ -50,7 +50,7 @@ def survey(
     inputs: list[Path],
     paths: Collection[str] = (),
     produced: Collection[str] = (),
-    limit: int | None = None,
+    limit: float = float("inf"),
 ) -> tuple[list[str], list[str]]:
     """What stands in the way of a render into ``out_dir``, in one walk that follows nothing:
     the symbolic links (at ``out_dir``, on the way to one of ``paths``, or anywhere in it) as
@@ -75,7 +75,7 @@ def survey(
         elif not (path.is_dir() or rel in owned or any(path.is_relative_to(s) for s in skip)):
             if not (records_here and path.suffix == ".json"):
                 foreign.add(rel)
-        if limit is not None and len(foreign) > limit:
+        if len(foreign) > limit:
             break
     return sorted(links), sorted(foreign)
 
@@ -217,7 +217,7 @@ def refuse_unsafe(
 ) -> None:
     """Raise when a link is in ``out_dir`` or on the way to the files written or deleted, or
     (unless ``overwrite_foreign``) a file not ours is there."""
-    limit = None if overwrite_foreign else 3
+    limit = float("inf") if overwrite_foreign else 3
     links, foreign = survey(out_dir, inputs, {*produced, *owned_in(out_dir)}, produced, limit)
     if links:
         raise UserError(

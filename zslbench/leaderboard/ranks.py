@@ -59,10 +59,13 @@ class Ranking:
         return Table(f"{kind}-ranks", "ranks", title, columns, out_rows, show_source=False)
 
 
-def _block(h_table: Table, pool: list[Row]) -> tuple[list[Column], list[Row]]:
-    """The complete block to rank: the datasets where at least two rows of ``pool`` ran, then the
+def _block(h_table: Table) -> tuple[list[Row], list[Column], list[Row]]:
+    """The pool (the comparable measured rows, of the full schedule unless every one is reduced)
+    and the complete block to rank: the datasets where at least two rows of the pool ran, then the
     rows that ran on all of them; while fewer than two rows remain, the dataset with the fewest
     rows is dropped."""
+    pool = [r for r in h_table.rows if r.comparable]
+    pool = [r for r in pool if r.schedule != "reduced"] or pool
 
     def has(row: Row, column: Column) -> bool:
         return not h_table.cell(row, column).missing
@@ -74,16 +77,13 @@ def _block(h_table: Table, pool: list[Row]) -> tuple[list[Column], list[Row]]:
     while True:
         rows = [r for r in pool if all(has(r, c) for c in datasets)]
         if len(rows) >= 2 or len(datasets) <= 1:
-            return datasets, rows
+            return pool, datasets, rows
         datasets.remove(min(datasets, key=lambda c: (count(c), c.group)))
 
 
 def rank_methods(h_table: Table, alpha: float = stats.ALPHA) -> tuple[Ranking | None, str]:
-    """The ranking of the rows of a page's H table, or None and the reason it cannot be made. The
-    pool: the comparable measured rows, of the full schedule unless every one is reduced."""
-    pool = [r for r in h_table.rows if r.comparable]
-    pool = [r for r in pool if r.schedule != "reduced"] or pool
-    datasets, rows = _block(h_table, pool)
+    """The ranking of the rows of a page's H table, or None and the reason it cannot be made."""
+    pool, datasets, rows = _block(h_table)
     if len(datasets) < 2 or len(rows) < 3:
         return None, (
             f"needs at least 3 methods that ran on the same 2 or more datasets (here {len(rows)} on "
