@@ -189,11 +189,9 @@ def run(
 def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
     """Refuse an entry's method that is not registered, or that its distribution does not provide."""
     if method not in registry.items["method"]:
+        name = canonical_distribution(plugin.name)
         problems = [
-            line
-            for line in registry.problems
-            if repr(method) in line
-            or canonical_distribution(plugin.name) in canonical_distribution(line)
+            p for p in registry.problems if repr(method) in p or name in canonical_distribution(p)
         ]
         why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
         raise ConfigError(

@@ -156,10 +156,8 @@ def _per_class(group: pd.DataFrame) -> list[dict[str, Any]]:
     by_class: dict[int, dict[str, Any]] = {}
     for seed, entries in zip(group["seed"], group["per_class"], strict=True):
         for cls, name, acc, freq, n_test in entries:
-            slot = by_class.setdefault(
-                cls,
-                {"class": cls, "name": name, "frequency": freq, "n_test": n_test, "samples": {}},
-            )
+            new = {"class": cls, "name": name, "frequency": freq, "n_test": n_test, "samples": {}}
+            slot = by_class.setdefault(cls, new)
             if math.isfinite(acc):
                 slot["samples"][int(seed)] = acc
     total = sum(s["frequency"] for s in by_class.values() if math.isfinite(s["frequency"]))

@@ -101,9 +101,8 @@ class Facts:
     audited: int = 0
 
     def seeds_text(self) -> str:
-        if not self.seeds:
-            return "–"
-        return str(self.seeds[0]) if len(self.seeds) == 1 else f"{self.seeds[0]}–{self.seeds[-1]}"
+        first, last = (self.seeds[0], self.seeds[-1]) if self.seeds else ("–", "–")
+        return str(first) if first == last else f"{first}–{last}"
 
     def dates_text(self) -> str:
         return date_range(self.date_first, self.date_last)
