@@ -134,10 +134,8 @@ def _entry(where: str, entry: object) -> BoardPlugin:
             f"{where} ({name}): requirement {req!r} is not a requirement",
             hint='e.g. "my-zsl==1.0.2" (pip options are not allowed)',
         )
-    if (
-        not isinstance(methods, list)
-        or not methods
-        or not all(isinstance(m, str) and m for m in methods)
+    if not (
+        isinstance(methods, list) and methods and all(isinstance(m, str) and m for m in methods)
     ):
         raise ConfigError(
             f"{where} ({name}): methods must list method names", hint='e.g. methods = ["my-eszsl"]'
@@ -152,13 +150,11 @@ def _entry(where: str, entry: object) -> BoardPlugin:
 
 def install(plugins: list[BoardPlugin]) -> None:
     """``pip install`` every requirement into this environment (one pip call)."""
-    if not plugins:
-        return
-    cmd = [sys.executable, "-m", "pip", "install", *(p.requirement for p in plugins)]
-    if subprocess.run(cmd, check=False).returncode != 0:
+    requirements = [p.requirement for p in plugins]
+    cmd = [sys.executable, "-m", "pip", "install", *requirements]
+    if requirements and subprocess.run(cmd, check=False).returncode != 0:
         raise UserError(
-            "pip could not install the plugins of the board "
-            f"({', '.join(p.requirement for p in plugins)})",
+            f"pip could not install the plugins of the board ({', '.join(requirements)})",
             hint=f"check each requirement in {PLUGINS_NAME}",
         )
 
@@ -172,9 +168,8 @@ def run(
     from zslbench.registry import load_registry
 
     registry = load_registry()
-    for plugin in plugins:  # every entry is checked before anything runs
-        for method in plugin.methods:
-            _check_provides(registry, plugin, method)
+    for plugin, method in ((p, m) for p in plugins for m in p.methods):
+        _check_provides(registry, plugin, method)  # every entry, before anything runs
     failures: list[str] = []
     for plugin in plugins:
         try:
@@ -194,11 +189,9 @@ def run(
 def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
     """Refuse an entry's method that is not registered, or that its distribution does not provide."""
     if method not in registry.items["method"]:
+        name = canonical_distribution(plugin.name)
         problems = [
-            line
-            for line in registry.problems
-            if repr(method) in line
-            or canonical_distribution(plugin.name) in canonical_distribution(line)
+            p for p in registry.problems if repr(method) in p or name in canonical_distribution(p)
         ]
         why = "; ".join(problems or registry.problems) or "no installed plugin registers it"
         raise ConfigError(
@@ -207,15 +200,11 @@ def _check_provides(registry: Any, plugin: BoardPlugin, method: str) -> None:
             hint=f"fix {plugin.name}, or run `zslbench list` to see its problems",
         )
     dist = registry.items["method"][method].distribution
-    if (
-        dist is None
-        or canonical_distribution(dist) != canonical_distribution(plugin.name)
-        or canonical_distribution(dist) == BUILTIN_DISTRIBUTION
-    ):
+    ran_from = canonical_distribution(dist or BUILTIN_DISTRIBUTION)  # None: not installed
+    if ran_from == BUILTIN_DISTRIBUTION or ran_from != canonical_distribution(plugin.name):
         raise ConfigError(
-            f"{PLUGINS_NAME}: {plugin.name} lists method "
-            f"{method!r}, which {dist or 'no installed distribution'} "
-            "provides",
+            f"{PLUGINS_NAME}: {plugin.name} lists method {method!r}, which "
+            f"{dist or 'no installed distribution'} provides",
             hint=f"list only methods {plugin.name} registers",
         )
 
@@ -246,31 +235,22 @@ def board(ctx: click.Context, board_dir: Path) -> None:
     ctx.meta["zslbench.board_dir"] = board_dir
 
 
-def _board_dir() -> Path:
-    return Path(click.get_current_context().meta["zslbench.board_dir"])
+def _in_board(given: Path | None, default: Path | str) -> Path:
+    """``given``, else ``default`` inside the board folder (``zslbench board --dir``)."""
+    return given or Path(click.get_current_context().meta["zslbench.board_dir"]) / default
 
 
+_PATH = click.Path(path_type=Path)
 _plugins_option = click.option(
-    "--plugins",
-    "plugins_file",
-    type=click.Path(path_type=Path),
-    default=None,
-    help=f"[default: DIR/{PLUGINS_NAME}]",
+    "--plugins", "plugins_file", type=_PATH, help=f"[default: DIR/{PLUGINS_NAME}]"
 )
 _results_option = click.option(
-    "--results-dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help=f"[default: DIR/{THIRD_PARTY_RECORDS.as_posix()}]",
+    "--results-dir", type=_PATH, help=f"[default: DIR/{THIRD_PARTY_RECORDS.as_posix()}]"
 )
 
 
 def _plugins(plugins_file: Path | None) -> list[BoardPlugin]:
-    return load_plugins(plugins_file or _board_dir() / PLUGINS_NAME)
-
-
-def _results(results_dir: Path | None) -> Path:
-    return results_dir or _board_dir() / THIRD_PARTY_RECORDS
+    return load_plugins(_in_board(plugins_file, PLUGINS_NAME))
 
 
 @board.command("install")
@@ -287,9 +267,8 @@ def install_cmd(plugins_file: Path | None) -> None:
 @_results_option
 def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: Path | None) -> None:
     """Run every listed method on the stand-ins (cached runs are not repeated)."""
-    failures = run(
-        _plugins(plugins_file), datasets=datasets, seeds=seeds, results_dir=_results(results_dir)
-    )
+    target = _in_board(results_dir, THIRD_PARTY_RECORDS)
+    failures = run(_plugins(plugins_file), datasets=datasets, seeds=seeds, results_dir=target)
     for line in failures:
         click.echo(f"zslbench board: failed: {line}", err=True)
     if failures:
@@ -301,14 +280,14 @@ def run_cmd(plugins_file: Path | None, datasets: str, seeds: int, results_dir: P
 @click.option(
     "--from",
     "source",
-    type=click.Path(path_type=Path),
+    type=_PATH,
     required=True,
     help="The records handed on by the job that ran the plugins (an artifact).",
 )
 @_results_option
 def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None) -> None:
     """Validate the listed plugins' records (untrusted) and take them onto the board."""
-    target = _results(results_dir)
+    target = _in_board(results_dir, THIRD_PARTY_RECORDS)
     written, refused = accept(_plugins(plugins_file), source, target)
     for line in refused:  # each already one line (accept escapes what the artifact names)
         click.echo(terminal_text(f"zslbench board: refused: {line}"), err=True)
@@ -316,16 +295,13 @@ def accept_cmd(plugins_file: Path | None, source: Path, results_dir: Path | None
 
 
 @board.command("render")
-@click.option(
-    "--results-dir", type=click.Path(path_type=Path), default=None, help="[default: DIR/records]"
-)
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="[default: DIR]")
+@click.option("--results-dir", type=_PATH, help="[default: DIR/records]")
+@click.option("--out", type=_PATH, help="[default: DIR]")
 def render_cmd(results_dir: Path | None, out: Path | None) -> None:
     """Re-render the board (zslbench leaderboard), then check it."""
-    results_dir = results_dir or _board_dir() / "records"
-    out = out or _board_dir()
+    results_dir, out = _in_board(results_dir, "records"), _in_board(out, "")
     render_board(results_dir, out)
-    render_board(results_dir, out, check_only=True)
+    render_board(results_dir, out, check=True)
 
 
 if __name__ == "__main__":

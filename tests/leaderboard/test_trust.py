@@ -258,3 +258,24 @@ def test_a_board_inside_the_results_dir_still_refuses_foreign_files(tmp_path: Pa
     assert _render(same, same).stdout.startswith(f"{same.as_posix()}: 0 of ")
     (same / "notes.txt").write_text("mine")
     assert "(notes.txt)" in _errors(_render(same, same))[0]
+
+
+def test_many_foreign_files_are_one_line_naming_three_and_more_than_3(tmp_path: Path) -> None:
+    """An --out holding three foreign files names all three; one holding forty (the walk stops
+    after the fourth, so a big folder is not walked to the end) names three and says "more than
+    3". Nothing of them is touched."""
+    results, out = tmp_path / "res", tmp_path / "lb"
+    _two_runs(results)
+    for i in range(3):
+        (out / f"d{i}").mkdir(parents=True)
+        (out / f"d{i}" / "note.txt").write_text("mine")
+    three = _errors(_render(results, out))
+    assert len(three) == 1 and "holds 3 file(s)" in three[0]
+    assert "(d0/note.txt, d1/note.txt, d2/note.txt)" in three[0]
+    for i in range(3, 40):
+        (out / f"d{i}").mkdir()
+        (out / f"d{i}" / "note.txt").write_text("mine")
+    many = _errors(_render(results, out))
+    assert len(many) == 1 and "holds more than 3 file(s)" in many[0]
+    assert "(d0/note.txt, d1/note.txt, d10/note.txt, ...)" in many[0]
+    assert all((out / f"d{i}" / "note.txt").read_text() == "mine" for i in range(40))

@@ -15,14 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from zslbench.errors import UserError
-from zslbench.leaderboard.manifest import PLUGINS_NAME
+from zslbench.leaderboard.manifest import PLUGINS_NAME, plain_file
+from zslbench.records import Record, RecordError, read_record, valid_record
 from zslbench.registry import BUILTIN_DISTRIBUTION, canonical_distribution
-
-if TYPE_CHECKING:
-    from zslbench.records import Record, RecordError
 
 #: The largest record file ``accept`` reads, in bytes. A record of the stand-ins holds its
 #: per-class results and its curve: the largest on the committed board is 160 kB (synth-sun's 72
@@ -58,16 +56,9 @@ def admission(owner: Mapping[str, str]) -> Admission:
         kind: {n for n, p in registry.items[kind].items() if p.distribution == BUILTIN_DISTRIBUTION}
         for kind in ("method", "dataset")
     }
-    declarations = declared_datasets(registry)
-    stand_ins = {
-        n for n in ours["dataset"] if getattr(declarations[n], "kind", None) == "synthetic"
-    }
-    return Admission(
-        owner=dict(owner),
-        builtins=frozenset(ours["method"]),
-        datasets=frozenset(stand_ins),
-        declarations=declarations,
-    )
+    declared = declared_datasets(registry)
+    synthetic = {n for n in ours["dataset"] if getattr(declared[n], "kind", None) == "synthetic"}
+    return Admission(dict(owner), frozenset(ours["method"]), frozenset(synthetic), declared)
 
 
 @dataclass
@@ -85,8 +76,6 @@ class Candidate:
     @cached_property
     def read(self) -> Record | RecordError:
         """The record, or the error that refuses it (:func:`zslbench.records.valid_record`)."""
-        from zslbench.records import valid_record
-
         return valid_record(self.path, self.admits.declarations)
 
     @property
@@ -101,34 +90,28 @@ class Candidate:
 
 def _is_a_record_file(c: Candidate) -> str:
     """A plain ``*.json`` file: a link could point anywhere, a FIFO would hang the job."""
-    return "" if c.path.suffix == ".json" and _plain_file(c.path) else "not a record file"
+    return "" if c.path.suffix == ".json" and plain_file(c.path) else "not a record file"
 
 
 def _is_within_the_size_cap(c: Candidate) -> str:
     """Sized before it is read (:data:`MAX_RECORD_BYTES` says why the cap)."""
     size = c.path.lstat().st_size
-    if size <= MAX_RECORD_BYTES:
-        return ""
-    return f"is {size} bytes, over the {MAX_RECORD_BYTES} bytes a board record may have"
+    cap = f"is {size} bytes, over the {MAX_RECORD_BYTES} bytes a board record may have"
+    return "" if size <= MAX_RECORD_BYTES else cap
 
 
 def _is_the_only_one_of_its_name(c: Candidate) -> str:
     """Two different records of one run: the artifact cannot say which is the run, so neither is
     taken (taking one would depend on the order the folder is listed in)."""
-    if not c.twins:
-        return ""
-    return (
-        f"{', '.join(map(str, c.twins))} of the artifact is also named {c.path.name} "
-        "with other content: neither is taken"
-    )
+    twins = ", ".join(map(str, c.twins))
+    why = f"{twins} of the artifact is also named {c.path.name} with other content: "
+    return why + "neither is taken" if twins else ""
 
 
 def _is_a_valid_record(c: Candidate) -> str:
     """Valid, intact, and its claims agree (:mod:`zslbench.records.validation`, which also
     refuses a record without an identity: it would have no key, configuration id or run id to
     recompute)."""
-    from zslbench.records import Record
-
     return "" if isinstance(c.read, Record) else f"not a valid zslbench record: {c.read}"
 
 
@@ -136,11 +119,9 @@ def _has_its_content_parts(c: Candidate) -> str:
     """Without its split's content parts and features hash, its data fingerprint cannot be
     recomputed (:func:`zslbench.records.validation.check` skips that claim for such records)."""
     parts, fhash = c.rec.split.get("parts"), c.rec.data.get("features_hash")
-    if isinstance(parts, dict) and parts and isinstance(fhash, str) and fhash:
-        return ""
-    return (
-        "has no split content parts or features hash, so its data fingerprint cannot be recomputed"
-    )
+    ok = isinstance(parts, dict) and parts and isinstance(fhash, str) and fhash
+    why = "has no split content parts or features hash, so its data fingerprint cannot be "
+    return "" if ok else why + "recomputed"
 
 
 def _identity_names_its_components(c: Candidate) -> str:
@@ -164,9 +145,8 @@ def _h_is_the_harmonic_mean(c: Candidate) -> str:
 
 
 def _is_named_by_its_run_id(c: Candidate) -> str:
-    if c.path.name == f"{c.rec.run_id}.json":
-        return ""
-    return f"is not named by its run id {c.rec.run_id!r}"
+    named = c.path.name == f"{c.rec.run_id}.json"
+    return "" if named else f"is not named by its run id {c.rec.run_id!r}"
 
 
 def _is_of_a_listed_method(c: Candidate) -> str:
@@ -176,9 +156,8 @@ def _is_of_a_listed_method(c: Candidate) -> str:
 
 def _is_not_a_built_in(c: Candidate) -> str:
     """``board run`` refuses an entry that lists a built-in; a record must not slip one in."""
-    if c.rec.method not in c.admits.builtins:
-        return ""
-    return f"method {c.rec.method!r} is built into zslbench, which the board already runs"
+    built_in = f"method {c.rec.method!r} is built into zslbench, which the board already runs"
+    return built_in if c.rec.method in c.admits.builtins else ""
 
 
 def _was_run_from_the_listed_distribution(c: Candidate) -> str:
@@ -193,16 +172,13 @@ def _is_on_a_board_stand_in(c: Candidate) -> str:
     re-checked by anyone, whatever it claims."""
     if c.rec.dataset_kind == "synthetic" and c.rec.dataset in c.admits.datasets:
         return ""
-    return (
-        f"ran on {c.rec.dataset!r}, not one of the board's synthetic stand-ins "
-        f"({', '.join(sorted(c.admits.datasets))})"
-    )
+    stand_ins = ", ".join(sorted(c.admits.datasets))
+    return f"ran on {c.rec.dataset!r}, not one of the board's synthetic stand-ins ({stand_ins})"
 
 
 def _replaces_no_other_method(c: Candidate) -> str:
-    if not c.target.exists() or _method_of(c.target) == c.rec.method:
-        return ""
-    return f"would replace {c.target}, which is not a record of {c.rec.method!r}"
+    other = c.target.exists() and _method_of(c.target) != c.rec.method
+    return f"would replace {c.target}, which is not a record of {c.rec.method!r}" if other else ""
 
 
 #: What ``accept`` requires of every file of the artifact, in order: the first one a file fails
@@ -250,16 +226,15 @@ def admit(
         )
     admits = admission(owner)
     files = [p for p in sorted(source.rglob("*")) if p.is_symlink() or not p.is_dir()]
-    by_name: dict[str, list[Path]] = {}
-    for path in files:
-        by_name.setdefault(path.name, []).append(path)
     written: list[Path] = []
     refused: list[str] = []
     for path in files:
         target = results_dir / path.name
         if _same_content(path, target):
             continue  # already on the board (the committed records it was run beside)
-        candidate = Candidate(path, target, admits, twins=_twins(path, by_name[path.name]))
+        namesakes = (p for p in files if p.name == path.name and p != path)
+        twins = tuple(p for p in namesakes if not _same_content(p, path))
+        candidate = Candidate(path, target, admits, twins)
         why = refusal(candidate)
         if why:
             refused.append(_one_line(f"{path}: {why}"))
@@ -283,20 +258,10 @@ def _one_line(text: str) -> str:
     return escaped(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def _twins(path: Path, namesakes: list[Path]) -> tuple[Path, ...]:
-    """The other files of ``namesakes`` (the artifact's files named as ``path``) whose content
-    differs from it."""
-    return tuple(p for p in namesakes if p != path and not _same_content(p, path))
-
-
-def _plain_file(path: Path) -> bool:
-    return path.is_file() and not path.is_symlink()
-
-
 def _same_content(a: Path, b: Path) -> bool:
     """Whether two plain files within the size cap hold the same bytes (larger ones are never
     read)."""
-    if not (_plain_file(a) and _plain_file(b)):
+    if not (plain_file(a) and plain_file(b)):
         return False
     size = a.stat().st_size
     return size == b.stat().st_size <= MAX_RECORD_BYTES and a.read_bytes() == b.read_bytes()
@@ -304,8 +269,6 @@ def _same_content(a: Path, b: Path) -> bool:
 
 def _method_of(target: Path) -> str | None:
     """The method of the record at ``target``; None when it is not a readable record."""
-    from zslbench.records import read_record
-
     try:
         return read_record(target).method
     except Exception:  # noqa: BLE001 - whatever is there, it is not this method's

@@ -29,7 +29,7 @@ from typing import Any
 
 from zslbench.leaderboard import csvs, render, reproducibility
 from zslbench.leaderboard.figures import FigureSpec, embedded_hash, render_figure
-from zslbench.leaderboard.manifest import owned_in
+from zslbench.leaderboard.manifest import owned_in, plain_file
 from zslbench.leaderboard.model import Board, board
 from zslbench.records.store import GENERATOR, MANIFEST
 
@@ -99,16 +99,10 @@ def _current_figure(out_dir: Path, spec: FigureSpec, owned: set[str]) -> dict[st
     """The figure's files as the board already holds them, when this board drew them and they plot
     the same data (the test ``--check`` applies): a re-render redraws only figures whose data
     changed. A link is never read."""
-    found = {}
-    for path in spec.files:
-        target = out_dir / path
-        if path not in owned or target.is_symlink() or not target.is_file():
-            return None
-        data = target.read_bytes()
-        if embedded_hash(path, data) != spec.data_sha256:
-            return None
-        found[path] = data
-    return found
+    readable = all(path in owned and plain_file(out_dir / path) for path in spec.files)
+    found = {path: (out_dir / path).read_bytes() for path in spec.files} if readable else {}
+    same = readable and all(embedded_hash(p, data) == spec.data_sha256 for p, data in found.items())
+    return found if same else None
 
 
 def manifest_bytes(
@@ -123,14 +117,11 @@ def manifest_bytes(
     leaderboard: a later render replaces or deletes only those files. ``extra`` lists files a
     render may still leave behind (written while it runs, see ``check.write``).
     """
-    files: dict[str, dict[str, Any]] = {path: {} for path in extra if path != MANIFEST}
+    files: dict[str, dict[str, Any]] = {path: {} for path in extra}
     for a in artefacts:
-        if a.path != MANIFEST:
-            files[a.path] = (
-                {"data_sha256": a.data_sha256}
-                if a.is_figure
-                else {"sha256": hashlib.sha256(a.data).hexdigest()}
-            )
+        text = {"sha256": hashlib.sha256(a.data).hexdigest()}
+        files[a.path] = {"data_sha256": a.data_sha256} if a.is_figure else text
+    files.pop(MANIFEST, None)
     doc = {
         "generator": GENERATOR,
         "schema": 2,

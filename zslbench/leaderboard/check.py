@@ -34,65 +34,69 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
 from zslbench.errors import UserError
 from zslbench.leaderboard.build import Site, manifest_bytes
 from zslbench.leaderboard.figures import embedded_hash
-from zslbench.leaderboard.manifest import owned_in
+from zslbench.leaderboard.manifest import owned_in, plain_file
 from zslbench.records.store import MANIFEST
-
-
-def _inside(path: Path, parent: Path) -> bool:
-    return path == parent or parent in path.parents
 
 
 def survey(
     out_dir: Path,
     inputs: list[Path],
-    paths: frozenset[str] | set[str] = frozenset(),
-    produced: frozenset[str] = frozenset(),
-    limit: int | None = None,
+    paths: Collection[str] = (),
+    produced: Collection[str] = (),
+    limit: float = float("inf"),
 ) -> tuple[list[str], list[str]]:
     """What stands in the way of a render into ``out_dir``, in one walk that follows nothing:
     the symbolic links (at ``out_dir``, on the way to one of ``paths``, or anywhere in it) as
     posix paths, and the files zslbench leaderboard did not write, relative to it. Hidden names and
     the ``inputs`` inside it (the paths the render reads) are neither; a file at a path the render
     writes (``produced``) is foreign even when it is an input; records in an ``out_dir`` that is
-    the results dir are not foreign. The walk stops once ``limit`` foreign files are found."""
+    the results dir are not foreign. The walk stops once more than ``limit`` foreign files are
+    found."""
     out_dir = Path(out_dir)
     if out_dir.is_symlink():
         return [out_dir.as_posix()], []
-    links: set[str] = set()
-    for parts in (Path(rel).parts for rel in paths):
-        on_the_way = (out_dir.joinpath(*parts[:i]) for i in range(1, len(parts) + 1))
-        first_link = next((p for p in on_the_way if p.is_symlink()), None)
-        if first_link is not None:
-            links.add(first_link.as_posix())
-    if not out_dir.is_dir():
-        return sorted(links), []
+    # (an out_dir that is not a folder walks nothing and holds nothing)
+    links = {link.as_posix() for rel in paths if (link := _first_link(out_dir, rel))}
     owned, root = owned_in(out_dir), out_dir.resolve()
     skip = [p.resolve() for p in inputs if root in p.resolve().parents]
     records_here = any(p.resolve() == root for p in inputs)
     foreign = {p for p in produced if p not in owned and (out_dir / p).exists()}
-    for top, dirs, files in os.walk(root):  # never follows a link
-        here = Path(top)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".") and not any(_inside((here / d).resolve(), s) for s in skip)
-        )
-        for name in (n for n in dirs + sorted(files) if not n.startswith(".")):
-            path, rel = here / name, (here / name).relative_to(root).as_posix()
-            if path.is_symlink():
-                links.add((out_dir / rel).as_posix())
-            elif name in files and rel not in owned and not any(_inside(path, s) for s in skip):
-                if not (records_here and name.endswith(".json")):
-                    foreign.add(rel)
-        if limit is not None and len(foreign) > max(limit, len(produced)):
+    for path in _walk(root, skip):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            links.add((out_dir / rel).as_posix())
+        elif not (path.is_dir() or rel in owned or any(path.is_relative_to(s) for s in skip)):
+            if not (records_here and path.suffix == ".json"):
+                foreign.add(rel)
+        if len(foreign) > limit:
             break
     return sorted(links), sorted(foreign)
+
+
+def _first_link(out_dir: Path, rel: str) -> Path | None:
+    """The first symbolic link on the way from ``out_dir`` to ``rel`` inside it, if any."""
+    parts = Path(rel).parts
+    on_the_way = (out_dir.joinpath(*parts[:i]) for i in range(1, len(parts) + 1))
+    return next((p for p in on_the_way if p.is_symlink()), None)
+
+
+def _walk(root: Path, skip: list[Path]) -> Iterator[Path]:
+    """Every entry under ``root`` but hidden ones and those in the folders ``skip``, in order;
+    links are listed, never followed."""
+    for top, dirs, files in os.walk(root):
+        here = Path(top)
+        visible = (d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(
+            d for d in visible if not any((here / d).resolve().is_relative_to(s) for s in skip)
+        )
+        yield from (here / n for n in dirs + sorted(files) if not n.startswith("."))
 
 
 def _first_three(items: list[str]) -> str:
@@ -105,16 +109,15 @@ def compare(
     """One line per file whose committed copy in ``out_dir`` is missing, stale, extra or a link,
     and per refused record."""
     out_dir = Path(out_dir)
-    problems: list[str] = []
     rendered = {a.path: a for a in site.artefacts}
     links, foreign = survey(out_dir, inputs, frozenset(rendered) | owned_in(out_dir))
-    problems += [
+    problems = [
         f"{link}: a symbolic link where zslbench leaderboard writes (it never writes through one)"
         for link in links
     ]
 
     def reachable(path: str) -> bool:  # not through one of the links
-        return not any(_inside(out_dir / path, Path(link)) for link in links)
+        return not any((out_dir / path).is_relative_to(link) for link in links)
 
     problems += [
         line
@@ -126,12 +129,11 @@ def compare(
         for path in sorted(owned_in(out_dir) - set(rendered))
         if (out_dir / path).is_file() and reachable(path)
     ]
-    if not allow_foreign:
-        problems += [
-            f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
-            "--out unless --overwrite-foreign)"
-            for p in foreign
-        ]
+    problems += [
+        f"{(out_dir / p).as_posix()}: not written by zslbench leaderboard (a render refuses this "
+        "--out unless --overwrite-foreign)"
+        for p in ([] if allow_foreign else foreign)
+    ]
     problems += [
         f"{path}: refused, not a valid zslbench record ({reason}); a leaderboard is never built "
         "from it: re-run that record or delete it"
@@ -147,16 +149,16 @@ def _artefact_problem(out_dir: Path, path: str, artefact: Any) -> str:
     if not target.is_file():
         return f"{shown}: missing (not rendered into {out_dir.as_posix()} yet)"
     committed = target.read_bytes()
-    if not artefact.is_figure and committed != artefact.data:
+    if not artefact.is_figure:
         old, new = committed.splitlines(), artefact.data.splitlines()
         same = (a == b for a, b in zip(old, new, strict=False))
         first = next((i for i, equal in enumerate(same) if not equal), min(len(old), len(new)))
         return (
             f"{shown}: differs from the records' rendering (first difference at line {first + 1}; "
             f"{len(old)} lines committed, {len(new)} rendered)"
+            if committed != artefact.data
+            else ""
         )
-    if not artefact.is_figure:
-        return ""
     found = embedded_hash(path, committed)
     if found is None:
         return f"{shown}: carries no zslbench data hash (not rendered by zslbench leaderboard)"
@@ -175,35 +177,32 @@ def write(
     are no longer produced; refuse links and an ``out_dir`` holding files it did not write (see
     the module docstring). Returns the paths written."""
     out_dir = Path(out_dir)
-    produced = frozenset(a.path for a in site.artefacts)
-    owned = owned_in(out_dir)
-    refuse_unsafe(out_dir, inputs, produced, owned, overwrite_foreign=overwrite_foreign)
+    produced, owned = frozenset(a.path for a in site.artefacts), owned_in(out_dir)
+    refuse_unsafe(out_dir, inputs, produced, overwrite_foreign=overwrite_foreign)
     stale = sorted(owned - produced)
-    changed = [a for a in site.artefacts if not _same(out_dir / a.path, a.data)]
+    changed = [a for a in site.artefacts if not _holds(out_dir / a.path, a.data)]
     if not changed and not stale:
         return []
-    final = next(a for a in site.artefacts if a.path == MANIFEST)
     # First a manifest that lists every file this render may leave behind, so that a render killed
     # half-way still owns what it wrote; the complete manifest comes last.
     interim = manifest_bytes(site.artefacts, site.board.runs, site.board.superseded, extra=owned)
     files = [(MANIFEST, interim)] + [(a.path, a.data) for a in changed if a.path != MANIFEST]
-    files.append((MANIFEST, final.data))
+    files.append((MANIFEST, next(a.data for a in site.artefacts if a.path == MANIFEST)))
     replaced = False
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         # Hidden, so never a file in the way; gone when this block ends, whatever happens.
         with tempfile.TemporaryDirectory(prefix=".zslbench-render-", dir=out_dir) as tmp:
-            temps = [Path(tmp) / str(i) for i in range(len(files))]
-            for temp, (_, data) in zip(temps, files, strict=True):
-                temp.write_bytes(data)
-            for temp, (path, _) in zip(temps[:-1], files[:-1], strict=True):
+            for i, (_, data) in enumerate(files):
+                (Path(tmp) / str(i)).write_bytes(data)
+            for i, (path, _) in enumerate(files[:-1]):
                 (out_dir / path).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(temp, out_dir / path)  # replaces a link itself, never its target
+                os.replace(Path(tmp) / str(i), out_dir / path)  # a link itself, never its target
                 replaced = True
             for path in stale:
-                if (out_dir / path).is_file() and not (out_dir / path).is_symlink():
+                if plain_file(out_dir / path):
                     (out_dir / path).unlink()
-            os.replace(temps[-1], out_dir / MANIFEST)
+            os.replace(Path(tmp) / str(len(files) - 1), out_dir / MANIFEST)
     except OSError as exc:
         changed_text = "some files were already replaced" if replaced else "nothing was changed"
         raise UserError(
@@ -214,17 +213,12 @@ def write(
 
 
 def refuse_unsafe(
-    out_dir: Path,
-    inputs: list[Path],
-    produced: frozenset[str] = frozenset(),
-    owned: frozenset[str] | set[str] = frozenset(),
-    *,
-    overwrite_foreign: bool,
+    out_dir: Path, inputs: list[Path], produced: Collection[str] = (), *, overwrite_foreign: bool
 ) -> None:
     """Raise when a link is in ``out_dir`` or on the way to the files written or deleted, or
     (unless ``overwrite_foreign``) a file not ours is there."""
-    limit = None if overwrite_foreign else 4
-    links, foreign = survey(out_dir, inputs, produced | owned, produced, limit)
+    limit = float("inf") if overwrite_foreign else 3
+    links, foreign = survey(out_dir, inputs, {*produced, *owned_in(out_dir)}, produced, limit)
     if links:
         raise UserError(
             f"{_first_three(links)}: a symbolic link where zslbench leaderboard writes; it never "
@@ -242,5 +236,5 @@ def refuse_unsafe(
         )
 
 
-def _same(target: Path, data: bytes) -> bool:
-    return target.is_file() and not target.is_symlink() and target.read_bytes() == data
+def _holds(target: Path, data: bytes) -> bool:
+    return plain_file(target) and target.read_bytes() == data

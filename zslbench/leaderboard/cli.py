@@ -17,23 +17,18 @@ from zslbench.console import RESULTS_DIR, echo
 @RESULTS_DIR
 @click.option(
     "--out",
-    "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=None,
     help="Directory the leaderboard is written to [default: RESULTS_DIR/leaderboard]. The "
     "committed board: --results-dir leaderboards/records --out leaderboards.",
 )
 @click.option(
     "--reported",
-    "reported_path",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    default=None,
     help="Curated reported-numbers file [default: the JSON file in OUT/reported/, else "
     "in leaderboards/reported/ of the current directory].",
 )
 @click.option(
     "--check",
-    "check_only",
     is_flag=True,
     help="Write nothing; exit 1 if the leaderboard in --out differs from what the records render.",
 )
@@ -44,14 +39,7 @@ from zslbench.console import RESULTS_DIR, echo
     "alone, except a file at a path the leaderboard writes, which is replaced.",
 )
 @click.pass_context
-def leaderboard(
-    ctx: click.Context,
-    results_dir: Path,
-    out_dir: Path | None,
-    reported_path: Path | None,
-    check_only: bool,
-    overwrite_foreign: bool,
-) -> None:
+def leaderboard(ctx: click.Context, results_dir: Path, out: Path | None, **options: Any) -> None:
     """Render Markdown, CSV, HTML and figures from the records alone, deterministically.
 
     It only ever replaces or deletes files it wrote itself (listed in OUT/manifest.json), refuses
@@ -70,46 +58,54 @@ def leaderboard(
     would re-run (:mod:`zslbench.prune_command`).
     """
     if ctx.invoked_subcommand is None:
-        render_board(
-            results_dir,
-            out_dir or results_dir / "leaderboard",
-            reported_path,
-            check_only=check_only,
-            overwrite_foreign=overwrite_foreign,
-        )
+        # options: reported, check, overwrite_foreign
+        render_board(results_dir, out or results_dir / "leaderboard", **options)
 
 
 def render_board(
     results_dir: Path,
     out_dir: Path,
-    reported_path: Path | None = None,
+    reported: Path | None = None,
     *,
-    check_only: bool = False,
+    check: bool = False,
     overwrite_foreign: bool = False,
 ) -> None:
     """``zslbench leaderboard``: render the board of ``results_dir`` into ``out_dir``, or with
-    ``check_only`` compare it with what is there (``SystemExit(1)`` when it differs). A refused
+    ``check`` compare it with what is there (``SystemExit(1)`` when it differs). A refused
     ``out_dir`` is a ``UserError``, printed by the one handler in ``zslbench.cli.main``."""
     from zslbench.leaderboard import check as check_mod
     from zslbench.leaderboard.build import build
     from zslbench.leaderboard.reported import find_reported
 
-    if reported_path is None:
-        reported_path = find_reported(out_dir)
-        if reported_path is None:
+    if reported is None:
+        reported = find_reported(out_dir)
+        if reported is None:
             echo(
                 "note: no reported-numbers file in OUT/reported/ or leaderboards/reported/; "
                 "rendering without reported numbers (pass --reported FILE to include them)",
                 err=True,
             )
-    inputs = _inputs(results_dir, out_dir, reported_path)
-    if not check_only:  # refuse before the slow part (drawing)
+    inputs = _inputs(results_dir, out_dir, reported)
+    if not check:  # refuse before the slow part (drawing)
         check_mod.refuse_unsafe(out_dir, inputs, overwrite_foreign=overwrite_foreign)
-    site = build(results_dir, out_dir, reported_path, draw=not check_only)
+    site = build(results_dir, out_dir, reported, draw=not check)
     for line in site.board.warnings:
         echo(f"warning: {line}", err=True)
-    if check_only:
-        _check(site, results_dir, out_dir, inputs, overwrite_foreign)
+    if check:
+        problems = check_mod.compare(site, out_dir, inputs, allow_foreign=overwrite_foreign)
+        for line in problems:
+            echo(line)
+        if problems:
+            echo(
+                f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
+                f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
+                f"--out {out_dir.as_posix()}` and commit the result",
+                err=True,
+            )
+            raise SystemExit(1)
+        echo(
+            f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)"
+        )
         return
     for path, reason in site.board.refused:
         echo(f"warning: {path}: skipped, not a valid zslbench record: {reason}", err=True)
@@ -119,37 +115,15 @@ def render_board(
     echo(f"{out_dir.as_posix()}: {changed} ({site.board.runs} records{superseded})")
 
 
-def _inputs(results_dir: Path, out_dir: Path, reported_path: Path | None) -> list[Path]:
+def _inputs(results_dir: Path, out_dir: Path, reported: Path | None) -> list[Path]:
     """What the render reads, which may lie inside --out (the committed leaderboards/records and
     leaderboards/reported, the board's plugins.toml): never counted as files in the way."""
     from zslbench.leaderboard.manifest import PLUGINS_NAME
 
     inputs = [results_dir]
-    if reported_path is not None:
-        here = reported_path.parent.resolve() == out_dir.resolve()
-        inputs.append(reported_path if here else reported_path.parent)
+    if reported is not None:
+        here = reported.parent.resolve() == out_dir.resolve()
+        inputs.append(reported if here else reported.parent)
     if (out_dir / PLUGINS_NAME).is_file():
         inputs.append(out_dir / PLUGINS_NAME)
     return inputs
-
-
-def _check(
-    site: Any, results_dir: Path, out_dir: Path, inputs: list[Path], allow_foreign: bool
-) -> None:
-    """``--check``: one line per problem and ``SystemExit(1)``, or one line saying it is current."""
-    from zslbench.leaderboard import check as check_mod
-
-    problems = check_mod.compare(site, out_dir, inputs, allow_foreign=allow_foreign)
-    for line in problems:
-        echo(line)
-    if problems:
-        echo(
-            f"{out_dir.as_posix()}: not up to date ({len(problems)} problem(s) above) — fix "
-            f"each, re-render with `zslbench leaderboard --results-dir {results_dir.as_posix()} "
-            f"--out {out_dir.as_posix()}` and commit the result",
-            err=True,
-        )
-        raise SystemExit(1)
-    echo(
-        f"{out_dir.as_posix()}: up to date ({len(site.artefacts)} files, {site.board.runs} records)"
-    )

@@ -56,6 +56,8 @@ PAPER_DATASET_ORDER = declared_dataset_order()
 
 CELL_KEYS = RUN_KEYS  # a cell group is one run: the records package says what that is
 ROW_KEYS = "kind method config_id standard device_type schedule".split()
+#: What a cell group's runs were told, alike for all of them (read from the first).
+SETTINGS = "config overrides overrides_map sweep sweep_params sweep_map base_seed".split()
 
 
 def dataset_label(name: str, kind: str) -> str:
@@ -72,18 +74,8 @@ def dataset_order(name: str) -> tuple[int, str, str]:
     """Sort key: the paper's order, for real datasets and their ``synth-`` stand-ins alike (a
     feature set of another backbone right after its benchmark)."""
     base = name.lower().partition("@")[0].removeprefix("synth-")
-    rank = (
-        PAPER_DATASET_ORDER.index(base) if base in PAPER_DATASET_ORDER else len(PAPER_DATASET_ORDER)
-    )
-    return (rank, name.lower(), name)
-
-
-def method_ranks(methods: Iterable[str], first: Iterable[str] = ()) -> dict[str, int]:
-    """Row order of methods: those in ``first`` (the order of the curated reported file, so that a
-    measured row sits where the paper lists the method) in that order, then the rest by name."""
-    first = list(dict.fromkeys(first))
-    ordered = sorted(set(methods), key=lambda m: (first.index(m) if m in first else len(first), m))
-    return {m: i for i, m in enumerate(ordered)}
+    order = PAPER_DATASET_ORDER
+    return (order.index(base) if base in order else len(order), name.lower(), name)
 
 
 def is_number(value: Any) -> bool:
@@ -93,23 +85,12 @@ def is_number(value: Any) -> bool:
 
 def finite(value: Any) -> float | None:
     """``value`` as a float, or None when it is None, NaN or infinite."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 def value_sort_key(value: Any) -> tuple[int, float, str]:
     """Swept values in order: numbers numerically, then anything else by its text."""
-    if is_number(value):
-        return (0, float(value), "")
-    return (1, 0.0, value_text(value))
-
-
-def by_plugin_name(run: Any) -> bool:
-    """Whether a run's dataset is one a plugin registered, named by its name (else the run opened
-    it from its file, ``data_path``, when it has one)."""
-    return run.data_plugin not in ("", "open_dataset")
+    return (0, float(value), "") if is_number(value) else (1, 0.0, value_text(value))
 
 
 @dataclass(frozen=True)
@@ -140,8 +121,6 @@ def data_versions(runs: pd.DataFrame) -> dict[tuple[str, str], DataVersions]:
     """Per (kind, dataset): the compared fingerprint, the one with the most records (ties: the
     one with the newest record), and every other one."""
     out: dict[tuple[str, str], DataVersions] = {}
-    if runs.empty:
-        return out
     for (kind, dataset), group in runs.groupby(["kind", "dataset"], sort=True):
         by_fp = dict(list(group.groupby("data_fp", sort=True)))
         stat = {fp: (len(g), max(g["finished_at"]), fp) for fp, g in by_fp.items()}
@@ -177,20 +156,15 @@ def _per_class(group: pd.DataFrame) -> list[dict[str, Any]]:
     by_class: dict[int, dict[str, Any]] = {}
     for seed, entries in zip(group["seed"], group["per_class"], strict=True):
         for cls, name, acc, freq, n_test in entries:
-            slot = by_class.setdefault(
-                cls,
-                {"class": cls, "name": name, "frequency": freq, "n_test": n_test, "samples": {}},
-            )
+            new = {"class": cls, "name": name, "frequency": freq, "n_test": n_test, "samples": {}}
+            slot = by_class.setdefault(cls, new)
             if math.isfinite(acc):
                 slot["samples"][int(seed)] = acc
     total = sum(s["frequency"] for s in by_class.values() if math.isfinite(s["frequency"]))
-    out = []
-    for cls in sorted(by_class):
-        slot = by_class[cls]
-        interval = stats.t_interval(list(slot["samples"].values()))
-        share = slot["frequency"] / total if total > 0 else math.nan
-        out.append({**slot, "share": share, "interval": interval})
-    return out
+    for slot in by_class.values():
+        slot["share"] = slot["frequency"] / total if total > 0 else math.nan
+        slot["interval"] = stats.t_interval(list(slot["samples"].values()))
+    return [by_class[cls] for cls in sorted(by_class)]
 
 
 def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFrame:
@@ -198,14 +172,18 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
     by seed (``{m}_samples``); training times per device model (``times``); per-class accuracy,
     curves and selection audits; and the group's provenance.
 
-    Call on the newest runs (:func:`zslbench.records.results.newest_runs`). Row labels are unique per kind; rows are ordered
-    by method (:func:`method_ranks` with ``method_first``), label and dataset.
+    Call on the newest runs (:func:`zslbench.records.results.newest_runs`). Row labels are unique
+    per kind; rows are ordered by method (those in ``method_first``, the order of the curated
+    reported file, so that a measured row sits where the paper lists the method; then the rest by
+    name), label and dataset.
     """
     if runs.empty:
-        return pd.DataFrame(columns=[*CELL_KEYS, "row_key", "label", "n", "compared"])
+        return pd.DataFrame(
+            columns=[*CELL_KEYS, "row_key", "label", "n", "compared", "method_rank"]
+        )
     versions = data_versions(runs)
     out = [
-        _entry(dict(zip(CELL_KEYS, key, strict=True)), group, versions)
+        _entry(key, group.sort_values("seed", kind="mergesort"), versions)
         for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False)
     ]
     frame = pd.DataFrame(out)
@@ -214,50 +192,50 @@ def aggregate(runs: pd.DataFrame, method_first: Iterable[str] = ()) -> pd.DataFr
         for r in out
     ]
     frame["label"] = _labels(frame)
-    ranks = method_ranks(frame["method"], method_first)
-    frame["method_rank"] = [ranks[m] for m in frame["method"]]
+    first = list(dict.fromkeys(method_first))
+    at = {m: first.index(m) if m in first else len(first) for m in set(frame["method"])}
+    methods = sorted(at, key=lambda m: (at[m], m))
+    frame["method_rank"] = frame["method"].map({m: i for i, m in enumerate(methods)})
     rows = zip(frame["kind"], frame["method_rank"], frame["label"], frame["dataset"], strict=True)
-    keys = [(k, int(r), lb, dataset_order(d)) for k, r, lb, d in rows]
-    order = sorted(range(len(frame)), key=lambda i: keys[i])
-    frame = frame.iloc[order].reset_index(drop=True)
+    keys = [(k, r, lb, dataset_order(d)) for k, r, lb, d in rows]
+    frame = frame.iloc[sorted(range(len(frame)), key=keys.__getitem__)].reset_index(drop=True)
     frame.attrs["data_versions"] = [v for v in versions.values() if len(v.counts) > 1]
     return frame
 
 
 def _entry(
-    entry: dict[str, Any], group: pd.DataFrame, versions: dict[tuple[str, str], DataVersions]
+    key: tuple[Any, ...], group: pd.DataFrame, versions: dict[tuple[str, str], DataVersions]
 ) -> dict[str, Any]:
-    """The aggregated row of one cell group (``entry`` holds its cell keys)."""
-    entry.update(_settings(group))
-    for metric in (*METRICS, *EXTRA_METRICS):
-        samples = samples_by_seed(group, metric)
-        entry[metric] = stats.t_interval(list(samples.values()))
-        entry[f"{metric}_samples"] = samples
-    entry["times"] = _times(group)
-    entry.update(_provenance(group))
-    entry["per_class"] = _per_class(group)
-    entry.update(_curves_and_audits(group))
-    version = versions[(entry["kind"], entry["dataset"])]
-    entry["compared"] = version.compared == entry["data_fp"]
-    # the features' backbone, and the compared version's: a row on other features of the same
-    # dataset is labelled with its backbone when that is what differs
-    entry["backbone"] = next((b for b in group["backbone"] if b), "")
-    entry["compared_backbone"] = version.backbones[0]
-    return entry
-
-
-def _settings(group: pd.DataFrame) -> dict[str, Any]:
-    """What a cell group's runs were told: name, overrides, sweep, files, split."""
-    first = group.iloc[0]
-    return {
+    """The aggregated row of one cell group (``key``: its cell keys, ``group``: its runs)."""
+    entry = dict(zip(CELL_KEYS, key, strict=True))
+    seeds = [int(s) for s in group["seed"]]
+    entry |= {
         "paper_name": next((p for p in group["paper_name"] if p), ""),
-        **{
-            c: first[c]
-            for c in "config overrides overrides_map sweep sweep_params sweep_map base_seed".split()
-        },
+        **group.iloc[0][SETTINGS].to_dict(),
         "config_files": sorted({f for f in group["config_file"] if f}),
         "split_reason": "; ".join(sorted({r for r in group["split_reason"] if r})),
-        "n": int(len(group)),
+        "n": len(group),
+    }
+    for metric in (*METRICS, *EXTRA_METRICS):
+        samples = samples_by_seed(group, metric)
+        entry |= {metric: stats.t_interval(list(samples.values())), f"{metric}_samples": samples}
+    version = versions[(entry["kind"], entry["dataset"])]
+    rows = list(zip(seeds, group["curve"], group["op"], group["selection_audit"], strict=True))
+    return entry | {
+        "times": _times(group),
+        **run_summary(group),
+        "seeds": seeds,
+        "dirty": bool(group["dirty"].any()),
+        "links": sorted(group["link"]),
+        "seed_of": dict(zip(group["link"], seeds, strict=True)),
+        "per_class": _per_class(group),
+        "curves": [{"seed": s, "curve": c, "op": op} for s, c, op, _ in rows if c is not None],
+        "audits": [{"seed": s, **a} for s, _, _, a in rows if a is not None],
+        "compared": version.compared == entry["data_fp"],
+        # the features' backbone, and the compared version's: a row on other features of the
+        # same dataset is labelled with its backbone when that is what differs
+        "backbone": next((b for b in group["backbone"] if b), ""),
+        "compared_backbone": version.backbones[0],
     }
 
 
@@ -274,34 +252,6 @@ def run_summary(runs: pd.DataFrame) -> dict[str, Any]:
         "devices": sorted(set(runs["device_name"])),
         "date_first": days[0] if days else "",
         "date_last": days[-1] if days else "",
-    }
-
-
-def _provenance(group: pd.DataFrame) -> dict[str, Any]:
-    """Load, seeds, versions, devices, dates and links of a cell group's runs."""
-    return {
-        **run_summary(group),
-        "seeds": sorted(int(s) for s in group["seed"]),
-        "dirty": bool(group["dirty"].any()),
-        "links": sorted(group["link"]),
-        "seed_of": dict(zip(group["link"], (int(x) for x in group["seed"]), strict=True)),
-    }
-
-
-def _curves_and_audits(group: pd.DataFrame) -> dict[str, Any]:
-    return {
-        "curves": [
-            {"seed": int(s), "curve": c, "op": op}
-            for s, c, op in sorted(
-                zip(group["seed"], group["curve"], group["op"], strict=True), key=lambda t: t[0]
-            )
-            if c is not None
-        ],
-        "audits": [
-            {"seed": int(s), **a}
-            for s, a in zip(group["seed"], group["selection_audit"], strict=True)
-            if a is not None
-        ],
     }
 
 
@@ -332,25 +282,17 @@ def measured(agg: pd.DataFrame, kind: str, *, sweeps: bool = False) -> pd.DataFr
 def _labels(frame: pd.DataFrame) -> list[str]:
     """``method`` (+ overrides, + sweep values), plus just enough of device / config / schedule /
     data version to tell rows apart from their twins (the rows of the same base)."""
-    rows = {r.row_key: r for r in frame.itertuples(index=False)}
-    base = {
-        rk: r.method + "".join(f" [{x}]" for x in (r.overrides, r.sweep) if x)
-        for rk, r in rows.items()
-    }
-    labels = {}
-    for rk, r in rows.items():
-        twins = [o for o in rows if o[0] == rk[0] and base[o] == base[rk] and o != rk]
-        _kind, _method, cid, standard, device, schedule = rk[:6]
-        parts = [
-            base[rk],
-            "" if standard else "non-standard split",
-            schedule,
-            device if any(o[4] != device for o in twins) else "",
-            f"cfg {cid[:8]}" if any(o[2] != cid for o in twins) else "",
-        ]
-        if len(rk) > len(ROW_KEYS):
+    brackets = [frame[c].map(lambda x: f" [{x}]" if x else "") for c in ("overrides", "sweep")]
+    base = frame["method"] + brackets[0] + brackets[1]
+    twins = frame.groupby([frame["kind"], base])
+    differ = {c: twins[c].transform("nunique") > 1 for c in ("device_type", "config_id")}
+    labels = []
+    for r, b, device, cid in zip(frame.itertuples(), base, *differ.values(), strict=True):
+        parts = [b, "" if r.standard else "non-standard split", r.schedule]
+        parts += [r.device_type if device else "", f"cfg {r.config_id[:8]}" if cid else ""]
+        if not r.compared:
             other = r.backbone and r.backbone != r.compared_backbone
-            parts.append(f"backbone {r.backbone}" if other else f"data {rk[-1][:8]}")
+            parts.append(f"backbone {r.backbone}" if other else f"data {r.data_fp[:8]}")
             parts[-1] += ", not compared"
-        labels[rk] = " · ".join(p for p in parts if p)
-    return [labels[rk] for rk in frame["row_key"]]
+        labels.append(" · ".join(p for p in parts if p))
+    return labels

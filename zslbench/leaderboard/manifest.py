@@ -19,3 +19,8 @@ PLUGINS_NAME = "plugins.toml"
 def owned_in(out_dir: Path) -> set[str]:
     """The files a previous render wrote into ``out_dir`` (empty when it has no manifest of ours)."""
     return owned_files(Path(out_dir) / MANIFEST) or set()
+
+
+def plain_file(path: Path) -> bool:
+    """A regular file and not a link: the board never reads or writes through a link."""
+    return path.is_file() and not path.is_symlink()

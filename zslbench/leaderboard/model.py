@@ -25,7 +25,6 @@ import pandas as pd
 from zslbench.leaderboard.collect import (
     DataVersions,
     aggregate,
-    by_plugin_name,
     dataset_label,
     dataset_order,
     run_summary,
@@ -102,9 +101,8 @@ class Facts:
     audited: int = 0
 
     def seeds_text(self) -> str:
-        if not self.seeds:
-            return "–"
-        return str(self.seeds[0]) if len(self.seeds) == 1 else f"{self.seeds[0]}–{self.seeds[-1]}"
+        first, last = (self.seeds[0], self.seeds[-1]) if self.seeds else ("–", "–")
+        return str(first) if first == last else f"{first}–{last}"
 
     def dates_text(self) -> str:
         return date_range(self.date_first, self.date_last)
@@ -170,7 +168,7 @@ class Page:
     @property
     def busy_cells(self) -> int:
         cells = [c for t in self.time_tables for r in t.rows for c in r.cells.values()]
-        return sum(1 for c in cells if c.flag == "busy")
+        return sum(c.flag == "busy" for c in cells)
 
     @property
     def excluded_rows(self) -> list[Row]:
@@ -195,10 +193,8 @@ class Board:
 
 def project_root(out_dir: Path, results_dir: Path) -> Path:
     """The git work tree that holds ``out_dir``, else the results dir's parent."""
-    for folder in (out_dir.resolve(), *out_dir.resolve().parents):
-        if (folder / ".git").exists():
-            return folder
-    return results_dir.resolve().parent
+    folders = (out_dir.resolve(), *out_dir.resolve().parents)
+    return next((f for f in folders if (f / ".git").exists()), results_dir.resolve().parent)
 
 
 def _rel(target: Path | str, base: Path) -> str:
@@ -208,8 +204,7 @@ def _rel(target: Path | str, base: Path) -> str:
 def _arg(path: Path | str, root: Path) -> str:
     """A path as a command argument: relative to the project root when inside it."""
     resolved = Path(path).resolve()
-    inside = resolved == root or root in resolved.parents
-    return _rel(resolved, root) if inside else resolved.as_posix()
+    return _rel(resolved, root) if resolved.is_relative_to(root) else resolved.as_posix()
 
 
 def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) -> list[list[str]]:
@@ -225,26 +220,25 @@ def reproduce_commands(runs: pd.DataFrame, root: Path, ranks: dict[str, int]) ->
         slot["seeds"] = max(slot["seeds"], int(e.repetition) + 1)
         for param, value in e.sweep_map.items():
             slot["sweep"].setdefault(param, {})[value_text(value)] = value
-    # per command: its options (the sweep's too), seeds, records folder and -p modules
-    units: dict[tuple[Any, ...], dict[str, set[str]]] = {}
+    # per command (its options, the sweep's too, seeds, records folder, -p modules): each
+    # method's datasets, then the methods of each set of datasets
+    datasets: dict[tuple[Any, ...], set[str]] = {}
     for (method, dataset, opts, _, folder, plugins), slot in cells.items():
         sweep = sorted(slot["sweep"].items())
         opts += tuple(w for p, vals in sweep for w in ("--sweep", f"{p}={_values(vals)}"))
-        unit = units.setdefault((opts, slot["seeds"], folder, plugins), {})
-        unit.setdefault(method, set()).add(dataset)
+        datasets.setdefault((opts, slot["seeds"], folder, plugins, method), set()).add(dataset)
+    methods: dict[tuple[Any, ...], list[str]] = {}
+    for (*unit, method), of_method in datasets.items():
+        methods.setdefault((*unit, *sorted(of_method, key=dataset_order)), []).append(method)
     # (not from a config file, the first method's rank, the words): config-file commands first
     out: list[tuple[bool, int, list[str]]] = []
-    for (opts, seeds, folder, plugins), methods in units.items():
-        by_datasets: dict[tuple[str, ...], list[str]] = {}
-        for method, of_method in methods.items():
-            by_datasets.setdefault(tuple(sorted(of_method, key=dataset_order)), []).append(method)
-        for datasets, names in by_datasets.items():
-            names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
-            config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)
-            words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config]
-            words += ["--method", ",".join(names), "--dataset", ",".join(datasets)]
-            words += ["--seeds", str(seeds), *rest, "--results-dir", _arg(folder, root)]
-            out.append((not config, min(ranks.get(m, 0) for m in names), words))
+    for (opts, seeds, folder, plugins, *on), names in methods.items():
+        names = sorted(names, key=lambda m: (ranks.get(m, 0), m))
+        config, rest = (opts[:2], opts[2:]) if opts[:1] == ("--config",) else ((), opts)
+        words = ["zslbench", *(w for p in plugins for w in ("-p", p)), "run", *config]
+        words += ["--method", ",".join(names), "--dataset", ",".join(on)]
+        words += ["--seeds", str(seeds), *rest, "--results-dir", _arg(folder, root)]
+        out.append((not config, min(ranks.get(m, 0) for m in names), words))
     return [words for *_, words in sorted(out)]
 
 
@@ -254,36 +248,33 @@ def _values(values: dict[str, Any]) -> str:
 
 
 def _cell_key(e: Any, root: Path) -> tuple[Any, ...]:
-    """(method, dataset argument, options, swept parameters, records folder, ``-p`` modules) of a run."""
+    """(method, dataset argument, options, swept parameters, records folder, ``-p`` modules) of a
+    run. A dataset a plugin registered is named by its name (else the run opened it from its
+    file, ``data_path``, when it has one)."""
     opts: tuple[str, ...] = ("--config", e.config_file) if e.config_file else ()
     opts += ("--base-seed", str(e.base_seed)) if e.base_seed else ()
-    for k, v in sorted(e.overrides_map.items()):
-        opts += ("--set", f"{k}={value_text(v)}")
-    opts += (() if e.standard else ("--allow-nonstandard-split",)) + (
-        ("--device", "cuda") if e.device_type == "cuda" else ()
+    opts += tuple(
+        w for k, v in sorted(e.overrides_map.items()) for w in ("--set", f"{k}={value_text(v)}")
     )
-    by_name = by_plugin_name(e)
+    opts += () if e.standard else ("--allow-nonstandard-split",)
+    opts += ("--device", "cuda") if e.device_type == "cuda" else ()
+    by_name = e.data_plugin not in ("", "open_dataset")
     dataset = _arg(e.data_path, root) if e.data_path and not by_name else e.dataset
     plugins = ({e.data_plugin} if by_name and e.data_plugin_p else set()) | _p_components(e.config)
     return (e.method, dataset, opts, e.sweep_params, e.folder, tuple(sorted(plugins)))
 
 
-def _p_components(config: Any) -> set[str]:
+def _p_components(config: dict[str, Any]) -> set[str]:
     """The ``-p`` modules that provided a run's components: a record names each component's plugin
     and, for an installed third-party one, its distribution; a plugin with neither a distribution
     nor a built-in's name was a ``-p`` module (a qualified ``dist:name`` never is). A method a
     ``-p`` module registers from built-in components alone is not told apart: the record does not
     name the method's plugin."""
-    comps = config.get("components") if isinstance(config, dict) else None
-    return {
-        c["plugin"]
-        for c in (comps.values() if isinstance(comps, dict) else ())
-        if isinstance(c, dict)
-        and isinstance(c.get("plugin"), str)
-        and "distribution" not in c
-        and ":" not in c["plugin"]
-        and c["plugin"] not in _builtin_plugins()
+    comps = config.get("components") or {}
+    named = {
+        c.get("plugin") for c in comps.values() if isinstance(c, dict) and "distribution" not in c
     }
+    return {p for p in named if isinstance(p, str) and ":" not in p and p not in _builtin_plugins()}
 
 
 @functools.cache
@@ -291,31 +282,10 @@ def _builtin_plugins() -> frozenset[str]:
     """The plugin names of zslbench's own entry points."""
     from importlib.metadata import entry_points
 
-    from zslbench.registry import BUILTIN_DISTRIBUTION, ENTRY_POINT_GROUP
+    from zslbench.registry import BUILTIN_DISTRIBUTION, ENTRY_POINT_GROUP, dist_name
 
-    return frozenset(
-        ep.name
-        for ep in entry_points(group=ENTRY_POINT_GROUP)
-        if ep.dist is not None and ep.dist.name == BUILTIN_DISTRIBUTION
-    )
-
-
-def _facts(ctx: _Context, kind: str) -> Facts:
-    runs, old, sub = (_of_kind(frame, kind) for frame in (ctx.kept, ctx.superseded, ctx.agg))
-    if runs.empty:
-        return Facts(superseded=len(old))
-    ranks = ctx.ranks
-    return Facts(
-        records=len(runs),
-        superseded=len(old),
-        methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
-        datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
-        seeds=sorted(set(int(n) for n in sub["n"])),
-        nonstandard=int((~runs["standard"].astype(bool)).sum()),
-        reduced=int((runs["schedule"] == "reduced").sum()),
-        audited=int(runs["selection_audit"].map(lambda a: a is not None).sum()),
-        **run_summary(runs),
-    )
+    group = entry_points(group=ENTRY_POINT_GROUP)
+    return frozenset(ep.name for ep in group if dist_name(ep) == BUILTIN_DISTRIBUTION)
 
 
 def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board:
@@ -326,54 +296,73 @@ def board(results_dir: Path, out_dir: Path, reported_path: Path | None) -> Board
     kept, superseded, refused = newest_runs(results_dir, link_base=out_dir)
     agg = aggregate(kept, reported.method_order())
     root = project_root(out_dir, results_dir)
-    kinds = tuple(
-        k for k in KINDS if k != "custom" or (not kept.empty and (kept["kind"] == "custom").any())
-    )
-    versions: list[DataVersions] = agg.attrs.get("data_versions", []) if not agg.empty else []
     paths = _paths(results_dir, out_dir, root, reported)
-    ctx = _Context(agg, kept, superseded, reported, root, kinds, versions, paths)
-    pages = {kind: _page(ctx, kind) for kind in kinds}
-    figures = [f for page in pages.values() for f in page.figures]
+    provs, ranks = provenances(agg), dict(zip(agg["method"], agg["method_rank"], strict=True))
+    colors = method_colors(sorted(ranks, key=lambda m: (ranks[m], m)))
+    kinds = tuple(k for k in KINDS if k != "custom" or (kept["kind"] == "custom").any())
+    versions: list[DataVersions] = agg.attrs.get("data_versions", [])
+
+    def page(kind: str) -> Page:
+        real, runs = kind == "real", kept[kept["kind"] == kind]
+        tables = setting_tables(agg, kind, reported, provs)
+        ranking, ranking_note = rank_methods(tables[0])
+        sweeps = sweep_tables(agg, kind, provs)
+        reported_pc = reported_per_class_tables(reported) if real else []
+        reported_time = reported_time_table(reported) if real else None
+        shown = tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
+        return Page(
+            kind=kind,
+            facts=_facts(kind, runs, superseded[superseded["kind"] == kind], agg, ranks),
+            paths=paths,
+            tables=tables,
+            time_tables=time_tables(agg, kind, provs),
+            sweep_tables=sweeps,
+            per_class_tables=per_class_tables(agg, kind),
+            cite=cite_table(agg, kind, provs),
+            ranking=ranking,
+            ranking_note=ranking_note,
+            audit=audit_table(agg, kind, provs),
+            figures=figure_specs(agg, kind, sweep_groups(agg, kind), colors, ranking),
+            references=_references(reported, shown),
+            commands=[shell_command(w) for w in reproduce_commands(runs, root, ranks)],
+            reported_time=reported_time,
+            reported_per_class=reported_pc,
+            source=(reported.source or "the curated reported file")
+            if real and reported.rows
+            else "",
+            data_versions=[v for v in versions if v.kind == kind],
+            kinds=kinds,
+        )
+
+    pages = {kind: page(kind) for kind in kinds}
+    figures = [f for p in pages.values() for f in p.figures]
     warnings = [v.warning() for v in versions]
     return Board(pages, figures, len(kept), len(superseded), refused, agg, warnings)
 
 
 def _paths(results_dir: Path, out_dir: Path, root: Path, reported: Reported) -> Paths:
-    records = _rel(results_dir, out_dir)
-    rep = _rel(reported.path, out_dir) if reported.path else ""
+    records, rep = _rel(results_dir, out_dir), _rel(reported.path, out_dir) if reported.path else ""
     args = (_arg(results_dir, root), _arg(out_dir, root))
     return Paths(records + "/", path_href(records) + "/", *args, rep, path_href(rep) if rep else "")
 
 
-@dataclass
-class _Context:
-    """What every page of a board is built from."""
-
-    agg: pd.DataFrame
-    kept: pd.DataFrame
-    superseded: pd.DataFrame
-    reported: Reported
-    root: Path
-    kinds: tuple[str, ...]
-    versions: list[DataVersions]
-    paths: Paths
-
-    @functools.cached_property
-    def provs(self) -> Any:
-        return provenances(self.agg)
-
-    @functools.cached_property
-    def ranks(self) -> dict[str, int]:
-        agg = self.agg
-        return dict(zip(agg["method"], agg["method_rank"], strict=True)) if not agg.empty else {}
-
-    @functools.cached_property
-    def colors(self) -> dict[str, str]:
-        return method_colors(sorted(self.ranks, key=lambda m: (self.ranks[m], m)))
-
-
-def _of_kind(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
-    return frame[frame["kind"] == kind] if not frame.empty else frame
+def _facts(
+    kind: str, runs: pd.DataFrame, old: pd.DataFrame, agg: pd.DataFrame, ranks: dict[str, int]
+) -> Facts:
+    """The facts of the runs of one kind (``old``: its superseded records)."""
+    if runs.empty:
+        return Facts(superseded=len(old))
+    return Facts(
+        records=len(runs),
+        superseded=len(old),
+        methods=sorted(set(runs["method"]), key=lambda m: ranks.get(m, 0)),
+        datasets=[dataset_label(d, kind) for d in sorted(set(runs["dataset"]), key=dataset_order)],
+        seeds=sorted(set(int(n) for n in agg.loc[agg["kind"] == kind, "n"])),
+        nonstandard=int((~runs["standard"].astype(bool)).sum()),
+        reduced=int((runs["schedule"] == "reduced").sum()),
+        audited=int(runs["selection_audit"].map(lambda a: a is not None).sum()),
+        **run_summary(runs),
+    )
 
 
 def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
@@ -381,40 +370,3 @@ def _references(reported: Reported, shown: list[Table]) -> dict[str, str]:
     rows = [row for table in shown for row in table.rows if row.source == "reported" and row.prov]
     used = {ref for row in rows for ref in (row.prov.refs if row.prov else [])}
     return {k: reported.references.get(k, k) for k in sorted(used)}
-
-
-def _page(ctx: _Context, kind: str) -> Page:
-    """One page of the board."""
-    agg, reported, provs = ctx.agg, ctx.reported, ctx.provs
-    real = kind == "real"
-    tables = setting_tables(agg, kind, reported, provs)
-    ranking, ranking_note = rank_methods(tables[0])
-    sweeps = sweep_tables(agg, kind, provs)
-    reported_pc = reported_per_class_tables(reported) if real else []
-    reported_time = reported_time_table(reported) if real else None
-    return Page(
-        kind=kind,
-        facts=_facts(ctx, kind),
-        paths=ctx.paths,
-        tables=tables,
-        time_tables=time_tables(agg, kind, provs),
-        sweep_tables=sweeps,
-        per_class_tables=per_class_tables(agg, kind),
-        cite=cite_table(agg, kind, provs),
-        ranking=ranking,
-        ranking_note=ranking_note,
-        audit=audit_table(agg, kind, provs),
-        figures=figure_specs(agg, kind, sweep_groups(agg, kind), ctx.colors, ranking),
-        references=_references(
-            reported, tables + sweeps + reported_pc + ([reported_time] if reported_time else [])
-        ),
-        commands=[
-            shell_command(words)
-            for words in reproduce_commands(_of_kind(ctx.kept, kind), ctx.root, ctx.ranks)
-        ],
-        reported_time=reported_time,
-        reported_per_class=reported_pc,
-        source=(reported.source or "the curated reported file") if real and reported.rows else "",
-        data_versions=[v for v in ctx.versions if v.kind == kind],
-        kinds=ctx.kinds,
-    )

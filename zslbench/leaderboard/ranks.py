@@ -46,32 +46,26 @@ class Ranking:
 
     def table(self, kind: str) -> Table:
         columns = [Column("rank", "average rank", higher_better=False, descriptive=True)]
-        columns += [
-            Column(f"r:{ds}", ds, "rank on", False, descriptive=True) for ds in self.datasets
-        ]
+        columns += [Column(f"r:{d}", d, "rank on", False, descriptive=True) for d in self.datasets]
         out_rows = []
         for row, rank, ranks in zip(self.rows, self.ranks, self.per_dataset, strict=True):
-            cells = {"rank": Cell(rank, decimals=2)}
-            cells |= {
-                f"r:{ds}": Cell(r, decimals=1) for ds, r in zip(self.datasets, ranks, strict=True)
+            cells = {
+                f"r:{d}": Cell(r, decimals=1) for d, r in zip(self.datasets, ranks, strict=True)
             }
             # a measured row (ranked rows are comparable), its own cells, no note
+            cells = {"rank": Cell(rank, decimals=2), **cells}
             out_rows.append(replace(row, cells=cells, excluded=[], note=""))
         title = f"Average ranks across datasets ({self.metric})"
         return Table(f"{kind}-ranks", "ranks", title, columns, out_rows, show_source=False)
 
 
-def _pool(h_table: Table) -> list[Row]:
-    """The comparable measured rows, of the full schedule unless every one is reduced."""
-    pool = [r for r in h_table.rows if r.comparable]
-    full = [r for r in pool if r.schedule != "reduced"]
-    return full or pool
-
-
-def _block(h_table: Table, pool: list[Row]) -> tuple[list[Column], list[Row]]:
-    """The complete block to rank: the datasets where at least two rows of ``pool`` ran, then the
+def _block(h_table: Table) -> tuple[list[Row], list[Column], list[Row]]:
+    """The pool (the comparable measured rows, of the full schedule unless every one is reduced)
+    and the complete block to rank: the datasets where at least two rows of the pool ran, then the
     rows that ran on all of them; while fewer than two rows remain, the dataset with the fewest
     rows is dropped."""
+    pool = [r for r in h_table.rows if r.comparable]
+    pool = [r for r in pool if r.schedule != "reduced"] or pool
 
     def has(row: Row, column: Column) -> bool:
         return not h_table.cell(row, column).missing
@@ -83,14 +77,13 @@ def _block(h_table: Table, pool: list[Row]) -> tuple[list[Column], list[Row]]:
     while True:
         rows = [r for r in pool if all(has(r, c) for c in datasets)]
         if len(rows) >= 2 or len(datasets) <= 1:
-            return datasets, rows
+            return pool, datasets, rows
         datasets.remove(min(datasets, key=lambda c: (count(c), c.group)))
 
 
 def rank_methods(h_table: Table, alpha: float = stats.ALPHA) -> tuple[Ranking | None, str]:
     """The ranking of the rows of a page's H table, or None and the reason it cannot be made."""
-    pool = _pool(h_table)
-    datasets, rows = _block(h_table, pool)
+    pool, datasets, rows = _block(h_table)
     if len(datasets) < 2 or len(rows) < 3:
         return None, (
             f"needs at least 3 methods that ran on the same 2 or more datasets (here {len(rows)} on "
@@ -102,23 +95,17 @@ def rank_methods(h_table: Table, alpha: float = stats.ALPHA) -> tuple[Ranking | 
         if r.source == "measured" and r not in pool
     ]
     left_out += [(r.label, "not run on every ranked dataset") for r in pool if r not in rows]
-    return _ranking(h_table, datasets, rows, alpha, left_out), ""
-
-
-def _ranking(
-    h_table: Table,
-    datasets: list[Column],
-    rows: list[Row],
-    alpha: float,
-    left_out: list[tuple[str, str]],
-) -> Ranking:
     scores = np.array([[h_table.cell(r, c).mean for r in rows] for c in datasets], dtype=float)
     result = stats.friedman(scores)
     per_dataset = [stats.average_ranks(scores[i : i + 1]) for i in range(len(datasets))]
     order = sorted(range(len(rows)), key=lambda i: (result.ranks[i], i))
     cd = stats.nemenyi_cd(len(rows), len(datasets), alpha)
     ranks = [result.ranks[i] for i in order]
-    by_row = [[float(per_dataset[d][i]) for d in range(len(datasets))] for i in order]
-    names, ranked = [c.group for c in datasets], [rows[i] for i in order]
-    cliques = stats.cliques(ranks, cd)
-    return Ranking(METRIC, names, ranked, ranks, by_row, result, cd, alpha, cliques, left_out)
+    by_row = [[float(of_dataset[i]) for of_dataset in per_dataset] for i in order]
+    names, ranked, cliques = (
+        [c.group for c in datasets],
+        [rows[i] for i in order],
+        stats.cliques(ranks, cd),
+    )
+    ranking = Ranking(METRIC, names, ranked, ranks, by_row, result, cd, alpha, cliques, left_out)
+    return ranking, ""

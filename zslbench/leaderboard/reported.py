@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from zslbench.errors import UserError
+from zslbench.leaderboard.collect import is_number
 
 #: The folder of the curated file, beside the board (the committed ``leaderboards/reported/``).
 DEFAULT_DIR = Path("reported")
@@ -108,11 +109,9 @@ def _fail(path: Path, where: str, problem: str) -> UserError:
 
 
 def _value(path: Path, where: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if value is not None and not is_number(value):
         raise _fail(path, where, f"{value!r} is not a number or null")
-    return float(value)
+    return None if value is None else float(value)
 
 
 def load_reported(path: Path) -> Reported:
@@ -137,25 +136,10 @@ def load_reported(path: Path) -> Reported:
 
 def _row(path: Path, where: str, raw: Any, references: dict[str, str]) -> ReportedRow:
     """One validated row of the curated file."""
-    refs = _checked_head(path, where, raw, references)
-    table = raw["table"]
-    values = _values(path, where, raw.get("values") or {})
-    classes = _classes(path, where, raw.get("classes") or [])
-    if table == "per_class" and not (raw.get("dataset") and classes):
-        raise _fail(path, where, 'a per_class row needs "dataset" and "classes"')
-    method, citation = raw["method"].strip(), raw["citation"].strip()
-    ours, device = raw.get("zslbench_method") or None, raw.get("device") or None
-    dataset = str(raw["dataset"]).upper() if raw.get("dataset") else None
-    return ReportedRow(table, method, citation, refs, ours, values, device, dataset, classes)
-
-
-def _checked_head(path: Path, where: str, raw: Any, references: dict[str, str]) -> tuple[str, ...]:
-    """Check a row's table, method, citation and references; its references."""
     if not isinstance(raw, dict):
         raise _fail(path, where, "not an object")
-    table = raw.get("table")
-    if table not in TABLES:
-        raise _fail(path, where, f"table {table!r} is not one of {', '.join(TABLES)}")
+    if raw.get("table") not in TABLES:
+        raise _fail(path, where, f"table {raw.get('table')!r} is not one of {', '.join(TABLES)}")
     for key in ("method", "citation"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise _fail(path, where, f"{key!r} is missing (every reported row needs a citation)")
@@ -163,7 +147,14 @@ def _checked_head(path: Path, where: str, raw: Any, references: dict[str, str]) 
     unknown = [r for r in refs if r not in references]
     if unknown:
         raise _fail(path, where, f'refs {", ".join(unknown)} are not in "references"')
-    return refs
+    values = _values(path, where, raw.get("values") or {})
+    classes = _classes(path, where, raw.get("classes") or [])
+    if raw["table"] == "per_class" and not (raw.get("dataset") and classes):
+        raise _fail(path, where, 'a per_class row needs "dataset" and "classes"')
+    method, citation = raw["method"].strip(), raw["citation"].strip()
+    ours, device = raw.get("zslbench_method") or None, raw.get("device") or None
+    dataset = str(raw["dataset"]).upper() if raw.get("dataset") else None
+    return ReportedRow(raw["table"], method, citation, refs, ours, values, device, dataset, classes)
 
 
 def _values(path: Path, where: str, raw: dict[str, Any]) -> dict[str, dict[str, float | None]]:
