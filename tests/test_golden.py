@@ -324,6 +324,21 @@ def _one_thread_numbers(
         torch.set_num_threads(before)
 
 
+def seed_spread(
+    got: dict[str, dict[str, float]], sensitive: list[str]
+) -> dict[str, dict[str, list[float]]]:
+    """The numbers of the ``sensitive`` methods over :data:`SPREAD_SEEDS` of the model's own
+    draws (seed 0's are ``got``'s), the split fixed: their training noise."""
+    spread = {m: {k: [v] for k, v in got[m].items()} for m in sensitive}
+    for seed in SPREAD_SEEDS[1:]:
+        for m, values in (
+            compute(SEED, methods=sensitive, model_seed=seed) if sensitive else {}
+        ).items():
+            for k, v in values.items():
+                spread[m][k].append(v)
+    return spread
+
+
 def update_golden(got: dict[str, dict[str, float]], env: dict[str, Any]) -> dict[str, Any]:
     """The file made anew on this machine: its numbers, the same with one thread (a second
     environment, and the test of which methods are float-sensitive: a method whose numbers move
@@ -348,14 +363,7 @@ def update_golden(got: dict[str, dict[str, float]], env: dict[str, Any]) -> dict
         {m for m, row in reproducibility(body).items() if not row["stable"]}
         | (set(before) & set(got))
     )
-    spread = {m: {k: [v] for k, v in got[m].items()} for m in sensitive}
-    for seed in SPREAD_SEEDS[1:]:
-        for m, values in (
-            compute(SEED, methods=sensitive, model_seed=seed) if sensitive else {}
-        ).items():
-            for k, v in values.items():
-                spread[m][k].append(v)
-    body["spread"] = spread
+    body["spread"] = seed_spread(got, sensitive)
     return body
 
 
@@ -402,14 +410,7 @@ def remake_golden(golden: dict[str, Any], got: dict[str, dict[str, float]]) -> d
         for m in methods
         if m in golden["spread"] or any(abs(got[m][k] - got1[m][k]) > STABLE_MOVE for k in METRICS)
     ]
-    spread = {m: {k: [v] for k, v in got[m].items()} for m in sensitive}
-    for seed in SPREAD_SEEDS[1:]:
-        for m, values in (
-            compute(SEED, methods=sensitive, model_seed=seed) if sensitive else {}
-        ).items():
-            for k, v in values.items():
-                spread[m][k].append(v)
-    return remade(golden, runs, spread)
+    return remade(golden, runs, seed_spread(got, sensitive))
 
 
 def only(golden: dict[str, Any], method: str) -> dict[str, Any]:
