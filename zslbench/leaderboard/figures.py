@@ -396,11 +396,7 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
     """The x axis is ticked at the swept values themselves (log-spaced when they span a decade);
     values that are not numbers are categories (matplotlib's), in the order of their text."""
     series = spec.data["series"]
-    values = [p["x"] for s in series for p in s["points"]]
-    numeric = all(collect.is_number(v) for v in values)
-    ticks = sorted(set(values)) if numeric else sorted({value_text(v) for v in values})
-    log = numeric and min(values) > 0 and max(values) >= 10 * min(values)
-    rotation = 30 if not numeric or len(ticks) > 6 else 0
+    numeric, ticks, log, rotation = _sweep_axis([p["x"] for s in series for p in s["points"]])
     axes = fig.subplots(1, len(SWEEP_METRICS), sharex=True)
     axes[0].set_ylabel("%")
     axes[0].xaxis.update_units(ticks)  # text values: categories in this order (numbers: no-op)
@@ -418,6 +414,15 @@ def _draw_sweep(fig: Any, spec: FigureSpec) -> None:
             ax.set_ylim((low + high) / 2 - 1.0, (low + high) / 2 + 1.0)
         ax.set_xticks(ticks, [value_text(t) for t in ticks], rotation=rotation, fontsize=7.5)
         ax.minorticks_off()
+
+
+def _sweep_axis(values: list[Any]) -> tuple[bool, list[Any], bool, int]:
+    """(numeric, ticks, log scale, tick rotation) for a sweep's x values: log when positive
+    numbers span a decade; text values (or more than six ticks) slanted to fit."""
+    numeric = all(collect.is_number(v) for v in values)
+    ticks = sorted(set(values)) if numeric else sorted({value_text(v) for v in values})
+    log = numeric and min(values) > 0 and max(values) >= 10 * min(values)
+    return numeric, ticks, log, 30 if not numeric or len(ticks) > 6 else 0
 
 
 def _draw_cd(fig: Any, spec: FigureSpec) -> None:
