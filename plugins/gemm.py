@@ -34,11 +34,20 @@ def _onednn_op() -> Any | None:
         return None
     try:
         op = torch.ops.mkldnn._linear_pointwise
-        probe = torch.ones(2, 3)
-        out = op(probe, torch.ones(4, 3), None, "none", [], "")
     except (AttributeError, RuntimeError):
         return None
-    return op if bool(torch.equal(out, torch.full((2, 4), 3.0))) else None
+    return op if _works(op) else None
+
+
+def _works(op: Any) -> bool:
+    """Whether ``op`` computes a known product. Any error means no: a build can name the operator
+    and register no CPU kernel for it (``NotImplementedError``), or oneDNN can refuse the CPU
+    (``RuntimeError``); the layer then falls back to ``F.linear`` rather than fail a fit."""
+    try:
+        out = op(torch.ones(2, 3), torch.ones(4, 3), None, "none", [], "")
+    except Exception:
+        return False
+    return isinstance(out, torch.Tensor) and bool(torch.equal(out, torch.full((2, 4), 3.0)))
 
 
 def _uses_onednn(*tensors: torch.Tensor) -> bool:

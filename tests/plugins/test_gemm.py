@@ -90,3 +90,18 @@ def test_elsewhere_it_is_f_linear_bit_for_bit(monkeypatch):
         torch.equal(p, q)
         for p, q in zip(_run(gemm.linear, _inputs()), _run(F.linear, _inputs()), strict=True)
     )
+
+
+def _raises(error: type[Exception]):
+    def op(*args):
+        raise error("no kernel for this backend")
+
+    return op
+
+
+def test_an_operator_that_fails_or_computes_wrongly_is_not_used():
+    assert not gemm._works(_raises(NotImplementedError))  # named, no CPU kernel registered
+    assert not gemm._works(_raises(RuntimeError))
+    assert not gemm._works(lambda *a: torch.zeros(2, 4))
+    assert not gemm._works(lambda *a: None)
+    assert gemm._works(lambda x, w, b, *rest: x @ w.t())
