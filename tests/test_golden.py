@@ -48,9 +48,10 @@ Commands:
   environment the file holds already, it adds the methods that environment lacks (a method added
   since it was made), leaving every stored number as it is.
 
-Each method is its own test (``pytest -n`` spreads them over its workers); both commands write the
-file once every method's test has run, and passed when adding, in one process: run them without
-``-n`` and ``-k``.
+Each method is its own test (``pytest -n`` spreads them over its workers); the update and add
+commands write the file once every method's test has run, and passed when adding, in one process:
+run them without ``-n`` and ``-k``. ``--remake-golden-method`` needs only the named methods to
+have run in the process (``-k NAME`` is enough; still no ``-n``).
 
 A stored environment made before a method existed (one that cannot be re-made, such as another
 CPU) holds no numbers of that method: there it is exact for the methods it holds, and the method
